@@ -1,0 +1,138 @@
+//! Typed device buffers that count their transfers and their memory.
+
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr;
+
+use bytemuck::Pod;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
+use opencl3::types::CL_BLOCKING;
+
+use super::context::Context;
+use super::error::{Error, Result, ResultExt};
+
+/// A buffer of `len` values of `T` in a device's global memory.
+///
+/// `T` is plain old data (`bytemuck::Pod`), so its bytes are what the kernel sees: use
+/// `[f32; 4]` for `float4`, `[i32; 4]` for `int4`. Reads and writes are blocking and counted in
+/// the context's [`TransferCounters`](super::TransferCounters).
+pub struct DeviceBuffer<T: Pod> {
+    buffer: Buffer<T>,
+    len: usize,
+    context: Context,
+    _marker: PhantomData<T>,
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// Allocates `len` values, uninitialised. A zero length allocates one value, since OpenCL
+    /// refuses empty buffers; [`len`](Self::len) still says zero.
+    pub fn uninit(context: &Context, len: usize) -> Result<Self> {
+        let bytes = (len.max(1) as u64).saturating_mul(size_of::<T>() as u64);
+        let info = context.info();
+        if bytes > info.max_alloc_bytes {
+            return Err(Error::BufferTooLarge {
+                requested: bytes,
+                max_alloc: info.max_alloc_bytes,
+                device: info.name.clone(),
+            });
+        }
+        // SAFETY: no host pointer is passed; the size was checked against the device limit.
+        let buffer = unsafe {
+            Buffer::<T>::create(
+                context.cl_context(),
+                CL_MEM_READ_WRITE,
+                len.max(1),
+                ptr::null_mut(),
+            )
+        }
+        .during(format!("clCreateBuffer ({bytes} bytes) on {}", info.name))?;
+        context.count_allocation(bytes);
+        Ok(Self {
+            buffer,
+            len,
+            context: context.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// Allocates a buffer holding a copy of `data`.
+    pub fn from_slice(context: &Context, data: &[T]) -> Result<Self> {
+        let mut buffer = Self::uninit(context, data.len())?;
+        buffer.write(data)?;
+        Ok(buffer)
+    }
+
+    /// Allocates `len` values, all zero bytes.
+    pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
+        Self::from_slice(context, &vec![T::zeroed(); len])
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes of the values.
+    pub fn byte_len(&self) -> u64 {
+        (self.len * size_of::<T>()) as u64
+    }
+
+    /// The OpenCL buffer, to pass as a kernel argument.
+    pub fn cl_buffer(&self) -> &Buffer<T> {
+        &self.buffer
+    }
+
+    /// Copies `data` to the start of the buffer, blocking until done.
+    ///
+    /// `data` longer than the buffer is an error (never a write out of bounds).
+    pub fn write(&mut self, data: &[T]) -> Result<()> {
+        if data.len() > self.len {
+            return Err(Error::WriteTooLong {
+                data: data.len(),
+                buffer: self.len,
+            });
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `data` fits in the buffer (checked above) and the write is blocking, so the
+        // host slice outlives the transfer.
+        unsafe {
+            self.context
+                .queue()
+                .enqueue_write_buffer(&mut self.buffer, CL_BLOCKING, 0, data, &[])
+        }
+        .during("clEnqueueWriteBuffer")?;
+        self.context.count_to_device(std::mem::size_of_val(data) as u64);
+        Ok(())
+    }
+
+    /// Reads the whole buffer back to the host, blocking until done.
+    pub fn read(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        if self.len == 0 {
+            return Ok(out);
+        }
+        // SAFETY: `out` has exactly `len` values and the read is blocking.
+        unsafe {
+            self.context
+                .queue()
+                .enqueue_read_buffer(&self.buffer, CL_BLOCKING, 0, &mut out, &[])
+        }
+        .during("clEnqueueReadBuffer")?;
+        self.context.count_to_host(self.byte_len());
+        Ok(out)
+    }
+}
+
+impl<T: Pod> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        self.context
+            .count_release((self.len.max(1) * size_of::<T>()) as u64);
+    }
+}

@@ -1,0 +1,70 @@
+//! `snowsim devices`: one row per OpenCL device.
+
+use std::process::ExitCode;
+
+use snowsim::cl::{self, DeviceInfo};
+
+/// Options of `snowsim devices`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print a JSON array of objects instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let devices: Vec<DeviceInfo> = cl::list_devices()?.into_iter().map(|d| d.info).collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&devices)?);
+    } else {
+        print!("{}", table(&devices));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The devices as an aligned text table.
+fn table(devices: &[DeviceInfo]) -> String {
+    let header = [
+        "#", "platform", "device", "type", "OpenCL", "CUs", "memory", "max WG", "fp64", "GL sharing",
+    ];
+    let rows: Vec<[String; 10]> = devices
+        .iter()
+        .map(|d| {
+            [
+                d.index.to_string(),
+                d.platform.clone(),
+                d.name.clone(),
+                d.device_type.to_string(),
+                d.version.clone(),
+                d.compute_units.to_string(),
+                format!("{:.1} GiB", d.global_mem_bytes as f64 / (1u64 << 30) as f64),
+                d.max_work_group_size.to_string(),
+                yes_no(d.fp64).to_string(),
+                yes_no(d.gl_sharing).to_string(),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(header.to_vec());
+    for row in &rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}

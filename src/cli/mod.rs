@@ -1,0 +1,59 @@
+//! Command-line interface: argument definitions and dispatch to one module per command.
+
+mod devices;
+mod mesh;
+mod selftest;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use snowsim::cl::{self, DeviceSelector};
+
+/// Real-time snow and wind simulation on OpenCL devices, and tools for unstructured meshes.
+#[derive(Debug, Parser)]
+#[command(name = "snowsim", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the OpenCL devices of this machine, one row each.
+    Devices(devices::Args),
+    /// Run a short kernel (a STREAM triad) on a device, check it against the CPU and time it.
+    Selftest(selftest::Args),
+    /// Inspect, check and convert INRIA .mesh/.meshb files.
+    #[command(subcommand)]
+    Mesh(mesh::Command),
+}
+
+/// Which device a command runs on.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DeviceArg {
+    /// Device index (as `snowsim devices` lists) or a case-insensitive part of its name,
+    /// platform or version, e.g. `1`, `h100`, `pocl`. Default: the first GPU, else the first
+    /// device.
+    #[arg(long, short, default_value = "default")]
+    device: DeviceSelector,
+}
+
+/// Runs the parsed command; the exit code says whether what was checked passed.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Devices(args) => devices::run(args),
+        Command::Selftest(args) => selftest::run(args),
+        Command::Mesh(command) => mesh::run(command),
+    }
+}
+
+/// Exit code for an error: 2 when there is no OpenCL platform at all, 1 otherwise.
+pub fn exit_code_for(error: &anyhow::Error) -> u8 {
+    let no_platform = error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<cl::Error>(),
+            Some(cl::Error::NoPlatform { .. } | cl::Error::NoDevice { .. })
+        )
+    });
+    if no_platform { 2 } else { 1 }
+}

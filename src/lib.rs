@@ -1,0 +1,12 @@
+//! snowsim: a real-time snow and wind simulator on OpenCL devices, and `gml`, a Rust port of
+//! GMlib for computing on unstructured meshes.
+//!
+//! The crate is organised by concept: [`cl`] wraps OpenCL device selection, program builds and
+//! profiling; [`meshio`] reads and writes the INRIA `.mesh`/`.meshb` formats; [`inspect`]
+//! summarises and validates meshes; [`selftest`] proves a device computes correctly.
+#![warn(missing_docs)]
+
+pub mod cl;
+pub mod inspect;
+pub mod meshio;
+pub mod selftest;

@@ -1,0 +1,154 @@
+//! Reading and writing the INRIA mesh formats as libMeshb does: ASCII `.mesh` and binary
+//! `.meshb`, versions 1 to 4, dimension 2 or 3.
+//!
+//! Supported keywords are Dimension, Vertices, Edges, Triangles, Quadrilaterals, Tetrahedra,
+//! Prisms, Hexahedra, Pyramids (each element with its reference), FloatingPointPrecision (which
+//! overrides the real size when reading) and End. Other keywords are skipped and their names
+//! listed in [`MeshFile::skipped_keywords`]. Binary files may be big-endian (their first word
+//! reads 16777216); files are always written little-endian.
+//!
+//! Node indices are 1-based in files and 0-based in memory ([`Elements`]). References are `i32`
+//! in memory: a version 4 file whose reference does not fit is an error. Coordinates are `f64`
+//! in memory: binary `f32` values (version 1) are stored exactly and written back exactly;
+//! ASCII reals are parsed as `f64` whatever the version, unlike libMeshb, which rounds version 1
+//! text to `f32` (TetGen writes version 1 files with 17 significant digits).
+//!
+//! Errors from reading ([`MeshError`]) name the file and a location in it: a byte offset for
+//! binary files, a line for ASCII ones. Counts are checked against the bytes left in the file
+//! before anything is allocated from them, so a corrupted count is an error, not an abort.
+//!
+//! ```
+//! use std::path::Path;
+//! use snowsim::meshio::{self, ElementKind, Format, Mesh, Version};
+//!
+//! let mut mesh = Mesh::new(3);
+//! for p in [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] {
+//!     mesh.push_vertex(p, 0);
+//! }
+//! mesh.elements_mut(ElementKind::Tetrahedra).push(&[0, 1, 2, 3], 1);
+//!
+//! let bytes = meshio::to_bytes(&mesh, Format::Binary, Version::V2)?;
+//! let file = meshio::read_bytes(&bytes, Format::Binary, Path::new("tet.meshb"))?;
+//! assert_eq!(file.mesh, mesh);
+//! assert_eq!(file.version, Version::V2);
+//! # Ok::<(), meshio::MeshError>(())
+//! ```
+
+mod ascii_read;
+mod ascii_tokens;
+mod ascii_write;
+mod binary_decode;
+mod binary_read;
+mod binary_write;
+mod element;
+mod error;
+mod format;
+pub mod generate;
+mod keywords;
+mod mesh;
+
+use std::path::Path;
+
+pub use element::{ElementKind, Elements};
+pub use error::{EncodeError, Location, MeshError, PositionProblem};
+pub use format::{Format, Version};
+pub use mesh::{IndexError, Mesh};
+
+/// A mesh read from a file, with how the file was encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshFile {
+    /// The mesh.
+    pub mesh: Mesh,
+    /// ASCII or binary.
+    pub format: Format,
+    /// The file's version. (A FloatingPointPrecision keyword may have overridden its real size;
+    /// writing back with this version uses the version's own real size.)
+    pub version: Version,
+    /// Whether the binary file was big-endian (always `false` for ASCII).
+    pub big_endian: bool,
+    /// Keywords present in the file but not read, each once, in order of appearance: their
+    /// libMeshb name (e.g. `Corners`), or `code N` for a binary code libMeshb does not know, or
+    /// the word itself for an unknown ASCII keyword.
+    pub skipped_keywords: Vec<String>,
+}
+
+/// Reads a `.mesh` or `.meshb` file (format from the extension, in any case).
+pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
+    let format = Format::from_path(path)?;
+    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    read_bytes(&bytes, format, path)
+}
+
+/// Reads a mesh file held in memory; `source` is the name used in errors.
+pub fn read_bytes(bytes: &[u8], format: Format, source: &Path) -> Result<MeshFile, MeshError> {
+    match format {
+        Format::Ascii => ascii_read::read(bytes, source),
+        Format::Binary => binary_read::read(bytes, source),
+    }
+}
+
+/// Writes `mesh` to `path` in `version`, in the format named by the extension, with one write.
+pub fn write(path: &Path, mesh: &Mesh, version: Version) -> Result<(), MeshError> {
+    let format = Format::from_path(path)?;
+    let bytes = encode(mesh, format, version).map_err(|source| MeshError::EncodeFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    std::fs::write(path, bytes).map_err(|source| MeshError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Encodes `mesh` as the bytes of a file of `format` and `version`.
+///
+/// Fails if the dimension is not 2 or 3, if `vertex_refs` and `vertices` differ in length, if an
+/// element uses a missing vertex, if a count exceeds the 32-bit counts of versions 1 to 3, or if
+/// a binary version 1 or 2 file would exceed its 32-bit positions (2 GiB). In dimension 2 only
+/// `x` and `y` are written.
+pub fn to_bytes(mesh: &Mesh, format: Format, version: Version) -> Result<Vec<u8>, MeshError> {
+    Ok(encode(mesh, format, version)?)
+}
+
+fn encode(mesh: &Mesh, format: Format, version: Version) -> Result<Vec<u8>, EncodeError> {
+    check_writable(mesh, version)?;
+    match format {
+        Format::Ascii => ascii_write::encode(mesh, version),
+        Format::Binary => binary_write::encode(mesh, version),
+    }
+}
+
+/// Checks what every format needs before encoding.
+fn check_writable(mesh: &Mesh, version: Version) -> Result<(), EncodeError> {
+    if mesh.dimension != 2 && mesh.dimension != 3 {
+        return Err(EncodeError::BadDimension(mesh.dimension));
+    }
+    if mesh.vertex_refs.len() != mesh.vertices.len() {
+        return Err(EncodeError::VertexRefCount {
+            vertices: mesh.vertices.len(),
+            refs: mesh.vertex_refs.len(),
+        });
+    }
+    mesh.validate_indices()?;
+    if version.count_bytes() == 4 {
+        // With every index below the vertex count, index + 1 fits in int32 as well.
+        let counts = std::iter::once(("Vertices", mesh.vertices.len())).chain(
+            ElementKind::ALL
+                .iter()
+                .map(|&k| (k.keyword(), mesh.count(k))),
+        );
+        for (keyword, count) in counts {
+            if count > i32::MAX as usize {
+                return Err(EncodeError::CountTooLarge {
+                    keyword,
+                    count,
+                    version: version.number(),
+                });
+            }
+        }
+    }
+    Ok(())
+}

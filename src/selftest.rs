@@ -1,0 +1,159 @@
+//! A short kernel run that proves a device works: a STREAM triad checked against the CPU,
+//! timed with OpenCL profiling.
+
+use std::time::Duration;
+
+use opencl3::kernel::ExecuteKernel;
+use serde::Serialize;
+
+use crate::cl::{self, Context, DeviceBuffer, KernelTimer, Program, Source, WorkSize};
+
+/// Why a self-test did not pass.
+#[derive(Debug, thiserror::Error)]
+pub enum SelftestError {
+    /// The OpenCL layer failed (build, allocation, launch, …).
+    #[error(transparent)]
+    Cl(#[from] cl::Error),
+    /// The device computed a different value than the CPU.
+    #[error(
+        "device result differs from the CPU at element {index}: expected {expected:?}, got {got:?}"
+    )]
+    Mismatch {
+        /// First differing float4.
+        index: usize,
+        /// CPU value.
+        expected: [f32; 4],
+        /// Device value.
+        got: [f32; 4],
+    },
+    /// A parameter was out of range.
+    #[error("invalid self-test parameter: {0}")]
+    InvalidParameter(String),
+}
+
+/// What a triad run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct TriadReport {
+    /// Device name.
+    pub device: String,
+    /// Number of float4 values per array.
+    pub elements: usize,
+    /// Launches timed (after one warm-up launch).
+    pub iterations: u32,
+    /// Work-group size used.
+    pub work_group_size: usize,
+    /// Mean device time per launch, in seconds.
+    pub mean_seconds: f64,
+    /// Fastest launch, in seconds.
+    pub best_seconds: f64,
+    /// Bytes each launch moves (two arrays read, one written).
+    pub bytes_per_launch: u64,
+    /// `bytes_per_launch / best_seconds`, in bytes per second.
+    pub best_bytes_per_second: f64,
+    /// Whether the result matched the CPU (always true in a returned report).
+    pub verified: bool,
+}
+
+/// Scale factor of the triad; a power of two so that the device result is exact.
+const SCALE: f32 = 0.5;
+
+/// Runs `a = b + 0.5·c` over `elements` float4 values `iterations` times on `context`'s device
+/// and checks every value against the CPU.
+///
+/// The inputs are small integers, so the result is exact in single precision whether or not
+/// the device fuses the multiply-add: any difference is a real error.
+pub fn run_triad(
+    context: &Context,
+    elements: usize,
+    iterations: u32,
+) -> Result<TriadReport, SelftestError> {
+    if elements == 0 || elements > u32::MAX as usize {
+        return Err(SelftestError::InvalidParameter(format!(
+            "elements must be between 1 and {}, not {elements}",
+            u32::MAX
+        )));
+    }
+    if iterations == 0 {
+        return Err(SelftestError::InvalidParameter(
+            "iterations must be at least 1".to_string(),
+        ));
+    }
+    let b: Vec<[f32; 4]> = (0..elements)
+        .map(|i| {
+            let v = (i % 1021) as f32;
+            [v, v + 1.0, -v, 2.0 * v]
+        })
+        .collect();
+    let c: Vec<[f32; 4]> = (0..elements)
+        .map(|i| {
+            let v = (i % 97) as f32;
+            [2.0 * v, -v, v + 3.0, 1.0]
+        })
+        .collect();
+
+    let source = Source::embedded("selftest.cl", include_str!("../kernels/selftest.cl"))?;
+    let program = Program::build(context, &[source], "-cl-mad-enable")?;
+    let kernel = program.kernel("triad")?;
+    let work = WorkSize::for_kernel(context, &kernel, elements)?;
+    let a_buf = DeviceBuffer::<[f32; 4]>::uninit(context, elements)?;
+    let b_buf = DeviceBuffer::from_slice(context, &b)?;
+    let c_buf = DeviceBuffer::from_slice(context, &c)?;
+    let n = elements as u32;
+
+    let launch = || -> Result<opencl3::event::Event, cl::Error> {
+        // SAFETY: the arguments match the kernel's signature (three float4 buffers of
+        // `elements` values, a float and a uint) and the kernel guards `i < n`.
+        unsafe {
+            ExecuteKernel::new(&kernel)
+                .set_arg(a_buf.cl_buffer())
+                .set_arg(b_buf.cl_buffer())
+                .set_arg(c_buf.cl_buffer())
+                .set_arg(&SCALE)
+                .set_arg(&n)
+                .set_global_work_size(work.global)
+                .set_local_work_size(work.local)
+                .enqueue_nd_range(context.queue())
+        }
+        .map_err(|code| cl::Error::Api {
+            call: "clEnqueueNDRangeKernel(triad)".to_string(),
+            code,
+        })
+    };
+
+    cl::event_duration(&launch()?)?; // warm-up: first launches pay for lazy compilation
+    let mut timer = KernelTimer::default();
+    let mut best = Duration::MAX;
+    for _ in 0..iterations {
+        best = best.min(timer.record(&launch()?)?);
+    }
+
+    let a = a_buf.read()?;
+    for (index, ((got, b), c)) in a.iter().zip(&b).zip(&c).enumerate() {
+        let expected: [f32; 4] = std::array::from_fn(|k| b[k] + SCALE * c[k]);
+        if *got != expected {
+            return Err(SelftestError::Mismatch {
+                index,
+                expected,
+                got: *got,
+            });
+        }
+    }
+
+    let bytes_per_launch = 3 * 16 * elements as u64;
+    let best_seconds = best.as_secs_f64();
+    Ok(TriadReport {
+        device: context.info().name.clone(),
+        elements,
+        iterations,
+        work_group_size: work.local,
+        mean_seconds: timer.mean().as_secs_f64(),
+        best_seconds,
+        bytes_per_launch,
+        best_bytes_per_second: if best_seconds > 0.0 {
+            bytes_per_launch as f64 / best_seconds
+        } else {
+            0.0
+        },
+        verified: true,
+    })
+}

@@ -1,0 +1,217 @@
+//! The `snowsim` binary as a user runs it: devices, selftest, mesh info/check/convert.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn snowsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args(args)
+        .output()
+        .expect("run snowsim")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample_meshes")
+        .join(name)
+}
+
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("snowsim-cli-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn devices_json_has_the_documented_keys() {
+    let out = snowsim(&["devices", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let devices: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices = devices.as_array().expect("a JSON array");
+    assert!(!devices.is_empty());
+    for (i, d) in devices.iter().enumerate() {
+        for key in [
+            "index",
+            "platform",
+            "name",
+            "type",
+            "version",
+            "compute_units",
+            "global_mem_bytes",
+            "max_work_group_size",
+            "fp64",
+            "gl_sharing",
+        ] {
+            assert!(d.get(key).is_some(), "device {i} lacks `{key}`: {d}");
+        }
+        assert_eq!(d["index"], i);
+        assert!(d["version"].as_str().unwrap().starts_with("OpenCL"));
+    }
+    let table = snowsim(&["devices"]);
+    assert!(table.status.success());
+    let text = stdout(&table);
+    assert!(text.lines().next().unwrap().contains("GL sharing"));
+    assert_eq!(text.lines().count(), devices.len() + 1);
+}
+
+#[test]
+fn no_opencl_platform_is_a_clear_error_with_exit_code_2() {
+    let empty = temp_dir("no-platform");
+    let out = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .arg("devices")
+        .env("OCL_ICD_VENDORS", &empty)
+        .env("OPENCL_VENDOR_PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("no OpenCL platform") && err.contains("apt-get install"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn selftest_runs_on_the_default_device_and_by_name() {
+    let out = snowsim(&["selftest", "--elements", "65537", "--iterations", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("result matches the CPU"));
+    let out = snowsim(&["selftest", "--device", "no-such-device-xyz"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no OpenCL device matches `no-such-device-xyz`"));
+}
+
+#[test]
+fn mesh_info_json_counts_the_gmsh_cube() {
+    let out = snowsim(&["mesh", "info", "--json", sample("cube_gmsh.mesh").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Counts written in the file's own headers by gmsh (see sample_meshes/README.md).
+    assert_eq!(info["version"], 2);
+    assert_eq!(info["dimension"], 3);
+    assert_eq!(info["counts"]["vertices"], 2300);
+    assert_eq!(info["counts"]["triangles"], 2468);
+    assert_eq!(info["counts"]["tetrahedra"], 10246);
+    assert_eq!(info["bounding_box"]["min"], serde_json::json!([0.0, 0.0, 0.0]));
+    assert_eq!(info["bounding_box"]["max"], serde_json::json!([1.0, 1.0, 1.0]));
+    let tri_refs = info["references"]["triangles"].as_object().unwrap();
+    let keys: Vec<&str> = tri_refs.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["1", "2", "3", "4", "5", "6"]);
+}
+
+#[test]
+fn mesh_check_passes_the_independent_meshes() {
+    for name in [
+        "cube_gmsh.mesh",
+        "cube_tetgen.mesh",
+        "hex_cube_gmsh.mesh",
+        "sphere_surface_gmsh.mesh",
+        "square_2d_gmsh.mesh",
+    ] {
+        let out = snowsim(&["mesh", "info", "--check", sample(name).to_str().unwrap()]);
+        assert!(out.status.success(), "{name}: {}{}", stdout(&out), stderr(&out));
+        assert!(stdout(&out).contains("no problem found"), "{name}: {}", stdout(&out));
+    }
+}
+
+/// Rewrites the `n`-th element line after `keyword` in an ASCII mesh with `f(line)`.
+fn edit_ascii(text: &str, keyword: &str, n: usize, f: impl Fn(&str) -> String) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == keyword)
+        .expect("keyword present");
+    // keyword line, count line, then the entities.
+    let target = at + 2 + n;
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    out[target] = f(lines[target]);
+    out.join("\n") + "\n"
+}
+
+#[test]
+fn mesh_check_finds_inverted_duplicated_and_degenerate_tetrahedra() {
+    let dir = temp_dir("check");
+    let text = std::fs::read_to_string(sample("cube_gmsh.mesh")).unwrap();
+    let swap_two = |line: &str| {
+        let mut t: Vec<&str> = line.split_whitespace().collect();
+        t.swap(0, 1);
+        t.join(" ")
+    };
+    let inverted = edit_ascii(&text, "Tetrahedra", 5, swap_two);
+    let path = dir.join("inverted.mesh");
+    std::fs::write(&path, inverted).unwrap();
+    let out = snowsim(&["mesh", "info", "--check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = stdout(&out);
+    assert!(report.contains("1 inverted elements"), "{report}");
+    assert!(report.contains("tetrahedron 6 "), "{report}");
+
+    let repeat_node = |line: &str| {
+        let mut t: Vec<String> = line.split_whitespace().map(String::from).collect();
+        t[1] = t[0].clone();
+        t.join(" ")
+    };
+    let degenerate = edit_ascii(&text, "Tetrahedra", 0, repeat_node);
+    let path = dir.join("degenerate.mesh");
+    std::fs::write(&path, degenerate).unwrap();
+    let out = snowsim(&["mesh", "info", "--check", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["check"]["passed"], false);
+    assert_eq!(json["check"]["counts"]["degenerate"], 1);
+    // The tetrahedron that lost a node leaves its four faces with one tetrahedron fewer: the
+    // neighbours' faces become boundary faces, which is not an error by itself.
+    assert!(json["check"]["counts"].get("duplicate").is_none());
+}
+
+#[test]
+fn mesh_convert_round_trips_through_every_version() {
+    let dir = temp_dir("convert");
+    let original = sample("hex_cube_gmsh.mesh");
+    let reference = snowsim(&["mesh", "info", "--json", original.to_str().unwrap()]);
+    let reference: serde_json::Value = serde_json::from_slice(&reference.stdout).unwrap();
+    for version in ["1", "2", "3", "4"] {
+        let binary = dir.join(format!("hex_v{version}.meshb"));
+        let out = snowsim(&[
+            "mesh",
+            "convert",
+            original.to_str().unwrap(),
+            binary.to_str().unwrap(),
+            "--version",
+            version,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let back = dir.join(format!("hex_v{version}.mesh"));
+        let out = snowsim(&["mesh", "convert", binary.to_str().unwrap(), back.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let info = snowsim(&["mesh", "info", "--json", back.to_str().unwrap()]);
+        let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(info["version"], version.parse::<u32>().unwrap());
+        assert_eq!(info["counts"], reference["counts"]);
+        assert_eq!(info["references"], reference["references"]);
+    }
+    let out = snowsim(&["mesh", "convert", original.to_str().unwrap(), "out.vtk"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("out.vtk"), "{}", stderr(&out));
+}
+
+#[test]
+fn unreadable_meshes_are_errors_naming_the_file() {
+    let dir = temp_dir("bad");
+    let path = dir.join("truncated.meshb");
+    std::fs::write(&path, [1u8, 0, 0, 0, 2, 0]).unwrap();
+    let out = snowsim(&["mesh", "info", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("truncated.meshb") && err.contains("byte"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let missing = snowsim(&["mesh", "info", "does-not-exist.mesh"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).contains("does-not-exist.mesh"));
+}
