@@ -23,7 +23,11 @@ fn every_listed_device_is_selectable_by_index_and_by_name() {
             .unwrap();
         assert_eq!(by_name.info.name, d.info.name);
     }
-    assert!(DeviceSelector::Index(devices.len()).select(&devices).is_err());
+    assert!(
+        DeviceSelector::Index(devices.len())
+            .select(&devices)
+            .is_err()
+    );
 }
 
 #[test]
@@ -75,7 +79,10 @@ fn build_errors_carry_the_log_with_the_users_file_and_line() {
     let text = err.to_string();
     assert!(matches!(err, cl::Error::Build { .. }), "{text}");
     assert!(text.contains("undeclared_thing"), "log missing: {text}");
-    assert!(text.contains("broken.cl:3"), "log does not point at broken.cl line 3: {text}");
+    assert!(
+        text.contains("broken.cl:3"),
+        "log does not point at broken.cl line 3: {text}"
+    );
     assert!(text.contains("-cl-mad-enable"), "{text}");
 }
 

@@ -73,7 +73,10 @@ fn no_opencl_platform_is_a_clear_error_with_exit_code_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("no OpenCL platform") && err.contains("apt-get install"), "{err}");
+    assert!(
+        err.contains("no OpenCL platform") && err.contains("apt-get install"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -89,7 +92,12 @@ fn selftest_runs_on_the_default_device_and_by_name() {
 
 #[test]
 fn mesh_info_json_counts_the_gmsh_cube() {
-    let out = snowsim(&["mesh", "info", "--json", sample("cube_gmsh.mesh").to_str().unwrap()]);
+    let out = snowsim(&[
+        "mesh",
+        "info",
+        "--json",
+        sample("cube_gmsh.mesh").to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Counts written in the file's own headers by gmsh (see sample_meshes/README.md).
@@ -98,8 +106,14 @@ fn mesh_info_json_counts_the_gmsh_cube() {
     assert_eq!(info["counts"]["vertices"], 2300);
     assert_eq!(info["counts"]["triangles"], 2468);
     assert_eq!(info["counts"]["tetrahedra"], 10246);
-    assert_eq!(info["bounding_box"]["min"], serde_json::json!([0.0, 0.0, 0.0]));
-    assert_eq!(info["bounding_box"]["max"], serde_json::json!([1.0, 1.0, 1.0]));
+    assert_eq!(
+        info["bounding_box"]["min"],
+        serde_json::json!([0.0, 0.0, 0.0])
+    );
+    assert_eq!(
+        info["bounding_box"]["max"],
+        serde_json::json!([1.0, 1.0, 1.0])
+    );
     let tri_refs = info["references"]["triangles"].as_object().unwrap();
     let keys: Vec<&str> = tri_refs.keys().map(String::as_str).collect();
     assert_eq!(keys, ["1", "2", "3", "4", "5", "6"]);
@@ -115,8 +129,17 @@ fn mesh_check_passes_the_independent_meshes() {
         "square_2d_gmsh.mesh",
     ] {
         let out = snowsim(&["mesh", "info", "--check", sample(name).to_str().unwrap()]);
-        assert!(out.status.success(), "{name}: {}{}", stdout(&out), stderr(&out));
-        assert!(stdout(&out).contains("no problem found"), "{name}: {}", stdout(&out));
+        assert!(
+            out.status.success(),
+            "{name}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(
+            stdout(&out).contains("no problem found"),
+            "{name}: {}",
+            stdout(&out)
+        );
     }
 }
 
@@ -188,7 +211,12 @@ fn mesh_convert_round_trips_through_every_version() {
         ]);
         assert!(out.status.success(), "{}", stderr(&out));
         let back = dir.join(format!("hex_v{version}.mesh"));
-        let out = snowsim(&["mesh", "convert", binary.to_str().unwrap(), back.to_str().unwrap()]);
+        let out = snowsim(&[
+            "mesh",
+            "convert",
+            binary.to_str().unwrap(),
+            back.to_str().unwrap(),
+        ]);
         assert!(out.status.success(), "{}", stderr(&out));
         let info = snowsim(&["mesh", "info", "--json", back.to_str().unwrap()]);
         let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
@@ -209,7 +237,10 @@ fn unreadable_meshes_are_errors_naming_the_file() {
     let out = snowsim(&["mesh", "info", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("truncated.meshb") && err.contains("byte"), "{err}");
+    assert!(
+        err.contains("truncated.meshb") && err.contains("byte"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     let missing = snowsim(&["mesh", "info", "does-not-exist.mesh"]);
     assert_eq!(missing.status.code(), Some(1));

@@ -171,7 +171,12 @@ fn wrong_endianness_code() {
         &["endianness code 2 (0x00000002)", "not a .meshb"],
     );
     let e = read_err(b"MeshVersionFormatted 2", Format::Binary);
-    check(&e, BIN, Location::Byte(0), &["endianness code 1752393037 (0x6873654d)"]);
+    check(
+        &e,
+        BIN,
+        Location::Byte(0),
+        &["endianness code 1752393037 (0x6873654d)"],
+    );
 }
 
 #[test]

@@ -222,7 +222,10 @@ fn garbage_token() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // 256 cases per property; PROPTEST_CASES=N runs more.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+    ))]
 
     #[test]
     fn binary_with_flipped_bytes(

@@ -108,7 +108,8 @@ impl<T: Pod> DeviceBuffer<T> {
                 .enqueue_write_buffer(&mut self.buffer, CL_BLOCKING, 0, data, &[])
         }
         .during("clEnqueueWriteBuffer")?;
-        self.context.count_to_device(std::mem::size_of_val(data) as u64);
+        self.context
+            .count_to_device(std::mem::size_of_val(data) as u64);
         Ok(())
     }
 

@@ -132,9 +132,13 @@ impl DeviceInfo {
                 .during(call("DRIVER_VERSION"))?
                 .trim()
                 .to_string(),
-            compute_units: device.max_compute_units().during(call("MAX_COMPUTE_UNITS"))?,
+            compute_units: device
+                .max_compute_units()
+                .during(call("MAX_COMPUTE_UNITS"))?,
             global_mem_bytes: device.global_mem_size().during(call("GLOBAL_MEM_SIZE"))?,
-            max_alloc_bytes: device.max_mem_alloc_size().during(call("MAX_MEM_ALLOC_SIZE"))?,
+            max_alloc_bytes: device
+                .max_mem_alloc_size()
+                .during(call("MAX_MEM_ALLOC_SIZE"))?,
             local_mem_bytes: device.local_mem_size().during(call("LOCAL_MEM_SIZE"))?,
             max_work_group_size: device
                 .max_work_group_size()
@@ -328,7 +332,12 @@ mod tests {
     fn machine() -> Vec<DeviceInfo> {
         vec![
             info(0, "NVIDIA H100 80GB HBM3", "NVIDIA CUDA", "OpenCL 3.0 CUDA"),
-            info(1, "cpu-skylake-avx512", "Portable Computing Language", "OpenCL 3.0 PoCL HSTR: x"),
+            info(
+                1,
+                "cpu-skylake-avx512",
+                "Portable Computing Language",
+                "OpenCL 3.0 PoCL HSTR: x",
+            ),
             info(2, "NVIDIA H100", "NVIDIA CUDA", "OpenCL 3.0 CUDA"),
         ]
     }
@@ -360,11 +369,17 @@ mod tests {
     fn bad_selectors_name_the_available_devices() {
         let infos = machine();
         let err = pick("7", &infos).unwrap_err().to_string();
-        assert!(err.contains("`7`") && err.contains("[1] cpu-skylake-avx512"), "{err}");
+        assert!(
+            err.contains("`7`") && err.contains("[1] cpu-skylake-avx512"),
+            "{err}"
+        );
         let err = pick("amd", &infos).unwrap_err().to_string();
         assert!(err.contains("no OpenCL device matches `amd`"), "{err}");
         let err = pick("h100", &infos).unwrap_err().to_string();
-        assert!(err.contains("several") && err.contains("[0]") && err.contains("[2]"), "{err}");
+        assert!(
+            err.contains("several") && err.contains("[0]") && err.contains("[2]"),
+            "{err}"
+        );
         assert!(pick("", &[]).is_err());
     }
 }

@@ -70,7 +70,9 @@ pub enum Error {
         buffer: usize,
     },
     /// A program failed to compile; `log` is the driver's full build log.
-    #[error("OpenCL program `{program}` failed to build on {device} (options: `{options}`):\n{log}")]
+    #[error(
+        "OpenCL program `{program}` failed to build on {device} (options: `{options}`):\n{log}"
+    )]
     Build {
         /// Name of the program (usually the main source file).
         program: String,

@@ -49,12 +49,36 @@ mod tests {
 
     #[test]
     fn local_size_respects_device_limits() {
-        assert_eq!(WorkSize::choose(1000, 1024, 32), WorkSize { global: 1024, local: 256 });
-        assert_eq!(WorkSize::choose(1000, 4096, 1), WorkSize { global: 1024, local: 256 });
-        assert_eq!(WorkSize::choose(10, 64, 48), WorkSize { global: 48, local: 48 });
-        assert_eq!(WorkSize::choose(0, 0, 0), WorkSize { global: 1, local: 1 });
+        assert_eq!(
+            WorkSize::choose(1000, 1024, 32),
+            WorkSize {
+                global: 1024,
+                local: 256
+            }
+        );
+        assert_eq!(
+            WorkSize::choose(1000, 4096, 1),
+            WorkSize {
+                global: 1024,
+                local: 256
+            }
+        );
+        assert_eq!(
+            WorkSize::choose(10, 64, 48),
+            WorkSize {
+                global: 48,
+                local: 48
+            }
+        );
+        assert_eq!(
+            WorkSize::choose(0, 0, 0),
+            WorkSize {
+                global: 1,
+                local: 1
+            }
+        );
         let w = WorkSize::choose(1 << 20, 200, 64);
-        assert_eq!(w.local, 128);
+        assert_eq!(w.local, 192, "largest multiple of 64 that the kernel allows");
         assert_eq!(w.global % w.local, 0);
     }
 }

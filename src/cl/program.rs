@@ -80,11 +80,7 @@ impl Program {
             .trim()
             .to_string();
         match built {
-            Ok(()) => Ok(Self {
-                name,
-                program,
-                log,
-            }),
+            Ok(()) => Ok(Self { name, program, log }),
             Err(code) if code.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::Build {
                 program: name,
                 device: context.info().name.clone(),

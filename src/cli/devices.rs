@@ -25,7 +25,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The devices as an aligned text table.
 fn table(devices: &[DeviceInfo]) -> String {
     let header = [
-        "#", "platform", "device", "type", "OpenCL", "CUs", "memory", "max WG", "fp64", "GL sharing",
+        "#",
+        "platform",
+        "device",
+        "type",
+        "OpenCL",
+        "CUs",
+        "memory",
+        "max WG",
+        "fp64",
+        "GL sharing",
     ];
     let rows: Vec<[String; 10]> = devices
         .iter()

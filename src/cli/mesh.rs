@@ -81,7 +81,11 @@ fn print_summary(path: &std::path::Path, s: &Summary) {
     println!(
         "format:     {} ({}), version {}, dimension {}",
         s.format,
-        if s.format == "meshb" { "binary" } else { "ASCII" },
+        if s.format == "meshb" {
+            "binary"
+        } else {
+            "ASCII"
+        },
         s.version,
         s.dimension
     );

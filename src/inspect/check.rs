@@ -106,13 +106,14 @@ pub fn check(mesh: &Mesh) -> CheckReport {
 
 fn check_shapes(mesh: &Mesh, kind: ElementKind, report: &mut CheckReport) {
     let planar = mesh.dimension == 2;
-    let signed = kind.topological_dimension() == 3
-        || (planar && kind.topological_dimension() == 2);
+    let signed = kind.topological_dimension() == 3 || (planar && kind.topological_dimension() == 2);
     let power = i32::from(kind.topological_dimension());
     for (e, (nodes, _)) in mesh.elements(kind).iter().enumerate() {
         let name = || format!("{} {} (nodes {})", singular(kind), e + 1, one_based(nodes));
         if has_repeated_node(nodes) {
-            report.add(ProblemKind::Degenerate, || format!("{} repeats a node", name()));
+            report.add(ProblemKind::Degenerate, || {
+                format!("{} repeats a node", name())
+            });
             continue;
         }
         let points: Vec<[f64; 3]> = nodes.iter().map(|&n| mesh.vertices[n as usize]).collect();
@@ -298,9 +299,11 @@ mod tests {
         for p in [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]] {
             mesh.push_vertex(p, 0);
         }
-        mesh.elements_mut(ElementKind::Triangles).push(&[0, 1, 2], 1);
+        mesh.elements_mut(ElementKind::Triangles)
+            .push(&[0, 1, 2], 1);
         assert!(check(&mesh).passed());
-        mesh.elements_mut(ElementKind::Triangles).push(&[0, 2, 1], 1);
+        mesh.elements_mut(ElementKind::Triangles)
+            .push(&[0, 2, 1], 1);
         let report = check(&mesh);
         assert_eq!(report.counts[&ProblemKind::Inverted], 1);
         assert_eq!(report.counts[&ProblemKind::Duplicate], 1);

@@ -32,7 +32,13 @@ pub fn tet_volume6(a: P, b: P, c: P, d: P) -> f64 {
 /// Outward faces of the 3D element kinds with more than four nodes (GMlib's `ItmFacNod`).
 fn faces(kind: ElementKind) -> &'static [&'static [usize]] {
     match kind {
-        ElementKind::Pyramids => &[&[0, 1, 4], &[1, 2, 4], &[2, 3, 4], &[3, 0, 4], &[3, 2, 1, 0]],
+        ElementKind::Pyramids => &[
+            &[0, 1, 4],
+            &[1, 2, 4],
+            &[2, 3, 4],
+            &[3, 0, 4],
+            &[3, 2, 1, 0],
+        ],
         ElementKind::Prisms => &[
             &[0, 2, 1],
             &[3, 4, 5],

@@ -182,7 +182,9 @@ impl<'a> Parser<'a> {
                     }
                     None => self.skip(keywords::describe(code)),
                 },
-                None if tok.text[0].is_ascii_alphabetic() => self.skip(show(tok.text)),
+                None if tok.text.first().is_some_and(u8::is_ascii_alphabetic) => {
+                    self.skip(show(tok.text))
+                }
                 None => {
                     return Err(MeshError::UnexpectedToken {
                         path: self.path.to_path_buf(),

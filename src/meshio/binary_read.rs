@@ -171,8 +171,8 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         big: false,
         version: Version::V1,
     };
-    let tag = r.field(0, 4, &|| "endianness code".to_owned())?;
-    let tag = u32::from_le_bytes([tag[0], tag[1], tag[2], tag[3]]);
+    // Read little-endian: 1 means a little-endian file, 1 byte-swapped a big-endian one.
+    let tag = r.int(0, Width::Four, &|| "endianness code".to_owned())? as u32;
     r.big = match tag {
         1 => false,
         0x0100_0000 => true,
