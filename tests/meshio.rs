@@ -629,18 +629,18 @@ fn gmsh_style_leading_spaces_and_uppercase_exponents() {
     assert_eq!(file.mesh.elements(ElementKind::Edges).refs(), [4]);
 }
 
-/// Real files from other tools, when the sample_meshes folder has them (not required).
+/// The files in sample_meshes/: every one reads, round-trips through v2 and v4 of both formats,
+/// and each .meshb conversion holds the same mesh as the gmsh file it was made from.
 #[test]
-fn sample_meshes_if_present_read_and_round_trip() {
+fn sample_meshes_read_round_trip_and_match_their_sources() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_meshes");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
         let path = entry.path();
         if meshio::Format::from_path(&path).is_err() {
             continue;
         }
+        seen += 1;
         let file = meshio::read(&path).unwrap_or_else(|e| panic!("{e}"));
         file.mesh.validate_indices().unwrap();
         assert!(!file.mesh.vertices.is_empty(), "{}", path.display());
@@ -656,4 +656,30 @@ fn sample_meshes_if_present_read_and_round_trip() {
             }
         }
     }
+    assert!(
+        seen >= 9,
+        "expected the 5 tool meshes and 4 conversions, found {seen}"
+    );
+
+    let read = |name: &str| meshio::read(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+    // Version 2 conversions keep every f64 coordinate.
+    assert_eq!(read("cube.meshb").mesh, read("cube_gmsh.mesh").mesh);
+    assert_eq!(
+        read("hexahedra.meshb").mesh,
+        read("hex_cube_gmsh.mesh").mesh
+    );
+    // The 2D conversion drops z, which is 0 everywhere in gmsh's planar output.
+    let planar = read("square_2d.meshb");
+    let mut source = read("square_2d_gmsh.mesh").mesh;
+    assert_eq!(planar.mesh.dimension, 2);
+    source.dimension = 2;
+    assert_eq!(planar.mesh, source);
+    // Version 1 stores f32 coordinates: the conversion equals the source rounded to f32.
+    let sphere = read("sphere_surface.meshb");
+    let mut rounded = read("sphere_surface_gmsh.mesh").mesh;
+    for p in &mut rounded.vertices {
+        *p = p.map(|x| f64::from(x as f32));
+    }
+    assert_eq!(sphere.version, Version::V1);
+    assert_eq!(sphere.mesh, rounded);
 }

@@ -78,7 +78,10 @@ mod tests {
             }
         );
         let w = WorkSize::choose(1 << 20, 200, 64);
-        assert_eq!(w.local, 192, "largest multiple of 64 that the kernel allows");
+        assert_eq!(
+            w.local, 192,
+            "largest multiple of 64 that the kernel allows"
+        );
         assert_eq!(w.global % w.local, 0);
     }
 }

@@ -43,6 +43,10 @@ pub struct ConvertArgs {
     /// 4 (64-bit integers). Default: the input's version.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4))]
     version: Option<u32>,
+    /// Dimension of the output: 2 writes x and y only (every z must be 0, as in planar meshes
+    /// that gmsh writes with dimension 3); 3 writes all coordinates. Default: the input's.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+    dimension: Option<u8>,
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -150,7 +154,21 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
             args.input.display()
         );
     }
-    let file = meshio::read(&args.input)?;
+    let mut file = meshio::read(&args.input)?;
+    if let Some(dimension) = args.dimension {
+        if dimension == 2 {
+            if let Some(i) = file.mesh.vertices.iter().position(|p| p[2] != 0.0) {
+                bail!(
+                    "{}: vertex {} has z = {}; only a mesh with every z = 0 can be written in \
+                     dimension 2",
+                    args.input.display(),
+                    i + 1,
+                    file.mesh.vertices[i][2]
+                );
+            }
+        }
+        file.mesh.dimension = dimension;
+    }
     let version = match args.version {
         Some(n) => Version::from_number(n).with_context(|| format!("unknown version {n}"))?,
         None => file.version,

@@ -28,13 +28,18 @@ impl Out {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
-    /// An integer of the version's int size (values were checked to fit).
-    fn int(&mut self, v: i64) {
-        if self.version.int_bytes() == 4 {
+    /// A 4- or 8-byte little-endian word (values were checked to fit).
+    fn word(&mut self, v: i64, bytes: usize) {
+        if bytes == 4 {
             self.i32(v as i32);
         } else {
             self.buf.extend_from_slice(&v.to_le_bytes());
         }
+    }
+
+    /// An integer of the version's int size.
+    fn int(&mut self, v: i64) {
+        self.word(v, self.version.int_bytes());
     }
 
     fn real(&mut self, v: f64) {
@@ -47,19 +52,11 @@ impl Out {
 
     /// A next-keyword position (checked to fit by the caller).
     fn position(&mut self, v: u64) {
-        if self.version.position_bytes() == 4 {
-            self.i32(v as i32);
-        } else {
-            self.buf.extend_from_slice(&v.to_le_bytes());
-        }
+        self.word(v as i64, self.version.position_bytes());
     }
 
     fn count(&mut self, v: usize) {
-        if self.version.count_bytes() == 4 {
-            self.i32(v as i32);
-        } else {
-            self.buf.extend_from_slice(&(v as u64).to_le_bytes());
-        }
+        self.word(v as i64, self.version.count_bytes());
     }
 
     /// Keyword code, next position (end of this block's data), count.
