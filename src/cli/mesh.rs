@@ -156,16 +156,16 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     }
     let mut file = meshio::read(&args.input)?;
     if let Some(dimension) = args.dimension {
-        if dimension == 2 {
-            if let Some(i) = file.mesh.vertices.iter().position(|p| p[2] != 0.0) {
-                bail!(
-                    "{}: vertex {} has z = {}; only a mesh with every z = 0 can be written in \
-                     dimension 2",
-                    args.input.display(),
-                    i + 1,
-                    file.mesh.vertices[i][2]
-                );
-            }
+        if dimension == 2
+            && let Some(i) = file.mesh.vertices.iter().position(|p| p[2] != 0.0)
+        {
+            bail!(
+                "{}: vertex {} has z = {}; only a mesh with every z = 0 can be written in \
+                 dimension 2",
+                args.input.display(),
+                i + 1,
+                file.mesh.vertices[i][2]
+            );
         }
         file.mesh.dimension = dimension;
     }
