@@ -50,23 +50,13 @@ pub struct TriadReport {
     pub bytes_per_launch: u64,
     /// `bytes_per_launch / best_seconds`, in bytes per second.
     pub best_bytes_per_second: f64,
-    /// Whether the result matched the CPU (always true in a returned report).
-    pub verified: bool,
 }
 
 /// Scale factor of the triad; a power of two so that the device result is exact.
 const SCALE: f32 = 0.5;
 
-/// Runs `a = b + 0.5·c` over `elements` float4 values `iterations` times on `context`'s device
-/// and checks every value against the CPU.
-///
-/// The inputs are small integers, so the result is exact in single precision whether or not
-/// the device fuses the multiply-add: any difference is a real error.
-pub fn run_triad(
-    context: &Context,
-    elements: usize,
-    iterations: u32,
-) -> Result<TriadReport, SelftestError> {
+/// Checks the triad's parameters before any device or memory is touched.
+pub fn check_parameters(elements: usize, iterations: u32) -> Result<(), SelftestError> {
     if elements == 0 || elements > u32::MAX as usize {
         return Err(SelftestError::InvalidParameter(format!(
             "elements must be between 1 and {}, not {elements}",
@@ -77,6 +67,31 @@ pub fn run_triad(
         return Err(SelftestError::InvalidParameter(
             "iterations must be at least 1".to_string(),
         ));
+    }
+    Ok(())
+}
+
+/// Runs `a = b + 0.5·c` over `elements` float4 values `iterations` times on `context`'s device
+/// and checks every value against the CPU.
+///
+/// The inputs are small integers, so the result is exact in single precision whether or not
+/// the device fuses the multiply-add: any difference is a real error. The three arrays must
+/// fit the device (each in one allocation, all three in global memory) before any host memory
+/// is allocated for them.
+pub fn run_triad(
+    context: &Context,
+    elements: usize,
+    iterations: u32,
+) -> Result<TriadReport, SelftestError> {
+    check_parameters(elements, iterations)?;
+    let array_bytes = elements as u64 * 16;
+    let info = context.info();
+    if array_bytes > info.max_alloc_bytes || 3 * array_bytes > info.global_mem_bytes {
+        return Err(SelftestError::InvalidParameter(format!(
+            "{elements} float4 need three arrays of {array_bytes} bytes; {} allows {} bytes per \
+             array and {} bytes in all",
+            info.name, info.max_alloc_bytes, info.global_mem_bytes
+        )));
     }
     let b: Vec<[f32; 4]> = (0..elements)
         .map(|i| {
@@ -154,6 +169,5 @@ pub fn run_triad(
         } else {
             0.0
         },
-        verified: true,
     })
 }

@@ -170,7 +170,7 @@ fn mesh_check_finds_inverted_duplicated_and_degenerate_tetrahedra() {
     let path = dir.join("inverted.mesh");
     std::fs::write(&path, inverted).unwrap();
     let out = snowsim(&["mesh", "info", "--check", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let report = stdout(&out);
     assert!(report.contains("1 inverted elements"), "{report}");
     assert!(report.contains("tetrahedron 6 "), "{report}");
@@ -184,13 +184,63 @@ fn mesh_check_finds_inverted_duplicated_and_degenerate_tetrahedra() {
     let path = dir.join("degenerate.mesh");
     std::fs::write(&path, degenerate).unwrap();
     let out = snowsim(&["mesh", "info", "--check", "--json", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["check"]["passed"], false);
     assert_eq!(json["check"]["counts"]["degenerate"], 1);
     // The tetrahedron that lost a node leaves its four faces with one tetrahedron fewer: the
     // neighbours' faces become boundary faces, which is not an error by itself.
     assert!(json["check"]["counts"].get("duplicate").is_none());
+}
+
+#[test]
+fn mesh_check_finds_tangled_hexahedra() {
+    let dir = temp_dir("hex");
+    let text = std::fs::read_to_string(sample("hex_cube_gmsh.mesh")).unwrap();
+    // Swapping the last two nodes turns the top face into a bow-tie: the total volume stays
+    // positive, two corners do not.
+    let twist = |line: &str| {
+        let mut t: Vec<&str> = line.split_whitespace().collect();
+        t.swap(6, 7);
+        t.join(" ")
+    };
+    let path = dir.join("twisted.mesh");
+    std::fs::write(&path, edit_ascii(&text, "Hexahedra", 10, twist)).unwrap();
+    let out = snowsim(&["mesh", "info", "--check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stdout(&out).contains("hexahedron 11 "), "{}", stdout(&out));
+    assert!(stdout(&out).contains("tangled"), "{}", stdout(&out));
+}
+
+#[test]
+fn converting_tetgen_v1_keeps_its_double_precision() {
+    let dir = temp_dir("tetgen");
+    let source = sample("cube_tetgen.mesh");
+    let out_path = dir.join("tetgen.meshb");
+    let out = snowsim(&[
+        "mesh",
+        "convert",
+        source.to_str().unwrap(),
+        out_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("writing version 2"),
+        "{}",
+        stderr(&out)
+    );
+    let a = snowsim::meshio::read(&source).unwrap().mesh;
+    let b = snowsim::meshio::read(&out_path).unwrap();
+    assert_eq!(b.version, snowsim::meshio::Version::V2);
+    assert_eq!(b.mesh.vertices, a.vertices);
+    let same = snowsim(&[
+        "mesh",
+        "convert",
+        out_path.to_str().unwrap(),
+        dir.join(".").join("tetgen.meshb").to_str().unwrap(),
+    ]);
+    assert_eq!(same.status.code(), Some(1));
+    assert!(stderr(&same).contains("same file"), "{}", stderr(&same));
 }
 
 #[test]

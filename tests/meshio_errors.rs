@@ -80,7 +80,7 @@ fn layout_constants_match_the_file() {
 #[test]
 fn missing_file_names_the_path() {
     let e = meshio::read(Path::new("/nonexistent/dir/cube.meshb")).unwrap_err();
-    assert!(matches!(e, MeshError::Io { .. }));
+    assert!(matches!(e, MeshError::Read { .. }));
     assert!(
         e.to_string().starts_with("/nonexistent/dir/cube.meshb: "),
         "{e}"
@@ -532,7 +532,9 @@ fn ascii_counts_larger_than_the_file() {
         &e,
         TXT,
         Location::Line(4),
-        &["Tetrahedra count 1000000 needs 5000000 numbers but only 11 bytes remain"],
+        &[
+            "Tetrahedra count 1000000 needs 5000000 numbers (at least two bytes each, a digit and a separator) but only 11 bytes remain",
+        ],
     );
     let e = text_err(&format!("{HEAD}Vertices 18446744073709551615\n"));
     assert!(matches!(e, MeshError::BadToken { .. }), "{e}");

@@ -62,9 +62,37 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(buffer)
     }
 
-    /// Allocates `len` values, all zero bytes.
+    /// Allocates `len` values, all zero bytes, filled on the device (no host copy).
     pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
-        Self::from_slice(context, &vec![T::zeroed(); len])
+        let mut buffer = Self::uninit(context, len)?;
+        buffer.fill(T::zeroed())?;
+        Ok(buffer)
+    }
+
+    /// Sets every value to `value`, blocking until done. Filled on the device when the value's
+    /// size is a power of two up to 128 bytes (what `clEnqueueFillBuffer` accepts), written from
+    /// the host otherwise.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        let size = size_of::<T>();
+        if !(size.is_power_of_two() && size <= 128) {
+            return self.write(&vec![value; self.len]);
+        }
+        // SAFETY: the pattern is one value of the buffer's type, copied by OpenCL before the
+        // call returns; the range is the whole buffer.
+        let event = unsafe {
+            self.context.queue().enqueue_fill_buffer(
+                &mut self.buffer,
+                &[value],
+                0,
+                self.len * size,
+                &[],
+            )
+        }
+        .during("clEnqueueFillBuffer")?;
+        event.wait().during("clWaitForEvents(fill)")
     }
 
     /// Number of values.

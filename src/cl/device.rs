@@ -218,11 +218,18 @@ pub enum DeviceSelector {
 }
 
 impl FromStr for DeviceSelector {
-    type Err = std::convert::Infallible;
+    type Err = String;
 
+    /// `default`, an index, or a name; an empty selector is an error (an unset variable in a
+    /// script should not silently pick a device).
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         let s = s.trim();
-        Ok(if s.is_empty() || s.eq_ignore_ascii_case("default") {
+        if s.is_empty() {
+            return Err(
+                "empty device selector: give an index, part of a name, or `default`".to_string(),
+            );
+        }
+        Ok(if s.eq_ignore_ascii_case("default") {
             Self::Default
         } else if let Ok(i) = s.parse::<usize>() {
             Self::Index(i)
@@ -351,7 +358,12 @@ mod tests {
     fn default_prefers_the_first_gpu() {
         let mut infos = machine();
         infos.rotate_left(1); // CPU first now
-        assert_eq!(pick("", &infos).unwrap(), 1);
+        assert_eq!(pick("default", &infos).unwrap(), 1);
+        assert!("".parse::<DeviceSelector>().is_err());
+        assert!(
+            "-1".parse::<DeviceSelector>()
+                .is_ok_and(|s| s == DeviceSelector::Name("-1".into()))
+        );
         assert_eq!(pick("default", &infos[..1]).unwrap(), 0);
     }
 
@@ -380,6 +392,6 @@ mod tests {
             err.contains("several") && err.contains("[0]") && err.contains("[2]"),
             "{err}"
         );
-        assert!(pick("", &[]).is_err());
+        assert!(pick("default", &[]).is_err());
     }
 }

@@ -87,12 +87,12 @@ pub enum Error {
     #[error("invalid OpenCL build input: {0}")]
     InvalidBuildInput(String),
     /// A kernel source could not be read from the override directory.
-    #[error("cannot read kernel source {path}: {source}")]
+    #[error("cannot read kernel source {}: {error}", path.display())]
     KernelSource {
         /// The file that was tried.
         path: std::path::PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (shown in the message, so not chained as a source).
+        error: std::io::Error,
     },
 }
 

@@ -39,7 +39,7 @@ impl Source {
             let path = PathBuf::from(dir).join(name);
             if path.exists() {
                 let text = std::fs::read_to_string(&path)
-                    .map_err(|source| Error::KernelSource { path, source })?;
+                    .map_err(|error| Error::KernelSource { path, error })?;
                 return Ok(Self::new(name, text));
             }
         }

@@ -26,8 +26,9 @@ pub struct InfoArgs {
     /// Print a JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Validate the mesh (degenerate, inverted and duplicated elements, faces shared by more
-    /// than two tetrahedra); exit with status 1 if anything is wrong.
+    /// Validate the mesh (degenerate, inverted or tangled and duplicated elements, faces
+    /// shared by more than two tetrahedra or by two overlapping ones); exit with status 3 if
+    /// anything is wrong (1 is for files that cannot be read at all).
     #[arg(long)]
     check: bool,
 }
@@ -48,6 +49,9 @@ pub struct ConvertArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
     dimension: Option<u8>,
 }
+
+/// Exit status of `mesh info --check` when the mesh has problems.
+const CHECK_FAILED: u8 = 3;
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
@@ -75,7 +79,7 @@ fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(match report {
-        Some(r) if !r.passed() => ExitCode::FAILURE,
+        Some(r) if !r.passed() => ExitCode::from(CHECK_FAILED),
         _ => ExitCode::SUCCESS,
     })
 }
@@ -148,13 +152,15 @@ fn print_report(report: &CheckReport) {
 }
 
 fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
-    if args.input == args.output {
+    let mut file = meshio::read(&args.input)?;
+    if let (Ok(a), Ok(b)) = (args.input.canonicalize(), args.output.canonicalize())
+        && a == b
+    {
         bail!(
             "input and output are the same file ({}); choose another output",
             args.input.display()
         );
     }
-    let mut file = meshio::read(&args.input)?;
     if let Some(dimension) = args.dimension {
         if dimension == 2
             && let Some(i) = file.mesh.vertices.iter().position(|p| p[2] != 0.0)
@@ -169,10 +175,29 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         }
         file.mesh.dimension = dimension;
     }
+    let rounded = file
+        .mesh
+        .vertices
+        .iter()
+        .flatten()
+        .filter(|&&x| f64::from(x as f32) != x)
+        .count();
     let version = match args.version {
         Some(n) => Version::from_number(n).with_context(|| format!("unknown version {n}"))?,
+        // Version 1 stores f32: keep what the input holds (TetGen writes v1 with 17 digits).
+        None if file.version == Version::V1 && rounded > 0 => {
+            eprintln!(
+                "note: {rounded} coordinates of {} do not fit 32-bit reals; writing version 2 \
+                 (pass --version 1 to round them)",
+                args.input.display()
+            );
+            Version::V2
+        }
         None => file.version,
     };
+    if version == Version::V1 && rounded > 0 {
+        eprintln!("warning: {rounded} coordinates rounded to 32-bit reals (version 1)");
+    }
     meshio::write(&args.output, &file.mesh, version)?;
     println!(
         "wrote {} (version {}): {}",

@@ -34,7 +34,7 @@ pub struct DeviceArg {
     /// Device index (as `snowsim devices` lists) or a case-insensitive part of its name,
     /// platform or version, e.g. `1`, `h100`, `pocl`. Default: the first GPU, else the first
     /// device.
-    #[arg(long, short, default_value = "default")]
+    #[arg(long, short, default_value = "default", allow_hyphen_values = true)]
     device: DeviceSelector,
 }
 

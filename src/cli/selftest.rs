@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use snowsim::cl::Context;
-use snowsim::selftest::run_triad;
+use snowsim::selftest::{check_parameters, run_triad};
 
 use super::DeviceArg;
 
@@ -25,6 +25,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    check_parameters(args.elements, args.iterations)?;
     let context = Context::from_selector(&args.device.device)?;
     let info = context.info();
     if !args.json {

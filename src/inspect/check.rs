@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::geometry::{diameter, measure};
+use super::geometry::{diameter, measure, min_corner};
 use crate::meshio::{ElementKind, Mesh};
 
 /// Relative size below which an element's measure counts as zero: `|measure| <= EPS·size^dim`.
@@ -30,6 +30,11 @@ pub enum ProblemKind {
     Duplicate,
     /// A triangle is a face of more than two tetrahedra.
     NonManifoldFace,
+    /// Two tetrahedra share a face but lie on the same side of it (they overlap).
+    FoldedFace,
+    /// An element refers to a vertex that does not exist (only meshes built in code; the
+    /// reader rejects such files).
+    IndexOutOfRange,
 }
 
 impl fmt::Display for ProblemKind {
@@ -40,6 +45,8 @@ impl fmt::Display for ProblemKind {
             Self::Inverted => "inverted elements",
             Self::Duplicate => "duplicated elements",
             Self::NonManifoldFace => "faces shared by more than two tetrahedra",
+            Self::FoldedFace => "faces whose two tetrahedra overlap",
+            Self::IndexOutOfRange => "node indices out of range",
         })
     }
 }
@@ -86,9 +93,14 @@ impl CheckReport {
     }
 }
 
-/// Runs every check on `mesh`.
+/// Runs every check on `mesh`. A mesh whose node indices are out of range gets that one
+/// problem and no further checks (they would need the missing vertices).
 pub fn check(mesh: &Mesh) -> CheckReport {
     let mut report = CheckReport::default();
+    if let Err(e) = mesh.validate_indices() {
+        report.add(ProblemKind::IndexOutOfRange, || e.to_string());
+        return report;
+    }
     for (i, p) in mesh.vertices.iter().enumerate() {
         if p.iter().any(|x| !x.is_finite()) {
             report.add(ProblemKind::NonFiniteVertex, || {
@@ -130,6 +142,16 @@ fn check_shapes(mesh: &Mesh, kind: ElementKind, report: &mut CheckReport) {
             report.add(ProblemKind::Inverted, || {
                 format!("{} has negative {} {value:e}", name(), measure_name(kind))
             });
+        } else if let Some(corner) = min_corner(kind, &points, planar)
+            && corner <= EPS * size.powi(power)
+        {
+            report.add(ProblemKind::Inverted, || {
+                format!(
+                    "{} is tangled: a corner has non-positive {} {corner:e}",
+                    name(),
+                    measure_name(kind)
+                )
+            });
         }
     }
 }
@@ -162,37 +184,52 @@ fn check_duplicates(mesh: &Mesh, kind: ElementKind, report: &mut CheckReport) {
 }
 
 fn check_tetrahedron_faces(mesh: &Mesh, report: &mut CheckReport) {
+    /// Faces of a tetrahedron, each turning outward when the tetrahedron is positive.
+    const FACES: [[usize; 3]; 4] = [[1, 2, 3], [2, 0, 3], [3, 0, 1], [0, 2, 1]];
     let tets = mesh.elements(ElementKind::Tetrahedra);
-    let mut faces: Vec<[u32; 3]> = Vec::with_capacity(4 * tets.len());
+    // Each face as its sorted nodes and the parity of the sort: two tetrahedra on opposite
+    // sides of a face see it with opposite orientations, so their parities differ.
+    let mut faces: Vec<([u32; 3], bool)> = Vec::with_capacity(4 * tets.len());
     // Tetrahedra that repeat a node are already reported as degenerate; their "faces" would
     // only add false non-manifold reports.
     for (nodes, _) in tets.iter().filter(|(nodes, _)| !has_repeated_node(nodes)) {
-        for skip in 0..4 {
-            let mut face = [0u32; 3];
-            let mut k = 0;
-            for (j, &n) in nodes.iter().enumerate() {
-                if j != skip {
-                    face[k] = n;
-                    k += 1;
-                }
-            }
-            face.sort_unstable();
-            faces.push(face);
+        for local in FACES {
+            let face = local.map(|j| nodes[j]);
+            faces.push(sorted_with_parity(face));
         }
     }
     faces.sort_unstable();
-    for run in faces.chunk_by(|a, b| a == b) {
-        match run.len() {
-            1 => report.boundary_faces += 1,
-            2 => {}
-            n => report.add(ProblemKind::NonManifoldFace, || {
+    for run in faces.chunk_by(|a, b| a.0 == b.0) {
+        match run {
+            [_] => report.boundary_faces += 1,
+            [a, b] if a.1 == b.1 => report.add(ProblemKind::FoldedFace, || {
                 format!(
-                    "face with nodes {} belongs to {n} tetrahedra",
-                    one_based(&run[0])
+                    "the two tetrahedra on face with nodes {} lie on the same side of it",
+                    one_based(&a.0)
+                )
+            }),
+            [_, _] => {}
+            more => report.add(ProblemKind::NonManifoldFace, || {
+                format!(
+                    "face with nodes {} belongs to {} tetrahedra",
+                    one_based(&more[0].0),
+                    more.len()
                 )
             }),
         }
     }
+}
+
+/// The three nodes sorted, and whether sorting took an odd number of swaps.
+fn sorted_with_parity(mut t: [u32; 3]) -> ([u32; 3], bool) {
+    let mut odd = false;
+    for (i, j) in [(0, 1), (1, 2), (0, 1)] {
+        if t[i] > t[j] {
+            t.swap(i, j);
+            odd = !odd;
+        }
+    }
+    (t, odd)
 }
 
 fn has_repeated_node(nodes: &[u32]) -> bool {
@@ -291,6 +328,31 @@ mod tests {
             duplicate.detail,
             "tetrahedron 3 has the same nodes as tetrahedron 1"
         );
+    }
+
+    #[test]
+    fn overlapping_tetrahedra_on_one_side_of_a_face_are_found() {
+        let mut mesh = two_tets();
+        mesh.push_vertex([0.2, 0.2, 0.5], 0);
+        // Positive, but on the same side of face (0, 1, 2) as tetrahedron 1.
+        mesh.elements_mut(ElementKind::Tetrahedra)
+            .push(&[0, 1, 2, 5], 1);
+        let report = check(&mesh);
+        assert_eq!(
+            report.counts.get(&ProblemKind::FoldedFace),
+            Some(&1),
+            "{report:?}"
+        );
+        assert_eq!(report.counts.get(&ProblemKind::Inverted), None);
+    }
+
+    #[test]
+    fn out_of_range_indices_are_a_problem_not_a_panic() {
+        let mut mesh = two_tets();
+        mesh.elements_mut(ElementKind::Tetrahedra)
+            .push(&[0, 1, 2, 99], 1);
+        let report = check(&mesh);
+        assert_eq!(report.counts[&ProblemKind::IndexOutOfRange], 1);
     }
 
     #[test]

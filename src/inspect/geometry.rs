@@ -104,6 +104,59 @@ pub fn measure(kind: ElementKind, p: &[P], planar: bool) -> f64 {
     }
 }
 
+/// Corners of the solids with more than four nodes, each as the corner node followed by its
+/// three neighbours in positive order: the tetrahedron they span has positive volume at every
+/// corner of a valid element (its corner Jacobian).
+fn corners(kind: ElementKind) -> &'static [[usize; 4]] {
+    match kind {
+        ElementKind::Pyramids => &[[0, 1, 3, 4], [1, 2, 0, 4], [2, 3, 1, 4], [3, 0, 2, 4]],
+        ElementKind::Prisms => &[
+            [0, 1, 2, 3],
+            [1, 2, 0, 4],
+            [2, 0, 1, 5],
+            [3, 5, 4, 0],
+            [4, 3, 5, 1],
+            [5, 4, 3, 2],
+        ],
+        ElementKind::Hexahedra => &[
+            [0, 1, 3, 4],
+            [1, 2, 0, 5],
+            [2, 3, 1, 6],
+            [3, 0, 2, 7],
+            [4, 7, 5, 0],
+            [5, 4, 6, 1],
+            [6, 5, 7, 2],
+            [7, 6, 4, 3],
+        ],
+        _ => &[],
+    }
+}
+
+/// The smallest corner measure of an element: six times the volume of each corner tetrahedron
+/// of a pyramid, prism or hexahedron, twice the signed area of each corner triangle of a planar
+/// quadrilateral. A valid element has every corner positive; a tangled or dented one does not,
+/// even when its total measure is positive. `None` for kinds without corners to check.
+pub fn min_corner(kind: ElementKind, p: &[P], planar: bool) -> Option<f64> {
+    match kind {
+        ElementKind::Quadrilaterals if planar => Some(
+            (0..4)
+                .map(|i| {
+                    let (a, b, c) = (p[(i + 3) % 4], p[i], p[(i + 1) % 4]);
+                    let (u, v) = (sub(c, b), sub(a, b));
+                    u[0] * v[1] - u[1] * v[0]
+                })
+                .fold(f64::INFINITY, f64::min),
+        ),
+        ElementKind::Pyramids | ElementKind::Prisms | ElementKind::Hexahedra => Some(
+            corners(kind)
+                .iter()
+                .map(|c| tet_volume6(p[c[0]], p[c[1]], p[c[2]], p[c[3]]))
+                .fold(f64::INFINITY, f64::min),
+        ),
+        _ => None,
+    }
+}
+
 /// Longest distance between two nodes of the element: its size, for relative tolerances.
 pub fn diameter(p: &[P]) -> f64 {
     let mut d2: f64 = 0.0;
@@ -154,6 +207,31 @@ mod tests {
         let tri_cw = [CUBE[0], CUBE[3], CUBE[1]];
         assert!((measure(ElementKind::Triangles, &tri_cw, true) + 0.5).abs() < 1e-15);
         assert!((measure(ElementKind::Triangles, &tri_cw, false) - 0.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn valid_elements_have_positive_corners_and_tangled_ones_do_not() {
+        assert_eq!(min_corner(ElementKind::Hexahedra, &CUBE, false), Some(1.0));
+        let prism = [CUBE[0], CUBE[1], CUBE[3], CUBE[4], CUBE[5], CUBE[7]];
+        assert_eq!(min_corner(ElementKind::Prisms, &prism, false), Some(1.0));
+        let pyramid = [CUBE[0], CUBE[1], CUBE[2], CUBE[3], [0.5, 0.5, 1.0]];
+        assert!(min_corner(ElementKind::Pyramids, &pyramid, false).unwrap() > 0.0);
+        let quad = [CUBE[0], CUBE[1], CUBE[2], CUBE[3]];
+        assert_eq!(
+            min_corner(ElementKind::Quadrilaterals, &quad, true),
+            Some(1.0)
+        );
+        // Top face as a bow-tie: total volume positive, two corners negative.
+        let mut twisted = CUBE;
+        twisted.swap(6, 7);
+        assert!(measure(ElementKind::Hexahedra, &twisted, false) > 0.0);
+        assert!(min_corner(ElementKind::Hexahedra, &twisted, false).unwrap() < 0.0);
+        // A corner pushed inside the element.
+        let mut dented = CUBE;
+        dented[6] = [0.3, 0.3, 0.3];
+        assert!(min_corner(ElementKind::Hexahedra, &dented, false).unwrap() < 0.0);
+        let bow_tie = [CUBE[0], CUBE[1], CUBE[3], CUBE[2]];
+        assert!(min_corner(ElementKind::Quadrilaterals, &bow_tie, true).unwrap() < 0.0);
     }
 
     #[test]

@@ -110,13 +110,21 @@ pub enum EncodeError {
 /// `cube.meshb: byte 1032: Tetrahedra count 2147483647 needs 42949672940 bytes but only 2048 remain`.
 #[derive(Debug, thiserror::Error)]
 pub enum MeshError {
-    /// Reading or writing the file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
+    /// Reading the file failed.
+    #[error("{}: cannot read: {error}", path.display())]
+    Read {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not chained as a source).
+        error: std::io::Error,
+    },
+    /// Writing the file failed.
+    #[error("{}: cannot write: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error (shown in the message, so not chained as a source).
+        error: std::io::Error,
     },
     /// The file name ends neither in `.mesh` nor in `.meshb`.
     #[error(
@@ -262,8 +270,8 @@ pub enum MeshError {
     },
     /// An ASCII keyword's count needs more numbers than the rest of the file can hold.
     #[error(
-        "{}: {at}: {keyword} count {count} needs {values} numbers but only {remaining} bytes \
-         remain",
+        "{}: {at}: {keyword} count {count} needs {values} numbers (at least two bytes each, a \
+         digit and a separator) but only {remaining} bytes remain",
         path.display()
     )]
     CountTooLargeText {
@@ -388,14 +396,14 @@ pub enum MeshError {
     },
     /// The mesh cannot be encoded ([`to_bytes`](super::to_bytes)).
     #[error("cannot encode mesh: {0}")]
-    Encode(#[from] EncodeError),
+    Encode(EncodeError),
     /// The mesh cannot be encoded for writing to a file ([`write`](super::write)).
-    #[error("{}: cannot write mesh: {source}", path.display())]
+    #[error("{}: cannot write mesh: {error}", path.display())]
     EncodeFile {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: EncodeError,
+        /// Why (shown in the message, so not chained as a source).
+        error: EncodeError,
     },
 }
 
@@ -412,7 +420,8 @@ impl MeshError {
     pub fn path(&self) -> Option<&Path> {
         use MeshError::*;
         match self {
-            Io { path, .. }
+            Read { path, .. }
+            | Write { path, .. }
             | UnknownExtension { path }
             | Truncated { path, .. }
             | UnexpectedEnd { path, .. }
@@ -461,8 +470,20 @@ impl MeshError {
             | TooManyVertices { at, .. }
             | BadToken { at, .. }
             | UnexpectedToken { at, .. } => Some(*at),
-            Io { .. } | UnknownExtension { .. } | Encode(_) | EncodeFile { .. } => None,
+            Read { .. }
+            | Write { .. }
+            | UnknownExtension { .. }
+            | Encode(_)
+            | EncodeFile { .. } => None,
         }
+    }
+}
+
+/// Not `#[from]`: that would also chain the error as a source, and its text is already in the
+/// message.
+impl From<EncodeError> for MeshError {
+    fn from(error: EncodeError) -> Self {
+        MeshError::Encode(error)
     }
 }
 

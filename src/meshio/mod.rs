@@ -73,12 +73,23 @@ pub struct MeshFile {
 }
 
 /// Reads a `.mesh` or `.meshb` file (format from the extension, in any case).
+///
+/// Only regular files are read, so a name pointing at a device such as `/dev/zero` is an error
+/// rather than an endless read.
 pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
     let format = Format::from_path(path)?;
-    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
+    let read_error = |error| MeshError::Read {
         path: path.to_path_buf(),
-        source,
-    })?;
+        error,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if !metadata.is_file() {
+        return Err(read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(read_error)?;
     read_bytes(&bytes, format, path)
 }
 
@@ -90,17 +101,29 @@ pub fn read_bytes(bytes: &[u8], format: Format, source: &Path) -> Result<MeshFil
     }
 }
 
-/// Writes `mesh` to `path` in `version`, in the format named by the extension, with one write.
+/// Writes `mesh` to `path` in `version`, in the format named by the extension.
+///
+/// The file is written under a temporary name in the same directory and then renamed, so a
+/// failed write (full disk) never leaves a half-written file, nor destroys the file that was
+/// there, which may be the mesh being converted.
 pub fn write(path: &Path, mesh: &Mesh, version: Version) -> Result<(), MeshError> {
     let format = Format::from_path(path)?;
-    let bytes = encode(mesh, format, version).map_err(|source| MeshError::EncodeFile {
+    let bytes = encode(mesh, format, version).map_err(|error| MeshError::EncodeFile {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
-    std::fs::write(path, bytes).map_err(|source| MeshError::Io {
+    let write_error = |error| MeshError::Write {
         path: path.to_path_buf(),
-        source,
-    })
+        error,
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temporary = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+    std::fs::write(&temporary, bytes)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|error| {
+            let _ = std::fs::remove_file(&temporary);
+            write_error(error)
+        })
 }
 
 /// Encodes `mesh` as the bytes of a file of `format` and `version`.
