@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod cl;
+pub mod gml;
 pub mod inspect;
 pub mod meshio;
 pub mod selftest;

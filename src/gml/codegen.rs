@@ -1,0 +1,536 @@
+//! Generation of the OpenCL source of a gml kernel from the user's loop body.
+//!
+//! The generated kernel declares and loads every variable the body may use, with GMlib's
+//! context-based names, runs the body, and stores back the data opened for writing. One source
+//! is generated per link table: uplink kernels get their table's width as `…DegMax`.
+
+use std::fmt::Write;
+
+use super::data::DataId;
+use super::kernel::Mode;
+use super::kind::MeshKind;
+use super::value::ValueType;
+
+/// How the loop reaches one datum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// The datum belongs to the loop kind: index = loop index.
+    Direct,
+    /// The datum belongs to a lower-dimension kind: through the element table (vertices) or
+    /// the automatic element → edges/faces link; `count` entries per loop entity.
+    Down { count: usize },
+    /// The datum belongs to a higher-dimension kind: through the kernel's uplink.
+    Up,
+    /// Through a user link of `width` entries; `neighbours` when it links the loop kind to
+    /// itself (entry 0 of the variable is then the entity's own value).
+    User {
+        link: DataId,
+        link_name: String,
+        width: usize,
+        neighbours: bool,
+    },
+}
+
+/// One datum as the kernel accesses it.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    pub data: DataId,
+    pub kind: MeshKind,
+    pub name: String,
+    pub value: ValueType,
+    pub items: usize,
+    pub is_mesh: bool,
+    pub mode: Mode,
+    pub refs: bool,
+    pub voyeurs: bool,
+    pub relation: Relation,
+}
+
+/// A kernel argument, resolved to a buffer or value at launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// Number of work-items that do work.
+    Count,
+    /// First entity (contiguous tables and direct loops).
+    First,
+    /// Entity of each row of an uplink table.
+    UpRows,
+    /// Degree of every source entity of the uplink.
+    UpDegree,
+    /// The uplink table.
+    UpBall,
+    /// Local indices of the uplink table.
+    UpLocals,
+    /// Element table of a kind (its nodes).
+    Nodes(MeshKind),
+    /// Automatic downlink from the loop kind to a kind of edges or faces.
+    Down(MeshKind),
+    /// A datum's values.
+    Data(DataId),
+    /// A mesh datum's references.
+    Refs(DataId),
+    /// A user link's table.
+    Link(DataId),
+    /// The parameter struct.
+    Params,
+}
+
+/// What one generated source depends on.
+pub(crate) struct Variant {
+    /// Width of the uplink table this source serves.
+    pub width: Option<usize>,
+    /// Whether that table's rows are consecutive entities.
+    pub contiguous: bool,
+}
+
+/// A generated kernel: the parts of its source and its argument list.
+pub(crate) struct Generated {
+    /// Argument declarations and the loads (file name `<kernel>.generated`).
+    pub prologue: String,
+    /// The user's body.
+    pub body: String,
+    /// The stores and the closing brace.
+    pub epilogue: String,
+    pub args: Vec<Arg>,
+}
+
+struct Builder {
+    params: Vec<String>,
+    args: Vec<Arg>,
+    code: String,
+}
+
+impl Builder {
+    fn arg(&mut self, arg: Arg, declaration: String) {
+        if !self.args.contains(&arg) {
+            self.args.push(arg);
+            self.params.push(declaration);
+        }
+    }
+
+    fn line(&mut self, text: impl AsRef<str>) {
+        self.code.push_str("    ");
+        self.code.push_str(text.as_ref());
+        self.code.push('\n');
+    }
+}
+
+/// Name of the global table of `kind`'s datum `name`, e.g. `TriBarTab`, `VerCrdTab`.
+fn table(kind: MeshKind, name: &str) -> String {
+    format!("{}{}Tab", kind.short(), name)
+}
+
+fn node_vector(kind: MeshKind) -> String {
+    format!("int{}", kind.node_vector_width())
+}
+
+const LANES: [&str; 16] = [
+    "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "sa", "sb", "sc", "sd", "se", "sf",
+];
+
+/// Generates the kernel `name` looping over `loop_kind` for one link table.
+pub(crate) fn generate(
+    name: &str,
+    loop_kind: MeshKind,
+    accesses: &[Resolved],
+    uplink: Option<MeshKind>,
+    variant: &Variant,
+    body: &str,
+) -> Generated {
+    let l = loop_kind.short();
+    let mut b = Builder {
+        params: Vec::new(),
+        args: Vec::new(),
+        code: String::new(),
+    };
+    b.arg(Arg::Count, "const int GmlCount".into());
+    b.arg(Arg::First, "const int GmlFirst".into());
+    b.line("const int GmlCnt = get_global_id(0);");
+    b.line("if (GmlCnt >= GmlCount) return;");
+    if variant.contiguous || uplink.is_none() {
+        b.line(format!("const int {l}Idx = GmlFirst + GmlCnt;"));
+    } else {
+        b.arg(Arg::UpRows, "__global const int *restrict GmlRows".into());
+        b.line(format!("const int {l}Idx = GmlRows[GmlCnt];"));
+    }
+
+    // The loop entity's own nodes, when anything needs them.
+    let needs_nodes = loop_kind != MeshKind::Vertices
+        && accesses.iter().any(|a| {
+            (a.kind == MeshKind::Vertices && matches!(a.relation, Relation::Down { .. }))
+                || (a.is_mesh && a.kind == loop_kind && a.relation == Relation::Direct)
+        });
+    if needs_nodes {
+        let n = loop_kind.nodes();
+        b.arg(
+            Arg::Nodes(loop_kind),
+            format!(
+                "__global const {} *restrict {}",
+                node_vector(loop_kind),
+                table(loop_kind, "Ver")
+            ),
+        );
+        b.line(format!(
+            "const {} Gml{l}Nodes = {}[{l}Idx];",
+            node_vector(loop_kind),
+            table(loop_kind, "Ver")
+        ));
+        let lanes: Vec<String> = (0..n)
+            .map(|k| format!("Gml{l}Nodes.{}", LANES[k]))
+            .collect();
+        b.line(format!("const int {l}Ver[{n}] = {{{}}};", lanes.join(", ")));
+    }
+
+    // Automatic downlinks to edges and faces.
+    for a in accesses {
+        if let Relation::Down { count } = a.relation
+            && a.kind != MeshKind::Vertices
+        {
+            let ds = a.kind.short();
+            let var = format!("{l}{ds}");
+            if b.args.contains(&Arg::Down(a.kind)) {
+                continue;
+            }
+            b.arg(
+                Arg::Down(a.kind),
+                format!("__global const int *restrict {l}{ds}Lnk"),
+            );
+            b.line(format!("int {var}[{count}];"));
+            b.line(format!(
+                "for (int k = 0; k < {count}; k++) {var}[k] = {l}{ds}Lnk[{l}Idx * {count} + k];"
+            ));
+        }
+    }
+
+    // The uplink: degree, entities and local indices.
+    if let (Some(up), Some(width)) = (uplink, variant.width) {
+        let ds = up.short();
+        let var = format!("{l}{ds}");
+        b.arg(Arg::UpDegree, "__global const int *restrict GmlDeg".into());
+        b.arg(Arg::UpBall, "__global const int *restrict GmlBall".into());
+        b.line(format!("const int {var}Deg = GmlDeg[{l}Idx];"));
+        b.line(format!("#define {var}DegMax {width}"));
+        b.line(format!("int {var}[{width}];"));
+        b.line(format!(
+            "for (int k = 0; k < {width}; k++) {var}[k] = k < {var}Deg ? GmlBall[k * GmlCount + GmlCnt] : 0;"
+        ));
+        if accesses.iter().any(|a| a.voyeurs) {
+            b.arg(Arg::UpLocals, "__global const char *restrict GmlVoy".into());
+            b.line(format!("int {var}Voy[{width}];"));
+            b.line(format!(
+                "for (int k = 0; k < {width}; k++) {var}Voy[k] = k < {var}Deg ? GmlVoy[k * GmlCount + GmlCnt] : 0;"
+            ));
+        }
+    }
+
+    // User links.
+    for a in accesses {
+        if let Relation::User {
+            link,
+            link_name,
+            width,
+            neighbours,
+        } = &a.relation
+        {
+            let var = format!("{l}{link_name}");
+            if b.args.contains(&Arg::Link(*link)) {
+                continue;
+            }
+            b.arg(
+                Arg::Link(*link),
+                format!("__global const int *restrict {var}Tab"),
+            );
+            b.line(format!("int {var}[{width}];"));
+            b.line(format!(
+                "for (int k = 0; k < {width}; k++) {var}[k] = {var}Tab[{l}Idx * {width} + k];"
+            ));
+            let degree = if *neighbours {
+                format!("{l}Deg")
+            } else {
+                format!("{var}Deg")
+            };
+            b.line(format!("int {degree} = 0;"));
+            b.line(format!(
+                "for (int k = 0; k < {width}; k++) {degree} += {var}[k] >= 0;"
+            ));
+        }
+    }
+
+    // The data.
+    for a in accesses {
+        load(&mut b, loop_kind, a, variant.width);
+    }
+
+    let mut epilogue = String::new();
+    for a in accesses.iter().filter(|a| a.mode != Mode::Read) {
+        let var = format!("{l}{}", a.name);
+        let tab = table(a.kind, &a.name);
+        if a.items == 1 {
+            let _ = writeln!(epilogue, "    {tab}[{l}Idx] = {var};");
+        } else {
+            let _ = writeln!(
+                epilogue,
+                "    for (int i = 0; i < {}; i++) {tab}[{l}Idx * {} + i] = {var}[i];",
+                a.items, a.items
+            );
+        }
+    }
+    epilogue.push_str("}\n");
+
+    b.arg(Arg::Params, "__global GmlParSct *GmlPar".into());
+    let mut prologue = String::new();
+    let _ = writeln!(prologue, "__kernel void {name}(");
+    let _ = writeln!(prologue, "    {})", b.params.join(",\n    "));
+    prologue.push_str("{\n");
+    prologue.push_str(&b.code);
+    prologue.push_str("    {\n");
+    Generated {
+        prologue,
+        body: body.to_string(),
+        epilogue: format!("    }}\n{epilogue}"),
+        args: b.args,
+    }
+}
+
+/// Declares and loads one datum.
+fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>) {
+    let l = loop_kind.short();
+    let ds = a.kind.short();
+    let ty = a.value.opencl();
+    let tab = table(a.kind, &a.name);
+    let zero = a.value.zero();
+    let declare_table = |b: &mut Builder| {
+        let constness = if a.mode == Mode::Read { "const " } else { "" };
+        b.arg(
+            Arg::Data(a.data),
+            format!("__global {constness}{ty} *restrict {tab}"),
+        );
+    };
+    let declare_refs = |b: &mut Builder| {
+        b.arg(
+            Arg::Refs(a.data),
+            format!("__global const int *restrict {}", table(a.kind, "Ref")),
+        );
+    };
+    let items = a.items;
+    let item_suffix = if items > 1 {
+        format!("[{items}]")
+    } else {
+        String::new()
+    };
+    // Reads entry `index` (an expression) into `target`, item by item.
+    let read = |target: &str, index: &str| -> String {
+        if items == 1 {
+            format!("{target} = {tab}[{index}];")
+        } else {
+            format!(
+                "for (int i = 0; i < {items}; i++) {target}[i] = {tab}[({index}) * {items} + i];"
+            )
+        }
+    };
+    let clear = |target: &str| -> String {
+        if items == 1 {
+            format!("{target} = {zero};")
+        } else {
+            format!("for (int i = 0; i < {items}; i++) {target}[i] = {zero};")
+        }
+    };
+    match &a.relation {
+        Relation::Direct => {
+            if a.is_mesh && a.kind != MeshKind::Vertices {
+                // The element's own nodes are already in `<L>Ver`.
+            } else {
+                declare_table(b);
+                let var = format!("{l}{}", a.name);
+                if a.mode == Mode::Write {
+                    b.line(format!("{ty} {var}{item_suffix};"));
+                    b.line(clear(&var));
+                } else {
+                    b.line(format!("{ty} {var}{item_suffix};"));
+                    b.line(read(&var, &format!("{l}Idx")));
+                }
+            }
+            if a.refs {
+                declare_refs(b);
+                b.line(format!(
+                    "const int {l}Ref = {}[{l}Idx];",
+                    table(a.kind, "Ref")
+                ));
+            }
+        }
+        Relation::Down { count } => {
+            let index = if a.kind == MeshKind::Vertices {
+                format!("{l}Ver")
+            } else {
+                format!("{l}{ds}")
+            };
+            declare_table(b);
+            let var = if a.is_mesh && a.kind != MeshKind::Vertices {
+                format!("{l}{ds}Ver")
+            } else {
+                format!("{l}{}", a.name)
+            };
+            b.line(format!("{ty} {var}[{count}]{item_suffix};"));
+            b.line(format!(
+                "for (int k = 0; k < {count}; k++) {{ {} }}",
+                read(&format!("{var}[k]"), &format!("{index}[k]"))
+            ));
+            if a.refs {
+                declare_refs(b);
+                b.line(format!("int {l}{ds}Ref[{count}];"));
+                b.line(format!(
+                    "for (int k = 0; k < {count}; k++) {l}{ds}Ref[k] = {}[{index}[k]];",
+                    table(a.kind, "Ref")
+                ));
+            }
+        }
+        Relation::Up => {
+            let w = width.unwrap_or(1);
+            let ball = format!("{l}{ds}");
+            declare_table(b);
+            let var = format!("{l}{ds}{}", a.name);
+            b.line(format!("{ty} {var}[{w}]{item_suffix};"));
+            b.line(format!(
+                "for (int k = 0; k < {w}; k++) {{ if (k < {ball}Deg) {{ {} }} else {{ {} }} }}",
+                read(&format!("{var}[k]"), &format!("{ball}[k]")),
+                clear(&format!("{var}[k]"))
+            ));
+            if a.refs {
+                declare_refs(b);
+                b.line(format!("int {ball}Ref[{w}];"));
+                b.line(format!(
+                    "for (int k = 0; k < {w}; k++) {ball}Ref[k] = k < {ball}Deg ? {}[{ball}[k]] : 0;",
+                    table(a.kind, "Ref")
+                ));
+            }
+        }
+        Relation::User {
+            link_name,
+            width,
+            neighbours,
+            ..
+        } => {
+            let links = format!("{l}{link_name}");
+            declare_table(b);
+            let var = format!("{l}{}", a.name);
+            let (size, offset) = if *neighbours {
+                (width + 1, 1)
+            } else {
+                (*width, 0)
+            };
+            b.line(format!("{ty} {var}[{size}]{item_suffix};"));
+            if *neighbours {
+                b.line(read(&format!("{var}[0]"), &format!("{l}Idx")));
+            }
+            b.line(format!(
+                "for (int k = 0; k < {width}; k++) {{ if ({links}[k] >= 0) {{ {} }} else {{ {} }} }}",
+                read(&format!("{var}[k + {offset}]"), &format!("{links}[k]")),
+                clear(&format!("{var}[k + {offset}]"))
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::gml::value::Scalar;
+
+    fn id(index: u32) -> DataId {
+        DataId { instance: 0, index }
+    }
+
+    fn solution(
+        index: u32,
+        kind: MeshKind,
+        name: &str,
+        mode: Mode,
+        relation: Relation,
+    ) -> Resolved {
+        Resolved {
+            data: id(index),
+            kind,
+            name: name.into(),
+            value: ValueType {
+                scalar: Scalar::F32,
+                width: 4,
+            },
+            items: 1,
+            is_mesh: false,
+            mode,
+            refs: false,
+            voyeurs: false,
+            relation,
+        }
+    }
+
+    #[test]
+    fn a_triangle_loop_reads_its_vertices_through_the_element_table() {
+        let coords = Resolved {
+            is_mesh: true,
+            name: "Crd".into(),
+            ..solution(
+                0,
+                MeshKind::Vertices,
+                "Crd",
+                Mode::Read,
+                Relation::Down { count: 3 },
+            )
+        };
+        let bar = solution(1, MeshKind::Triangles, "Bar", Mode::Write, Relation::Direct);
+        let g = generate(
+            "bar",
+            MeshKind::Triangles,
+            &[coords, bar],
+            None,
+            &Variant {
+                width: None,
+                contiguous: true,
+            },
+            "TriBar = TriCrd[0];",
+        );
+        assert!(
+            g.prologue
+                .contains("__global const int4 *restrict TriVerTab")
+        );
+        assert!(
+            g.prologue.contains(
+                "const int TriVer[3] = {GmlTriNodes.s0, GmlTriNodes.s1, GmlTriNodes.s2};"
+            )
+        );
+        assert!(g.prologue.contains("float4 TriCrd[3];"));
+        assert!(g.epilogue.contains("TriBarTab[TriIdx] = TriBar;"));
+        assert_eq!(
+            g.args,
+            [
+                Arg::Count,
+                Arg::First,
+                Arg::Nodes(MeshKind::Triangles),
+                Arg::Data(id(0)),
+                Arg::Data(id(1)),
+                Arg::Params
+            ]
+        );
+    }
+
+    #[test]
+    fn an_uplink_variant_defines_degree_and_width() {
+        let bar = solution(1, MeshKind::Triangles, "Bar", Mode::Read, Relation::Up);
+        let g = generate(
+            "relax",
+            MeshKind::Vertices,
+            &[bar],
+            Some(MeshKind::Triangles),
+            &Variant {
+                width: Some(16),
+                contiguous: false,
+            },
+            "",
+        );
+        assert!(g.prologue.contains("const int VerIdx = GmlRows[GmlCnt];"));
+        assert!(g.prologue.contains("#define VerTriDegMax 16"));
+        assert!(g.prologue.contains("float4 VerTriBar[16];"));
+        assert!(g.prologue.contains("GmlBall[k * GmlCount + GmlCnt]"));
+    }
+}

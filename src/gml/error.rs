@@ -1,0 +1,199 @@
+//! Errors of gml.
+
+use super::kind::MeshKind;
+use crate::cl;
+
+/// What went wrong in a gml call.
+#[derive(Debug, thiserror::Error)]
+pub enum GmlError {
+    /// The OpenCL layer failed (device, allocation, build, launch).
+    #[error(transparent)]
+    Cl(#[from] cl::Error),
+    /// A mesh file could not be imported.
+    #[error(transparent)]
+    Mesh(#[from] crate::meshio::MeshError),
+    /// A handle from another instance, or to freed data, was used.
+    #[error("data handle {0} does not belong to this gml instance (or was freed)")]
+    UnknownData(usize),
+    /// A line or block lies outside the data.
+    #[error("{what}: lines {first}..{end} requested but the data has {lines} lines")]
+    LineOutOfRange {
+        /// The data's name.
+        what: String,
+        /// First line asked for.
+        first: usize,
+        /// One past the last line asked for.
+        end: usize,
+        /// Lines the data has.
+        lines: usize,
+    },
+    /// A slice's length does not match what the data holds per line.
+    #[error("{what}: expected {expected} values, got {got}")]
+    WrongLength {
+        /// The data's name.
+        what: String,
+        /// Values expected.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
+    /// An element refers to a vertex that does not exist.
+    #[error(
+        "{kind} {element}: node index {index} is out of range (the mesh has {vertices} vertices)"
+    )]
+    NodeOutOfRange {
+        /// Element kind.
+        kind: MeshKind,
+        /// Element number (0-based).
+        element: usize,
+        /// The bad index.
+        index: i64,
+        /// Number of vertices.
+        vertices: usize,
+    },
+    /// Mesh data of this kind was not created.
+    #[error("the mesh has no {0}: create or import them first")]
+    MissingMesh(MeshKind),
+    /// Solution data must be created after the mesh data it is attached to.
+    #[error(
+        "solution `{name}` needs {kind} mesh data to exist first (its line count comes from it)"
+    )]
+    SolutionBeforeMesh {
+        /// The solution's name.
+        name: String,
+        /// Its mesh kind.
+        kind: MeshKind,
+    },
+    /// A name that cannot be used in generated OpenCL code.
+    #[error("`{0}` is not a valid data name: use letters, digits and `_`, starting with a letter")]
+    BadName(String),
+    /// Two data with the same name would produce the same generated variable.
+    #[error("a datum named `{0}` already exists")]
+    DuplicateName(String),
+    /// A kernel writes data through a link other than the identity.
+    #[error(
+        "kernel `{kernel}` writes `{data}` through {how}: indirect writes race between \
+         work-items; write a scatter kernel over {data_kind} and a gather kernel instead"
+    )]
+    IndirectWrite {
+        /// Kernel name.
+        kernel: String,
+        /// Data name.
+        data: String,
+        /// The link involved.
+        how: String,
+        /// Kind the data belongs to.
+        data_kind: MeshKind,
+    },
+    /// A kernel accesses data whose kind has no default link from the loop kind.
+    #[error(
+        "kernel `{kernel}` loops over {from} and reads `{data}` on {to}: there is no default \
+         link between two kinds of the same dimension; pass a user link"
+    )]
+    NoDefaultLink {
+        /// Kernel name.
+        kernel: String,
+        /// Data name.
+        data: String,
+        /// Loop kind.
+        from: MeshKind,
+        /// Data kind.
+        to: MeshKind,
+    },
+    /// A kernel mixes two uplink destinations (one degree table drives the launches).
+    #[error(
+        "kernel `{kernel}` reads through uplinks to both {first} and {second}: one kernel may \
+         follow uplinks to one kind only; split it in two kernels"
+    )]
+    TwoUplinks {
+        /// Kernel name.
+        kernel: String,
+        /// First uplink destination.
+        first: MeshKind,
+        /// Second uplink destination.
+        second: MeshKind,
+    },
+    /// A user link does not start at the kernel's loop kind or end at the data's kind.
+    #[error(
+        "kernel `{kernel}`: link `{link}` goes from {link_from} to {link_to}, but `{data}` is \
+         read in a loop over {loop_kind} from {data_kind}"
+    )]
+    LinkMismatch {
+        /// Kernel name.
+        kernel: String,
+        /// Link name.
+        link: String,
+        /// Link source kind.
+        link_from: MeshKind,
+        /// Link destination kind.
+        link_to: MeshKind,
+        /// Data name.
+        data: String,
+        /// Loop kind of the kernel.
+        loop_kind: MeshKind,
+        /// Kind of the data.
+        data_kind: MeshKind,
+    },
+    /// A downlink to edges or faces needs them to exist.
+    #[error(
+        "{kind} {element} has a {sub} (nodes {nodes:?}) that is not in the mesh: call \
+         extract_{what}() before reading {sub_kind} data from {kind}"
+    )]
+    MissingSubEntity {
+        /// Element kind.
+        kind: MeshKind,
+        /// Element number.
+        element: usize,
+        /// Singular name of the missing sub-entity.
+        sub: &'static str,
+        /// Its nodes.
+        nodes: Vec<i32>,
+        /// `edges` or `faces`.
+        what: &'static str,
+        /// The sub-entity kind.
+        sub_kind: MeshKind,
+    },
+    /// A face is shared by more than two elements.
+    #[error("{kind}: a face with nodes {nodes:?} is shared by more than two elements")]
+    NonManifold {
+        /// Element kind.
+        kind: MeshKind,
+        /// Face nodes.
+        nodes: Vec<i32>,
+    },
+    /// Neighbours are not defined for this kind.
+    #[error(
+        "neighbours through shared faces are not defined for {0} (their faces are of two kinds)"
+    )]
+    NoNeighbours(MeshKind),
+    /// The device lacks double precision but a kernel or datum needs it.
+    #[error("{0} needs double precision, which the device does not offer (cl_khr_fp64)")]
+    NoFp64(String),
+    /// Reductions work on scalar float data.
+    #[error(
+        "reduction of `{0}`: only scalar f32 solution data (one value per line) can be reduced"
+    )]
+    NotReducible(String),
+    /// The OpenCL parameter struct does not have the Rust struct's size.
+    #[error(
+        "parameter struct mismatch: the OpenCL `GmlParSct` is {device} bytes but the Rust type \
+         is {host} bytes; make both declare the same fields in the same order, and remember \
+         that OpenCL aligns vectors to their size (a float4 to 16 bytes): spell the padding \
+         out in the #[repr(C)] Rust struct"
+    )]
+    ParameterLayout {
+        /// `sizeof(GmlParSct)` on the device.
+        device: usize,
+        /// `size_of::<P>()` on the host.
+        host: usize,
+    },
+    /// A kernel was compiled before parameters were declared, or with other ones.
+    #[error("parameters have not been declared with new_parameters()")]
+    NoParameters,
+    /// The kernel handle does not belong to this instance.
+    #[error("kernel handle {0} does not belong to this gml instance")]
+    UnknownKernel(usize),
+}
+
+/// Result of gml calls.
+pub type Result<T> = std::result::Result<T, GmlError>;

@@ -1,0 +1,601 @@
+//! Kernel specifications, compilation into one program per link table, and launches.
+
+use std::time::Duration;
+
+use opencl3::kernel::{ExecuteKernel, Kernel};
+
+use super::Gml;
+use super::codegen::{self, Arg, Relation, Resolved, Variant};
+use super::data::{Data, DataId, Role};
+use super::error::{GmlError, Result};
+use super::kind::MeshKind;
+use super::links::Auto;
+use crate::cl::{self, KernelTimer, Program, Source, WorkSize};
+
+/// How a kernel uses a datum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Loaded before the body; changes are discarded.
+    Read,
+    /// Declared (zeroed) before the body and stored after it.
+    Write,
+    /// Loaded before the body and stored after it.
+    ReadWrite,
+}
+
+/// One datum a kernel accesses, with its mode and options (GMlib's `DatIdx, Flags, LnkIdx`).
+#[derive(Clone, Copy, Debug)]
+pub struct Access {
+    data: DataId,
+    mode: Mode,
+    link: Option<DataId>,
+    refs: bool,
+    voyeurs: bool,
+}
+
+impl Access {
+    fn new(data: impl Data, mode: Mode) -> Self {
+        Self {
+            data: data.id(),
+            mode,
+            link: None,
+            refs: false,
+            voyeurs: false,
+        }
+    }
+
+    /// Read only.
+    pub fn read(data: impl Data) -> Self {
+        Self::new(data, Mode::Read)
+    }
+
+    /// Written only (the loop kind's own data).
+    pub fn write(data: impl Data) -> Self {
+        Self::new(data, Mode::Write)
+    }
+
+    /// Read and written (the loop kind's own data).
+    pub fn read_write(data: impl Data) -> Self {
+        Self::new(data, Mode::ReadWrite)
+    }
+
+    /// Follows this user link (for example from `set_neighbours`) instead of the default one.
+    pub fn via(mut self, link: super::Link) -> Self {
+        self.link = Some(link.id());
+        self
+    }
+
+    /// Also loads the references of mesh data (`GmlRefFlag`): `<L>Ref`, `<L><K>Ref[n]`.
+    pub fn with_refs(mut self) -> Self {
+        self.refs = true;
+        self
+    }
+
+    /// Through an uplink, also gives the local index of the loop entity inside each element of
+    /// the ball (`GmlVoyeurs`): `<L><K>Voy[i]`.
+    pub fn with_voyeurs(mut self) -> Self {
+        self.voyeurs = true;
+        self
+    }
+}
+
+/// What to compile: the loop kind, the data accessed, and the loop body.
+#[derive(Clone, Debug)]
+pub struct KernelSpec {
+    name: String,
+    loop_kind: MeshKind,
+    accesses: Vec<Access>,
+    body: String,
+}
+
+impl KernelSpec {
+    /// A kernel called `name` (an OpenCL identifier) looping over every entity of `loop_kind`.
+    pub fn new(name: &str, loop_kind: MeshKind) -> Self {
+        Self {
+            name: name.to_string(),
+            loop_kind,
+            accesses: Vec::new(),
+            body: String::new(),
+        }
+    }
+
+    /// Adds a datum to the kernel.
+    pub fn access(mut self, access: Access) -> Self {
+        self.accesses.push(access);
+        self
+    }
+
+    /// The loop body: OpenCL statements using the generated variables.
+    pub fn body(mut self, body: &str) -> Self {
+        self.body = body.to_string();
+        self
+    }
+}
+
+/// Identifies a compiled kernel of one gml instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelId {
+    pub(crate) instance: u32,
+    pub(crate) index: usize,
+}
+
+/// One program, for one link table.
+pub(crate) struct CompiledVariant {
+    kernel: Kernel,
+    args: Vec<Arg>,
+    source: String,
+    /// Index of the uplink table this variant runs over.
+    table: Option<usize>,
+}
+
+/// A compiled kernel with its variants and timer.
+pub(crate) struct Compiled {
+    pub name: String,
+    pub timer: KernelTimer,
+    spec: KernelSpec,
+    loop_kind: MeshKind,
+    uplink: Option<MeshKind>,
+    /// Uplink table widths the variants were generated for.
+    widths: Vec<usize>,
+    accesses: Vec<Resolved>,
+    variants: Vec<CompiledVariant>,
+}
+
+impl Compiled {
+    pub fn sources(&self) -> Vec<String> {
+        self.variants.iter().map(|v| v.source.clone()).collect()
+    }
+}
+
+/// Resolves the spec's accesses: names, types, and how each datum is reached.
+fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKind>)> {
+    let l = spec.loop_kind;
+    let mut resolved = Vec::new();
+    let mut uplink = None;
+    for (i, a) in spec.accesses.iter().enumerate() {
+        if spec.accesses[..i].iter().any(|b| b.data == a.data) {
+            return Err(GmlError::DuplicateName(format!(
+                "{} (accessed twice by kernel `{}`)",
+                gml.datum(a.data)?.role.name(),
+                spec.name
+            )));
+        }
+        let datum = gml.datum(a.data)?;
+        let kind = datum.role.kind();
+        let name = datum.role.name().to_string();
+        if let Role::Link { .. } = datum.role {
+            return Err(GmlError::LinkMismatch {
+                kernel: spec.name.clone(),
+                link: name.clone(),
+                link_from: kind,
+                link_to: kind,
+                data: name,
+                loop_kind: l,
+                data_kind: kind,
+            });
+        }
+        let is_mesh = matches!(datum.role, Role::Mesh(_));
+        let relation = match a.link {
+            Some(link) => {
+                let Role::Link {
+                    from,
+                    to,
+                    width,
+                    name: link_name,
+                } = &gml.datum(link)?.role
+                else {
+                    return Err(GmlError::UnknownData(link.index as usize));
+                };
+                if *from != l || *to != kind {
+                    return Err(GmlError::LinkMismatch {
+                        kernel: spec.name.clone(),
+                        link: link_name.clone(),
+                        link_from: *from,
+                        link_to: *to,
+                        data: name,
+                        loop_kind: l,
+                        data_kind: kind,
+                    });
+                }
+                Relation::User {
+                    link,
+                    link_name: link_name.clone(),
+                    width: *width,
+                    neighbours: *from == *to,
+                }
+            }
+            None if kind == l => Relation::Direct,
+            None if kind.dimension() < l.dimension() => Relation::Down {
+                count: if kind == MeshKind::Vertices {
+                    l.nodes()
+                } else {
+                    l.sub_entities(kind).len()
+                },
+            },
+            None if kind.dimension() > l.dimension() => {
+                match uplink {
+                    Some(other) if other != kind => {
+                        return Err(GmlError::TwoUplinks {
+                            kernel: spec.name.clone(),
+                            first: other,
+                            second: kind,
+                        });
+                    }
+                    _ => uplink = Some(kind),
+                }
+                Relation::Up
+            }
+            None => {
+                return Err(GmlError::NoDefaultLink {
+                    kernel: spec.name.clone(),
+                    data: name,
+                    from: l,
+                    to: kind,
+                });
+            }
+        };
+        if matches!(relation, Relation::Down { count: 0 }) {
+            return Err(GmlError::NoDefaultLink {
+                kernel: spec.name.clone(),
+                data: name,
+                from: l,
+                to: kind,
+            });
+        }
+        if a.mode != super::Mode::Read {
+            if relation != Relation::Direct {
+                let how = match &relation {
+                    Relation::User { link_name, .. } => format!("the link `{link_name}`"),
+                    Relation::Down { .. } => format!("the downlink {l} → {kind}"),
+                    _ => format!("the uplink {l} → {kind}"),
+                };
+                return Err(GmlError::IndirectWrite {
+                    kernel: spec.name.clone(),
+                    data: name,
+                    how,
+                    data_kind: kind,
+                });
+            }
+            if is_mesh && kind != MeshKind::Vertices {
+                return Err(GmlError::IndirectWrite {
+                    kernel: spec.name.clone(),
+                    data: name,
+                    how: "element nodes, which kernels may not change".to_string(),
+                    data_kind: kind,
+                });
+            }
+        }
+        if datum.role.value().scalar == super::Scalar::F64 && !gml.has_fp64() {
+            return Err(GmlError::NoFp64(format!("kernel `{}`", spec.name)));
+        }
+        resolved.push(Resolved {
+            data: a.data,
+            kind,
+            name,
+            value: datum.role.value(),
+            items: datum.role.items(),
+            is_mesh,
+            mode: a.mode,
+            refs: a.refs && is_mesh,
+            voyeurs: a.voyeurs,
+            relation,
+        });
+    }
+    Ok((resolved, uplink))
+}
+
+/// Builds the links the accesses need.
+fn build_links(gml: &mut Gml, loop_kind: MeshKind, accesses: &[Resolved]) -> Result<()> {
+    gml.mesh(loop_kind)?;
+    for a in accesses {
+        if matches!(a.relation, Relation::Down { .. } | Relation::Up) {
+            gml.build_link(loop_kind, a.kind)?;
+        }
+    }
+    Ok(())
+}
+
+/// Widths and contiguity of the uplink's tables (one direct "table" without uplink).
+fn variants(
+    gml: &Gml,
+    loop_kind: MeshKind,
+    uplink: Option<MeshKind>,
+) -> Vec<(Variant, Option<usize>)> {
+    match uplink.and_then(|up| gml.links.get(loop_kind, up)) {
+        Some(Auto::Up { tables, .. }) => tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                (
+                    Variant {
+                        width: Some(t.width),
+                        contiguous: t.first.is_some(),
+                    },
+                    Some(i),
+                )
+            })
+            .collect(),
+        _ => vec![(
+            Variant {
+                width: None,
+                contiguous: true,
+            },
+            None,
+        )],
+    }
+}
+
+fn check_identifier(name: &str) -> Result<()> {
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(GmlError::BadName(name.to_string()))
+    }
+}
+
+/// Generates and builds every variant of `spec`.
+fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
+    check_identifier(&spec.name)?;
+    let (accesses, uplink) = resolve(gml, spec)?;
+    build_links(gml, spec.loop_kind, &accesses)?;
+    let toolkit = Source::embedded(
+        "gml_toolkit.cl",
+        include_str!("../../kernels/gml_toolkit.cl"),
+    )?;
+    let params = gml.params_source();
+    let options = format!(
+        "-cl-single-precision-constant -cl-mad-enable {}",
+        gml.options
+    );
+    let mut compiled_variants = Vec::new();
+    let mut widths = Vec::new();
+    for (variant, table) in variants(gml, spec.loop_kind, uplink) {
+        let generated = codegen::generate(
+            &spec.name,
+            spec.loop_kind,
+            &accesses,
+            uplink,
+            &variant,
+            &spec.body,
+        );
+        let generated_name = format!("{}.generated", spec.name);
+        let mut sources = Vec::new();
+        if accesses
+            .iter()
+            .any(|a| a.value.scalar == super::Scalar::F64)
+        {
+            sources.push(Source::new(
+                "fp64",
+                "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
+            ));
+        }
+        sources.push(toolkit.clone());
+        if !gml.toolkit.is_empty() {
+            sources.push(Source::new("user toolkit", gml.toolkit.clone()));
+        }
+        sources.push(Source::new("parameters", params.clone()));
+        sources.push(Source::new(generated_name.clone(), generated.prologue));
+        sources.push(Source::new(spec.name.clone(), generated.body));
+        sources.push(Source::new(generated_name, generated.epilogue));
+        let source: String = sources
+            .iter()
+            .map(|s| format!("// ---- {} ----\n{}", s.name, s.text))
+            .collect();
+        if gml.debug {
+            eprintln!("gml: kernel `{}` source:\n{source}", spec.name);
+        }
+        let program = Program::build(&gml.context, &sources, &options)?;
+        let kernel = program.kernel(&spec.name)?;
+        if let Some(w) = variant.width {
+            widths.push(w);
+        }
+        compiled_variants.push(CompiledVariant {
+            kernel,
+            args: generated.args,
+            source,
+            table,
+        });
+    }
+    Ok(Compiled {
+        name: spec.name.clone(),
+        timer: KernelTimer::default(),
+        spec: spec.clone(),
+        loop_kind: spec.loop_kind,
+        uplink,
+        widths,
+        accesses,
+        variants: compiled_variants,
+    })
+}
+
+pub(crate) fn compile(gml: &mut Gml, spec: KernelSpec) -> Result<KernelId> {
+    let compiled = build(gml, &spec)?;
+    gml.kernels.push(compiled);
+    Ok(KernelId {
+        instance: gml.instance,
+        index: gml.kernels.len() - 1,
+    })
+}
+
+pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
+    gml.kernel(id)?;
+    // The mesh may have changed since compilation: rebuild links, and the variants if the
+    // uplink's table widths changed.
+    let (loop_kind, uplink) = {
+        let k = &gml.kernels[id.index];
+        (k.loop_kind, k.uplink)
+    };
+    let accesses = gml.kernels[id.index].accesses.clone();
+    build_links(gml, loop_kind, &accesses)?;
+    let widths: Vec<usize> = variants(gml, loop_kind, uplink)
+        .iter()
+        .filter_map(|(v, _)| v.width)
+        .collect();
+    if widths != gml.kernels[id.index].widths {
+        let spec = gml.kernels[id.index].spec.clone();
+        let timer = gml.kernels[id.index].timer;
+        let mut rebuilt = build(gml, &spec)?;
+        rebuilt.timer = timer;
+        gml.kernels[id.index] = rebuilt;
+    }
+    // Upload what changed on the host.
+    let context = gml.context.clone();
+    let mut needed: Vec<DataId> = accesses.iter().map(|a| a.data).collect();
+    for a in &accesses {
+        if let Relation::User { link, .. } = a.relation {
+            needed.push(link);
+        }
+    }
+    for kind in [Some(loop_kind), Some(MeshKind::Vertices)]
+        .into_iter()
+        .flatten()
+    {
+        if let Ok(id) = gml.mesh(kind) {
+            needed.push(id);
+        }
+    }
+    for id in &needed {
+        gml.datum_mut(*id)?.upload(&context)?;
+    }
+    gml.ensure_params()?;
+
+    let count = gml
+        .count(loop_kind)
+        .ok_or(GmlError::MissingMesh(loop_kind))?;
+    let mut total = Duration::ZERO;
+    let kernel = &gml.kernels[id.index];
+    let mut timer = kernel.timer;
+    for variant in &kernel.variants {
+        let (rows, first) = match (
+            variant.table,
+            uplink.and_then(|u| gml.links.get(loop_kind, u)),
+        ) {
+            (Some(t), Some(Auto::Up { tables, .. })) => {
+                (tables[t].rows, tables[t].first.unwrap_or(0))
+            }
+            _ => (count, 0),
+        };
+        if rows == 0 {
+            continue;
+        }
+        let event = enqueue(gml, loop_kind, uplink, variant, rows, first)?;
+        total += timer.record(&event)?;
+    }
+    gml.kernels[id.index].timer = timer;
+    for a in accesses.iter().filter(|a| a.mode != Mode::Read) {
+        gml.datum_mut(a.data)?.device_newer = true;
+    }
+    Ok(total)
+}
+
+/// Sets every argument of one variant and enqueues it over `rows` work-items.
+fn enqueue(
+    gml: &Gml,
+    loop_kind: MeshKind,
+    uplink: Option<MeshKind>,
+    variant: &CompiledVariant,
+    rows: usize,
+    first: i32,
+) -> Result<opencl3::event::Event> {
+    let missing = |what: &str| {
+        GmlError::Cl(cl::Error::InvalidBuildInput(format!(
+            "internal: {what} not on the device"
+        )))
+    };
+    let count = rows as i32;
+    let up = uplink.and_then(|u| gml.links.get(loop_kind, u));
+    let up_table = match (up, variant.table) {
+        (Some(Auto::Up { tables, .. }), Some(t)) => Some(&tables[t]),
+        _ => None,
+    };
+    let work = WorkSize::for_kernel(&gml.context, &variant.kernel, rows)?;
+    let mut exec = ExecuteKernel::new(&variant.kernel);
+    for arg in &variant.args {
+        // SAFETY: each argument matches the declaration codegen emitted for it: buffers for
+        // pointers (sized for every index the kernel computes from the mesh), ints for ints.
+        unsafe {
+            match arg {
+                Arg::Count => exec.set_arg(&count),
+                Arg::First => exec.set_arg(&first),
+                Arg::UpRows => exec.set_arg(
+                    up_table
+                        .ok_or_else(|| missing("uplink rows"))?
+                        .row_list
+                        .cl_buffer(),
+                ),
+                Arg::UpBall => exec.set_arg(
+                    up_table
+                        .ok_or_else(|| missing("uplink table"))?
+                        .ball
+                        .cl_buffer(),
+                ),
+                Arg::UpLocals => exec.set_arg(
+                    up_table
+                        .ok_or_else(|| missing("uplink locals"))?
+                        .locals
+                        .cl_buffer(),
+                ),
+                Arg::UpDegree => match up {
+                    Some(Auto::Up { degree, .. }) => exec.set_arg(degree.cl_buffer()),
+                    _ => return Err(missing("uplink degrees")),
+                },
+                Arg::Nodes(kind) => {
+                    let d = gml.datum(gml.mesh(*kind)?)?;
+                    exec.set_arg(
+                        d.device
+                            .as_ref()
+                            .ok_or_else(|| missing("element table"))?
+                            .cl_buffer(),
+                    )
+                }
+                Arg::Down(to) => match gml.links.get(loop_kind, *to) {
+                    Some(Auto::Down { table, .. }) => exec.set_arg(table.cl_buffer()),
+                    _ => return Err(missing("downlink")),
+                },
+                Arg::Data(id) | Arg::Link(id) => {
+                    let d = gml.datum(*id)?;
+                    exec.set_arg(
+                        d.device
+                            .as_ref()
+                            .ok_or_else(|| missing("data"))?
+                            .cl_buffer(),
+                    )
+                }
+                Arg::Refs(id) => {
+                    let d = gml.datum(*id)?;
+                    exec.set_arg(
+                        d.device_refs
+                            .as_ref()
+                            .ok_or_else(|| missing("references"))?
+                            .cl_buffer(),
+                    )
+                }
+                Arg::Params => exec.set_arg(
+                    gml.params_buffer()
+                        .ok_or_else(|| missing("parameters"))?
+                        .cl_buffer(),
+                ),
+            };
+        }
+    }
+    // SAFETY: all arguments are set; the kernel guards `GmlCnt < GmlCount`.
+    let event = unsafe {
+        exec.set_global_work_size(work.global)
+            .set_local_work_size(work.local)
+            .enqueue_nd_range(gml.context.queue())
+    }
+    .map_err(|code| cl::Error::Api {
+        call: format!("clEnqueueNDRangeKernel({})", gml_kernel_name(variant)),
+        code,
+    })?;
+    Ok(event)
+}
+
+fn gml_kernel_name(variant: &CompiledVariant) -> String {
+    variant.kernel.function_name().unwrap_or_default()
+}

@@ -1,0 +1,183 @@
+//! Automatic topological links, built on the host when a kernel first needs them and kept on
+//! the device until the mesh changes.
+
+use std::collections::HashMap;
+
+use super::Gml;
+use super::error::{GmlError, Result};
+use super::kind::MeshKind;
+use super::topology::{self, SubEntityIndex};
+use crate::cl::DeviceBuffer;
+
+/// One table of a link as stored on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkTable {
+    /// Entries per row: the kernel's `…DegMax` for uplinks, the number of sub-entities for
+    /// downlinks.
+    pub width: usize,
+    /// Rows (source entities) in this table.
+    pub rows: usize,
+}
+
+/// How a link is stored: GMlib's low and high tables, generalised to as many degree classes
+/// as the mesh needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// Source kind.
+    pub from: MeshKind,
+    /// Destination kind.
+    pub to: MeshKind,
+    /// The tables, narrowest first.
+    pub tables: Vec<LinkTable>,
+    /// Largest number of destination entities of one source entity.
+    pub max_degree: usize,
+}
+
+/// One degree class of an uplink on the device.
+pub(crate) struct UpTable {
+    pub width: usize,
+    pub rows: usize,
+    /// The first row's entity when the rows are consecutive entities.
+    pub first: Option<i32>,
+    /// The entity of each row (also allocated when contiguous, so the argument list is fixed).
+    pub row_list: DeviceBuffer<i32>,
+    /// Destination entities, column-major (`k * rows + r`).
+    pub ball: DeviceBuffer<i32>,
+    /// Local index of the source inside each destination, same layout.
+    pub locals: DeviceBuffer<i8>,
+}
+
+/// A built link.
+pub(crate) enum Auto {
+    /// Element → its edges or faces: `width` ints per element, row-major.
+    Down {
+        table: DeviceBuffer<i32>,
+        width: usize,
+        rows: usize,
+    },
+    /// Entity → the higher-dimension entities containing it.
+    Up {
+        degree: DeviceBuffer<i32>,
+        tables: Vec<UpTable>,
+        max_degree: usize,
+    },
+}
+
+/// The links built so far, by (source, destination).
+#[derive(Default)]
+pub(crate) struct Cache {
+    links: HashMap<(MeshKind, MeshKind), Auto>,
+}
+
+impl Cache {
+    /// Forgets every link touching `kind` (its entities changed).
+    pub fn invalidate(&mut self, kind: MeshKind) {
+        self.links.retain(|&(a, b), _| a != kind && b != kind);
+    }
+
+    pub fn get(&self, from: MeshKind, to: MeshKind) -> Option<&Auto> {
+        self.links.get(&(from, to))
+    }
+
+    pub fn info(&self, from: MeshKind, to: MeshKind) -> LinkInfo {
+        let (tables, max_degree) = match self.links.get(&(from, to)) {
+            Some(Auto::Down { width, rows, .. }) => (
+                vec![LinkTable {
+                    width: *width,
+                    rows: *rows,
+                }],
+                *width,
+            ),
+            Some(Auto::Up {
+                tables, max_degree, ..
+            }) => (
+                tables
+                    .iter()
+                    .map(|t| LinkTable {
+                        width: t.width,
+                        rows: t.rows,
+                    })
+                    .collect(),
+                *max_degree,
+            ),
+            None => (Vec::new(), 0),
+        };
+        LinkInfo {
+            from,
+            to,
+            tables,
+            max_degree,
+        }
+    }
+}
+
+/// Builds the automatic link from `from` to `to` unless it exists. Element → vertex links need
+/// nothing: the element table is the link.
+pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
+    if from == to || to == MeshKind::Vertices || gml.links.get(from, to).is_some() {
+        return Ok(());
+    }
+    let from_count = gml.count(from).ok_or(GmlError::MissingMesh(from))?;
+    let to_id = gml.mesh(to)?;
+    let to_nodes = gml.datum(to_id)?.nodes();
+    let context = gml.context.clone();
+    let auto = if from.dimension() > to.dimension() {
+        let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
+        let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
+        let index = SubEntityIndex::new(vertices, to, &to_nodes);
+        let table =
+            topology::downlink(from, &from_nodes, to, &index).map_err(|(element, nodes)| {
+                GmlError::MissingSubEntity {
+                    kind: from,
+                    element,
+                    sub: if to == MeshKind::Edges {
+                        "edge"
+                    } else {
+                        "face"
+                    },
+                    nodes,
+                    what: if to == MeshKind::Edges {
+                        "edges"
+                    } else {
+                        "faces"
+                    },
+                    sub_kind: to,
+                }
+            })?;
+        Auto::Down {
+            table: DeviceBuffer::from_slice(&context, &table)?,
+            width: from.sub_entities(to).len(),
+            rows: from_count,
+        }
+    } else {
+        let incidence = if from == MeshKind::Vertices {
+            topology::vertex_ball(from_count, to, &to_nodes)
+        } else {
+            let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
+            let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
+            let index = SubEntityIndex::new(vertices, from, &from_nodes);
+            topology::shell(from_count, to, &to_nodes, from, &index)
+        };
+        let degrees: Vec<i32> = (0..incidence.rows())
+            .map(|i| incidence.degree(i) as i32)
+            .collect();
+        let mut tables = Vec::new();
+        for class in topology::degree_classes(&incidence, topology::base_width(from, to)) {
+            tables.push(UpTable {
+                width: class.width,
+                rows: class.rows.len(),
+                first: class.contiguous().then(|| class.rows[0]),
+                row_list: DeviceBuffer::from_slice(&context, &class.rows)?,
+                ball: DeviceBuffer::from_slice(&context, &class.ball)?,
+                locals: DeviceBuffer::from_slice(&context, &class.locals)?,
+            });
+        }
+        Auto::Up {
+            degree: DeviceBuffer::from_slice(&context, &degrees)?,
+            tables,
+            max_degree: incidence.max_degree(),
+        }
+    };
+    gml.links.links.insert((from, to), auto);
+    Ok(())
+}

@@ -1,0 +1,432 @@
+//! Host-side construction of topological links: incidence (balls and shells), sub-entity
+//! lookup (element → its edges or faces), neighbours through shared faces, and the split of an
+//! uplink into degree classes.
+//!
+//! Everything works on flat node lists (`nodes.len() == count × nodes per entity`, 0-based
+//! `i32`), in O(n) or O(n log n), and is checked against brute force in the tests.
+
+use std::collections::HashMap;
+
+use super::kind::MeshKind;
+
+/// For each source entity, the destination entities that contain it and where (the local index
+/// of the source inside the destination), stored as compressed rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Incidence {
+    /// Row `i` spans `offsets[i]..offsets[i + 1]`.
+    pub offsets: Vec<usize>,
+    /// Destination entity of each entry, increasing within a row.
+    pub elements: Vec<i32>,
+    /// Local index of the source entity inside that destination (vertex, edge or face number).
+    pub locals: Vec<u8>,
+}
+
+impl Incidence {
+    /// Number of source entities.
+    pub fn rows(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Degree of source entity `i`.
+    pub fn degree(&self, i: usize) -> usize {
+        self.offsets[i + 1] - self.offsets[i]
+    }
+
+    /// Largest degree, 0 when empty.
+    pub fn max_degree(&self) -> usize {
+        (0..self.rows()).map(|i| self.degree(i)).max().unwrap_or(0)
+    }
+
+    /// Builds rows from `(source, element, local)` triples given in increasing element order.
+    fn from_pairs(rows: usize, pairs: impl Iterator<Item = (usize, i32, u8)> + Clone) -> Self {
+        let mut offsets = vec![0usize; rows + 1];
+        for (s, _, _) in pairs.clone() {
+            offsets[s + 1] += 1;
+        }
+        for i in 0..rows {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let total = offsets[rows];
+        let mut elements = vec![0i32; total];
+        let mut locals = vec![0u8; total];
+        for (s, e, l) in pairs {
+            elements[fill[s]] = e;
+            locals[fill[s]] = l;
+            fill[s] += 1;
+        }
+        Self {
+            offsets,
+            elements,
+            locals,
+        }
+    }
+}
+
+/// The ball of each vertex: the elements of `kind` (nodes in `nodes`) that use it.
+pub fn vertex_ball(vertices: usize, kind: MeshKind, nodes: &[i32]) -> Incidence {
+    let n = kind.nodes();
+    let pairs = nodes.chunks_exact(n).enumerate().flat_map(|(e, element)| {
+        element
+            .iter()
+            .enumerate()
+            .map(move |(l, &v)| (v as usize, e as i32, l as u8))
+    });
+    Incidence::from_pairs(vertices, pairs)
+}
+
+/// Finds entities of one kind (edges, triangles or quadrilaterals) by their node set.
+pub struct SubEntityIndex {
+    /// Node tuples, sorted, grouped by their smallest node.
+    by_vertex: Incidence,
+    sorted: Vec<i32>,
+    width: usize,
+}
+
+impl SubEntityIndex {
+    /// Indexes the entities of `kind` whose nodes are `nodes`.
+    pub fn new(vertices: usize, kind: MeshKind, nodes: &[i32]) -> Self {
+        let width = kind.nodes();
+        let mut sorted = nodes.to_vec();
+        for t in sorted.chunks_exact_mut(width) {
+            t.sort_unstable();
+        }
+        let pairs = sorted
+            .chunks_exact(width)
+            .enumerate()
+            .map(|(e, t)| (t[0] as usize, e as i32, 0u8));
+        let by_vertex = Incidence::from_pairs(vertices, pairs);
+        Self {
+            by_vertex,
+            sorted,
+            width,
+        }
+    }
+
+    /// The index of the entity with exactly these nodes (any order), if there is one.
+    pub fn find(&self, nodes: &[i32]) -> Option<i32> {
+        if nodes.len() != self.width {
+            return None;
+        }
+        let mut key = [0i32; 4];
+        key[..self.width].copy_from_slice(nodes);
+        let key = &mut key[..self.width];
+        key.sort_unstable();
+        let v = key[0] as usize;
+        if v + 1 >= self.by_vertex.offsets.len() {
+            return None;
+        }
+        let range = self.by_vertex.offsets[v]..self.by_vertex.offsets[v + 1];
+        self.by_vertex.elements[range].iter().copied().find(|&e| {
+            let at = e as usize * self.width;
+            &self.sorted[at..at + self.width] == key
+        })
+    }
+}
+
+/// For each element of `kind`, the index of each of its sub-entities of kind `sub` in `index`
+/// (row-major, `kind.sub_entities(sub).len()` per element), or `Err((element, local nodes))`
+/// for the first one missing.
+pub fn downlink(
+    kind: MeshKind,
+    nodes: &[i32],
+    sub: MeshKind,
+    index: &SubEntityIndex,
+) -> Result<Vec<i32>, (usize, Vec<i32>)> {
+    let locals = kind.sub_entities(sub);
+    let n = kind.nodes();
+    let mut out = Vec::with_capacity(nodes.len() / n * locals.len());
+    for (e, element) in nodes.chunks_exact(n).enumerate() {
+        for local in locals {
+            let sub_nodes: Vec<i32> = local.iter().map(|&j| element[j]).collect();
+            match index.find(&sub_nodes) {
+                Some(i) => out.push(i),
+                None => return Err((e, sub_nodes)),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The shell of each sub-entity (edge or face): the elements of `kind` that contain it, with the
+/// local sub-entity number. Sub-entities of elements that are not in `index` are ignored.
+pub fn shell(
+    rows: usize,
+    kind: MeshKind,
+    nodes: &[i32],
+    sub: MeshKind,
+    index: &SubEntityIndex,
+) -> Incidence {
+    let locals = kind.sub_entities(sub);
+    let n = kind.nodes();
+    let mut triples = Vec::new();
+    for (e, element) in nodes.chunks_exact(n).enumerate() {
+        for (l, local) in locals.iter().enumerate() {
+            let sub_nodes: Vec<i32> = local.iter().map(|&j| element[j]).collect();
+            if let Some(i) = index.find(&sub_nodes) {
+                triples.push((i as usize, e as i32, l as u8));
+            }
+        }
+    }
+    Incidence::from_pairs(rows, triples.into_iter())
+}
+
+/// The kind of face two neighbouring elements of `kind` share, if neighbours are defined.
+pub fn neighbour_face(kind: MeshKind) -> Option<MeshKind> {
+    match kind {
+        MeshKind::Triangles | MeshKind::Quadrilaterals => Some(MeshKind::Edges),
+        MeshKind::Tetrahedra => Some(MeshKind::Triangles),
+        MeshKind::Hexahedra => Some(MeshKind::Quadrilaterals),
+        _ => None,
+    }
+}
+
+/// For each element of `kind` and each of its faces (edges for surface elements), the element
+/// on the other side, or -1 on the boundary. `Err(face nodes)` if a face has more than two
+/// elements.
+pub fn neighbours(
+    kind: MeshKind,
+    face_kind: MeshKind,
+    nodes: &[i32],
+) -> Result<Vec<i32>, Vec<i32>> {
+    let locals = kind.sub_entities(face_kind);
+    let n = kind.nodes();
+    let width = locals.len();
+    let count = nodes.len() / n;
+    let mut faces: Vec<([i32; 4], i32, u8)> = Vec::with_capacity(count * width);
+    for (e, element) in nodes.chunks_exact(n).enumerate() {
+        for (l, local) in locals.iter().enumerate() {
+            let mut key = [i32::MAX; 4];
+            for (k, &j) in local.iter().enumerate() {
+                key[k] = element[j];
+            }
+            key.sort_unstable();
+            faces.push((key, e as i32, l as u8));
+        }
+    }
+    faces.sort_unstable();
+    let mut out = vec![-1i32; count * width];
+    for run in faces.chunk_by(|a, b| a.0 == b.0) {
+        match run {
+            [_] => {}
+            [a, b] => {
+                out[a.1 as usize * width + a.2 as usize] = b.1;
+                out[b.1 as usize * width + b.2 as usize] = a.1;
+            }
+            more => {
+                return Err(more[0]
+                    .0
+                    .iter()
+                    .copied()
+                    .filter(|&v| v != i32::MAX)
+                    .collect());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The unique sub-entities of kind `sub` (edges, triangles or quadrilaterals) of all `sources`
+/// (each a kind and its nodes), appended after the `existing` ones, which keep their order and
+/// references; new ones get reference 0 and the orientation of the first element that has them.
+pub fn extract(
+    sub: MeshKind,
+    existing: (&[i32], &[i32]),
+    sources: &[(MeshKind, &[i32])],
+) -> (Vec<i32>, Vec<i32>) {
+    let width = sub.nodes();
+    let (mut nodes, mut refs) = (existing.0.to_vec(), existing.1.to_vec());
+    let mut seen: HashMap<[i32; 4], ()> = HashMap::new();
+    let key = |t: &[i32]| {
+        let mut k = [i32::MAX; 4];
+        k[..t.len()].copy_from_slice(t);
+        k.sort_unstable();
+        k
+    };
+    for t in nodes.chunks_exact(width) {
+        seen.insert(key(t), ());
+    }
+    for &(kind, element_nodes) in sources {
+        let locals = kind.sub_entities(sub);
+        for element in element_nodes.chunks_exact(kind.nodes()) {
+            for local in locals {
+                let t: Vec<i32> = local.iter().map(|&j| element[j]).collect();
+                if seen.insert(key(&t), ()).is_none() {
+                    nodes.extend_from_slice(&t);
+                    refs.push(0);
+                }
+            }
+        }
+    }
+    (nodes, refs)
+}
+
+/// One table of an uplink: the source entities whose degree fits `width`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DegreeClass {
+    /// Entries per row (a power of two): the kernel's `…DegMax`.
+    pub width: usize,
+    /// The source entities of this table, increasing.
+    pub rows: Vec<i32>,
+    /// Destination entities, column-major: entry `k` of row `r` is at `k * rows.len() + r`;
+    /// padding is 0 (never read: the kernel checks the degree).
+    pub ball: Vec<i32>,
+    /// Local indices, laid out like `ball`.
+    pub locals: Vec<i8>,
+}
+
+impl DegreeClass {
+    /// Whether the rows are consecutive entities, so the kernel can compute its index.
+    pub fn contiguous(&self) -> bool {
+        self.rows.windows(2).all(|w| w[1] == w[0] + 1)
+    }
+}
+
+/// Splits an incidence into tables of widths `base`, `2·base`, `4·base`, … so that each entity
+/// sits in the narrowest table its degree fits. Empty tables are left out; no degree is too
+/// large.
+pub fn degree_classes(incidence: &Incidence, base: usize) -> Vec<DegreeClass> {
+    let base = base.max(1).next_power_of_two();
+    let class_of = |d: usize| -> u32 {
+        if d <= base {
+            0
+        } else {
+            (d.div_ceil(base)).next_power_of_two().trailing_zeros()
+        }
+    };
+    let classes = (0..incidence.rows())
+        .map(|i| class_of(incidence.degree(i)))
+        .max()
+        .map_or(0, |c| c as usize + 1);
+    let mut out = Vec::new();
+    for c in 0..classes {
+        let width = base << c;
+        let rows: Vec<i32> = (0..incidence.rows())
+            .filter(|&i| class_of(incidence.degree(i)) as usize == c)
+            .map(|i| i as i32)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let n = rows.len();
+        let mut ball = vec![0i32; width * n];
+        let mut locals = vec![0i8; width * n];
+        for (r, &i) in rows.iter().enumerate() {
+            let span = incidence.offsets[i as usize]..incidence.offsets[i as usize + 1];
+            for (k, j) in span.enumerate() {
+                ball[k * n + r] = incidence.elements[j];
+                locals[k * n + r] = incidence.locals[j] as i8;
+            }
+        }
+        out.push(DegreeClass {
+            width,
+            rows,
+            ball,
+            locals,
+        });
+    }
+    out
+}
+
+/// GMlib's base width of the uplink from `src` to `dst` (`LenMatBas`): the low table's width.
+pub fn base_width(src: MeshKind, dst: MeshKind) -> usize {
+    use MeshKind::*;
+    match (src, dst) {
+        (Vertices, Edges) => 16,
+        (Vertices, Triangles) => 8,
+        (Vertices, Quadrilaterals) => 4,
+        (Vertices, Tetrahedra) => 32,
+        (Vertices, Pyramids | Prisms) => 16,
+        (Vertices, Hexahedra) => 8,
+        (Edges, Tetrahedra | Pyramids | Prisms) => 8,
+        (Edges, Hexahedra) => 4,
+        _ => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two tetrahedra sharing face (1, 2, 3), and a third on face (0, 1, 2).
+    const TETS: [i32; 12] = [0, 1, 2, 3, 1, 4, 2, 3, 0, 2, 1, 5];
+
+    #[test]
+    fn ball_matches_brute_force() {
+        let ball = vertex_ball(6, MeshKind::Tetrahedra, &TETS);
+        for v in 0..6 {
+            let expected: Vec<(i32, u8)> = TETS
+                .chunks(4)
+                .enumerate()
+                .flat_map(|(e, t)| t.iter().position(|&x| x == v).map(|l| (e as i32, l as u8)))
+                .collect();
+            let span = ball.offsets[v as usize]..ball.offsets[v as usize + 1];
+            let got: Vec<(i32, u8)> = span.map(|j| (ball.elements[j], ball.locals[j])).collect();
+            assert_eq!(got, expected, "vertex {v}");
+        }
+        assert_eq!(ball.max_degree(), 3);
+    }
+
+    #[test]
+    fn neighbours_are_symmetric_and_boundaries_are_minus_one() {
+        let ngb = neighbours(MeshKind::Tetrahedra, MeshKind::Triangles, &TETS).unwrap();
+        // Tet 0's face 0 is (1,2,3): shared with tet 1; its face 3 is (0,2,1): shared with tet 2.
+        assert_eq!(&ngb[0..4], &[1, -1, -1, 2]);
+        assert_eq!(ngb[4..8].iter().filter(|&&x| x == 0).count(), 1);
+        assert_eq!(ngb[8..12].iter().filter(|&&x| x == 0).count(), 1);
+        let mut bad = TETS.to_vec();
+        bad.extend_from_slice(&[3, 2, 1, 5]); // a fourth element on face (1, 2, 3)
+        assert!(neighbours(MeshKind::Tetrahedra, MeshKind::Triangles, &bad).is_err());
+    }
+
+    #[test]
+    fn extracted_faces_are_unique_and_keep_the_existing_ones_first() {
+        let existing = [3, 2, 1];
+        let (faces, refs) = extract(
+            MeshKind::Triangles,
+            (&existing, &[7]),
+            &[(MeshKind::Tetrahedra, &TETS)],
+        );
+        assert_eq!(faces.len() / 3, 10, "3 tets with 2 shared faces");
+        assert_eq!(&faces[..3], &existing);
+        assert_eq!(refs[0], 7);
+        assert!(refs[1..].iter().all(|&r| r == 0));
+        let index = SubEntityIndex::new(6, MeshKind::Triangles, &faces);
+        let down = downlink(MeshKind::Tetrahedra, &TETS, MeshKind::Triangles, &index).unwrap();
+        assert_eq!(down[0], 0, "tet 0 face 0 is the existing triangle");
+        let shell = shell(10, MeshKind::Tetrahedra, &TETS, MeshKind::Triangles, &index);
+        assert_eq!(shell.degree(0), 2);
+        assert_eq!((0..10).map(|f| shell.degree(f)).sum::<usize>(), 12);
+        assert!(index.find(&[0, 4, 5]).is_none());
+    }
+
+    #[test]
+    fn degree_classes_cover_every_entry_once() {
+        let mut pairs = Vec::new();
+        for v in 0..10usize {
+            for e in 0..(v * 7) {
+                pairs.push((v, e as i32, (e % 4) as u8));
+            }
+        }
+        let inc = Incidence::from_pairs(10, pairs.iter().copied());
+        let classes = degree_classes(&inc, 8);
+        let widths: Vec<usize> = classes.iter().map(|c| c.width).collect();
+        assert_eq!(widths, [8, 16, 32, 64]);
+        let mut seen = [false; 10];
+        for c in &classes {
+            for (r, &v) in c.rows.iter().enumerate() {
+                let d = inc.degree(v as usize);
+                assert!(d <= c.width);
+                for k in 0..d {
+                    assert_eq!(
+                        c.ball[k * c.rows.len() + r],
+                        inc.elements[inc.offsets[v as usize] + k]
+                    );
+                }
+                seen[v as usize] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert!(classes[0].contiguous());
+    }
+}
