@@ -3,11 +3,16 @@
 //!
 //! The crate is organised by concept: [`cl`] wraps OpenCL device selection, program builds and
 //! profiling; [`meshio`] reads and writes the INRIA `.mesh`/`.meshb` formats; [`inspect`]
-//! summarises and validates meshes; [`selftest`] proves a device computes correctly.
+//! summarises and validates meshes; [`gml`] is the GMlib port; [`quality`] and [`smoothing`] are
+//! mesh tools built on it; [`bench`] holds the benchmarks; [`selftest`] proves a device computes
+//! correctly.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod cl;
 pub mod gml;
 pub mod inspect;
 pub mod meshio;
+pub mod quality;
 pub mod selftest;
+pub mod smoothing;

@@ -110,7 +110,7 @@ fn vertex_displacement_reads_and_writes_its_own_data() {
             );
         }
     }
-    assert_eq!(g.kernel_time(k).unwrap() > std::time::Duration::ZERO, true);
+    assert!(g.kernel_time(k).unwrap() > std::time::Duration::ZERO);
 }
 
 #[test]
@@ -124,8 +124,8 @@ fn closest_neighbour_centre_through_the_neighbour_link() {
         .map(|(nodes, _)| {
             let mut c = [0.0f32; 4];
             for &v in nodes {
-                for k in 0..3 {
-                    c[k] += mesh.vertices[v as usize][k] as f32 / 4.0;
+                for (k, x) in mesh.vertices[v as usize].iter().enumerate() {
+                    c[k] += *x as f32 / 4.0;
                 }
             }
             c
@@ -267,6 +267,7 @@ fn vertex_relaxation_through_uplinks_of_any_degree() {
         g.launch(gather).unwrap();
         let got = g.read_all(relaxed).unwrap();
         for (v, ball) in balls.iter().enumerate() {
+            #[allow(clippy::needless_range_loop)] // c indexes both the CPU and device vectors
             for c in 0..3 {
                 let own = mesh.vertices[v][c] as f32;
                 let expected = if ball.is_empty() {

@@ -1,12 +1,18 @@
-//! `snowsim mesh …`: inspect, check and convert INRIA mesh files.
+//! `snowsim mesh …`: inspect, check, convert INRIA mesh files; measure and smooth them on a
+//! device.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::json;
+use snowsim::cl::Context;
 use snowsim::inspect::{CheckReport, Summary, check};
-use snowsim::meshio::{self, ElementKind, Version};
+use snowsim::meshio::{self, ElementKind, Mesh, Version};
+use snowsim::quality::{self, HISTOGRAM_BINS, Quality};
+use snowsim::smoothing::{self, Progress};
+
+use super::DeviceArg;
 
 /// The `mesh` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -16,6 +22,39 @@ pub enum Command {
     Info(InfoArgs),
     /// Convert between ASCII .mesh and binary .meshb (chosen by each file's extension).
     Convert(ConvertArgs),
+    /// Element quality, computed on a device: of the tetrahedra, or of the triangles when the
+    /// mesh has no tetrahedra. Prints count, min, mean, max and a histogram.
+    #[command(
+        long_about = "Element quality, computed on a device by a gml kernel: of the tetrahedra, \
+                      or of the triangles when the mesh has no tetrahedra (a planar mesh lies in \
+                      z = 0).\n\n\
+                      Tetrahedra: 12*(3V)^(2/3) / (sum of squared edges), negative for an \
+                      inverted tetrahedron. Triangles: 4*sqrt(3)*area / (sum of squared edges). \
+                      Both are 1 for the regular element and near 0 for a flat one.\n\n\
+                      Prints the element count, the min, mean and max quality (device \
+                      reductions) and a histogram of 10 bins of width 0.1 over [0, 1], counted \
+                      from the qualities read back: bin [0.9, 1.0] includes 1; values outside \
+                      [0, 1] are clamped into the end bins: below 0 (inverted tetrahedra) into \
+                      the first, above 1 (32-bit rounding of a regular element) into the last."
+    )]
+    Quality(QualityArgs),
+    /// Smooth a mesh on a device: move every non-boundary vertex to the mean of the
+    /// barycentres of its elements (tetrahedra, else triangles), N times.
+    #[command(
+        long_about = "Smooth a mesh on a device. Each iteration moves every non-boundary vertex \
+                      to the mean of the barycentres of its incident elements: the tetrahedra of \
+                      a volume mesh, else the triangles of a surface or planar mesh (a scatter \
+                      kernel over the elements and a gather kernel over the vertices). Boundary \
+                      vertices stay, bit for bit: for triangles those on an edge with one \
+                      incident triangle, for tetrahedra those on a face with one incident \
+                      tetrahedron (edges and faces with more than two elements count as \
+                      boundary too); so do vertices in no such element.\n\n\
+                      Prints each iteration's largest vertex displacement. OUT keeps every other \
+                      part of the input (other element kinds, references, dimension) and its \
+                      version, except that a version 1 input whose coordinates do not fit 32-bit \
+                      reals is written as version 2. Moved vertices are computed in 32-bit reals."
+    )]
+    Smooth(SmoothArgs),
 }
 
 /// Options of `snowsim mesh info`.
@@ -50,6 +89,33 @@ pub struct ConvertArgs {
     dimension: Option<u8>,
 }
 
+/// Options of `snowsim mesh quality`.
+#[derive(Debug, clap::Args)]
+pub struct QualityArgs {
+    /// The .mesh or .meshb file.
+    file: PathBuf,
+    #[command(flatten)]
+    device: DeviceArg,
+    /// Print a JSON object {"kind", "count", "min", "mean", "max", "histogram"} instead of text
+    /// (kind "tetrahedra" or "triangles", histogram an array of 10 counts).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `snowsim mesh smooth`.
+#[derive(Debug, clap::Args)]
+pub struct SmoothArgs {
+    /// Input file (.mesh or .meshb).
+    input: PathBuf,
+    /// Output file (.mesh or .meshb; the format follows the extension).
+    output: PathBuf,
+    /// Number of smoothing iterations (at least 1).
+    #[arg(long, short = 'n', value_parser = clap::value_parser!(u32).range(1..))]
+    iterations: u32,
+    #[command(flatten)]
+    device: DeviceArg,
+}
+
 /// Exit status of `mesh info --check` when the mesh has problems.
 const CHECK_FAILED: u8 = 3;
 
@@ -57,6 +123,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Info(args) => info(args),
         Command::Convert(args) => convert(args),
+        Command::Quality(args) => measure_quality(args),
+        Command::Smooth(args) => smooth(args),
     }
 }
 
@@ -175,13 +243,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         }
         file.mesh.dimension = dimension;
     }
-    let rounded = file
-        .mesh
-        .vertices
-        .iter()
-        .flatten()
-        .filter(|&&x| f64::from(x as f32) != x)
-        .count();
+    let rounded = rounded_coordinates(&file.mesh);
     let version = match args.version {
         Some(n) => Version::from_number(n).with_context(|| format!("unknown version {n}"))?,
         // Version 1 stores f32: keep what the input holds (TetGen writes v1 with 17 digits).
@@ -217,4 +279,152 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn measure_quality(args: QualityArgs) -> anyhow::Result<ExitCode> {
+    let file = meshio::read(&args.file)?;
+    let context = Context::from_selector(&args.device.device)?;
+    let q = quality::measure(&context, &file.mesh)
+        .with_context(|| format!("{}", args.file.display()))?;
+    if args.json {
+        let report = QualityJson {
+            kind: q.kind.name(),
+            count: q.values.len(),
+            min: q.min,
+            mean: q.mean,
+            max: q.max,
+            histogram: q.histogram,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("file:       {}", args.file.display());
+        println!("device:     {}", context.info().label());
+        print_quality(&q);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mesh quality --json`: these keys, in this order.
+#[derive(serde::Serialize)]
+struct QualityJson {
+    kind: &'static str,
+    count: usize,
+    min: f64,
+    mean: f64,
+    max: f64,
+    histogram: [usize; HISTOGRAM_BINS],
+}
+
+/// Widest histogram bar, in characters.
+const BAR_WIDTH: usize = 40;
+
+fn print_quality(q: &Quality) {
+    println!("kind:       {}", q.kind.name());
+    println!("count:      {}", q.values.len());
+    println!("min:        {:.6}", q.min);
+    println!("mean:       {:.6}", q.mean);
+    println!("max:        {:.6}", q.max);
+    println!("histogram:");
+    let most = q.histogram.iter().copied().max().unwrap_or(0).max(1);
+    for (i, &count) in q.histogram.iter().enumerate() {
+        let (low, high) = (i as f64 / 10.0, (i + 1) as f64 / 10.0);
+        let close = if i + 1 == HISTOGRAM_BINS { ']' } else { ')' };
+        let bar = "#".repeat((count * BAR_WIDTH).div_ceil(most));
+        println!("  [{low:.1}, {high:.1}{close} {count:>10}  {bar}");
+    }
+    // Values above 1 are only rounding (1.0000002 for an equilateral triangle): no note.
+    let below = q.values.iter().filter(|&&v| v < 0.0).count();
+    if below > 0 {
+        println!("  ({below} below 0, inverted, counted in the first bin)");
+    }
+}
+
+fn smooth(args: SmoothArgs) -> anyhow::Result<ExitCode> {
+    let file = meshio::read(&args.input)?;
+    if let (Ok(a), Ok(b)) = (args.input.canonicalize(), args.output.canonicalize())
+        && a == b
+    {
+        bail!(
+            "input and output are the same file ({}); choose another output",
+            args.input.display()
+        );
+    }
+    let context = Context::from_selector(&args.device.device)?;
+    let iterations = args.iterations as usize;
+    let width = iterations.to_string().len();
+    let smoothed = smoothing::smooth(&context, &file.mesh, iterations, |p: Progress| {
+        if p.iteration == 1 {
+            println!("device: {}", context.info().label());
+        }
+        println!(
+            "iteration {:>width$}/{}: max displacement {:.3e}",
+            p.iteration, p.iterations, p.max_displacement
+        );
+    })
+    .with_context(|| format!("{}", args.input.display()))?;
+    let fixed = smoothed.fixed.iter().filter(|&&f| f).count();
+    println!(
+        "smoothed {} {}: {} vertices moved, {fixed} stayed (boundary or unused)",
+        smoothed.mesh.count(smoothed.kind),
+        smoothed.kind.name(),
+        smoothed.fixed.len() - fixed,
+    );
+    let before = quality::measure(&context, &file.mesh)?;
+    let after = quality::measure(&context, &smoothed.mesh)?;
+    println!(
+        "quality of the {}: mean {:.4} -> {:.4}, min {:.4} -> {:.4}",
+        smoothed.kind.name(),
+        before.mean,
+        after.mean,
+        before.min,
+        after.min
+    );
+    let inverted = |q: &Quality| q.values.iter().filter(|&&v| v <= 0.0).count();
+    if inverted(&after) > inverted(&before) {
+        eprintln!(
+            "warning: {} elements are inverted or flat after smoothing ({} before): averaging \
+             barycentres has no validity guard; try fewer iterations",
+            inverted(&after),
+            inverted(&before)
+        );
+    }
+    let version = output_version(file.version, &smoothed.mesh, &args.input);
+    meshio::write(&args.output, &smoothed.mesh, version)?;
+    println!(
+        "wrote {} (version {})",
+        args.output.display(),
+        version.number()
+    );
+    if !file.skipped_keywords.is_empty() {
+        eprintln!(
+            "note: keywords not carried over: {}",
+            file.skipped_keywords.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How many coordinates would change if written as 32-bit reals (version 1).
+fn rounded_coordinates(mesh: &Mesh) -> usize {
+    mesh.vertices
+        .iter()
+        .flatten()
+        .filter(|&&x| f64::from(x as f32) != x)
+        .count()
+}
+
+/// The input's version, except version 1 (32-bit reals) when a coordinate does not fit: then 2.
+fn output_version(input: Version, mesh: &Mesh, path: &std::path::Path) -> Version {
+    if input != Version::V1 {
+        return input;
+    }
+    let rounded = rounded_coordinates(mesh);
+    if rounded == 0 {
+        return input;
+    }
+    eprintln!(
+        "note: {rounded} coordinates of {} do not fit 32-bit reals; writing version 2",
+        path.display()
+    );
+    Version::V2
 }

@@ -1,5 +1,6 @@
 //! Command-line interface: argument definitions and dispatch to one module per command.
 
+mod bench;
 mod devices;
 mod mesh;
 mod selftest;
@@ -23,6 +24,9 @@ enum Command {
     Devices(devices::Args),
     /// Run a short kernel (a STREAM triad) on a device, check it against the CPU and time it.
     Selftest(selftest::Args),
+    /// Benchmarks measured on the device (see benches/RESULTS.md for recorded numbers).
+    #[command(subcommand)]
+    Bench(bench::Command),
     /// Inspect, check and convert INRIA .mesh/.meshb files.
     #[command(subcommand)]
     Mesh(mesh::Command),
@@ -44,6 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Devices(args) => devices::run(args),
         Command::Selftest(args) => selftest::run(args),
         Command::Mesh(command) => mesh::run(command),
+        Command::Bench(command) => bench::run(command),
     }
 }
 

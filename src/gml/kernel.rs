@@ -484,8 +484,11 @@ pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
             continue;
         }
         let event = enqueue(gml, loop_kind, uplink, variant, rows, first)?;
-        total += timer.record(&event)?;
+        total += cl::event_duration(&event)?;
     }
+    // One launch of the kernel, whatever the number of link tables it ran over.
+    timer.total += total;
+    timer.launches += 1;
     gml.kernels[id.index].timer = timer;
     for a in accesses.iter().filter(|a| a.mode != Mode::Read) {
         gml.datum_mut(a.data)?.device_newer = true;

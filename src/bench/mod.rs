@@ -1,0 +1,5 @@
+//! Benchmarks that `snowsim bench` and `cargo bench` run: measured on the device with OpenCL
+//! profiling, reported as ratios to the device's own copy bandwidth.
+
+pub mod copy;
+pub mod gml_bandwidth;

@@ -1,0 +1,151 @@
+//! Element quality of a mesh, computed on an OpenCL device by a gml kernel.
+//!
+//! The quality of a tetrahedron is `12·(3V)^(2/3) / Σ edge²`, signed like its volume `V`
+//! (negative for an inverted tetrahedron); that of a triangle is `4√3·area / Σ edge²`. Both are 1
+//! for the regular element and tend to 0 as it flattens. The kernel calls the toolkit's
+//! `CalTetQal` and `CalTriQal` (kernels/gml_toolkit.cl) in single precision.
+//!
+//! Only one kind is measured: the tetrahedra when the mesh has any, the triangles otherwise
+//! (planar meshes lie in z = 0). The minimum, maximum and sum of the qualities are gml
+//! reductions on the device; the histogram is counted on the host from the qualities read back.
+//!
+//! ```no_run
+//! use snowsim::cl::{Context, DeviceSelector};
+//! use snowsim::{meshio, quality};
+//!
+//! let context = Context::from_selector(&DeviceSelector::Default)?;
+//! let file = meshio::read(std::path::Path::new("sample_meshes/cube.meshb"))?;
+//! let q = quality::measure(&context, &file.mesh)?;
+//! println!("{} {}: min {:.3}, mean {:.3}", q.values.len(), q.kind, q.min, q.mean);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::cl::Context;
+use crate::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
+use crate::meshio::{ElementKind, Mesh};
+
+/// Number of histogram bins over `[0, 1]`, each 0.1 wide.
+pub const HISTOGRAM_BINS: usize = 10;
+
+/// What went wrong while measuring quality.
+#[derive(Debug, thiserror::Error)]
+pub enum QualityError {
+    /// The mesh has no element whose quality is defined here.
+    #[error("the mesh has neither tetrahedra nor triangles (it has {})", kinds_list(.present))]
+    NoElements {
+        /// The element kinds the mesh does have (may be empty).
+        present: Vec<ElementKind>,
+    },
+    /// The device computation failed (device, kernel build or launch, transfer).
+    #[error("quality kernel: {0}")]
+    Gml(#[from] GmlError),
+}
+
+/// `quadrilaterals, hexahedra`, or `no elements at all`.
+pub(crate) fn kinds_list(kinds: &[ElementKind]) -> String {
+    if kinds.is_empty() {
+        "no elements at all".to_string()
+    } else {
+        kinds
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The element kinds `mesh` holds at least one element of.
+pub(crate) fn present_kinds(mesh: &Mesh) -> Vec<ElementKind> {
+    ElementKind::ALL
+        .into_iter()
+        .filter(|&k| mesh.count(k) > 0)
+        .collect()
+}
+
+/// The kind that quality and smoothing work on: tetrahedra when the mesh has any, else
+/// triangles, else `None`.
+pub fn measured_kind(mesh: &Mesh) -> Option<ElementKind> {
+    [ElementKind::Tetrahedra, ElementKind::Triangles]
+        .into_iter()
+        .find(|&k| mesh.count(k) > 0)
+}
+
+/// The quality of every element of one kind, with its statistics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quality {
+    /// The kind measured: [`ElementKind::Tetrahedra`] or [`ElementKind::Triangles`].
+    pub kind: ElementKind,
+    /// One quality per element, in the mesh's element order, as the device computed it.
+    pub values: Vec<f32>,
+    /// Smallest quality (a device reduction).
+    pub min: f64,
+    /// Mean quality: the device's sum reduction divided by the element count.
+    pub mean: f64,
+    /// Largest quality (a device reduction).
+    pub max: f64,
+    /// Element counts per bin, see [`histogram`].
+    pub histogram: [usize; HISTOGRAM_BINS],
+}
+
+/// Counts `values` in [`HISTOGRAM_BINS`] bins of width 0.1 over `[0, 1]`.
+///
+/// Bin `i` holds `[i/10, (i+1)/10)`, and the last bin also holds 1. Values outside `[0, 1]`
+/// are clamped into the end bins: negative ones (inverted tetrahedra) and NaN count in the first
+/// bin, values above 1 in the last.
+pub fn histogram(values: &[f32]) -> [usize; HISTOGRAM_BINS] {
+    let mut bins = [0; HISTOGRAM_BINS];
+    let last = HISTOGRAM_BINS - 1;
+    for &q in values {
+        let x = (f64::from(q) * HISTOGRAM_BINS as f64).floor();
+        // `as usize` saturates: negative values and NaN become 0.
+        let bin = (x as usize).min(last);
+        bins[bin] += 1;
+    }
+    bins
+}
+
+/// Measures the quality of the tetrahedra of `mesh` (or of its triangles when it has no
+/// tetrahedra) on the device of `context`, in a gml instance of its own.
+///
+/// Fails with [`QualityError::NoElements`] when the mesh has neither kind.
+pub fn measure(context: &Context, mesh: &Mesh) -> Result<Quality, QualityError> {
+    let kind = measured_kind(mesh).ok_or_else(|| QualityError::NoElements {
+        present: present_kinds(mesh),
+    })?;
+    let elements = mesh.elements(kind);
+    let loop_kind = MeshKind::from_element(kind);
+    let mut gml = Gml::with_context(context.clone());
+    // Only the vertices and the measured kind go to the device.
+    gml.new_mesh(MeshKind::Vertices, mesh.vertices.len())?;
+    gml.set_vertices(0, &mesh.vertices, &mesh.vertex_refs)?;
+    gml.new_mesh(loop_kind, elements.len())?;
+    gml.set_elements(loop_kind, 0, elements.node_slice(), elements.refs())?;
+
+    let values = gml.new_solution::<f32>(loop_kind, 1, "Qal")?;
+    let vertices = gml.mesh(MeshKind::Vertices)?;
+    let body = match kind {
+        ElementKind::Tetrahedra => {
+            "TetQal = CalTetQal(TetCrd[0], TetCrd[1], TetCrd[2], TetCrd[3]);"
+        }
+        _ => "TriQal = CalTriQal(TriCrd[0], TriCrd[1], TriCrd[2]);",
+    };
+    let kernel = gml.compile(
+        KernelSpec::new("element_quality", loop_kind)
+            .access(Access::read(vertices))
+            .access(Access::write(values))
+            .body(body),
+    )?;
+    gml.launch(kernel)?;
+    let min = gml.reduce(values, Reduction::Min)?;
+    let max = gml.reduce(values, Reduction::Max)?;
+    let sum = gml.reduce(values, Reduction::Sum)?;
+    let values = gml.read_all(values)?;
+    Ok(Quality {
+        kind,
+        min,
+        mean: sum / values.len() as f64,
+        max,
+        histogram: histogram(&values),
+        values,
+    })
+}
