@@ -48,3 +48,9 @@ float CalTetQal(float4 a, float4 b, float4 c, float4 d)
     const float q = 12.0f * pow(3.0f * fabs(v), 2.0f / 3.0f);
     return edges > 0.0f ? copysign(q / edges, v) : 0.0f;
 }
+
+// Local numbering of sub-entities, as gml's links use it (entry i of TetTri[4], TetNgb[4], …
+// is face i of the tetrahedron). Faces turn outward for positive elements.
+__constant int GmlTriEdg[3][2] = {{0, 1}, {1, 2}, {2, 0}};
+__constant int GmlTetEdg[6][2] = {{0, 1}, {1, 2}, {2, 0}, {3, 0}, {3, 1}, {3, 2}};
+__constant int GmlTetFac[4][3] = {{1, 2, 3}, {2, 0, 3}, {3, 0, 1}, {0, 2, 1}};

@@ -612,3 +612,39 @@ fn extracted_edges_and_faces_give_downlinks_and_shells() {
         assert_eq!(sums[t], expected, "tet {t}");
     }
 }
+
+#[test]
+fn toolkit_numbering_matches_the_links() {
+    let mut g = gml();
+    g.import_mesh(&meshio::generate::tet_grid([1, 1, 1]))
+        .unwrap();
+    let numbering = g
+        .new_solution::<i32>(MeshKind::Tetrahedra, 24, "Numbering")
+        .unwrap();
+    let k = g
+        .compile(
+            KernelSpec::new("numbering", MeshKind::Tetrahedra)
+                .access(Access::write(numbering))
+                .body(
+                    "for (int i = 0; i < 12; i++) TetNumbering[i] = GmlTetFac[i / 3][i % 3];\n\
+                     for (int i = 0; i < 12; i++) TetNumbering[12 + i] = GmlTetEdg[i / 2][i % 2];",
+                ),
+        )
+        .unwrap();
+    g.launch(k).unwrap();
+    let got = g.line(numbering, 0).unwrap();
+    let flat = |lists: &[&[usize]]| -> Vec<i32> {
+        lists
+            .iter()
+            .flat_map(|l| l.iter().map(|&x| x as i32))
+            .collect()
+    };
+    assert_eq!(
+        got[..12],
+        flat(MeshKind::Tetrahedra.sub_entities(MeshKind::Triangles))[..]
+    );
+    assert_eq!(
+        got[12..],
+        flat(MeshKind::Tetrahedra.sub_entities(MeshKind::Edges))[..]
+    );
+}
