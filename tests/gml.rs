@@ -648,3 +648,29 @@ fn toolkit_numbering_matches_the_links() {
         flat(MeshKind::Tetrahedra.sub_entities(MeshKind::Edges))[..]
     );
 }
+
+#[test]
+fn user_toolkit_functions_are_available_in_every_kernel() {
+    let mut g = gml();
+    g.import_mesh(&meshio::generate::tet_grid([2, 2, 2]))
+        .unwrap();
+    g.include_toolkit("float twice(float x) { return 2.0f * x; }");
+    let out = g.new_solution::<f32>(MeshKind::Vertices, 1, "Out").unwrap();
+    let vertices = g.mesh(MeshKind::Vertices).unwrap();
+    let k = g
+        .compile(
+            KernelSpec::new("use_toolkit", MeshKind::Vertices)
+                .access(Access::read(vertices))
+                .access(Access::write(out))
+                .body("VerOut = twice(VerCrd.x) + VerIdx;"),
+        )
+        .unwrap();
+    let source = g.kernel_sources(k).unwrap().join("");
+    assert!(source.contains("float twice(float x)") && source.contains("VerOut = twice"));
+    g.launch(k).unwrap();
+    let (coords, _) = g.vertices().unwrap();
+    let got = g.read_all(out).unwrap();
+    for (i, p) in coords.iter().enumerate() {
+        assert_eq!(got[i], 2.0 * p[0] + i as f32);
+    }
+}
