@@ -16,3 +16,4 @@ pub mod meshio;
 pub mod quality;
 pub mod selftest;
 pub mod smoothing;
+pub mod sort;

@@ -4,6 +4,7 @@ mod bench;
 mod devices;
 mod mesh;
 mod selftest;
+mod sort;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,10 @@ enum Command {
     /// Benchmarks measured on the device (see benches/RESULTS.md for recorded numbers).
     #[command(subcommand)]
     Bench(bench::Command),
+    /// Check the device's bitonic sort (full and partial) against the CPU, time it, or watch
+    /// the partial sort keep drifting keys sorted.
+    #[command(subcommand)]
+    Sort(sort::Command),
     /// Inspect, check and convert INRIA .mesh/.meshb files.
     #[command(subcommand)]
     Mesh(mesh::Command),
@@ -49,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Selftest(args) => selftest::run(args),
         Command::Mesh(command) => mesh::run(command),
         Command::Bench(command) => bench::run(command),
+        Command::Sort(command) => sort::run(command),
     }
 }
 

@@ -1,0 +1,84 @@
+//! Applying a sort's order to other arrays: `dst[i] = src[indices[i]]` on the device.
+
+use bytemuck::Pod;
+use opencl3::kernel::Kernel;
+
+use super::error::{Result, SortError};
+use super::events::SortEvents;
+use super::launch::KernelCall;
+use super::program::{MAX_LEN, SortProgram};
+use crate::cl::{DeviceBuffer, WorkSize};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for [f32; 4] {}
+    impl Sealed for u32 {}
+    impl Sealed for f32 {}
+}
+
+/// Element types a permutation moves: `[f32; 4]` (a `float4`, as particle positions and
+/// velocities are stored), `u32` and `f32`.
+pub trait Permutable: Pod + sealed::Sealed {
+    #[doc(hidden)]
+    const FLOAT4: bool;
+}
+
+impl Permutable for [f32; 4] {
+    const FLOAT4: bool = true;
+}
+
+impl Permutable for u32 {
+    const FLOAT4: bool = false;
+}
+
+impl Permutable for f32 {
+    const FLOAT4: bool = false;
+}
+
+/// Enqueues `dst[i] = src[indices[i]]` for every `i < dst.len()`.
+///
+/// An index at or past `src.len()` never reads out of bounds: that row is filled with NaNs
+/// (`float4`) or all-ones bits (32-bit elements).
+pub(crate) fn permute<T: Permutable>(
+    program: &SortProgram,
+    src: &DeviceBuffer<T>,
+    indices: &DeviceBuffer<u32>,
+    dst: &mut DeviceBuffer<T>,
+) -> Result<SortEvents> {
+    if indices.len() != dst.len() {
+        return Err(SortError::PermuteLength {
+            indices: indices.len(),
+            dst: dst.len(),
+        });
+    }
+    let n = dst.len();
+    for len in [n, src.len()] {
+        if len > MAX_LEN {
+            return Err(SortError::TooLong { len, max: MAX_LEN });
+        }
+    }
+    let mut events = SortEvents::default();
+    if n == 0 {
+        return Ok(events);
+    }
+    let (kernel, name): (&Kernel, &'static str) = if T::FLOAT4 {
+        (&program.permute_float4, "permute_float4")
+    } else {
+        (&program.permute_u32, "permute_u32")
+    };
+    let work = WorkSize::for_kernel(&program.context, kernel, n)?;
+    let mut call = KernelCall::new(kernel, name);
+    // SAFETY: src, indices and dst are buffers of T (float4 or 32-bit), u32 and T, then two
+    // uints, as the kernels declare; work-items at or past n return at once, and reads from src
+    // are guarded by src_len.
+    let event = unsafe {
+        call.buffer(src)?
+            .buffer(indices)?
+            .buffer(dst)?
+            .scalar(&(n as u32))?
+            .scalar(&(src.len() as u32))?;
+        call.enqueue(&program.context, work.global, work.local)?
+    };
+    events.push(name, event);
+    Ok(events)
+}
