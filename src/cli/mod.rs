@@ -3,6 +3,7 @@
 mod bench;
 mod devices;
 mod mesh;
+mod scene;
 mod selftest;
 mod sort;
 
@@ -28,13 +29,16 @@ enum Command {
     /// Benchmarks measured on the device (see benches/RESULTS.md for recorded numbers).
     #[command(subcommand)]
     Bench(bench::Command),
+    /// Inspect, check and convert INRIA .mesh/.meshb files.
+    #[command(subcommand)]
+    Mesh(mesh::Command),
     /// Check the device's bitonic sort (full and partial) against the CPU, time it, or watch
     /// the partial sort keep drifting keys sorted.
     #[command(subcommand)]
     Sort(sort::Command),
-    /// Inspect, check and convert INRIA .mesh/.meshb files.
+    /// Validate and summarise scene files (TOML), build and check their domain mesh.
     #[command(subcommand)]
-    Mesh(mesh::Command),
+    Scene(scene::Command),
 }
 
 /// Which device a command runs on.
@@ -55,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mesh(command) => mesh::run(command),
         Command::Bench(command) => bench::run(command),
         Command::Sort(command) => sort::run(command),
+        Command::Scene(command) => scene::run(command),
     }
 }
 

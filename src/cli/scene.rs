@@ -1,0 +1,280 @@
+//! `snowsim scene …`: validate and summarise scene files; make the valley heightmap.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use serde_json::json;
+use snowsim::renumber::numbering_score;
+use snowsim::scene::{Domain, DomainReport, Scene, WindProfile};
+use snowsim::terrain::procedural;
+
+/// The `scene` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Validate a scene file and summarise it; build its domain mesh and check it.
+    #[command(
+        long_about = "Validate a scene file (TOML) and summarise it: domain, wind, snow, ground, \
+                      time, camera, what is simulated and shown. Unknown keys and bad values \
+                      are errors naming the file, line and key (exit status 1).\n\n\
+                      Then build the domain mesh as the simulator does (mesh the terrain or read \
+                      the mesh, renumber it), and check it: the checks of `mesh info --check`, \
+                      every boundary face carrying a triangle and every triangle on the \
+                      boundary. Exit status 3 if a check fails."
+    )]
+    Check(CheckArgs),
+    /// Write the procedural valley heightmap as a 16-bit PNG (how scenes/valley.png is made).
+    Valley(ValleyArgs),
+}
+
+/// Options of `snowsim scene check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The scene file, e.g. scenes/valley.toml.
+    file: PathBuf,
+    /// Print a JSON object {"scene", "mesh"} instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Only validate the file; do not build the domain mesh.
+    #[arg(long)]
+    no_mesh: bool,
+}
+
+/// Options of `snowsim scene valley`.
+#[derive(Debug, clap::Args)]
+pub struct ValleyArgs {
+    /// Output PNG file.
+    output: PathBuf,
+    /// Width and height in pixels.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(2..=16384))]
+    resolution: u32,
+    /// Random seed.
+    #[arg(long, default_value_t = 7)]
+    seed: u32,
+}
+
+/// Exit status when the domain mesh fails a check.
+const CHECK_FAILED: u8 = 3;
+
+/// Runs a `scene` subcommand.
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Check(args) => check(args),
+        Command::Valley(args) => valley(args),
+    }
+}
+
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let scene = Scene::load(&args.file)?;
+    if !args.json {
+        print_scene(&scene);
+    }
+    let mut built = None;
+    if !args.no_mesh {
+        let started = Instant::now();
+        let domain = scene.build_domain(true)?;
+        let seconds = started.elapsed().as_secs_f64();
+        let report = domain.report();
+        let score = numbering_score(&domain.mesh).percent();
+        if !args.json {
+            print_domain(&report, seconds, score);
+        }
+        built = Some((report, seconds, score));
+    }
+    if args.json {
+        let mesh = built.as_ref().map(|(report, seconds, score)| {
+            let mut value = serde_json::to_value(report).unwrap_or_default();
+            value["seconds"] = json!(seconds);
+            value["numbering_score"] = json!(score);
+            value["passed"] = json!(report.passed());
+            value
+        });
+        let value = json!({ "scene": serde_json::to_value(&scene)?, "mesh": mesh });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    }
+    Ok(match &built {
+        Some((report, ..)) if !report.passed() => ExitCode::from(CHECK_FAILED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn print_scene(scene: &Scene) {
+    println!("scene:    {}: {}", scene.path.display(), scene.name);
+    if !scene.description.is_empty() {
+        println!("          {}", scene.description);
+    }
+    match &scene.domain {
+        Domain::Terrain {
+            heightmap,
+            spec,
+            image,
+        } => {
+            match (heightmap, image) {
+                (Some(path), Some(map)) => println!(
+                    "domain:   terrain from {} ({} × {}, {}-bit), relief {} m",
+                    path.display(),
+                    map.width(),
+                    map.height(),
+                    map.bits(),
+                    spec.relief
+                ),
+                _ => println!("domain:   flat ground at z = 0"),
+            }
+            println!(
+                "          {} × {} m, top at {} m; {} × {} cells, {} layers (grading {})",
+                spec.size[0],
+                spec.size[1],
+                spec.size[2],
+                spec.cells[0],
+                spec.cells[1],
+                spec.layers,
+                spec.grading
+            );
+        }
+        Domain::Mesh { path, boundary } => println!(
+            "domain:   mesh {}; boundary references x_min {}, x_max {}, y_min {}, y_max {}, \
+             ground {}, top {}",
+            path.display(),
+            boundary.x_min,
+            boundary.x_max,
+            boundary.y_min,
+            boundary.y_max,
+            boundary.ground,
+            boundary.top
+        ),
+    }
+    let w = &scene.wind;
+    let profile = match w.profile {
+        WindProfile::Log { roughness } => format!("log profile (roughness {roughness} m)"),
+        WindProfile::Power { exponent } => format!("power profile (exponent {exponent:.3})"),
+        WindProfile::Uniform => "uniform".into(),
+    };
+    println!(
+        "wind:     {} m/s at {} m towards ({:.2}, {:.2}), {profile}; {} pressure iterations",
+        w.speed, w.reference_height, w.direction[0], w.direction[1], w.pressure_iterations
+    );
+    let s = &scene.snow;
+    println!(
+        "snow:     {} particles, flakes {}–{} mm, falling at {} m/s, gravity {} m/s²",
+        s.particles,
+        s.flake_diameter[0] * 1000.0,
+        s.flake_diameter[1] * 1000.0,
+        s.fall_speed,
+        s.gravity
+    );
+    println!(
+        "          flutter radius {}–{} m at {}–{} rad/s; deposit {} mm; sort {} by {}; seed {}",
+        s.flutter_radius[0],
+        s.flutter_radius[1],
+        s.flutter_rate[0],
+        s.flutter_rate[1],
+        s.deposit_depth * 1000.0,
+        s.sort.name(),
+        s.sort_key.name(),
+        s.seed
+    );
+    let g = &scene.ground;
+    println!(
+        "ground:   {} m of snow at the start, repose angle {}°, smoothing rate {}",
+        g.initial_depth, g.repose_angle, g.smoothing_rate
+    );
+    println!(
+        "time:     step {} s, {}",
+        scene.time.step,
+        match scene.time.frames {
+            Some(n) => format!("{n} frames"),
+            None => "until closed".into(),
+        }
+    );
+    let c = &scene.camera;
+    println!(
+        "camera:   at {:?} looking at {:?}, field of view {}°",
+        c.position, c.target, c.fov
+    );
+    let on = |flags: &[(&str, bool)]| {
+        let names: Vec<&str> = flags.iter().filter(|f| f.1).map(|f| f.0).collect();
+        if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    println!(
+        "simulate: {}",
+        on(&[("wind", scene.simulate.wind), ("snow", scene.simulate.snow)])
+    );
+    let v = &scene.view;
+    println!(
+        "view:     {}; window {} × {}{}",
+        on(&[
+            ("terrain", v.terrain),
+            ("snow", v.snow),
+            ("wind", v.wind),
+            ("pressure", v.pressure)
+        ]),
+        v.window[0],
+        v.window[1],
+        if v.vsync { ", vsync" } else { "" }
+    );
+}
+
+fn print_domain(report: &DomainReport, seconds: f64, score: Option<f64>) {
+    println!(
+        "mesh:     built and renumbered in {seconds:.2} s: {} vertices, {} tetrahedra; ground \
+         surface {} triangles",
+        report.vertices, report.tetrahedra, report.ground_triangles
+    );
+    println!(
+        "boundary: {}",
+        report
+            .boundary
+            .iter()
+            .map(|b| format!("{} {} ({})", b.side, b.reference, b.triangles))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(score) = score {
+        println!("numbering score: {score:.1} %");
+    }
+    if report.passed() {
+        println!(
+            "check:    no problem found; all {} boundary faces referenced",
+            report.check.boundary_faces
+        );
+        return;
+    }
+    println!("check:");
+    if report.unreferenced_faces > 0 {
+        println!(
+            "  {} boundary faces have no triangle (no boundary condition)",
+            report.unreferenced_faces
+        );
+    }
+    if report.stray_triangles > 0 {
+        println!(
+            "  {} triangles are not on the boundary",
+            report.stray_triangles
+        );
+    }
+    for (kind, count) in &report.check.counts {
+        println!("  {count} {kind}");
+        for example in report.check.examples.iter().filter(|p| p.kind == *kind) {
+            println!("    {}", example.detail);
+        }
+    }
+}
+
+fn valley(args: ValleyArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let map = procedural::valley(args.resolution as usize, args.seed);
+    map.write_png16(&args.output)?;
+    println!(
+        "wrote {}: {} × {} 16-bit valley heightmap (seed {}) in {:.2} s",
+        args.output.display(),
+        map.width(),
+        map.height(),
+        args.seed,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,448 @@
+//! Scene files: the shipped scenes load and build valid domains, errors name the file, line
+//! and key, mesh domains check their boundary references, and `snowsim scene check`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use snowsim::meshio::{self, ElementKind, generate::tet_grid};
+use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
+use snowsim::terrain::{Heightmap, procedural};
+
+fn scenes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes")
+}
+
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("snowsim-scene-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Flat ground with everything else left to its default.
+const MINIMAL: &str =
+    "[domain]\nflat = true\nsize = [100, 80]\ntop = 40\ncells = [4, 3]\nlayers = 3\n";
+
+#[test]
+fn the_valley_scene_loads_with_its_heightmap() {
+    let scene = Scene::load(&scenes().join("valley.toml")).unwrap();
+    assert_eq!(scene.name, "Alpine valley");
+    let Domain::Terrain {
+        heightmap: Some(path),
+        spec,
+        image: Some(map),
+    } = &scene.domain
+    else {
+        panic!("{:?}", scene.domain);
+    };
+    assert_eq!(path, &scenes().join("valley.png"));
+    assert_eq!((map.width(), map.height(), map.bits()), (512, 512, 16));
+    assert_eq!(map.range(), (0.0, 1.0));
+    assert!(spec.relief < spec.size[2]);
+    assert_eq!(scene.snow.particles, 1 << 20);
+    assert_eq!(scene.snow.sort, SortMode::Partial);
+    assert!(matches!(scene.wind.profile, WindProfile::Log { .. }));
+    let d = scene.wind.direction;
+    assert!((d[0].hypot(d[1]) - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn the_valley_heightmap_is_made_by_the_procedural_generator() {
+    // scenes/README.md says `snowsim scene valley scenes/valley.png` made it.
+    let shipped = Heightmap::read(&scenes().join("valley.png")).unwrap();
+    let made = procedural::valley(512, 7);
+    let mut worst = 0.0f64;
+    for r in 0..512 {
+        for c in 0..512 {
+            worst = worst.max((shipped.pixel(c, r) - made.pixel(c, r)).abs());
+        }
+    }
+    // Equal up to one step of 16 bits (libm may round a transcendental differently).
+    assert!(worst <= 1.0 / 65535.0 + 1e-12, "differs by {worst}");
+}
+
+#[test]
+fn the_flat_scene_builds_a_valid_fully_referenced_domain() {
+    let scene = Scene::load(&scenes().join("flat.toml")).unwrap();
+    for renumber in [false, true] {
+        let domain = scene.build_domain(renumber).unwrap();
+        let report = domain.report();
+        assert!(report.passed(), "{report:?}");
+        assert_eq!(report.tetrahedra, 6 * 8 * 8 * 6);
+        assert_eq!(report.unreferenced_faces, 0);
+        let ground = report
+            .boundary
+            .iter()
+            .find(|b| b.side.name() == "ground")
+            .unwrap();
+        assert_eq!((ground.reference, ground.triangles), (5, 128));
+        // The ground surface's vertices are the volume's ground vertices, renumbered or not.
+        for (i, &v) in domain.ground.volume_vertices.iter().enumerate() {
+            assert_eq!(
+                domain.ground.mesh.vertices[i],
+                domain.mesh.vertices[v as usize]
+            );
+            assert_eq!(domain.ground.mesh.vertices[i][2], 0.0);
+        }
+    }
+}
+
+#[test]
+fn defaults_fill_what_a_scene_leaves_out() {
+    let scene = Scene::from_toml(MINIMAL, Path::new("/somewhere/minimal.toml")).unwrap();
+    assert_eq!(scene.name, "minimal");
+    assert_eq!(scene.wind.speed, 5.0);
+    assert_eq!(scene.time.step, 0.02);
+    assert_eq!(scene.time.frames, None);
+    assert_eq!(scene.view.window, [1280, 720]);
+    assert!(scene.simulate.wind && scene.simulate.snow);
+    // The default camera looks at the domain from the south, from above.
+    assert!(scene.camera.position[1] < 0.0 && scene.camera.position[2] > 0.0);
+}
+
+#[test]
+fn wind_profiles_give_the_reference_speed_at_the_reference_height() {
+    for profile in ["log", "power", "uniform"] {
+        let text =
+            format!("{MINIMAL}[wind]\nspeed = 8\nreference_height = 12\nprofile = \"{profile}\"\n");
+        let wind = Scene::from_toml(&text, Path::new("w.toml")).unwrap().wind;
+        assert!((wind.speed_at(12.0) - 8.0).abs() < 1e-12, "{profile}");
+        assert!(
+            wind.speed_at(20.0) >= wind.speed_at(5.0),
+            "{profile} grows with height"
+        );
+        if profile != "uniform" {
+            assert_eq!(wind.speed_at(0.0), 0.0, "{profile}");
+        }
+        let v = wind.velocity_at(12.0);
+        assert!((v[0] - 8.0).abs() < 1e-12 && v[2] == 0.0);
+    }
+}
+
+/// The error for `text`, which must be an invalid-scene error.
+fn invalid(text: &str) -> (String, Option<usize>, String) {
+    match Scene::from_toml(text, Path::new("scenes/bad.toml")) {
+        Err(e @ SceneError::Invalid { .. }) => {
+            let SceneError::Invalid { line, ref key, .. } = e else {
+                unreachable!()
+            };
+            (key.clone(), line, e.to_string())
+        }
+        other => panic!("expected an invalid scene, got {other:?}"),
+    }
+}
+
+#[test]
+fn errors_name_the_file_the_line_and_the_key() {
+    let cases: &[(&str, &str, usize, &str)] = &[
+        // (text appended to MINIMAL, key, line, part of the message)
+        (
+            "[snow]\nflake_size = [1, 2]\n",
+            "snow.flake_size",
+            9,
+            "unknown field `flake_size`",
+        ),
+        ("[wind]\nspeed = -3\n", "wind.speed", 9, "got -3"),
+        (
+            "[wind]\nspeed = \"fast\"\n",
+            "wind.speed",
+            9,
+            "invalid type",
+        ),
+        (
+            "[wind]\nprofile = \"cubic\"\n",
+            "wind.profile",
+            9,
+            "unknown variant `cubic`",
+        ),
+        (
+            "[wind]\nprofile = \"power\"\nroughness = 0.1\n",
+            "wind.roughness",
+            10,
+            "only for profile",
+        ),
+        (
+            "[wind]\ndirection = [0, 0]\n",
+            "wind.direction",
+            9,
+            "must not be [0, 0]",
+        ),
+        (
+            "[wind]\nreference_height = 45\n",
+            "wind.reference_height",
+            9,
+            "not below",
+        ),
+        ("[snow]\nparticles = 0\n", "snow.particles", 9, "got 0"),
+        (
+            "[snow]\nflake_diameter = [0.01, 0.001]\n",
+            "snow.flake_diameter",
+            9,
+            "min <= max",
+        ),
+        (
+            "[snow]\nflutter_rate = [1, 2, 3]\n",
+            "snow.flutter_rate",
+            9,
+            "expected 2 numbers",
+        ),
+        (
+            "[snow]\nsort = \"bubble\"\n",
+            "snow.sort",
+            9,
+            "unknown variant",
+        ),
+        (
+            "[snow]\nsort_key = \"morton\"\n",
+            "snow.sort_key",
+            9,
+            "expected `tetrahedron` or `hilbert`",
+        ),
+        (
+            "[ground]\nrepose_angle = 90\n",
+            "ground.repose_angle",
+            9,
+            "got 90",
+        ),
+        ("[time]\nstep = 0\n", "time.step", 9, "got 0"),
+        ("[time]\nframes = 0\n", "time.frames", 9, "at least 1"),
+        ("[camera]\nfov = 200\n", "camera.fov", 9, "got 200"),
+        (
+            "[camera]\nposition = [1, 2, 3]\ntarget = [1, 2, 3]\n",
+            "camera.target",
+            10,
+            "must differ",
+        ),
+        (
+            "[view]\nwindow = [10, 10]\n",
+            "view.window",
+            9,
+            "16 to 16384",
+        ),
+        (
+            "[view]\nwireframe = true\n",
+            "view.wireframe",
+            9,
+            "unknown field",
+        ),
+        ("[simulate]\nwind = 1\n", "simulate.wind", 9, "invalid type"),
+    ];
+    for &(extra, key, line, message) in cases {
+        let text = format!("{MINIMAL}\n{extra}");
+        let (k, l, full) = invalid(&text);
+        assert_eq!(k, key, "{full}");
+        assert_eq!(l, Some(line), "{full}");
+        assert!(full.contains(message), "{full}");
+        assert!(
+            full.starts_with(&format!("scenes/bad.toml:{line}:")),
+            "{full}"
+        );
+        assert!(full.contains(&format!(": {key}: ")), "{full}");
+    }
+}
+
+#[test]
+fn domain_errors_name_their_key() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[domain]\nsize = [1, 1]\ntop = 1\n",
+            "domain",
+            "give exactly one of",
+        ),
+        (
+            "[domain]\nflat = true\nmesh = \"a.meshb\"\n",
+            "domain.flat",
+            "together",
+        ),
+        ("[domain]\nflat = true\ntop = 1\n", "domain.size", "missing"),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\n",
+            "domain.top",
+            "missing",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, -1]\ntop = 1\n",
+            "domain.size",
+            "> 0",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\nrelief = 0.5\n",
+            "domain.relief",
+            "only for heightmap",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\ncells = [0, 3]\n",
+            "domain.cells",
+            "at least 1",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\nlayers = 0\n",
+            "domain.layers",
+            "at least one",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\ngrading = 0.5\n",
+            "domain.grading",
+            ">= 1",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\n[domain.boundary]\nground = 3\n",
+            "domain.boundary",
+            "only for mesh",
+        ),
+        (
+            "[domain]\nheightmap = \"nothere.png\"\nsize = [1, 1]\ntop = 2\nrelief = 1\n",
+            "domain.heightmap",
+            "nothere.png",
+        ),
+        (
+            "[domain]\nheightmap = \"h.png\"\nsize = [1, 1]\ntop = 2\n",
+            "domain.relief",
+            "missing",
+        ),
+        (
+            "[domain]\nmesh = \"nothere.meshb\"\n",
+            "domain.mesh",
+            "not a file",
+        ),
+        (
+            "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\nheigth = 3\n",
+            "domain.heigth",
+            "unknown field",
+        ),
+    ];
+    for &(text, key, message) in cases {
+        let (k, _, full) = invalid(text);
+        assert_eq!(k, key, "{full}");
+        assert!(full.contains(message), "{full}");
+    }
+}
+
+#[test]
+fn a_mesh_domain_checks_its_boundary_references() {
+    let dir = temp_dir("mesh");
+    let mut mesh = tet_grid([4, 3, 2]);
+    meshio::write(&dir.join("box.meshb"), &mesh, meshio::Version::V2).unwrap();
+    let camera = "[camera]\nposition = [0.5, -1, 1]\ntarget = [0.5, 0.5, 0]\n";
+    let scene_file = dir.join("box.toml");
+    std::fs::write(
+        &scene_file,
+        format!("[domain]\nmesh = \"box.meshb\"\n{camera}"),
+    )
+    .unwrap();
+    let scene = Scene::load(&scene_file).unwrap();
+    let domain = scene.build_domain(true).unwrap();
+    let report = domain.report();
+    assert!(report.passed(), "{report:?}");
+    // tet_grid's z = 0 face is reference 5: the ground, with normals up.
+    assert_eq!(report.ground_triangles, 2 * 4 * 3);
+    for (t, _) in domain.ground.mesh.elements(ElementKind::Triangles).iter() {
+        let p = [0, 1, 2].map(|i| domain.ground.mesh.vertices[t[i] as usize]);
+        let n =
+            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]);
+        assert!(n > 0.0 && p.iter().all(|q| q[2] == 0.0));
+    }
+
+    // References that are no side's are an error naming them.
+    std::fs::write(
+        &scene_file,
+        format!("[domain]\nmesh = \"box.meshb\"\n[domain.boundary]\nground = 9\ntop = 8\n{camera}"),
+    )
+    .unwrap();
+    let err = Scene::load(&scene_file)
+        .unwrap()
+        .build_domain(false)
+        .unwrap_err();
+    assert_eq!(err.key(), Some("domain.boundary"));
+    assert!(
+        err.to_string().contains("reference 5, which is no side's"),
+        "{err}"
+    );
+
+    // Two sides with one reference.
+    std::fs::write(
+        &scene_file,
+        format!("[domain]\nmesh = \"box.meshb\"\n[domain.boundary]\ntop = 5\n{camera}"),
+    )
+    .unwrap();
+    let err = Scene::load(&scene_file).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("top and ground both have reference 5"),
+        "{err}"
+    );
+
+    // A mesh domain needs a camera.
+    std::fs::write(&scene_file, "[domain]\nmesh = \"box.meshb\"\n").unwrap();
+    assert_eq!(Scene::load(&scene_file).unwrap_err().key(), Some("camera"));
+
+    // A mesh whose boundary has a hole: a boundary triangle removed.
+    let tris = mesh.elements(ElementKind::Triangles).clone();
+    let kept = snowsim::meshio::Elements::new(ElementKind::Triangles);
+    *mesh.elements_mut(ElementKind::Triangles) = kept;
+    for (t, r) in tris.iter().skip(1) {
+        mesh.elements_mut(ElementKind::Triangles).push(t, r);
+    }
+    meshio::write(&dir.join("holed.meshb"), &mesh, meshio::Version::V2).unwrap();
+    std::fs::write(
+        &scene_file,
+        format!("[domain]\nmesh = \"holed.meshb\"\n{camera}"),
+    )
+    .unwrap();
+    let report = Scene::load(&scene_file)
+        .unwrap()
+        .build_domain(false)
+        .unwrap()
+        .report();
+    assert_eq!(report.unreferenced_faces, 1);
+    assert!(!report.passed());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cli_scene_check_summarises_and_reports_errors() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_snowsim"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let flat = scenes().join("flat.toml");
+    let out = run(&["scene", "check", flat.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for part in [
+        "scene:    ",
+        "flat ground",
+        "4096 particles",
+        "2304 tetrahedra",
+        "ground 5 (128)",
+        "no problem found",
+    ] {
+        assert!(text.contains(part), "`{part}` missing from:\n{text}");
+    }
+    let out = run(&["scene", "check", "--json", flat.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["scene"]["domain"]["kind"], "terrain");
+    assert_eq!(v["mesh"]["tetrahedra"], 2304);
+    assert_eq!(v["mesh"]["passed"], true);
+    assert!(v["mesh"]["numbering_score"].as_f64().unwrap() > 50.0);
+
+    let dir = temp_dir("cli");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, format!("{MINIMAL}[snow]\nparticle = 3\n")).unwrap();
+    let out = run(&["scene", "check", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains(&format!(
+            "{}:8:1: snow.particle: unknown field `particle`",
+            bad.display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
