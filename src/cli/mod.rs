@@ -3,6 +3,7 @@
 mod bench;
 mod devices;
 mod mesh;
+mod run;
 mod scene;
 mod selftest;
 mod sort;
@@ -29,13 +30,17 @@ enum Command {
     /// Benchmarks measured on the device (see benches/RESULTS.md for recorded numbers).
     #[command(subcommand)]
     Bench(bench::Command),
-    /// Inspect, check and convert INRIA .mesh/.meshb files.
+    /// Inspect, check, convert, renumber, measure and smooth INRIA .mesh/.meshb files, and mesh
+    /// terrains from heightmaps.
     #[command(subcommand)]
     Mesh(mesh::Command),
     /// Check the device's bitonic sort (full and partial) against the CPU, time it, or watch
     /// the partial sort keep drifting keys sorted.
     #[command(subcommand)]
     Sort(sort::Command),
+    /// Show the simulation: terrain, falling snow, wind and pressure views, in a window or
+    /// headless (EGL) with PNG output; prints FPS and per-stage times.
+    Run(run::Args),
     /// Validate and summarise scene files (TOML), build and check their domain mesh.
     #[command(subcommand)]
     Scene(scene::Command),
@@ -59,6 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mesh(command) => mesh::run(command),
         Command::Bench(command) => bench::run(command),
         Command::Sort(command) => sort::run(command),
+        Command::Run(args) => run::run(args),
         Command::Scene(command) => scene::run(command),
     }
 }

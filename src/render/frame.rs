@@ -1,0 +1,431 @@
+//! The contract between the loops that show frames (a window, or headless) and whatever
+//! computes and draws them, plus frame statistics and PNG capture.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use glow::HasContext;
+
+use super::error::{Error, Result};
+
+/// Error a [`FrameDriver`] returns: anything, boxed (an OpenCL failure, a GL failure, …).
+pub type FrameError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the user asked for with the mouse or the keyboard, passed on to the driver.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// Orbit the camera by a mouse drag of so many pixels.
+    Orbit {
+        /// Horizontal pixels.
+        dx: f32,
+        /// Vertical pixels.
+        dy: f32,
+    },
+    /// Zoom in (positive) or out (negative) by wheel steps.
+    Zoom(f32),
+    /// Move the camera target by fractions of the viewing distance.
+    Pan {
+        /// Towards the screen's right.
+        right: f32,
+        /// Away from the viewer, along the ground.
+        forward: f32,
+        /// Up.
+        up: f32,
+    },
+    /// Stop or restart the simulation (drawing goes on).
+    TogglePause,
+    /// Switch particle sorting on or off.
+    ToggleSorting,
+    /// Show or hide the wind lines.
+    ToggleWind,
+    /// Show or hide the pressure squares.
+    TogglePressure,
+    /// Put the camera and the particles back where they started.
+    Reset,
+}
+
+/// Wall-clock time of each stage of one frame; `kernel_device` is the device time the
+/// OpenCL profiling events report for the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    /// Enqueuing and finishing the simulation kernels.
+    pub kernel: Duration,
+    /// Device time of those kernels (OpenCL profiling).
+    pub kernel_device: Duration,
+    /// Making the kernels' output visible to GL: acquire/release (share) or read back and
+    /// upload (copy).
+    pub transfer: Duration,
+    /// Drawing, until GL finished.
+    pub draw: Duration,
+}
+
+/// Computes and draws frames into the framebuffer bound by the loop that calls it.
+pub trait FrameDriver {
+    /// Advances the simulation (unless paused) and draws a frame of `size` pixels; returns the
+    /// time spent in each stage. GL must have finished drawing when this returns.
+    fn frame(&mut self, size: (u32, u32)) -> std::result::Result<StageTimes, FrameError>;
+    /// Draws the current state again without advancing it.
+    fn redraw(&mut self, size: (u32, u32)) -> std::result::Result<(), FrameError>;
+    /// Applies a user action; returns a line for the log when the action deserves one.
+    fn action(&mut self, action: Action) -> Option<String>;
+    /// A short status for the title bar and the log, e.g. `65536 particles | interop copy`.
+    fn status(&self) -> String;
+}
+
+/// Which frames to write as PNG files.
+#[derive(Clone, Debug, Default)]
+pub struct Capture {
+    /// Write the last frame here.
+    pub screenshot: Option<PathBuf>,
+    /// Write every frame into this directory as `frame_00000.png`, `frame_00001.png`, …
+    pub record: Option<PathBuf>,
+}
+
+impl Capture {
+    /// Creates the record directory (so a bad path fails before any frame is drawn).
+    pub fn prepare(&self) -> Result<()> {
+        if let Some(dir) = &self.record {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Image {
+                path: dir.clone(),
+                error: format!("cannot create the record directory: {e}"),
+            })?;
+        }
+        if let Some(parent) = self
+            .screenshot
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|p| !p.as_os_str().is_empty())
+            && !parent.is_dir()
+        {
+            return Err(Error::Image {
+                path: parent.to_path_buf(),
+                error: "the screenshot's directory does not exist".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Path of frame `index` in the record directory.
+    pub fn record_path(dir: &Path, index: u64) -> PathBuf {
+        dir.join(format!("frame_{index:05}.png"))
+    }
+
+    /// Whether any frame is written.
+    pub fn is_active(&self) -> bool {
+        self.screenshot.is_some() || self.record.is_some()
+    }
+}
+
+/// Reads the bound read framebuffer (`size` pixels) into an image, top row first.
+pub fn read_frame(gl: &glow::Context, size: (u32, u32)) -> Result<image::RgbaImage> {
+    let (w, h) = size;
+    let bytes = (w as usize)
+        .checked_mul(h as usize)
+        .and_then(|p| p.checked_mul(4))
+        .ok_or_else(|| Error::InvalidParameter(format!("frame {w}x{h} is too large")))?;
+    let mut pixels = vec![0u8; bytes];
+    // SAFETY: the slice holds exactly w·h RGBA8 pixels with pack alignment 1.
+    unsafe {
+        gl.pixel_store_i32(glow::PACK_ALIGNMENT, 1);
+        gl.read_pixels(
+            0,
+            0,
+            w as i32,
+            h as i32,
+            glow::RGBA,
+            glow::UNSIGNED_BYTE,
+            glow::PixelPackData::Slice(Some(&mut pixels)),
+        );
+    }
+    for alpha in pixels.iter_mut().skip(3).step_by(4) {
+        *alpha = 255; // a window's back buffer may have no alpha channel
+    }
+    let mut image = image::RgbaImage::from_raw(w, h, pixels)
+        .ok_or_else(|| Error::InvalidParameter(format!("frame {w}x{h} does not fit")))?;
+    image::imageops::flip_vertical_in_place(&mut image); // GL's first row is the bottom one
+    Ok(image)
+}
+
+/// Writes `image` as a PNG file.
+pub fn save_png(image: &image::RgbaImage, path: &Path) -> Result<()> {
+    image.save(path).map_err(|e| Error::Image {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    })
+}
+
+/// Sums of stage times over some frames.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    frames: u64,
+    frame: Duration,
+    kernel: Duration,
+    kernel_device: Duration,
+    transfer: Duration,
+    draw: Duration,
+    present: Duration,
+}
+
+impl Totals {
+    fn add(&mut self, stages: &StageTimes, present: Duration, frame: Duration) {
+        self.frames += 1;
+        self.frame += frame;
+        self.kernel += stages.kernel;
+        self.kernel_device += stages.kernel_device;
+        self.transfer += stages.transfer;
+        self.draw += stages.draw;
+        self.present += present;
+    }
+
+    fn mean_ms(&self, d: Duration) -> f64 {
+        if self.frames == 0 {
+            0.0
+        } else {
+            d.as_secs_f64() * 1e3 / self.frames as f64
+        }
+    }
+
+    fn fps(&self) -> f64 {
+        let s = self.frame.as_secs_f64();
+        if s > 0.0 { self.frames as f64 / s } else { 0.0 }
+    }
+}
+
+/// Frame statistics of a run: totals, a one-second window for the log and the title, and the
+/// summary printed at the end.
+#[derive(Debug)]
+pub struct FrameStats {
+    all: Totals,
+    first: Option<Duration>,
+    window: Totals,
+    window_start: Instant,
+    started: Instant,
+    min_frame: Duration,
+    max_frame: Duration,
+    capture: Duration,
+}
+
+impl Default for FrameStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FrameStats {
+    /// Starts counting now.
+    pub fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            all: Totals::default(),
+            first: None,
+            window: Totals::default(),
+            window_start: now,
+            started: now,
+            min_frame: Duration::MAX,
+            max_frame: Duration::ZERO,
+            capture: Duration::ZERO,
+        }
+    }
+
+    /// Records one frame: its stages, the time to present it (swap) and its whole wall time
+    /// (without capture). The first frame is kept apart as warm-up (lazy shader and kernel
+    /// compilation) and left out of the means.
+    pub fn record(&mut self, stages: &StageTimes, present: Duration, frame: Duration) {
+        self.window.add(stages, present, frame);
+        if self.first.is_none() {
+            self.first = Some(frame);
+            return;
+        }
+        self.all.add(stages, present, frame);
+        self.min_frame = self.min_frame.min(frame);
+        self.max_frame = self.max_frame.max(frame);
+    }
+
+    /// Adds time spent reading frames back and writing PNG files.
+    pub fn record_capture(&mut self, d: Duration) {
+        self.capture += d;
+    }
+
+    /// Once a second: a log line about the last second, and the short form for a title bar.
+    pub fn tick(&mut self, status: &str) -> Option<(String, String)> {
+        let elapsed = self.window_start.elapsed();
+        if elapsed < Duration::from_secs(1) || self.window.frames == 0 {
+            return None;
+        }
+        let w = self.window;
+        let title = format!(
+            "{:.1} FPS ({:.2} ms) | {status}",
+            w.fps(),
+            w.mean_ms(w.frame)
+        );
+        let line = format!(
+            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2})  transfer {:.2}  \
+             draw {:.2}  present {:.2} ms | {status}",
+            self.started.elapsed().as_secs_f64(),
+            w.fps(),
+            w.mean_ms(w.frame),
+            w.mean_ms(w.kernel),
+            w.mean_ms(w.kernel_device),
+            w.mean_ms(w.transfer),
+            w.mean_ms(w.draw),
+            w.mean_ms(w.present),
+        );
+        self.window = Totals::default();
+        self.window_start = Instant::now();
+        Some((line, title))
+    }
+
+    /// The summary of every frame recorded so far.
+    pub fn summary(&self) -> RunSummary {
+        let a = &self.all;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        RunSummary {
+            frames: a.frames + u64::from(self.first.is_some()),
+            measured_frames: a.frames,
+            first_frame_ms: self.first.map(ms).unwrap_or(0.0),
+            fps: a.fps(),
+            frame_ms: a.mean_ms(a.frame),
+            min_frame_ms: if a.frames > 0 {
+                ms(self.min_frame)
+            } else {
+                0.0
+            },
+            max_frame_ms: ms(self.max_frame),
+            kernel_ms: a.mean_ms(a.kernel),
+            kernel_device_ms: a.mean_ms(a.kernel_device),
+            transfer_ms: a.mean_ms(a.transfer),
+            draw_ms: a.mean_ms(a.draw),
+            present_ms: a.mean_ms(a.present),
+            capture_seconds: self.capture.as_secs_f64(),
+            wall_seconds: self.started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// What a run measured. Means are per frame over every frame but the first (warm-up).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RunSummary {
+    /// Frames drawn.
+    pub frames: u64,
+    /// Frames the means and FPS are computed over (all but the first).
+    pub measured_frames: u64,
+    /// Wall time of the first frame, in ms.
+    pub first_frame_ms: f64,
+    /// Frames per second: measured frames over the sum of their wall times (PNG writing
+    /// excluded).
+    pub fps: f64,
+    /// Mean frame wall time, in ms.
+    pub frame_ms: f64,
+    /// Fastest frame, in ms.
+    pub min_frame_ms: f64,
+    /// Slowest frame, in ms.
+    pub max_frame_ms: f64,
+    /// Mean wall time of the kernel stage, in ms.
+    pub kernel_ms: f64,
+    /// Mean device time of the kernels from OpenCL profiling, in ms.
+    pub kernel_device_ms: f64,
+    /// Mean wall time of the transfer stage (share: acquire + release; copy: read back into the
+    /// mapped GL buffer; GL's own upload to the GPU then happens during the draw), in ms.
+    pub transfer_ms: f64,
+    /// Mean wall time of drawing until GL finished, in ms.
+    pub draw_ms: f64,
+    /// Mean time to swap buffers (window only), in ms.
+    pub present_ms: f64,
+    /// Total time spent reading frames back and writing PNG files, in seconds.
+    pub capture_seconds: f64,
+    /// Wall time of the whole run, in seconds.
+    pub wall_seconds: f64,
+}
+
+impl fmt::Display for RunSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} frames: {:.1} FPS, {:.3} ms per frame (min {:.3}, max {:.3}) over the last {} \
+             (first frame {:.1} ms, left out as warm-up)",
+            self.frames,
+            self.fps,
+            self.frame_ms,
+            self.min_frame_ms,
+            self.max_frame_ms,
+            self.measured_frames,
+            self.first_frame_ms
+        )?;
+        writeln!(f, "  stage      mean ms per frame")?;
+        writeln!(
+            f,
+            "  kernel    {:9.3}   (device time from OpenCL profiling: {:.3})",
+            self.kernel_ms, self.kernel_device_ms
+        )?;
+        writeln!(f, "  transfer  {:9.3}", self.transfer_ms)?;
+        writeln!(f, "  draw      {:9.3}", self.draw_ms)?;
+        write!(f, "  present   {:9.3}", self.present_ms)?;
+        if self.capture_seconds > 0.0 {
+            write!(
+                f,
+                "\n  PNG capture {:.3} s in all (not in the frame times)",
+                self.capture_seconds
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the frame back and writes the PNG files `capture` asks for at frame `index`.
+pub(crate) fn capture_frame(
+    gl: &glow::Context,
+    size: (u32, u32),
+    capture: &Capture,
+    index: u64,
+    last: bool,
+) -> Result<()> {
+    let want_shot = last && capture.screenshot.is_some();
+    if capture.record.is_none() && !want_shot {
+        return Ok(());
+    }
+    let image = read_frame(gl, size)?;
+    if let Some(dir) = &capture.record {
+        save_png(&image, &Capture::record_path(dir, index))?;
+    }
+    if want_shot && let Some(path) = &capture.screenshot {
+        save_png(&image, path)?;
+    }
+    Ok(())
+}
+
+/// Options of a run loop.
+pub struct RunOptions<'a> {
+    /// Stop after this many frames; `None` runs until the user quits (window only).
+    pub frames: Option<u64>,
+    /// PNG output.
+    pub capture: Capture,
+    /// Where the once-a-second statistics go.
+    pub log: &'a mut dyn FnMut(&str),
+}
+
+/// Runs `frames` frames headless into the bound offscreen framebuffer of `size` pixels.
+pub fn run_headless(
+    gl: &glow::Context,
+    size: (u32, u32),
+    driver: &mut dyn FrameDriver,
+    options: RunOptions<'_>,
+) -> Result<RunSummary> {
+    let frames = options.frames.unwrap_or(1);
+    options.capture.prepare()?;
+    let mut stats = FrameStats::new();
+    for index in 0..frames {
+        let start = Instant::now();
+        let stages = driver.frame(size).map_err(Error::Frame)?;
+        stats.record(&stages, Duration::ZERO, start.elapsed());
+        if options.capture.is_active() {
+            let start = Instant::now();
+            capture_frame(gl, size, &options.capture, index, index + 1 == frames)?;
+            stats.record_capture(start.elapsed());
+        }
+        if let Some((line, _)) = stats.tick(&driver.status()) {
+            (options.log)(&line);
+        }
+    }
+    Ok(stats.summary())
+}

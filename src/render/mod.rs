@@ -1,0 +1,38 @@
+//! OpenGL rendering of the simulation (thesis §4.2, §6.6–6.7): the terrain with its snow, the
+//! snow particles as point sprites drawn straight from the buffer OpenCL writes, and debug views
+//! of the wind (lines coloured by speed) and the pressure (squares, yellow low to red high),
+//! seen through an orbit camera.
+//!
+//! The same [`Renderer`] draws in a window ([`window::run_window`], winit + glutin) or headless
+//! ([`Headless`]: EGL device platform, surfaceless context, offscreen framebuffer), driven by a
+//! [`FrameDriver`] that computes each frame; [`crate::interop::Session`] is the driver that
+//! connects OpenCL to it. Shaders live in `shaders/`, are embedded in the binary and can be
+//! replaced at run time from `$SNOWSIM_SHADER_DIR`; a compile or link failure reports the GL
+//! info log with the file name.
+//!
+//! Until scene files exist, [`testscene`] provides a procedural terrain; a real scene plugs in
+//! through [`TerrainMesh`] (from a [`Heightfield`] or from ground triangles) and
+//! [`testscene::SceneBox`].
+
+mod camera;
+mod error;
+mod frame;
+mod gl_context;
+mod headless;
+mod renderer;
+mod shader;
+mod terrain;
+pub mod testscene;
+pub mod window;
+
+pub use camera::OrbitCamera;
+pub use error::{Error, Result};
+pub use frame::{
+    Action, Capture, FrameDriver, FrameError, FrameStats, RunOptions, RunSummary, StageTimes,
+    read_frame, run_headless, save_png,
+};
+pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup};
+pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
+pub use renderer::{FIELD_SAMPLE_BYTES, PARTICLE_BYTES, Palette, Renderer, Views};
+pub use shader::{SHADER_DIR_ENV, ShaderSource, build_program};
+pub use terrain::{Heightfield, TerrainMesh};

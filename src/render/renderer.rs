@@ -1,0 +1,489 @@
+//! The OpenGL 3.3 core renderer: lit terrain with snow, particles as point sprites read from
+//! the buffer the simulation writes, and the wind and pressure debug views.
+
+use std::rc::Rc;
+
+use glam::Vec3;
+use glow::HasContext;
+
+use super::camera::OrbitCamera;
+use super::error::{Error, Result, gl_call};
+use super::shader::{build_program, builtin};
+use super::terrain::TerrainMesh;
+
+/// Bytes of one particle: a `float4` (xyz position, w radius).
+pub const PARTICLE_BYTES: usize = 16;
+/// Bytes of one debug-field sample: two `float4` (position; velocity and pressure).
+pub const FIELD_SAMPLE_BYTES: usize = 32;
+
+/// Colours of the scene, linear RGB in [0, 1].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Palette {
+    /// Clear colour: the sky behind everything.
+    pub background: [f32; 3],
+    /// Bare ground on gentle slopes.
+    pub grass: [f32; 3],
+    /// Bare ground on steep slopes.
+    pub rock: [f32; 3],
+    /// Snow on the ground and the flakes.
+    pub snow: [f32; 3],
+}
+
+impl Default for Palette {
+    fn default() -> Self {
+        Self {
+            background: [0.55, 0.68, 0.85],
+            grass: [0.30, 0.42, 0.20],
+            rock: [0.42, 0.38, 0.33],
+            snow: [0.97, 0.97, 1.0],
+        }
+    }
+}
+
+/// What to draw and how the debug views map values to colour.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Views {
+    /// Draw the terrain.
+    pub terrain: bool,
+    /// Draw the particles.
+    pub particles: bool,
+    /// Draw the wind as short lines at the sample points.
+    pub wind: bool,
+    /// Draw the pressure as coloured squares at the sample points.
+    pub pressure: bool,
+    /// Wind speed drawn red (slower is blue → green → yellow).
+    pub speed_max: f32,
+    /// Pressures drawn yellow and red.
+    pub pressure_range: [f32; 2],
+    /// Snow depth, in metres, at which the ground is fully white.
+    pub snow_full_depth: f32,
+    /// Side of the pressure squares, in metres.
+    pub pressure_size: f32,
+    /// Smallest particle sprite diameter in pixels, so far flakes do not vanish.
+    pub min_particle_pixels: f32,
+}
+
+impl Default for Views {
+    fn default() -> Self {
+        Self {
+            terrain: true,
+            particles: true,
+            wind: false,
+            pressure: false,
+            speed_max: 10.0,
+            pressure_range: [0.0, 1.2],
+            snow_full_depth: 0.25,
+            pressure_size: 0.6,
+            min_particle_pixels: 1.5,
+        }
+    }
+}
+
+/// Direction sunlight travels (normalised in the shader's uniform).
+const LIGHT_DIR: Vec3 = Vec3::new(-0.4, -0.3, -1.0);
+/// Share of light that reaches surfaces facing away from the sun.
+const AMBIENT: f32 = 0.35;
+/// Longest wind line, in metres, and the seconds of travel a line shows.
+const WIND_MAX_LENGTH: f32 = 3.5;
+const WIND_SECONDS: f32 = 0.5;
+
+struct Mesh {
+    vao: glow::VertexArray,
+    vertices: glow::Buffer,
+    indices: glow::Buffer,
+    index_count: i32,
+    vertex_count: usize,
+}
+
+/// GL programs, buffers and vertex arrays for one scene, on one context.
+///
+/// The particle buffer ([`particle_buffer`](Self::particle_buffer)) and the debug-field buffer
+/// ([`field_buffer`](Self::field_buffer)) are GL buffers that the interop fills from OpenCL every
+/// frame, by sharing or by copying; the renderer only reads them.
+pub struct Renderer {
+    gl: Rc<glow::Context>,
+    terrain_program: glow::Program,
+    particle_program: glow::Program,
+    wind_program: glow::Program,
+    pressure_program: glow::Program,
+    terrain: Mesh,
+    particles: glow::Buffer,
+    particle_vao: glow::VertexArray,
+    particle_capacity: usize,
+    particle_count: usize,
+    field: glow::Buffer,
+    wind_vao: glow::VertexArray,
+    pressure_vao: glow::VertexArray,
+    field_capacity: usize,
+    field_count: usize,
+    point_size_range: [f32; 2],
+    /// Scene colours.
+    pub palette: Palette,
+}
+
+impl Renderer {
+    /// Builds the shaders and uploads `terrain`; allocates room for `particles` particles and
+    /// `field_samples` debug-field samples.
+    pub fn new(
+        gl: Rc<glow::Context>,
+        terrain: &TerrainMesh,
+        particles: usize,
+        field_samples: usize,
+    ) -> Result<Self> {
+        let particle_bytes = buffer_bytes("particle", particles, PARTICLE_BYTES)?;
+        let field_bytes = buffer_bytes("debug field", field_samples, FIELD_SAMPLE_BYTES)?;
+        let terrain_program =
+            build_program(&gl, &builtin("terrain.vert")?, &builtin("terrain.frag")?)?;
+        let particle_program = build_program(
+            &gl,
+            &builtin("particles.vert")?,
+            &builtin("particles.frag")?,
+        )?;
+        let wind_program = build_program(&gl, &builtin("wind.vert")?, &builtin("colour.frag")?)?;
+        let pressure_program =
+            build_program(&gl, &builtin("pressure.vert")?, &builtin("colour.frag")?)?;
+        let terrain_mesh = upload_mesh(&gl, terrain)?;
+        // SAFETY: object creation and vertex-array setup on the current context, with sizes
+        // checked above; the attribute layouts match the shaders.
+        unsafe {
+            let particle_buffer = gl_call("glGenBuffers", gl.create_buffer())?;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(particle_buffer));
+            gl.buffer_data_size(glow::ARRAY_BUFFER, particle_bytes, glow::STREAM_DRAW);
+            let particle_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+            gl.bind_vertex_array(Some(particle_vao));
+            gl.enable_vertex_attrib_array(0);
+            gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, PARTICLE_BYTES as i32, 0);
+
+            let field_buffer = gl_call("glGenBuffers", gl.create_buffer())?;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(field_buffer));
+            gl.buffer_data_size(glow::ARRAY_BUFFER, field_bytes, glow::STREAM_DRAW);
+            let mut field_vaos = [None, None];
+            for (divisor, vao) in field_vaos.iter_mut().enumerate() {
+                let array = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+                gl.bind_vertex_array(Some(array));
+                for attribute in 0..2u32 {
+                    gl.enable_vertex_attrib_array(attribute);
+                    gl.vertex_attrib_pointer_f32(
+                        attribute,
+                        4,
+                        glow::FLOAT,
+                        false,
+                        FIELD_SAMPLE_BYTES as i32,
+                        16 * attribute as i32,
+                    );
+                    // Divisor 0: one sample per point (pressure); 1: per instance (wind lines).
+                    gl.vertex_attrib_divisor(attribute, divisor as u32);
+                }
+                *vao = Some(array);
+            }
+            gl.bind_vertex_array(None);
+            gl.bind_buffer(glow::ARRAY_BUFFER, None);
+            let [Some(pressure_vao), Some(wind_vao)] = field_vaos else {
+                unreachable!("both vertex arrays are created above")
+            };
+            let mut range = [0.0f32; 2];
+            gl.get_parameter_f32_slice(glow::POINT_SIZE_RANGE, &mut range);
+            let point_size_range = if range[1] >= 1.0 {
+                [range[0].max(1.0), range[1]]
+            } else {
+                [1.0, 64.0]
+            };
+            Ok(Self {
+                gl,
+                terrain_program,
+                particle_program,
+                wind_program,
+                pressure_program,
+                terrain: terrain_mesh,
+                particles: particle_buffer,
+                particle_vao,
+                particle_capacity: particles,
+                particle_count: particles,
+                field: field_buffer,
+                wind_vao,
+                pressure_vao,
+                field_capacity: field_samples,
+                field_count: field_samples,
+                point_size_range,
+                palette: Palette::default(),
+            })
+        }
+    }
+
+    /// The GL context this renderer draws with.
+    pub fn gl(&self) -> &Rc<glow::Context> {
+        &self.gl
+    }
+
+    /// The GL buffer holding the particles: `capacity` float4 (xyz, radius).
+    pub fn particle_buffer(&self) -> glow::Buffer {
+        self.particles
+    }
+
+    /// How many particles the particle buffer holds.
+    pub fn particle_capacity(&self) -> usize {
+        self.particle_capacity
+    }
+
+    /// Draws only the first `count` particles (at most the capacity).
+    pub fn set_particle_count(&mut self, count: usize) {
+        self.particle_count = count.min(self.particle_capacity);
+    }
+
+    /// The GL buffer holding the debug field: per sample, float4 position then float4
+    /// (velocity xyz, pressure).
+    pub fn field_buffer(&self) -> glow::Buffer {
+        self.field
+    }
+
+    /// How many debug-field samples the field buffer holds.
+    pub fn field_capacity(&self) -> usize {
+        self.field_capacity
+    }
+
+    /// Draws only the first `count` debug-field samples (at most the capacity).
+    pub fn set_field_count(&mut self, count: usize) {
+        self.field_count = count.min(self.field_capacity);
+    }
+
+    /// Replaces the terrain.
+    pub fn set_terrain(&mut self, terrain: &TerrainMesh) -> Result<()> {
+        let mesh = upload_mesh(&self.gl, terrain)?;
+        delete_mesh(&self.gl, &self.terrain);
+        self.terrain = mesh;
+        Ok(())
+    }
+
+    /// Uploads the vertices of `terrain` again (positions, normals and snow depth) without
+    /// rebuilding the triangles: what the snow simulation calls after changing the depth.
+    /// `terrain` must have as many vertices as the one last set.
+    pub fn update_terrain_vertices(&mut self, terrain: &TerrainMesh) -> Result<()> {
+        terrain.validate()?;
+        if terrain.positions.len() != self.terrain.vertex_count {
+            return Err(Error::InvalidParameter(format!(
+                "terrain has {} vertices but the renderer holds {}",
+                terrain.positions.len(),
+                self.terrain.vertex_count
+            )));
+        }
+        let data = terrain.interleaved();
+        // SAFETY: the buffer holds exactly this many bytes (same vertex count).
+        unsafe {
+            self.gl
+                .bind_buffer(glow::ARRAY_BUFFER, Some(self.terrain.vertices));
+            self.gl
+                .buffer_sub_data_u8_slice(glow::ARRAY_BUFFER, 0, bytemuck::cast_slice(&data));
+            self.gl.bind_buffer(glow::ARRAY_BUFFER, None);
+        }
+        Ok(())
+    }
+
+    /// Draws one frame into the bound framebuffer, `size` pixels wide and high.
+    pub fn draw(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) {
+        let gl = &self.gl;
+        let (w, h) = (size.0.max(1), size.1.max(1));
+        let aspect = w as f32 / h as f32;
+        let view = camera.view();
+        let proj = camera.projection(aspect);
+        let view_proj = proj * view;
+        let point_scale = camera.point_scale(h);
+        let bg = self.palette.background;
+        // SAFETY: draw calls on the current context with the objects created in `new`; every
+        // count is within the buffers' capacity.
+        unsafe {
+            gl.viewport(0, 0, w as i32, h as i32);
+            gl.clear_color(bg[0], bg[1], bg[2], 1.0);
+            gl.clear(glow::COLOR_BUFFER_BIT | glow::DEPTH_BUFFER_BIT);
+            gl.enable(glow::DEPTH_TEST);
+            gl.depth_func(glow::LESS);
+            gl.disable(glow::BLEND);
+            gl.enable(glow::PROGRAM_POINT_SIZE);
+
+            if views.terrain && self.terrain.index_count > 0 {
+                let p = self.terrain_program;
+                gl.use_program(Some(p));
+                set_mat4(gl, p, "u_view_proj", &view_proj);
+                set_vec3(gl, p, "u_light_dir", LIGHT_DIR.normalize().to_array());
+                set_vec3(gl, p, "u_grass_colour", self.palette.grass);
+                set_vec3(gl, p, "u_rock_colour", self.palette.rock);
+                set_vec3(gl, p, "u_snow_colour", self.palette.snow);
+                set_f32(gl, p, "u_snow_full_depth", views.snow_full_depth);
+                set_f32(gl, p, "u_ambient", AMBIENT);
+                gl.bind_vertex_array(Some(self.terrain.vao));
+                gl.draw_elements(
+                    glow::TRIANGLES,
+                    self.terrain.index_count,
+                    glow::UNSIGNED_INT,
+                    0,
+                );
+            }
+            if views.particles && self.particle_count > 0 {
+                let p = self.particle_program;
+                gl.use_program(Some(p));
+                set_mat4(gl, p, "u_view", &view);
+                set_mat4(gl, p, "u_proj", &proj);
+                set_f32(gl, p, "u_point_scale", point_scale);
+                let lo = views.min_particle_pixels.max(self.point_size_range[0]);
+                gl.uniform_2_f32(
+                    gl.get_uniform_location(p, "u_size_range").as_ref(),
+                    lo,
+                    self.point_size_range[1].max(lo),
+                );
+                set_vec3(gl, p, "u_snow_colour", self.palette.snow);
+                gl.bind_vertex_array(Some(self.particle_vao));
+                gl.draw_arrays(glow::POINTS, 0, self.particle_count as i32);
+            }
+            if views.wind && self.field_count > 0 {
+                let p = self.wind_program;
+                gl.use_program(Some(p));
+                set_mat4(gl, p, "u_view_proj", &view_proj);
+                set_f32(gl, p, "u_seconds", WIND_SECONDS);
+                set_f32(gl, p, "u_max_length", WIND_MAX_LENGTH);
+                set_f32(gl, p, "u_speed_max", views.speed_max);
+                gl.bind_vertex_array(Some(self.wind_vao));
+                gl.draw_arrays_instanced(glow::LINES, 0, 2, self.field_count as i32);
+            }
+            if views.pressure && self.field_count > 0 {
+                let p = self.pressure_program;
+                gl.use_program(Some(p));
+                set_mat4(gl, p, "u_view", &view);
+                set_mat4(gl, p, "u_proj", &proj);
+                set_f32(gl, p, "u_point_scale", point_scale);
+                set_f32(gl, p, "u_size", views.pressure_size);
+                gl.uniform_2_f32(
+                    gl.get_uniform_location(p, "u_pressure_range").as_ref(),
+                    views.pressure_range[0],
+                    views.pressure_range[1],
+                );
+                gl.bind_vertex_array(Some(self.pressure_vao));
+                gl.draw_arrays(glow::POINTS, 0, self.field_count as i32);
+            }
+            gl.bind_vertex_array(None);
+            gl.use_program(None);
+        }
+    }
+}
+
+impl Drop for Renderer {
+    fn drop(&mut self) {
+        let gl = &self.gl;
+        delete_mesh(gl, &self.terrain);
+        // SAFETY: the objects belong to this context.
+        unsafe {
+            for p in [
+                self.terrain_program,
+                self.particle_program,
+                self.wind_program,
+                self.pressure_program,
+            ] {
+                gl.delete_program(p);
+            }
+            gl.delete_buffer(self.particles);
+            gl.delete_buffer(self.field);
+            for vao in [self.particle_vao, self.wind_vao, self.pressure_vao] {
+                gl.delete_vertex_array(vao);
+            }
+        }
+    }
+}
+
+/// Bytes of a GL buffer of `count` items of `item` bytes, checked against GL's `int` sizes.
+fn buffer_bytes(what: &str, count: usize, item: usize) -> Result<i32> {
+    count
+        .max(1)
+        .checked_mul(item)
+        .and_then(|b| i32::try_from(b).ok())
+        .ok_or_else(|| {
+            Error::InvalidParameter(format!(
+                "{count} {what} values of {item} bytes exceed a GL buffer's 2 GiB"
+            ))
+        })
+}
+
+fn upload_mesh(gl: &glow::Context, mesh: &TerrainMesh) -> Result<Mesh> {
+    mesh.validate()?;
+    let data = mesh.interleaved();
+    let indices: &[u32] = bytemuck::cast_slice(&mesh.triangles);
+    let index_count = i32::try_from(indices.len()).map_err(|_| {
+        Error::InvalidParameter(format!(
+            "{} terrain triangles are too many",
+            mesh.triangles.len()
+        ))
+    })?;
+    buffer_bytes("terrain vertex", data.len(), 4)?;
+    // SAFETY: buffers sized from the slices given; layout matches terrain.vert (7 floats).
+    unsafe {
+        let vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+        gl.bind_vertex_array(Some(vao));
+        let vertices = gl_call("glGenBuffers", gl.create_buffer())?;
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(vertices));
+        gl.buffer_data_u8_slice(
+            glow::ARRAY_BUFFER,
+            bytemuck::cast_slice(&data),
+            glow::DYNAMIC_DRAW,
+        );
+        let stride = 7 * 4;
+        gl.enable_vertex_attrib_array(0);
+        gl.vertex_attrib_pointer_f32(0, 3, glow::FLOAT, false, stride, 0);
+        gl.enable_vertex_attrib_array(1);
+        gl.vertex_attrib_pointer_f32(1, 3, glow::FLOAT, false, stride, 12);
+        gl.enable_vertex_attrib_array(2);
+        gl.vertex_attrib_pointer_f32(2, 1, glow::FLOAT, false, stride, 24);
+        let index_buffer = gl_call("glGenBuffers", gl.create_buffer())?;
+        gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, Some(index_buffer));
+        gl.buffer_data_u8_slice(
+            glow::ELEMENT_ARRAY_BUFFER,
+            bytemuck::cast_slice(indices),
+            glow::STATIC_DRAW,
+        );
+        gl.bind_vertex_array(None);
+        gl.bind_buffer(glow::ARRAY_BUFFER, None);
+        gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, None);
+        Ok(Mesh {
+            vao,
+            vertices,
+            indices: index_buffer,
+            index_count,
+            vertex_count: mesh.positions.len(),
+        })
+    }
+}
+
+fn delete_mesh(gl: &glow::Context, mesh: &Mesh) {
+    // SAFETY: the objects belong to this context and are not used afterwards.
+    unsafe {
+        gl.delete_vertex_array(mesh.vao);
+        gl.delete_buffer(mesh.vertices);
+        gl.delete_buffer(mesh.indices);
+    }
+}
+
+/// # Safety
+/// `program` must be the program in use on the current context.
+unsafe fn set_mat4(gl: &glow::Context, program: glow::Program, name: &str, m: &glam::Mat4) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let location = gl.get_uniform_location(program, name);
+        gl.uniform_matrix_4_f32_slice(location.as_ref(), false, &m.to_cols_array());
+    }
+}
+
+/// # Safety
+/// `program` must be the program in use on the current context.
+unsafe fn set_vec3(gl: &glow::Context, program: glow::Program, name: &str, v: [f32; 3]) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let location = gl.get_uniform_location(program, name);
+        gl.uniform_3_f32(location.as_ref(), v[0], v[1], v[2]);
+    }
+}
+
+/// # Safety
+/// `program` must be the program in use on the current context.
+unsafe fn set_f32(gl: &glow::Context, program: glow::Program, name: &str, v: f32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let location = gl.get_uniform_location(program, name);
+        gl.uniform_1_f32(location.as_ref(), v);
+    }
+}

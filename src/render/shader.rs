@@ -1,0 +1,150 @@
+//! GLSL sources embedded in the binary, overridable from disk, compiled with errors that name
+//! the file.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use glow::HasContext;
+
+use super::error::{Error, Result};
+
+/// Environment variable naming a directory whose shader files replace the embedded ones.
+pub const SHADER_DIR_ENV: &str = "SNOWSIM_SHADER_DIR";
+
+/// One GLSL source with the file name that errors show.
+#[derive(Clone, Debug)]
+pub struct ShaderSource {
+    /// File name, e.g. `particles.frag`.
+    pub name: String,
+    /// Where it was read from when it replaced the embedded copy.
+    pub path: Option<PathBuf>,
+    /// The GLSL text.
+    pub text: Cow<'static, str>,
+}
+
+impl ShaderSource {
+    /// A shader embedded with `include_str!`, replaced by the file of the same name in
+    /// `$SNOWSIM_SHADER_DIR` when that variable is set and the file exists, so shaders can be
+    /// edited and rerun without rebuilding.
+    pub fn embedded(name: &str, text: &'static str) -> Result<Self> {
+        if let Some(dir) = std::env::var_os(SHADER_DIR_ENV) {
+            let path = PathBuf::from(dir).join(name);
+            if path.exists() {
+                let text = std::fs::read_to_string(&path).map_err(|error| Error::ShaderSource {
+                    path: path.clone(),
+                    error,
+                })?;
+                return Ok(Self {
+                    name: name.to_string(),
+                    path: Some(path),
+                    text: Cow::Owned(text),
+                });
+            }
+        }
+        Ok(Self {
+            name: name.to_string(),
+            path: None,
+            text: Cow::Borrowed(text),
+        })
+    }
+
+    /// How errors name this source: the file name, and the path when it came from disk.
+    pub fn label(&self) -> String {
+        match &self.path {
+            Some(path) => format!("{} (from {})", self.name, path.display()),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The embedded shaders, by file name.
+pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
+    let text = match name {
+        "terrain.vert" => include_str!("../../shaders/terrain.vert"),
+        "terrain.frag" => include_str!("../../shaders/terrain.frag"),
+        "particles.vert" => include_str!("../../shaders/particles.vert"),
+        "particles.frag" => include_str!("../../shaders/particles.frag"),
+        "wind.vert" => include_str!("../../shaders/wind.vert"),
+        "pressure.vert" => include_str!("../../shaders/pressure.vert"),
+        "colour.frag" => include_str!("../../shaders/colour.frag"),
+        other => {
+            return Err(Error::InvalidParameter(format!(
+                "no built-in shader called `{other}`"
+            )));
+        }
+    };
+    ShaderSource::embedded(name, text)
+}
+
+/// Compiles `vertex` and `fragment` and links them into a program.
+///
+/// A compile failure is [`Error::ShaderCompile`] with the file's label and the GL info log;
+/// a link failure is [`Error::ShaderLink`].
+pub fn build_program(
+    gl: &glow::Context,
+    vertex: &ShaderSource,
+    fragment: &ShaderSource,
+) -> Result<glow::Program> {
+    let vs = compile(gl, glow::VERTEX_SHADER, vertex)?;
+    let fs = match compile(gl, glow::FRAGMENT_SHADER, fragment) {
+        Ok(fs) => fs,
+        Err(e) => {
+            // SAFETY: `vs` was created by this context and is not attached anywhere.
+            unsafe { gl.delete_shader(vs) };
+            return Err(e);
+        }
+    };
+    // SAFETY: plain GL object calls on the current context with objects it created.
+    unsafe {
+        let program = match gl.create_program() {
+            Ok(p) => p,
+            Err(reason) => {
+                gl.delete_shader(vs);
+                gl.delete_shader(fs);
+                return Err(Error::Gl {
+                    call: "glCreateProgram".into(),
+                    reason,
+                });
+            }
+        };
+        gl.attach_shader(program, vs);
+        gl.attach_shader(program, fs);
+        gl.link_program(program);
+        let linked = gl.get_program_link_status(program);
+        let log = gl.get_program_info_log(program);
+        gl.detach_shader(program, vs);
+        gl.detach_shader(program, fs);
+        gl.delete_shader(vs);
+        gl.delete_shader(fs);
+        if !linked {
+            gl.delete_program(program);
+            return Err(Error::ShaderLink {
+                files: format!("{} + {}", vertex.label(), fragment.label()),
+                log: log.trim().to_string(),
+            });
+        }
+        Ok(program)
+    }
+}
+
+fn compile(gl: &glow::Context, stage: u32, source: &ShaderSource) -> Result<glow::Shader> {
+    // SAFETY: plain GL object calls on the current context.
+    unsafe {
+        let shader = gl.create_shader(stage).map_err(|reason| Error::Gl {
+            call: format!("glCreateShader({})", source.name),
+            reason,
+        })?;
+        gl.shader_source(shader, &source.text);
+        gl.compile_shader(shader);
+        if gl.get_shader_compile_status(shader) {
+            Ok(shader)
+        } else {
+            let log = gl.get_shader_info_log(shader);
+            gl.delete_shader(shader);
+            Err(Error::ShaderCompile {
+                file: source.label(),
+                log: log.trim().to_string(),
+            })
+        }
+    }
+}
