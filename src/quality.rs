@@ -112,14 +112,10 @@ pub fn measure(context: &Context, mesh: &Mesh) -> Result<Quality, QualityError> 
     let kind = measured_kind(mesh).ok_or_else(|| QualityError::NoElements {
         present: present_kinds(mesh),
     })?;
-    let elements = mesh.elements(kind);
     let loop_kind = MeshKind::from_element(kind);
     let mut gml = Gml::with_context(context.clone());
     // Only the vertices and the measured kind go to the device.
-    gml.new_mesh(MeshKind::Vertices, mesh.vertices.len())?;
-    gml.set_vertices(0, &mesh.vertices, &mesh.vertex_refs)?;
-    gml.new_mesh(loop_kind, elements.len())?;
-    gml.set_elements(loop_kind, 0, elements.node_slice(), elements.refs())?;
+    gml.import_kinds(mesh, &[kind])?;
 
     let values = gml.new_solution::<f32>(loop_kind, 1, "Qal")?;
     let vertices = gml.mesh(MeshKind::Vertices)?;

@@ -162,14 +162,10 @@ pub fn smooth(
     let kind = measured_kind(mesh).ok_or_else(|| SmoothingError::NoElements {
         present: present_kinds(mesh),
     })?;
-    let elements = mesh.elements(kind);
     let loop_kind = MeshKind::from_element(kind);
     let mut gml = Gml::with_context(context.clone());
-    gml.new_mesh(MeshKind::Vertices, mesh.vertices.len())?;
-    gml.set_vertices(0, &mesh.vertices, &mesh.vertex_refs)?;
-    gml.new_mesh(loop_kind, elements.len())?;
     // Checks every node index before `fixed_vertices` indexes with them.
-    gml.set_elements(loop_kind, 0, elements.node_slice(), elements.refs())?;
+    gml.import_kinds(mesh, &[kind])?;
     let fixed = fixed_vertices(mesh, kind);
 
     let flags: Vec<i32> = fixed.iter().map(|&f| i32::from(f)).collect();

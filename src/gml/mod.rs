@@ -34,7 +34,7 @@ mod kind;
 mod links;
 mod params;
 mod reduce;
-mod topology;
+pub mod topology;
 mod value;
 
 use std::collections::HashMap;
@@ -272,9 +272,15 @@ impl Gml {
 
     /// Loads every kind present in `mesh` (`GmlImportMesh`).
     pub fn import_mesh(&mut self, mesh: &meshio::Mesh) -> Result<()> {
+        self.import_kinds(mesh, &meshio::ElementKind::ALL)
+    }
+
+    /// Loads the vertices of `mesh` and only the element kinds listed (those it has), so that
+    /// a kernel over one kind does not upload the others.
+    pub fn import_kinds(&mut self, mesh: &meshio::Mesh, kinds: &[meshio::ElementKind]) -> Result<()> {
         self.new_mesh(MeshKind::Vertices, mesh.vertices.len())?;
         self.set_vertices(0, &mesh.vertices, &mesh.vertex_refs)?;
-        for element in meshio::ElementKind::ALL {
+        for &element in kinds {
             let elements = mesh.elements(element);
             if elements.is_empty() {
                 continue;

@@ -287,13 +287,7 @@ impl DegreeClass {
 /// large.
 pub fn degree_classes(incidence: &Incidence, base: usize) -> Vec<DegreeClass> {
     let base = base.max(1).next_power_of_two();
-    let class_of = |d: usize| -> u32 {
-        if d <= base {
-            0
-        } else {
-            (d.div_ceil(base)).next_power_of_two().trailing_zeros()
-        }
-    };
+    let class_of = |d: usize| -> u32 { u32::from(degree_class(d, base)) };
     let classes = (0..incidence.rows())
         .map(|i| class_of(incidence.degree(i)))
         .max()
@@ -326,6 +320,18 @@ pub fn degree_classes(incidence: &Incidence, base: usize) -> Vec<DegreeClass> {
         });
     }
     out
+}
+
+/// The degree class of an entity of `degree` in an uplink of base width `base`: 0 when the
+/// degree fits `base`, else the smallest `c` with `degree <= base · 2^c`. Class `c` is stored
+/// in a table of width `base · 2^c`.
+pub fn degree_class(degree: usize, base: usize) -> u8 {
+    let base = base.max(1).next_power_of_two();
+    if degree <= base {
+        0
+    } else {
+        degree.div_ceil(base).next_power_of_two().trailing_zeros() as u8
+    }
 }
 
 /// GMlib's base width of the uplink from `src` to `dst` (`LenMatBas`): the low table's width.

@@ -5,8 +5,8 @@
 //! `b`, those that fit `2b` to a table of width `2b`, and so on. gml does not need the entities
 //! of one class to be consecutive, but when they are, each table is a plain range of entities
 //! and its kernel computes the entity from its index instead of reading a row list. The rules
-//! here are gml's (`gml::topology::degree_classes` and `base_width`), restated because that
-//! module is private; `tests/renumber.rs` checks them against [`Gml::link_info`].
+//! are gml's own ([`crate::gml::topology`]); `tests/renumber.rs` checks the tables renumbering
+//! announces against [`Gml::link_info`].
 //!
 //! [`Gml::link_info`]: crate::gml::Gml::link_info
 
@@ -17,33 +17,7 @@ use rayon::prelude::*;
 use crate::gml::MeshKind;
 use crate::meshio::{ElementKind, Mesh};
 
-/// GMlib's base width (`LenMatBas`) of the uplink from `src` to `dst`: the width of the first
-/// degree class. Also the width of every other link, which has a single class.
-pub fn base_width(src: MeshKind, dst: MeshKind) -> usize {
-    use MeshKind::*;
-    match (src, dst) {
-        (Vertices, Edges) => 16,
-        (Vertices, Triangles) => 8,
-        (Vertices, Quadrilaterals) => 4,
-        (Vertices, Tetrahedra) => 32,
-        (Vertices, Pyramids | Prisms) => 16,
-        (Vertices, Hexahedra) => 8,
-        (Edges, Tetrahedra | Pyramids | Prisms) => 8,
-        (Edges, Hexahedra) => 4,
-        _ => 2,
-    }
-}
-
-/// The degree class of an entity of `degree` in an uplink of base width `base`: 0 when the
-/// degree fits `base`, else the smallest `c` with `degree <= base · 2^c`.
-pub fn degree_class(degree: usize, base: usize) -> u8 {
-    let base = base.max(1).next_power_of_two();
-    if degree <= base {
-        0
-    } else {
-        degree.div_ceil(base).next_power_of_two().trailing_zeros() as u8
-    }
-}
+pub use crate::gml::topology::{base_width, degree_class};
 
 /// The table width of class `class` for base width `base`.
 pub fn class_width(class: u8, base: usize) -> usize {
