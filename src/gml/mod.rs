@@ -277,7 +277,11 @@ impl Gml {
 
     /// Loads the vertices of `mesh` and only the element kinds listed (those it has), so that
     /// a kernel over one kind does not upload the others.
-    pub fn import_kinds(&mut self, mesh: &meshio::Mesh, kinds: &[meshio::ElementKind]) -> Result<()> {
+    pub fn import_kinds(
+        &mut self,
+        mesh: &meshio::Mesh,
+        kinds: &[meshio::ElementKind],
+    ) -> Result<()> {
         self.new_mesh(MeshKind::Vertices, mesh.vertices.len())?;
         self.set_vertices(0, &mesh.vertices, &mesh.vertex_refs)?;
         for &element in kinds {
