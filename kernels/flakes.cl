@@ -3,11 +3,14 @@
 // Coordinates: x east, y north, z up, metres (as the scene files).
 //
 // Particles are float4: xyz is the position in metres, w the flake radius in metres; the
-// renderer draws each one as a point sprite of that radius. `flakes_step` lets flakes fall at
-// a speed that grows with their radius, drift with a constant wind and flutter sideways, and
-// wrap around: a flake that leaves the box [lo, hi) through any side comes back through the
-// opposite one. `wind_field` fills the debug view of the wind: one (position, velocity +
-// pressure) pair of float4 per sample point of a regular grid, from an analytic swirl.
+// renderer draws each one as a point sprite of that radius. The flakes live in the air of a
+// scene: the box [lo, hi) above a ground given as a regular grid of heights (see
+// `ground_height`). `flakes_step` lets flakes fall at a speed that grows with their radius,
+// drift with the scene's wind at their height above the ground (see `profile_factor`), flutter
+// sideways, and wrap around: a flake that leaves the box through a side comes back through the
+// opposite one, and one that reaches the ground comes back in at the top. `wind_profile` fills
+// the debug view of the wind: one (position, velocity + pressure) pair of float4 per sample
+// point of a terrain-following grid, from the same profile.
 
 // Integer hash (Wang/Jenkins style): decorrelates consecutive particle indices.
 uint hash_uint(uint x)
@@ -35,28 +38,74 @@ float wrap(float v, float lo, float len)
     return lo + t;
 }
 
-// Places `n` flakes uniformly in the box [lo, hi) with radii in [radius.x, radius.y).
+// Ground height under (x, y): bilinear between the `dims.x * dims.y` heights of a regular grid
+// (row by row, x fastest) spanning the rectangle rect = (x min, y min, x max, y max), whose
+// corner points sit on the rectangle's corners; the edge values outside it.
+float ground_height(__global const float *restrict ground,
+                    const uint2 dims,
+                    const float4 rect,
+                    const float x,
+                    const float y)
+{
+    const float u = clamp((x - rect.x) / (rect.z - rect.x), 0.0f, 1.0f) * (float)(dims.x - 1u);
+    const float v = clamp((y - rect.y) / (rect.w - rect.y), 0.0f, 1.0f) * (float)(dims.y - 1u);
+    const uint i = min((uint)u, dims.x - 2u);
+    const uint j = min((uint)v, dims.y - 2u);
+    const float s = u - (float)i;
+    const float t = v - (float)j;
+    const uint k = i + dims.x * j;
+    const float below = mix(ground[k], ground[k + 1u], s);
+    const float above = mix(ground[k + dims.x], ground[k + dims.x + 1u], s);
+    return mix(below, above, t);
+}
+
+// The wind speed at `h` metres above the ground as a fraction of the speed at the reference
+// height (snowsim::scene::Wind::speed_at). profile = (kind, parameter, reference height,
+// normaliser): kind 0 is the log profile ln((h + z0) / z0) / ln((zr + z0) / z0) with
+// parameter z0 and normaliser 1 / ln((zr + z0) / z0); kind 1 the power law (h / zr)^exponent
+// with parameter the exponent; kind 2 uniform. Zero at and below the ground for log and power.
+float profile_factor(const float4 profile, const float height)
+{
+    const float h = fmax(height, 0.0f);
+    if (profile.x < 0.5f)
+        return log((h + profile.y) / profile.y) * profile.w;
+    if (profile.x < 1.5f)
+        return h > 0.0f ? pow(h / profile.z, profile.y) : 0.0f;
+    return 1.0f;
+}
+
+// Places `n` flakes uniformly in the air of the box [lo, hi): x and y over the box, z between
+// the ground and the top; radii in [radius.x, radius.y).
 __kernel void flakes_init(__global float4 *restrict particles,
                           const uint n,
                           const uint seed,
                           const float4 lo,
                           const float4 hi,
-                          const float2 radius)
+                          const float2 radius,
+                          __global const float *restrict ground,
+                          const uint2 ground_dims,
+                          const float4 ground_rect)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
     const uint k = hash_uint(i ^ hash_uint(seed)) * 4u;
     const float4 size = hi - lo;
-    particles[i] = (float4)(lo.x + size.x * unit_random(k),
-                            lo.y + size.y * unit_random(k + 1u),
-                            lo.z + size.z * unit_random(k + 2u),
+    const float x = lo.x + size.x * unit_random(k);
+    const float y = lo.y + size.y * unit_random(k + 1u);
+    const float g = clamp(ground_height(ground, ground_dims, ground_rect, x, y), lo.z, hi.z);
+    particles[i] = (float4)(x,
+                            y,
+                            g + (hi.z - g) * unit_random(k + 2u),
                             radius.x + (radius.y - radius.x) * unit_random(k + 3u));
 }
 
 // Moves each flake by `dt` seconds at simulation time `time`: falls at `fall * radius` metres
-// per second (larger flakes fall faster), drifts with `wind.xyz`, flutters with amplitude
-// `wind.w` metres per second.
+// per second (larger flakes fall faster), drifts with the wind `wind.xyz` (its velocity at the
+// reference height) scaled by `profile_factor` at the flake's height above the ground,
+// flutters with amplitude `wind.w` metres per second. Flakes that leave through a side wrap to
+// the opposite side; flakes that reach the ground come back in at the top (and flakes above
+// the top come back in just above the ground).
 __kernel void flakes_step(__global float4 *restrict particles,
                           const uint n,
                           const float dt,
@@ -64,7 +113,11 @@ __kernel void flakes_step(__global float4 *restrict particles,
                           const float4 lo,
                           const float4 hi,
                           const float4 wind,
-                          const float fall)
+                          const float4 profile,
+                          const float fall,
+                          __global const float *restrict ground,
+                          const uint2 ground_dims,
+                          const float4 ground_rect)
 {
     const uint i = get_global_id(0);
     if (i >= n)
@@ -72,28 +125,41 @@ __kernel void flakes_step(__global float4 *restrict particles,
     float4 p = particles[i];
     const float phase = 6.2831853f * unit_random(i * 7u + 3u);
     const float speed = fall * p.w;
-    const float flutter = wind.w * sin(1.7f * time + phase);
-    p.x += (wind.x + flutter) * dt;
-    p.y += (wind.y + wind.w * cos(1.3f * time + phase)) * dt;
-    p.z += (wind.z - speed) * dt;
+    float g = clamp(ground_height(ground, ground_dims, ground_rect, p.x, p.y), lo.z, hi.z);
+    const float drift = profile_factor(profile, p.z - g);
+    p.x += (wind.x * drift + wind.w * sin(1.7f * time + phase)) * dt;
+    p.y += (wind.y * drift + wind.w * cos(1.3f * time + phase)) * dt;
+    p.z += (wind.z * drift - speed) * dt;
     const float4 size = hi - lo;
     p.x = wrap(p.x, lo.x, size.x);
     p.y = wrap(p.y, lo.y, size.y);
-    p.z = wrap(p.z, lo.z, size.z);
+    g = clamp(ground_height(ground, ground_dims, ground_rect, p.x, p.y), lo.z, hi.z);
+    const float air = fmax(hi.z - g, 1e-3f);
+    if (p.z < g)
+        p.z = hi.z - fmod(g - p.z, air);
+    else if (p.z >= hi.z)
+        p.z = g + fmod(p.z - hi.z, air);
     particles[i] = p;
 }
 
-// Writes the debug view of an analytic wind over the grid of `dims.x * dims.y * dims.z` sample
-// points filling the box [lo, hi): out[2i] = (position, 1), out[2i + 1] = (velocity, pressure).
-// A breeze `base.xyz` (horizontal part growing with height) plus a swirl of strength `base.w`
-// around a vertical axis that
-// circles the middle of the box; the pressure falls with height and dips in the swirl's eye.
-__kernel void wind_field(__global float4 *restrict out,
-                         const uint4 dims,
-                         const float4 lo,
-                         const float4 hi,
-                         const float4 base,
-                         const float time)
+// Writes the debug view of the wind profile over `dims.x * dims.y * dims.z` sample points:
+// out[2i] = (position, 1), out[2i + 1] = (velocity, pressure). Horizontally the points are the
+// centres of a dims.x × dims.y grid over the box [lo, hi); vertically level k sits at the
+// fraction ((k + 0.5) / dims.z)^2 of the air between the ground and the top (closer together
+// near the ground, where the profile changes most). The velocity is `wind.xyz` (at the
+// reference height) times `profile_factor` at the point's height above the ground; the
+// pressure is hydrostatic, `p0 * exp(-z / scale_height)`.
+__kernel void wind_profile(__global float4 *restrict out,
+                           const uint4 dims,
+                           const float4 lo,
+                           const float4 hi,
+                           const float4 wind,
+                           const float4 profile,
+                           const float p0,
+                           const float scale_height,
+                           __global const float *restrict ground,
+                           const uint2 ground_dims,
+                           const float4 ground_rect)
 {
     const uint i = get_global_id(0);
     const uint n = dims.x * dims.y * dims.z;
@@ -103,21 +169,13 @@ __kernel void wind_field(__global float4 *restrict out,
     const uint iy = (i / dims.x) % dims.y;
     const uint iz = i / (dims.x * dims.y);
     const float4 size = hi - lo;
-    const float4 pos = (float4)(lo.x + size.x * ((float)ix + 0.5f) / (float)dims.x,
-                                lo.y + size.y * ((float)iy + 0.5f) / (float)dims.y,
-                                lo.z + size.z * ((float)iz + 0.5f) / (float)dims.z,
-                                1.0f);
-    const float2 eye = (float2)(lo.x + size.x * (0.5f + 0.2f * cos(0.3f * time)),
-                                lo.y + size.y * (0.5f + 0.2f * sin(0.3f * time)));
-    const float2 r = (float2)(pos.x, pos.y) - eye;
-    const float sigma = 0.25f * fmin(size.x, size.y);
-    const float fall_off = exp(-dot(r, r) / (sigma * sigma));
-    const float height = (pos.z - lo.z) / size.z;
-    const float3 velocity = (float3)(base.x * (0.4f + height),
-                                     base.y * (0.4f + height),
-                                     base.z)
-                          + base.w * fall_off * (float3)(-r.y, r.x, 0.0f) / sigma;
-    const float pressure = (1.0f - fall_off) * (1.0f - 0.5f * height);
-    out[2u * i] = pos;
-    out[2u * i + 1u] = (float4)(velocity, pressure);
+    const float x = lo.x + size.x * ((float)ix + 0.5f) / (float)dims.x;
+    const float y = lo.y + size.y * ((float)iy + 0.5f) / (float)dims.y;
+    const float g = clamp(ground_height(ground, ground_dims, ground_rect, x, y), lo.z, hi.z);
+    float level = ((float)iz + 0.5f) / (float)dims.z;
+    level *= level;
+    const float z = g + (hi.z - g) * level;
+    const float f = profile_factor(profile, z - g);
+    out[2u * i] = (float4)(x, y, z, 1.0f);
+    out[2u * i + 1u] = (float4)(wind.x * f, wind.y * f, wind.z * f, p0 * exp(-z / scale_height));
 }

@@ -1,29 +1,42 @@
 //! The renderer and the OpenCL → OpenGL paths on real drivers: headless EGL (Mesa llvmpipe in
-//! CI), a window under Xvfb, and the `snowsim run` command's errors.
+//! CI), a window under Xvfb, and the `snowsim run` command: scenes, output and errors.
 //!
-//! The fixed-scene tests project known points with a camera model written here, independently
-//! of the renderer's matrices, and classify the pixels of the rendered image.
+//! The image tests project known points with camera models written here (from the orbit
+//! parameters, or from a scene file's `[camera]`), independently of the renderer's matrices,
+//! and classify the pixels of the rendered image.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use glam::{Vec2, Vec3};
+use opencl3::types::CL_BLOCKING;
 use snowsim::cl::{DeviceEntry, DeviceSelector, list_devices};
 use snowsim::interop::{
-    self, AnalyticWind, FixedParticles, Flakes, FlakesConfig, InteropMode, Session, SessionConfig,
-    Transfer,
+    self, ComputeContext, FixedParticles, InteropMode, SceneSetup, Session, SessionConfig, Transfer,
 };
-use snowsim::render::testscene::{self, SceneBox};
+use snowsim::meshio::{self, ElementKind, Mesh};
 use snowsim::render::{
-    Action, FrameDriver, Headless, Heightfield, OrbitCamera, Palette, TerrainMesh, Views,
+    Action, FrameDriver, Headless, Heightfield, OrbitCamera, Palette, SceneBox, TerrainMesh, Views,
     read_frame,
 };
+use snowsim::scene::{Domain, Scene};
+use snowsim::terrain::{Side, Terrain, TerrainSpec};
 
 const W: u32 = 320;
 const H: u32 = 240;
 
+/// The flat scene, as `snowsim run --scene` takes it from the repository's root.
+const FLAT: &str = "scenes/flat.toml";
+
+/// `snowsim`, run from the repository's root (where the default scene's path is relative to).
 fn snowsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_snowsim"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_snowsim"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
 fn text(o: &Output) -> String {
@@ -42,15 +55,8 @@ fn temp_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// Small, fast settings for command-line runs.
-const SMALL: [&str; 6] = [
-    "--size",
-    "160x120",
-    "--particles",
-    "2048",
-    "--terrain-cells",
-    "16",
-];
+/// Small, fast settings for command-line runs: the flat scene, a small frame, few flakes.
+const SMALL: [&str; 6] = ["--scene", FLAT, "--size", "160x120", "--particles", "2048"];
 
 // ---------------------------------------------------------------------------------------------
 // The fixed scene: a flat square of bare ground, four large particles, a known camera.
@@ -76,27 +82,21 @@ fn camera() -> OrbitCamera {
     }
 }
 
-/// A pinhole camera built from the orbit parameters alone: where a world point lands in the
-/// image (pixels, origin top-left) and how far in front of the eye it is along the view axis.
+/// A pinhole camera: where a world point lands in an image of `size` pixels (origin top-left)
+/// and how far in front of the eye it is along the view axis. Built from an eye, a target and
+/// a vertical field of view, z up.
 struct Pinhole {
     eye: Vec3,
     forward: Vec3,
     right: Vec3,
     up: Vec3,
     tan_half: f32,
-    aspect: f32,
+    size: Vec2,
 }
 
 impl Pinhole {
-    fn new(c: &OrbitCamera) -> Self {
-        let eye = c.target
-            + c.distance
-                * Vec3::new(
-                    c.pitch.cos() * c.yaw.cos(),
-                    c.pitch.cos() * c.yaw.sin(),
-                    c.pitch.sin(),
-                );
-        let forward = (c.target - eye).normalize();
+    fn looking_at(eye: Vec3, target: Vec3, fovy: f32, size: (u32, u32)) -> Self {
+        let forward = (target - eye).normalize();
         let right = forward.cross(Vec3::Z).normalize();
         let up = right.cross(forward);
         Self {
@@ -104,25 +104,38 @@ impl Pinhole {
             forward,
             right,
             up,
-            tan_half: (c.fovy / 2.0).tan(),
-            aspect: W as f32 / H as f32,
+            tan_half: (fovy / 2.0).tan(),
+            size: Vec2::new(size.0 as f32, size.1 as f32),
         }
+    }
+
+    /// From the orbit parameters alone (not the camera's own matrices).
+    fn orbit(c: &OrbitCamera) -> Self {
+        let eye = c.target
+            + c.distance
+                * Vec3::new(
+                    c.pitch.cos() * c.yaw.cos(),
+                    c.pitch.cos() * c.yaw.sin(),
+                    c.pitch.sin(),
+                );
+        Self::looking_at(eye, c.target, c.fovy, (W, H))
     }
 
     fn project(&self, p: Vec3) -> (Vec2, f32) {
         let d = p - self.eye;
         let depth = d.dot(self.forward);
-        let x = d.dot(self.right) / (depth * self.tan_half * self.aspect);
+        let aspect = self.size.x / self.size.y;
+        let x = d.dot(self.right) / (depth * self.tan_half * aspect);
         let y = d.dot(self.up) / (depth * self.tan_half);
         (
-            Vec2::new((x + 1.0) / 2.0 * W as f32, (1.0 - y) / 2.0 * H as f32),
+            Vec2::new((x + 1.0) / 2.0 * self.size.x, (1.0 - y) / 2.0 * self.size.y),
             depth,
         )
     }
 
     /// Radius in pixels of a sphere of radius `r` at view depth `depth`.
     fn pixels(&self, r: f32, depth: f32) -> f32 {
-        r * (H as f32 / 2.0) / (depth * self.tan_half)
+        r * (self.size.y / 2.0) / (depth * self.tan_half)
     }
 }
 
@@ -179,7 +192,7 @@ fn render_fixed_scene(device: &DeviceEntry, mode: InteropMode) -> Result<Transfe
     let config = SessionConfig {
         interop: mode,
         terrain,
-        scene: SceneBox {
+        bounds: SceneBox {
             lo: Vec3::ZERO,
             hi: Vec3::new(GROUND, GROUND, 20.0),
         },
@@ -207,7 +220,7 @@ fn render_fixed_scene(device: &DeviceEntry, mode: InteropMode) -> Result<Transfe
     let image = read_frame(&headless.setup().gl, (W, H))?;
 
     let background = rgb(Palette::default().background);
-    let cam = Pinhole::new(&camera());
+    let cam = Pinhole::orbit(&camera());
     let corners: Vec<Vec2> = [[0.0, 0.0], [GROUND, 0.0], [GROUND, GROUND], [0.0, GROUND]]
         .iter()
         .map(|&[x, y]| cam.project(Vec3::new(x, y, 0.0)).0)
@@ -340,23 +353,18 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
 fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     let device = default_device();
     let headless = Headless::new(W, H).unwrap();
-    let scene = testscene::scene_box();
-    let flakes = Flakes::new(FlakesConfig::new(1000, scene)).unwrap();
-    let wind = AnalyticWind::new([4, 3, 4], scene).unwrap();
+    let scene = Scene::load(&repo(FLAT)).unwrap();
+    let mut setup = SceneSetup::new(&scene).unwrap();
+    setup.flakes.count = 1000;
+    setup.wind_samples = [4, 3, 4];
+    let mut config = setup.session_config(InteropMode::Auto, false);
+    config.dt = 0.5; // flakes move several pixels a frame
     let mut session = Session::new(
         headless.setup(),
         &device,
-        SessionConfig {
-            interop: InteropMode::Auto,
-            terrain: testscene::terrain(8).unwrap(),
-            scene,
-            views: Views::default(),
-            paused: false,
-            dt: 0.1,
-            camera: None,
-        },
-        Box::new(flakes),
-        Some(Box::new(wind)),
+        config,
+        setup.particle_source().unwrap(),
+        Some(setup.field_source().unwrap()),
     )
     .unwrap();
     if session.interop().transfer != Transfer::Copy {
@@ -503,6 +511,8 @@ fn headless_auto_picks_copy_on_a_device_without_sharing_and_json_records_it() {
     );
     assert_eq!(report["frames"], 3);
     assert_eq!(report["particles"], 2048);
+    assert_eq!(report["scene"], FLAT, "{report}");
+    assert_eq!(report["scene_name"], "Flat", "{report}");
     for key in [
         "fps",
         "kernel_ms",
@@ -680,7 +690,7 @@ fn bad_sizes_and_counts_are_refused() {
         ["--size", "640"],
         ["--size", "99999x10"],
         ["--frames", "0"],
-        ["--terrain-cells", "0"],
+        ["--particles", "0"],
     ] {
         let out = snowsim()
             .args(["run", "--headless"])
@@ -710,4 +720,428 @@ fn help_documents_the_keys() {
             "`{needle}` missing from --help:\n{help}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenes: `snowsim run --scene FILE`.
+
+/// Checks a screenshot of a scene whose ground is flat at `z = ground_z` over `[0, x] × [0, y]`,
+/// seen through the scene's own camera (a pinhole model built here from `[camera]`): ground
+/// (or a flake in front of it) inside the projected rectangle, sky (or a flake) outside, on an
+/// 8-pixel grid clear of the rectangle's edges. Returns (ground, sky) pixels checked.
+fn check_flat_ground(scene: &Scene, ground: [f32; 3], image: &image::RgbaImage) -> [usize; 2] {
+    let (w, h) = image.dimensions();
+    let c = &scene.camera;
+    let v3 = |p: [f64; 3]| Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32);
+    let cam = Pinhole::looking_at(
+        v3(c.position),
+        v3(c.target),
+        (c.fov as f32).to_radians(),
+        (w, h),
+    );
+    let [x, y, z] = ground;
+    let corners: Vec<Vec2> = [[0.0, 0.0], [x, 0.0], [x, y], [0.0, y]]
+        .iter()
+        .map(|&[cx, cy]| {
+            let (p, depth) = cam.project(Vec3::new(cx, cy, z));
+            assert!(
+                depth > 0.0,
+                "ground corner ({cx}, {cy}) is behind the camera"
+            );
+            p
+        })
+        .collect();
+    let background = rgb(Palette::default().background);
+    let mut counts = [0usize; 2];
+    let mut flakes = 0;
+    let mut bad = Vec::new();
+    for py in (4..h).step_by(8) {
+        for px in (4..w).step_by(8) {
+            let p = Vec2::new(px as f32 + 0.5, py as f32 + 0.5);
+            let d = inside_distance(&corners, p);
+            let expected = if d > 3.0 {
+                Class::Terrain
+            } else if d < -3.0 {
+                Class::Background
+            } else {
+                continue;
+            };
+            counts[(expected == Class::Background) as usize] += 1;
+            let pixel = image.get_pixel(px, py).0;
+            match classify([pixel[0], pixel[1], pixel[2]], background) {
+                got if got == expected => {}
+                Class::Particle => flakes += 1,
+                got => bad.push(format!("{p}: expected {expected:?}, got {got:?} {pixel:?}")),
+            }
+        }
+    }
+    let checked = counts[0] + counts[1];
+    assert!(
+        bad.is_empty(),
+        "{} of {checked} pixels misclassified:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    assert!(
+        flakes * 4 < checked,
+        "{flakes} of {checked} pixels are flakes: the ground and sky are hidden"
+    );
+    counts
+}
+
+fn flat_extent(scene: &Scene) -> [f32; 2] {
+    match &scene.domain {
+        Domain::Terrain {
+            heightmap: None,
+            spec,
+            ..
+        } => [spec.size[0] as f32, spec.size[1] as f32],
+        other => panic!("not a flat terrain domain: {other:?}"),
+    }
+}
+
+#[test]
+fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
+    let dir = temp_dir("flat-scene");
+    let shot = dir.join("flat.png");
+    let out = snowsim()
+        .args(["run", "--headless", "--scene", FLAT])
+        .args(["--particles", "4096", "--size", "320x240", "--frames", "5"])
+        .arg("--screenshot")
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "scene: scenes/flat.toml (Flat)",
+        "flat ground (8 × 8 cells), 128 triangles",
+        "air [0, 0, 0] .. [200, 200, 60] m",
+        "flakes: 4096 of 2–8 mm",
+        "wind 3 m/s",
+        "uniform profile",
+        "summary: 4096 particles",
+        "5 frames",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "`{needle}` missing:\n{}",
+            text(&out)
+        );
+    }
+    let scene = Scene::load(&repo(FLAT)).unwrap();
+    let [x, y] = flat_extent(&scene);
+    let image = image::open(&shot).unwrap().to_rgba8();
+    assert_eq!(image.dimensions(), (320, 240));
+    let [ground, sky] = check_flat_ground(&scene, [x, y, 0.0], &image);
+    assert!(
+        ground > 200 && sky > 200,
+        "too few pixels checked: {ground} ground, {sky} sky"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Writes the tetrahedra of a flat 200 × 200 × 60 m box with the ground's triangles under
+/// reference 15 and the top's under 16 (the sides keep 1 to 4), and a scene naming them.
+fn mesh_scene(dir: &Path) -> PathBuf {
+    let spec = TerrainSpec {
+        size: [200.0, 200.0, 60.0],
+        relief: 0.0,
+        cells: [4, 4],
+        layers: 3,
+        grading: 1.0,
+    };
+    let air = Terrain::new(spec, None).unwrap().volume_mesh();
+    let mut mesh = Mesh::new(3);
+    for (v, &r) in air.vertices.iter().zip(&air.vertex_refs) {
+        mesh.push_vertex(*v, r);
+    }
+    for (tet, r) in air.elements(ElementKind::Tetrahedra).iter() {
+        mesh.elements_mut(ElementKind::Tetrahedra).push(tet, r);
+    }
+    for (tri, r) in air.elements(ElementKind::Triangles).iter() {
+        let r = match Side::from_reference(r) {
+            Some(Side::Ground) => 15,
+            Some(Side::Top) => 16,
+            _ => r,
+        };
+        mesh.elements_mut(ElementKind::Triangles).push(tri, r);
+    }
+    meshio::write(&dir.join("air.meshb"), &mesh, meshio::Version::V2).unwrap();
+    let scene = dir.join("box.toml");
+    std::fs::write(
+        &scene,
+        "name = \"Meshed box\"\n\
+         [domain]\nmesh = \"air.meshb\"\n\
+         [domain.boundary]\nground = 15\ntop = 16\n\
+         [snow]\nparticles = 2000\n\
+         [camera]\nposition = [100.0, -90.0, 54.0]\ntarget = [100.0, 100.0, 0.0]\nfov = 55\n",
+    )
+    .unwrap();
+    scene
+}
+
+#[test]
+fn a_mesh_domain_draws_its_ground_referenced_triangles() {
+    let dir = temp_dir("mesh-scene");
+    let scene_path = mesh_scene(&dir);
+    let shot = dir.join("mesh.png");
+    let out = snowsim()
+        .args(["run", "--headless", "--frames", "3", "--size", "320x240"])
+        .arg("--scene")
+        .arg(&scene_path)
+        .arg("--screenshot")
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "(Meshed box)",
+        "ground triangles (reference 15) of ",
+        "air.meshb, 32 triangles",
+        "flakes: 2000 of",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "`{needle}` missing:\n{}",
+            text(&out)
+        );
+    }
+    // Only the ground is drawn: the top at 60 m (above the eye) and the sides would hide the
+    // sky.
+    let scene = Scene::load(&scene_path).unwrap();
+    let image = image::open(&shot).unwrap().to_rgba8();
+    let [ground, sky] = check_flat_ground(&scene, [200.0, 200.0, 0.0], &image);
+    assert!(
+        ground > 200 && sky > 200,
+        "too few pixels checked: {ground} ground, {sky} sky"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_default_scene_is_the_valley() {
+    let out = snowsim()
+        .args(["run", "--headless", "--frames", "2", "--json"])
+        .args(["--size", "160x120", "--particles", "1024"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(report["scene"], "scenes/valley.toml", "{report}");
+    assert_eq!(report["scene_name"], "Alpine valley", "{report}");
+    assert_eq!(report["particles"], 1024, "{report}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("scene: scenes/valley.toml (Alpine valley)")
+            && err.contains(
+                "terrain from scenes/valley.png (96 × 96 cells, relief 600 m), 18432 triangles"
+            )
+            && err.contains("log profile"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_missing_scene_file_is_a_clear_error_naming_it() {
+    let out = snowsim()
+        .args([
+            "run",
+            "--headless",
+            "--frames",
+            "1",
+            "--scene",
+            "scenes/no-such-scene.toml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read scene scenes/no-such-scene.toml")
+            && err.contains("No such file")
+            && err.contains("--scene FILE")
+            && err.contains("current directory"),
+        "{}",
+        text(&out)
+    );
+    assert!(!err.contains("panicked"), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "nothing runs: {}", text(&out));
+
+    // The default scene, looked up from a directory that does not have it.
+    let dir = temp_dir("no-default");
+    let out = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args(["run", "--headless", "--frames", "1"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("scenes/valley.toml") && err.contains("--scene"),
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_invalid_scene_file_is_a_clear_error_naming_file_and_key() {
+    let dir = temp_dir("bad-scene");
+    let bad = dir.join("bad.toml");
+    let flat = std::fs::read_to_string(repo(FLAT)).unwrap();
+    std::fs::write(&bad, flat.replace("speed = 3.0", "speed = -3.0")).unwrap();
+    let out = snowsim()
+        .args(["run", "--headless", "--frames", "1", "--scene"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&bad.display().to_string())
+            && err.contains("wind.speed")
+            && err.contains("scene check")
+            && err.contains("--scene FILE"),
+        "{}",
+        text(&out)
+    );
+    assert!(!err.contains("panicked"), "{}", text(&out));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Reads `len` float4 back from `buffer`.
+fn read_back(
+    compute: &ComputeContext,
+    buffer: &opencl3::memory::Buffer<[f32; 4]>,
+    len: usize,
+) -> Vec<[f32; 4]> {
+    let mut out = vec![[0.0f32; 4]; len];
+    // SAFETY: the buffer holds at least `len` float4; the read is blocking.
+    unsafe {
+        compute
+            .queue()
+            .enqueue_read_buffer(buffer, CL_BLOCKING, 0, &mut out, &[])
+            .unwrap();
+    }
+    out
+}
+
+#[test]
+fn the_wind_view_shows_the_scene_wind_profile() {
+    let device = default_device();
+    let compute = ComputeContext::plain(&device).unwrap();
+    let flat = std::fs::read_to_string(repo(FLAT)).unwrap();
+    for profile in [
+        "profile = \"log\"\nroughness = 0.5",
+        "profile = \"power\"\nexponent = 0.25",
+    ] {
+        let text = flat.replace("profile = \"uniform\"", profile);
+        let scene = Scene::from_toml(&text, Path::new("profile.toml")).unwrap();
+        let setup = SceneSetup::new(&scene).unwrap();
+        let mut field = setup.field_source().unwrap();
+        field.prepare(&compute).unwrap();
+        let n = field.samples();
+        assert_eq!(n, 16 * 16 * 6);
+        let mut buffer = compute.float4_buffer(2 * n).unwrap();
+        field.update(&compute, &mut buffer, 0.0).unwrap();
+        compute.finish().unwrap();
+        let data = read_back(&compute, &buffer, 2 * n);
+        let mut heights = Vec::new();
+        for sample in data.chunks_exact(2) {
+            let [x, y, z, _] = sample[0];
+            let [vx, vy, vz, pressure] = sample[1];
+            assert!(
+                (0.0..200.0).contains(&x) && (0.0..200.0).contains(&y) && z > 0.0 && z < 60.0,
+                "{profile}: sample at ({x}, {y}, {z}) outside the air"
+            );
+            // Flat ground at 0: the height above the ground is z.
+            let expected = scene.wind.velocity_at(f64::from(z));
+            for (got, want) in [vx, vy, vz].iter().zip(expected) {
+                assert!(
+                    (f64::from(*got) - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                    "{profile}: at {z} m got {:?}, want {expected:?}",
+                    [vx, vy, vz]
+                );
+            }
+            assert!(
+                pressure > 100.0 && pressure < 101.4,
+                "{pressure} kPa at {z} m"
+            );
+            heights.push(z);
+        }
+        // Levels from near the ground to near the top; the view's colour range spans them.
+        let (lo, hi) = heights
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(a, b), &z| (a.min(z), b.max(z)));
+        assert!(lo < 1.0 && hi > 45.0, "{profile}: levels {lo} .. {hi}");
+        let top_speed = scene.wind.speed_at(f64::from(hi)) as f32;
+        let ranges = field.ranges();
+        assert!(
+            (ranges.speed_max - top_speed).abs() < 1e-3 * top_speed,
+            "{profile}: {ranges:?} vs {top_speed}"
+        );
+        assert!((setup.views.speed_max - top_speed).abs() < 1e-3 * top_speed);
+    }
+}
+
+#[test]
+fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
+    let device = default_device();
+    let compute = ComputeContext::plain(&device).unwrap();
+    let scene = Scene::load(&repo("scenes/valley.toml")).unwrap();
+    let mut setup = SceneSetup::new(&scene).unwrap();
+    let n = 4096;
+    setup.flakes.count = n;
+    let top = setup.bounds.hi.z;
+    assert_eq!(setup.bounds.hi, Vec3::new(4000.0, 4000.0, 1400.0));
+    let (r0, r1) = (0.001, 0.004);
+    let mut flakes = setup.particle_source().unwrap();
+    flakes.prepare(&compute).unwrap();
+    let mut buffer = compute.float4_buffer(n).unwrap();
+    flakes.reset(&compute, &mut buffer).unwrap();
+    compute.finish().unwrap();
+    let before = read_back(&compute, &buffer, n);
+    let in_air = |p: &[f32; 4]| {
+        let ground = setup.ground.height_at(p[0], p[1]);
+        (0.0..4000.0).contains(&p[0])
+            && (0.0..4000.0).contains(&p[1])
+            && p[2] >= ground - 0.01
+            && p[2] <= top
+            && p[3] >= r0 - 1e-7
+            && p[3] <= r1 + 1e-7
+    };
+    assert!(before.iter().all(in_air), "flakes start outside the air");
+    // Some start low in the valley, some high above the crests.
+    assert!(before.iter().any(|p| p[2] < 200.0) && before.iter().any(|p| p[2] > 1200.0));
+
+    let dt = 2.0;
+    flakes.step(&compute, &mut buffer, dt, 0.0).unwrap();
+    compute.finish().unwrap();
+    let after = read_back(&compute, &buffer, n);
+    assert!(after.iter().all(in_air), "flakes leave the air");
+    let flutter = setup.flakes.flutter * dt;
+    let mut drifted = 0;
+    for (a, b) in before.iter().zip(&after) {
+        let moved = Vec3::new(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
+        if moved.length() > 200.0 {
+            continue; // wrapped around a side, or landed and came back in at the top
+        }
+        let height = a[2] - setup.ground.height_at(a[0], a[1]);
+        let wind = scene.wind.velocity_at(f64::from(height));
+        let expected = Vec2::new(wind[0] as f32, wind[1] as f32) * dt;
+        let off = (moved.truncate() - expected).length();
+        assert!(
+            off <= flutter * 1.5 + 0.02 * expected.length() + 1e-3,
+            "flake at {a:?} moved {moved}, the wind at {height} m carries it {expected}"
+        );
+        assert!(moved.z < 0.0, "flakes fall: {moved}");
+        drifted += 1;
+    }
+    assert!(
+        drifted > n * 9 / 10,
+        "only {drifted} of {n} flakes followed the wind"
+    );
 }

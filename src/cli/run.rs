@@ -1,18 +1,16 @@
-//! `snowsim run`: the simulation on screen, in a window or headless.
+//! `snowsim run`: a scene on screen, in a window or headless.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use snowsim::cl::{DeviceEntry, list_devices};
-use snowsim::interop::{
-    AnalyticWind, FieldSource, Flakes, FlakesConfig, InteropMode, ParticleSource, Session,
-    SessionConfig, check_request,
-};
+use snowsim::interop::{InteropMode, SceneSetup, Session, check_request};
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
 use snowsim::render::{
-    Capture, GlInfo, Headless, RunOptions, RunSummary, Views, check_size, run_headless, testscene,
+    Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless,
 };
+use snowsim::scene::{Domain, Scene, SceneError, WindProfile};
 
 use super::DeviceArg;
 
@@ -22,10 +20,14 @@ use super::DeviceArg;
 pub struct Args {
     #[command(flatten)]
     device: DeviceArg,
+    /// The scene file (TOML, see scenes/README.md), relative to the current directory.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_SCENE)]
+    scene: PathBuf,
     /// Render offscreen through EGL (no window, no display needed).
     #[arg(long)]
     headless: bool,
-    /// Stop after this many frames [default: 100 headless, until quit in a window].
+    /// Stop after this many frames [default: the scene's time.frames, else 100 headless and
+    /// until quit in a window].
     #[arg(long, value_name = "N")]
     frames: Option<u64>,
     /// Write the last frame to this PNG file.
@@ -34,35 +36,34 @@ pub struct Args {
     /// Write every frame into this directory as frame_00000.png, frame_00001.png, …
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
-    /// Frame size in pixels.
-    #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
-    size: (u32, u32),
-    /// Number of snow particles.
-    #[arg(long, value_name = "N", default_value_t = 1 << 16)]
-    particles: usize,
+    /// Frame size in pixels [default: the scene's view.window].
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    size: Option<(u32, u32)>,
+    /// Number of snow particles [default: the scene's snow.particles].
+    #[arg(long, value_name = "N")]
+    particles: Option<usize>,
     /// How particles reach OpenGL: `share` (cl_khr_gl_sharing, no copy), `copy` (read back
     /// and upload each frame) or `auto` (share when the device offers it and renders the GL
     /// context, else copy). The mode in use is always printed.
     #[arg(long, value_enum, default_value_t = InteropArg::Auto)]
     interop: InteropArg,
-    /// Do not wait for vertical blank when swapping (window only).
+    /// Do not wait for vertical blank when swapping (window only; also off when the scene
+    /// says view.vsync = false).
     #[arg(long)]
     no_vsync: bool,
-    /// Start with the wind view on (lines coloured by speed).
+    /// Start with the wind view on (lines coloured by speed), whatever the scene says.
     #[arg(long)]
     wind: bool,
-    /// Start with the pressure view on (squares, yellow low to red high).
+    /// Start with the pressure view on (squares, yellow low to red high), whatever the scene
+    /// says.
     #[arg(long)]
     pressure: bool,
     /// Start paused.
     #[arg(long)]
     paused: bool,
-    /// Seed of the particles' initial positions.
-    #[arg(long, default_value_t = 1)]
-    seed: u32,
-    /// Grid cells per side of the test terrain.
-    #[arg(long, value_name = "N", default_value_t = 128)]
-    terrain_cells: usize,
+    /// Seed of the particles' initial positions and sizes [default: the scene's snow.seed].
+    #[arg(long)]
+    seed: Option<u32>,
     /// Print the final summary as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     json: bool,
@@ -86,12 +87,10 @@ impl From<InteropArg> for InteropMode {
     }
 }
 
-/// Frames a headless run draws when `--frames` is not given.
+/// The scene run when `--scene` is not given, relative to the current directory.
+const DEFAULT_SCENE: &str = "scenes/valley.toml";
+/// Frames a headless run draws when neither `--frames` nor the scene's `time.frames` says.
 const HEADLESS_FRAMES: u64 = 100;
-/// Largest `--terrain-cells`.
-const MAX_TERRAIN_CELLS: usize = 2048;
-/// Wind debug view sample grid.
-const WIND_SAMPLES: [u32; 3] = [16, 16, 6];
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
@@ -110,6 +109,8 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
 /// The machine-readable record of a run.
 #[derive(serde::Serialize)]
 struct Report<'a> {
+    scene: String,
+    scene_name: &'a str,
     device: &'a str,
     platform: &'a str,
     gl: &'a GlInfo,
@@ -123,15 +124,101 @@ struct Report<'a> {
     summary: &'a RunSummary,
 }
 
+/// Reads the scene, with an error that names the file and says how to pick another.
+fn load_scene(path: &Path) -> anyhow::Result<Scene> {
+    Scene::load(path).map_err(|e| {
+        let hint = match &e {
+            SceneError::Read { .. } => {
+                let place = if path.is_relative() {
+                    std::env::current_dir()
+                        .map(|d| format!(" (relative to the current directory, {})", d.display()))
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                format!(
+                    "no scene file there{place}; pass --scene FILE to choose one (without \
+                     --scene, snowsim runs {DEFAULT_SCENE}, so run it from the repository's \
+                     root)"
+                )
+            }
+            _ => format!(
+                "the scene file {} is not valid; fix it (`snowsim scene check {}` lists what \
+                 is wrong) or pass --scene FILE to run another",
+                path.display(),
+                path.display()
+            ),
+        };
+        anyhow::anyhow!("{e}\n  hint: {hint}")
+    })
+}
+
+/// One line about the scene's ground, box, flakes and wind, for the log.
+fn describe(scene: &Scene, setup: &SceneSetup) -> String {
+    let ground = match &scene.domain {
+        Domain::Terrain {
+            heightmap: Some(path),
+            spec,
+            ..
+        } => format!(
+            "terrain from {} ({} × {} cells, relief {} m)",
+            path.display(),
+            spec.cells[0],
+            spec.cells[1],
+            spec.relief
+        ),
+        Domain::Terrain {
+            heightmap: None,
+            spec,
+            ..
+        } => format!("flat ground ({} × {} cells)", spec.cells[0], spec.cells[1]),
+        Domain::Mesh { path, boundary } => format!(
+            "ground triangles (reference {}) of {}",
+            boundary.ground,
+            path.display()
+        ),
+    };
+    let (lo, hi) = (setup.bounds.lo, setup.bounds.hi);
+    let w = &scene.wind;
+    let profile = match w.profile {
+        WindProfile::Log { .. } => "log",
+        WindProfile::Power { .. } => "power",
+        WindProfile::Uniform => "uniform",
+    };
+    let [d0, d1] = scene.snow.flake_diameter;
+    let [sx, sy, sz] = setup.wind_samples;
+    format!(
+        "ground: {ground}, {} triangles; air [{:.0}, {:.0}, {:.0}] .. [{:.0}, {:.0}, {:.0}] m\n\
+         flakes: {} of {}–{} mm falling at {} m/s through the air above the ground; wind {} m/s \
+         at {} m towards ({:.2}, {:.2}), {profile} profile; wind view {sx}x{sy}x{sz} samples",
+        setup.terrain.triangles.len(),
+        lo.x,
+        lo.y,
+        lo.z,
+        hi.x,
+        hi.y,
+        hi.z,
+        setup.flakes.count,
+        d0 * 1e3,
+        d1 * 1e3,
+        scene.snow.fall_speed,
+        w.speed,
+        w.reference_height,
+        w.direction[0],
+        w.direction[1],
+    )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.frames == Some(0) {
         anyhow::bail!("--frames must be at least 1");
     }
-    if args.particles > u32::MAX as usize {
-        anyhow::bail!("--particles must be at most {}", u32::MAX);
-    }
-    if !(1..=MAX_TERRAIN_CELLS).contains(&args.terrain_cells) {
-        anyhow::bail!("--terrain-cells must be between 1 and {MAX_TERRAIN_CELLS}");
+    match args.particles {
+        Some(0) => anyhow::bail!("--particles must be at least 1"),
+        Some(n) if n > u32::MAX as usize => {
+            anyhow::bail!("--particles must be at most {}", u32::MAX)
+        }
+        _ => {}
     }
     if !args.headless {
         check_display()?;
@@ -144,46 +231,53 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("{line}");
         }
     };
+    let scene = load_scene(&args.scene)?;
+    say(&format!("scene: {} ({})", args.scene.display(), scene.name));
+    let mut setup = SceneSetup::new(&scene)
+        .with_context(|| format!("preparing scene {}", args.scene.display()))?;
+    if let Some(n) = args.particles {
+        setup.flakes.count = n;
+    }
+    if let Some(seed) = args.seed {
+        setup.flakes.seed = seed;
+    }
+    if setup.flakes.count > u32::MAX as usize {
+        anyhow::bail!(
+            "{}: snow.particles = {} is more than the flakes kernel can index ({}); pass \
+             --particles N",
+            args.scene.display(),
+            setup.flakes.count,
+            u32::MAX
+        );
+    }
+    setup.views.wind |= args.wind;
+    setup.views.pressure |= args.pressure;
+    let size = match args.size {
+        Some(size) => size,
+        None => {
+            let [w, h] = scene.view.window;
+            check_size(w, h).with_context(|| {
+                format!("{}: view.window; pass --size WxH", args.scene.display())
+            })?;
+            (w, h)
+        }
+    };
+    let frames = args.frames.or(scene.time.frames);
+    say(&describe(&scene, &setup));
+
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
     say(&format!("device: {}", entry.info.label()));
     let mode = InteropMode::from(args.interop);
     check_request(mode, &entry.info)?;
 
-    let terrain = testscene::terrain(args.terrain_cells).context("building the test terrain")?;
-    let scene = testscene::scene_box();
-    let config = SessionConfig {
-        interop: mode,
-        terrain,
-        scene,
-        views: Views {
-            wind: args.wind,
-            pressure: args.pressure,
-            ..Views::default()
-        },
-        paused: args.paused,
-        dt: 1.0 / 60.0,
-        camera: None,
-    };
-    let flakes = FlakesConfig {
-        seed: args.seed,
-        ..FlakesConfig::new(args.particles, scene)
-    };
-    let make_session = |setup: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
-        say(&format!("gl: {}", setup.info));
-        let particles: Box<dyn ParticleSource> = Box::new(Flakes::new(flakes)?);
-        let wind: Box<dyn FieldSource> = Box::new(AnalyticWind::new(WIND_SAMPLES, scene)?);
-        let session = Session::new(setup, entry, config.clone(), particles, Some(wind))?;
+    let config = setup.session_config(mode, args.paused);
+    let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
+        say(&format!("gl: {}", gl.info));
+        let particles = setup.particle_source()?;
+        let wind = setup.field_source()?;
+        let session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
         say(&format!("interop: {}", session.interop()));
-        say(&format!(
-            "scene: {} flakes, test terrain {}x{} cells, wind view {}x{}x{} samples",
-            args.particles,
-            args.terrain_cells,
-            args.terrain_cells,
-            WIND_SAMPLES[0],
-            WIND_SAMPLES[1],
-            WIND_SAMPLES[2]
-        ));
         Ok(session)
     };
     let capture = Capture {
@@ -191,7 +285,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         record: args.record.clone(),
     };
     let mut log = |line: &str| say(line);
-    let (w, h) = args.size;
+    let (w, h) = size;
     let (summary, gl_info, interop) = if args.headless {
         let headless = Headless::new(w, h)?;
         let mut session = make_session(headless.setup())?;
@@ -200,7 +294,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             headless.size(),
             &mut session,
             RunOptions {
-                frames: Some(args.frames.unwrap_or(HEADLESS_FRAMES)),
+                frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
                 capture,
                 log: &mut log,
             },
@@ -213,17 +307,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let summary = run_window(
             WindowOptions {
                 size: (w, h),
-                vsync: !args.no_vsync,
-                title: "snowsim".into(),
+                vsync: scene.view.vsync && !args.no_vsync,
+                title: format!("snowsim: {}", scene.name),
             },
             RunOptions {
-                frames: args.frames,
+                frames,
                 capture,
                 log: &mut log,
             },
-            |setup| {
-                info = Some(setup.info.clone());
-                let session = make_session(setup).map_err(|e| format!("{e:#}"))?;
+            |gl| {
+                info = Some(gl.info.clone());
+                let session = make_session(gl).map_err(|e| format!("{e:#}"))?;
                 interop = Some(session.interop().clone());
                 Ok(session)
             },
@@ -231,12 +325,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let interop = interop.context("the window closed before the session started")?;
         (summary, info.unwrap_or_default(), interop)
     };
-    report(&args, entry, &gl_info, &interop, &summary)?;
+    let run = Ran {
+        scene: &scene,
+        path: &args.scene,
+        particles: setup.flakes.count,
+        size,
+    };
+    report(&args, &run, entry, &gl_info, &interop, &summary)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What ran, as settled from the scene and the options.
+struct Ran<'a> {
+    scene: &'a Scene,
+    path: &'a Path,
+    particles: usize,
+    size: (u32, u32),
 }
 
 fn report(
     args: &Args,
+    run: &Ran<'_>,
     entry: &DeviceEntry,
     gl: &GlInfo,
     interop: &snowsim::interop::InteropChoice,
@@ -244,14 +353,16 @@ fn report(
 ) -> anyhow::Result<()> {
     if args.json {
         let report = Report {
+            scene: run.path.display().to_string(),
+            scene_name: &run.scene.name,
             device: &entry.info.name,
             platform: &entry.info.platform,
             gl,
             interop: interop.transfer.to_string(),
             interop_reason: interop.reason.clone(),
-            particles: args.particles,
-            width: args.size.0,
-            height: args.size.1,
+            particles: run.particles,
+            width: run.size.0,
+            height: run.size.1,
             headless: args.headless,
             summary,
         };
@@ -259,12 +370,7 @@ fn report(
     } else {
         println!(
             "summary: {} particles, interop {}, {}x{}, {} on {}",
-            args.particles,
-            interop.transfer,
-            args.size.0,
-            args.size.1,
-            entry.info.name,
-            gl.renderer
+            run.particles, interop.transfer, run.size.0, run.size.1, entry.info.name, gl.renderer
         );
         println!("{summary}");
     }

@@ -8,7 +8,7 @@ use opencl3::context::Context as ClContext;
 use opencl3::device::Device as ClDevice;
 use opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
+use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::program::Program as ClProgram;
 use opencl3::types::cl_context_properties;
 
@@ -230,6 +230,42 @@ impl ComputeContext {
         }
         .map_err(|code| cl::Error::Api {
             call: format!("clCreateBuffer ({bytes} bytes) on {}", self.info.name),
+            code,
+        })?;
+        Ok(buffer)
+    }
+
+    /// A read-only device buffer holding a copy of `data` (at least one float), checked
+    /// against the device's largest allocation.
+    pub fn float_buffer_from(&self, data: &[f32]) -> Result<Buffer<f32>> {
+        let bytes = (data.len().max(1) as u64).saturating_mul(4);
+        if bytes > self.info.max_alloc_bytes {
+            return Err(cl::Error::BufferTooLarge {
+                requested: bytes,
+                max_alloc: self.info.max_alloc_bytes,
+                device: self.info.name.clone(),
+            }
+            .into());
+        }
+        let mut copy = data.to_vec();
+        if copy.is_empty() {
+            copy.push(0.0);
+        }
+        // SAFETY: the host pointer covers `copy.len()` floats and is only read during the call
+        // (CL_MEM_COPY_HOST_PTR); the size was checked against the device limit.
+        let buffer = unsafe {
+            Buffer::<f32>::create(
+                self.cl_context(),
+                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                copy.len(),
+                copy.as_mut_ptr().cast(),
+            )
+        }
+        .map_err(|code| cl::Error::Api {
+            call: format!(
+                "clCreateBuffer ({bytes} bytes, copied) on {}",
+                self.info.name
+            ),
             code,
         })?;
         Ok(buffer)

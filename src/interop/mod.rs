@@ -52,6 +52,7 @@
 mod compute;
 mod flakes;
 mod link;
+mod scene;
 mod session;
 mod source;
 
@@ -61,8 +62,9 @@ use std::str::FromStr;
 use opencl3::types::cl_context_properties;
 
 pub use compute::ComputeContext;
-pub use flakes::{AnalyticWind, FixedParticles, Flakes, FlakesConfig};
+pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
 pub use link::GlLink;
+pub use scene::{SceneSetup, WIND_SAMPLES};
 pub use session::{Session, SessionConfig};
 pub use source::{FieldRanges, FieldSource, ParticleSource};
 
@@ -81,6 +83,9 @@ pub enum Error {
     /// The renderer failed.
     #[error(transparent)]
     Render(#[from] crate::render::Error),
+    /// The scene's domain cannot be built.
+    #[error(transparent)]
+    Scene(#[from] crate::scene::SceneError),
     /// `--interop share` on a device without `cl_khr_gl_sharing`.
     #[error(
         "--interop share needs the OpenCL extension cl_khr_gl_sharing, which {device} does not \

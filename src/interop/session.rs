@@ -7,9 +7,9 @@ use glow::HasContext;
 use opencl3::event::Event;
 
 use crate::cl::{self, DeviceEntry};
-use crate::render::testscene::SceneBox;
 use crate::render::{
-    Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
+    Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, SceneBox, StageTimes,
+    TerrainMesh, Views,
 };
 
 use super::compute::ComputeContext;
@@ -24,8 +24,8 @@ pub struct SessionConfig {
     pub interop: InteropMode,
     /// The ground.
     pub terrain: TerrainMesh,
-    /// The simulated box (the camera frames it).
-    pub scene: SceneBox,
+    /// The simulated box (framed by the camera when none is given).
+    pub bounds: SceneBox,
     /// What is drawn at start.
     pub views: Views,
     /// Start paused.
@@ -113,7 +113,7 @@ impl Session {
         }
         let home = config
             .camera
-            .unwrap_or_else(|| OrbitCamera::framing(config.scene.lo, config.scene.hi));
+            .unwrap_or_else(|| OrbitCamera::framing(config.bounds.lo, config.bounds.hi));
         Ok(Self {
             particle_link,
             field_link,

@@ -8,7 +8,7 @@ use super::compute::ComputeContext;
 
 /// Writes the particles the renderer draws: the flakes stand-in now, the snow simulation later.
 ///
-/// Each particle is one float4: xyz the position in metres (y up), w the radius in metres.
+/// Each particle is one float4: xyz the position in metres (z up), w the radius in metres.
 /// The buffer a method receives lives in `compute`'s context: in share mode it *is* the GL
 /// buffer (acquired for the call), in copy mode a device buffer that is copied to GL after the
 /// call. It keeps its contents from frame to frame, so it can hold the positions as simulation

@@ -10,9 +10,10 @@
 //! replaced at run time from `$SNOWSIM_SHADER_DIR`; a compile or link failure reports the GL
 //! info log with the file name.
 //!
-//! Until scene files exist, [`testscene`] provides a procedural terrain; a real scene plugs in
-//! through [`TerrainMesh`] (from a [`Heightfield`] or from ground triangles) and
-//! [`testscene::SceneBox`].
+//! A scene plugs in through a [`TerrainMesh`] (a scene's ground surface, with
+//! [`TerrainMesh::from_mesh_triangles`], or a [`Heightfield`]), the [`SceneBox`] of air above
+//! it and an [`OrbitCamera`] ([`OrbitCamera::looking_at`] a scene file's camera);
+//! [`crate::interop::SceneSetup`] builds them from a [`crate::scene::Scene`].
 
 mod camera;
 mod error;
@@ -22,7 +23,6 @@ mod headless;
 mod renderer;
 mod shader;
 mod terrain;
-pub mod testscene;
 pub mod window;
 
 pub use camera::OrbitCamera;
@@ -35,4 +35,4 @@ pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
 pub use renderer::{FIELD_SAMPLE_BYTES, PARTICLE_BYTES, Palette, Renderer, Views};
 pub use shader::{SHADER_DIR_ENV, ShaderSource, build_program};
-pub use terrain::{Heightfield, TerrainMesh};
+pub use terrain::{Heightfield, SceneBox, TerrainMesh};

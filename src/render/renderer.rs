@@ -59,6 +59,10 @@ pub struct Views {
     pub snow_full_depth: f32,
     /// Side of the pressure squares, in metres.
     pub pressure_size: f32,
+    /// A wind line shows the path travelled in this many seconds…
+    pub wind_seconds: f32,
+    /// …but is never longer than this, in metres.
+    pub wind_max_length: f32,
     /// Smallest particle sprite diameter in pixels, so far flakes do not vanish.
     pub min_particle_pixels: f32,
 }
@@ -74,18 +78,17 @@ impl Default for Views {
             pressure_range: [0.0, 1.2],
             snow_full_depth: 0.25,
             pressure_size: 0.6,
+            wind_seconds: 0.5,
+            wind_max_length: 3.5,
             min_particle_pixels: 1.5,
         }
     }
 }
 
 /// Direction sunlight travels (normalised in the shader's uniform).
-const LIGHT_DIR: Vec3 = Vec3::new(-0.4, -0.3, -1.0);
+const LIGHT_DIR: Vec3 = Vec3::new(0.75, 0.35, -0.6);
 /// Share of light that reaches surfaces facing away from the sun.
 const AMBIENT: f32 = 0.35;
-/// Longest wind line, in metres, and the seconds of travel a line shows.
-const WIND_MAX_LENGTH: f32 = 3.5;
-const WIND_SECONDS: f32 = 0.5;
 
 struct Mesh {
     vao: glow::VertexArray,
@@ -337,8 +340,8 @@ impl Renderer {
                 let p = self.wind_program;
                 gl.use_program(Some(p));
                 set_mat4(gl, p, "u_view_proj", &view_proj);
-                set_f32(gl, p, "u_seconds", WIND_SECONDS);
-                set_f32(gl, p, "u_max_length", WIND_MAX_LENGTH);
+                set_f32(gl, p, "u_seconds", views.wind_seconds);
+                set_f32(gl, p, "u_max_length", views.wind_max_length);
                 set_f32(gl, p, "u_speed_max", views.speed_max);
                 gl.bind_vertex_array(Some(self.wind_vao));
                 gl.draw_arrays_instanced(glow::LINES, 0, 2, self.field_count as i32);

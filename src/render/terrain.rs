@@ -1,9 +1,42 @@
 //! The ground surface the renderer draws: any triangle surface with a snow depth per vertex,
-//! built from a regular heightfield or from triangles given directly.
+//! built from a regular heightfield or from triangles given directly; and the box of air above
+//! it that the particles live in.
 
 use glam::{Vec2, Vec3};
 
 use super::error::{Error, Result};
+
+/// The simulated volume: particles live in `[lo, hi)`; x east, y north, z up, metres.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceneBox {
+    /// Smallest corner.
+    pub lo: Vec3,
+    /// Largest corner.
+    pub hi: Vec3,
+}
+
+impl SceneBox {
+    /// Extent along each axis.
+    pub fn size(&self) -> Vec3 {
+        self.hi - self.lo
+    }
+
+    /// Whether the box is finite and has a positive extent along every axis.
+    pub fn is_valid(&self) -> bool {
+        self.lo.is_finite() && self.hi.is_finite() && self.hi.cmpgt(self.lo).all()
+    }
+
+    /// The eight corners.
+    pub fn corners(&self) -> [Vec3; 8] {
+        std::array::from_fn(|i| {
+            Vec3::new(
+                if i & 1 == 0 { self.lo.x } else { self.hi.x },
+                if i & 2 == 0 { self.lo.y } else { self.hi.y },
+                if i & 4 == 0 { self.lo.z } else { self.hi.z },
+            )
+        })
+    }
+}
 
 /// Heights (z) on a regular grid over the rectangle `[lo, hi]` of the horizontal (x, y) plane:
 /// the form terrain from a heightmap image takes.
@@ -47,9 +80,100 @@ impl Heightfield {
         })
     }
 
+    /// Samples a triangle surface on an `nx × ny` grid over `[lo, hi]`: at each grid point
+    /// the highest of the triangles whose horizontal projection covers it, `fill` where none
+    /// does (a hole, or outside the surface). This turns any ground (e.g. a mesh domain's
+    /// ground triangles) into the regular grid that kernels sample.
+    pub fn from_surface(
+        surface: &TerrainMesh,
+        nx: usize,
+        ny: usize,
+        lo: Vec2,
+        hi: Vec2,
+        fill: f32,
+    ) -> Result<Self> {
+        check_grid(nx, ny, lo, hi)?;
+        surface.validate()?;
+        let mut heights = vec![f32::NEG_INFINITY; nx * ny];
+        let cell = (hi - lo) / Vec2::new((nx - 1) as f32, (ny - 1) as f32);
+        for tri in &surface.triangles {
+            let [a, b, c] = tri.map(|v| surface.positions[v as usize]);
+            let area = (b.truncate() - a.truncate()).perp_dot(c.truncate() - a.truncate());
+            let extent = (b.truncate() - a.truncate())
+                .abs()
+                .max((c.truncate() - a.truncate()).abs())
+                .max_element();
+            if area.abs() <= 1e-9 * extent * extent {
+                continue; // vertical or degenerate: covers no area seen from above
+            }
+            let tmin = (a.truncate().min(b.truncate()).min(c.truncate()) - lo) / cell;
+            let tmax = (a.truncate().max(b.truncate()).max(c.truncate()) - lo) / cell;
+            let range = |t0: f32, t1: f32, n: usize| {
+                let first = t0.ceil().max(0.0) as usize;
+                let last = (t1.floor().min((n - 1) as f32)).max(-1.0);
+                (first, last as isize)
+            };
+            let (ix0, ix1) = range(tmin.x - 1e-4, tmax.x + 1e-4, nx);
+            let (iy0, iy1) = range(tmin.y - 1e-4, tmax.y + 1e-4, ny);
+            // Barycentric coordinates, with a little tolerance so that points on shared
+            // edges are covered by both neighbours.
+            let tolerance = -1e-5;
+            for iy in iy0 as isize..=iy1 {
+                for ix in ix0 as isize..=ix1 {
+                    let (ix, iy) = (ix as usize, iy as usize);
+                    let p = grid_point(ix, iy, nx, ny, lo, hi);
+                    let wa = (b.truncate() - p).perp_dot(c.truncate() - p) / area;
+                    let wb = (c.truncate() - p).perp_dot(a.truncate() - p) / area;
+                    let wc = 1.0 - wa - wb;
+                    if wa >= tolerance && wb >= tolerance && wc >= tolerance {
+                        let z = wa * a.z + wb * b.z + wc * c.z;
+                        let h = &mut heights[iy * nx + ix];
+                        *h = h.max(z);
+                    }
+                }
+            }
+        }
+        for h in &mut heights {
+            if *h == f32::NEG_INFINITY {
+                *h = fill;
+            }
+        }
+        Ok(Self {
+            nx,
+            ny,
+            lo,
+            hi,
+            heights,
+        })
+    }
+
     /// Horizontal position of grid point `(ix, iy)`.
     pub fn point(&self, ix: usize, iy: usize) -> Vec2 {
         grid_point(ix, iy, self.nx, self.ny, self.lo, self.hi)
+    }
+
+    /// The height at `(x, y)`, bilinear between grid points, clamped to the grid's edges
+    /// outside it (as the kernels sample it).
+    pub fn height_at(&self, x: f32, y: f32) -> f32 {
+        let t = ((Vec2::new(x, y) - self.lo) / (self.hi - self.lo)).clamp(Vec2::ZERO, Vec2::ONE)
+            * Vec2::new((self.nx - 1) as f32, (self.ny - 1) as f32);
+        let i = (t.x as usize).min(self.nx - 2);
+        let j = (t.y as usize).min(self.ny - 2);
+        let (s, u) = (t.x - i as f32, t.y - j as f32);
+        let k = j * self.nx + i;
+        let h = &self.heights;
+        let below = h[k] + (h[k + 1] - h[k]) * s;
+        let above = h[k + self.nx] + (h[k + self.nx + 1] - h[k + self.nx]) * s;
+        below + (above - below) * u
+    }
+
+    /// Lowest and highest height.
+    pub fn range(&self) -> (f32, f32) {
+        self.heights
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &h| {
+                (lo.min(h), hi.max(h))
+            })
     }
 }
 
@@ -309,6 +433,48 @@ mod tests {
         assert_eq!(terrain.triangles, vec![[0, 1, 2], [1, 3, 2]]);
         assert_eq!(terrain.positions[3], Vec3::new(2.0, 2.0, 1.5));
         assert!(terrain.normals.iter().all(|n| n.z > 0.9));
+    }
+
+    #[test]
+    fn a_surface_rasterises_to_the_heights_under_it() {
+        // A tilted plane z = 1 + x / 4 + y / 8 over [0, 4]², on a 3 × 3 vertex grid.
+        let plane = |x: f32, y: f32| 1.0 + x / 4.0 + y / 8.0;
+        let coarse = Heightfield::from_fn(3, 3, Vec2::ZERO, Vec2::splat(4.0), plane).unwrap();
+        let surface = TerrainMesh::from_heightfield(&coarse).unwrap();
+        // A finer grid reaching 1 m beyond the surface on the east: filled there.
+        let field =
+            Heightfield::from_surface(&surface, 11, 9, Vec2::ZERO, Vec2::new(5.0, 4.0), -7.0)
+                .unwrap();
+        for iy in 0..field.ny {
+            for ix in 0..field.nx {
+                let p = field.point(ix, iy);
+                let h = field.heights[iy * field.nx + ix];
+                let expected = if p.x <= 4.0 + 1e-4 {
+                    plane(p.x, p.y)
+                } else {
+                    -7.0
+                };
+                assert!((h - expected).abs() < 1e-4, "{p}: {h} vs {expected}");
+            }
+        }
+        assert!((field.height_at(1.25, 3.0) - plane(1.25, 3.0)).abs() < 1e-4);
+        assert!(
+            (field.height_at(-3.0, 2.0) - plane(0.0, 2.0)).abs() < 1e-4,
+            "clamped"
+        );
+        assert_eq!(field.range(), (-7.0, plane(4.0, 4.0)));
+    }
+
+    #[test]
+    fn scene_box_corners_and_validity() {
+        let b = SceneBox {
+            lo: Vec3::ZERO,
+            hi: Vec3::new(1.0, 2.0, 3.0),
+        };
+        assert!(b.is_valid());
+        assert_eq!(b.size(), Vec3::new(1.0, 2.0, 3.0));
+        assert!(b.corners().contains(&Vec3::new(1.0, 0.0, 3.0)));
+        assert!(!SceneBox { lo: b.hi, hi: b.lo }.is_valid());
     }
 
     #[test]
