@@ -296,3 +296,30 @@ fn unreadable_meshes_are_errors_naming_the_file() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(stderr(&missing).contains("does-not-exist.mesh"));
 }
+
+#[test]
+fn a_closed_pipe_ends_the_program_quietly() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args(["sort", "check", "--max-len", "5000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here: the pipe is closed while the program still prints.
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!first.is_empty());
+    assert!(!err.contains("panicked"), "{err}");
+}
