@@ -1,32 +1,12 @@
 //! `quality` and `snowsim mesh quality` on a real OpenCL device (PoCL in CI), checked against
 //! an independent f64 computation written here.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use snowsim::cl::{Context, DeviceSelector};
+use common::{context, sample, sample_path, snowsim, temp_dir, text};
+
 use snowsim::meshio::{self, ElementKind, Mesh, Version};
 use snowsim::quality::{self, HISTOGRAM_BINS, QualityError};
-
-fn context() -> Context {
-    Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
-
-fn sample_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name)
-}
-
-fn sample(name: &str) -> Mesh {
-    meshio::read(&sample_path(name)).expect("sample mesh").mesh
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-quality-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
@@ -266,17 +246,6 @@ fn a_mesh_without_tetrahedra_or_triangles_is_an_error() {
 
 // ----- the command line ------------------------------------------------------------------------
 
-fn snowsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_snowsim"))
-        .args(args)
-        .output()
-        .expect("run snowsim")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn cli_json_has_exactly_the_documented_keys() {
     let path = sample_path("cube.meshb");
@@ -358,7 +327,7 @@ fn cli_text_lists_the_statistics_and_a_histogram_with_bars() {
 
 #[test]
 fn cli_reports_inverted_tetrahedra() {
-    let dir = temp_dir("inverted");
+    let dir = temp_dir("quality", "inverted");
     let path = dir.join("special.mesh");
     meshio::write(&path, &special_tetrahedra(), Version::V2).unwrap();
     let out = snowsim(&["mesh", "quality", path.to_str().unwrap(), "--json"]);

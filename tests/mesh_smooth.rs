@@ -1,34 +1,16 @@
 //! `smoothing` and `snowsim mesh smooth` on a real OpenCL device (PoCL in CI), checked against
 //! a CPU reference implementation written here in f64.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use snowsim::cl::{Context, DeviceSelector};
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::{context, sample, sample_path, snowsim, temp_dir, text};
+
 use snowsim::meshio::{self, ElementKind, Mesh, Version, generate};
 use snowsim::quality;
 use snowsim::smoothing::{self, Progress, SmoothingError};
-
-fn context() -> Context {
-    Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
-
-fn sample_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name)
-}
-
-fn sample(name: &str) -> Mesh {
-    meshio::read(&sample_path(name)).expect("sample mesh").mesh
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-smooth-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Vertices on a boundary edge (triangles) or face (tetrahedra), found with a hash map of
 /// sorted edges or faces, plus the vertices no element uses.
@@ -311,20 +293,9 @@ fn a_mesh_without_tetrahedra_or_triangles_is_an_error() {
 
 // ----- the command line ------------------------------------------------------------------------
 
-fn snowsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_snowsim"))
-        .args(args)
-        .output()
-        .expect("run snowsim")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn cli_smooths_keeps_the_rest_of_the_mesh_and_prints_progress() {
-    let dir = temp_dir("planar");
+    let dir = temp_dir("smooth", "planar");
     let input = sample_path("square_2d.meshb");
     let output = dir.join("smooth.meshb");
     let out = snowsim(&[
@@ -373,7 +344,7 @@ fn cli_smooths_keeps_the_rest_of_the_mesh_and_prints_progress() {
 
 #[test]
 fn cli_keeps_the_input_version_unless_it_would_lose_precision() {
-    let dir = temp_dir("versions");
+    let dir = temp_dir("smooth", "versions");
     // Binary version 1 (f32): the device's f32 positions fit, so version 1 again.
     let sphere = dir.join("sphere.meshb");
     let out = snowsim(&[
@@ -416,7 +387,7 @@ fn cli_keeps_the_input_version_unless_it_would_lose_precision() {
 
 #[test]
 fn cli_errors_are_clear() {
-    let dir = temp_dir("errors");
+    let dir = temp_dir("smooth", "errors");
     let output = dir.join("out.meshb");
     let output = output.to_str().unwrap();
 
