@@ -175,13 +175,9 @@ fn main() -> anyhow::Result<()> {
     };
     println!("{verdict} in {} iterations", s.residuals.len());
     let counters = gml.counters();
-    for (name, k) in &counters.kernels {
-        let ms = k.total.as_secs_f64() * 1e3;
-        println!("kernel {name:<10} {:>6} launches {ms:>10.3} ms", k.launches);
-    }
-    for (op, k) in &counters.reductions {
-        let (op, ms) = (format!("{op:?}"), k.total.as_secs_f64() * 1e3);
-        println!("reduce {op:<10} {:>6} launches {ms:>10.3} ms", k.launches);
+    for s in &counters.stages {
+        let ms = s.busy.as_secs_f64() * 1e3;
+        println!("{:<17} {:>6} launches {ms:>10.3} ms", s.stage, s.launches);
     }
     Ok(())
 }

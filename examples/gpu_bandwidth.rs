@@ -188,10 +188,12 @@ fn main() -> anyhow::Result<()> {
         info.max_degree,
         tables.join(", ")
     );
-    let counters = gml.counters();
+    let transfers = gml.transfers();
     println!(
         "device memory in use {} bytes; transferred {} bytes to the device, {} back",
-        counters.memory_in_use, counters.transfers.to_device, counters.transfers.to_host
+        gml.memory_in_use(),
+        transfers.to_device,
+        transfers.to_host
     );
     Ok(())
 }

@@ -214,13 +214,9 @@ fn main() -> anyhow::Result<()> {
         heat.dt * heat.residuals.len() as f64
     );
     let counters = gml.counters();
-    for (name, k) in &counters.kernels {
-        let ms = k.total.as_secs_f64() * 1e3;
-        println!("kernel {name:<10} {:>7} launches {ms:>10.3} ms", k.launches);
-    }
-    for (op, k) in &counters.reductions {
-        let (op, ms) = (format!("{op:?}"), k.total.as_secs_f64() * 1e3);
-        println!("reduce {op:<10} {:>7} launches {ms:>10.3} ms", k.launches);
+    for s in &counters.stages {
+        let ms = s.busy.as_secs_f64() * 1e3;
+        println!("{:<17} {:>7} launches {ms:>10.3} ms", s.stage, s.launches);
     }
     Ok(())
 }

@@ -89,13 +89,9 @@ fn main() -> anyhow::Result<()> {
         q.min, q.mean, q.max, q.std_dev
     );
     let counters = gml.counters();
-    for (name, t) in &counters.kernels {
-        println!("kernel {name:<10} {:>10.3} ms", t.total.as_secs_f64() * 1e3);
+    for s in &counters.stages {
+        println!("{:<17} {:>10.3} ms", s.stage, s.busy.as_secs_f64() * 1e3);
     }
-    for (op, t) in &counters.reductions {
-        let op = format!("{op:?}");
-        println!("reduce {op:<10} {:>10.3} ms", t.total.as_secs_f64() * 1e3);
-    }
-    println!("device memory in use: {} bytes", counters.memory_in_use);
+    println!("device memory in use: {} bytes", gml.memory_in_use());
     Ok(())
 }

@@ -56,8 +56,11 @@ fn main() -> anyhow::Result<()> {
 
 /// Each kernel's device time, from OpenCL profiling events.
 fn print_kernel_times(gml: &Gml) {
-    for (name, t) in gml.counters().kernels {
-        let ms = t.total.as_secs_f64() * 1e3;
-        println!("kernel {name:<16} {:>6} launches {ms:>10.3} ms", t.launches);
+    for s in &gml.counters().stages {
+        let ms = s.busy.as_secs_f64() * 1e3;
+        println!(
+            "kernel {:<16} {:>6} launches {ms:>10.3} ms",
+            s.stage, s.launches
+        );
     }
 }

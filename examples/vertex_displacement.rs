@@ -99,7 +99,7 @@ fn main() -> anyhow::Result<()> {
     );
     println!("vertex 0: {:?} -> {:?}", before[0], after[0]);
     print_kernel_times(&gml);
-    let transfers = gml.counters().transfers;
+    let transfers = gml.transfers();
     println!(
         "transfers: {} bytes to the device, {} bytes back",
         transfers.to_device, transfers.to_host
@@ -109,8 +109,11 @@ fn main() -> anyhow::Result<()> {
 
 /// Each kernel's device time, from OpenCL profiling events.
 fn print_kernel_times(gml: &Gml) {
-    for (name, t) in gml.counters().kernels {
-        let ms = t.total.as_secs_f64() * 1e3;
-        println!("kernel {name:<16} {:>6} launches {ms:>10.3} ms", t.launches);
+    for s in &gml.counters().stages {
+        let ms = s.busy.as_secs_f64() * 1e3;
+        println!(
+            "kernel {:<16} {:>6} launches {ms:>10.3} ms",
+            s.stage, s.launches
+        );
     }
 }

@@ -4,9 +4,11 @@
 // consecutive floats), applies GML_TRANSFORM to each value (|x| for L1 and Linf, x*x for L2)
 // and folds them with GML_COMBINE; each work-group then folds its work-items' values in local
 // memory and writes one partial result. gml_reduce_partials folds those partials the same way,
-// without the transform. GML_NEUTRAL is the identity of GML_COMBINE; the host defines all three.
+// without the transform, in one work-group, and writes GML_FINISH of the result (sqrt for L2) to
+// output[out_index]: a solver's scalar, left on the device for the kernels that follow.
+// GML_NEUTRAL is the identity of GML_COMBINE; the host defines all four.
 
-#define GML_FOLD(TRANSFORM)                                                    \
+#define GML_FOLD(TRANSFORM, OUT, FINISH)                                       \
     const uint lid = get_local_id(0);                                          \
     const uint size = get_local_size(0);                                       \
     float acc = GML_NEUTRAL;                                                   \
@@ -22,7 +24,7 @@
         barrier(CLK_LOCAL_MEM_FENCE);                                          \
     }                                                                          \
     if (lid == 0)                                                              \
-        output[get_group_id(0)] = scratch[0];
+        output[OUT] = FINISH(scratch[0]);
 
 #define GML_IDENTITY(x) (x)
 
@@ -31,13 +33,14 @@ __kernel void gml_reduce_first(__global const float *restrict input,
                                const uint n,
                                __local float *scratch)
 {
-    GML_FOLD(GML_TRANSFORM)
+    GML_FOLD(GML_TRANSFORM, get_group_id(0), GML_IDENTITY)
 }
 
 __kernel void gml_reduce_partials(__global const float *restrict input,
                                   __global float *restrict output,
                                   const uint n,
-                                  __local float *scratch)
+                                  __local float *scratch,
+                                  const uint out_index)
 {
-    GML_FOLD(GML_IDENTITY)
+    GML_FOLD(GML_IDENTITY, out_index, GML_FINISH)
 }

@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod cl;
+pub mod counters;
 pub mod gml;
 pub mod inspect;
 pub mod interop;
@@ -19,6 +20,7 @@ pub mod render;
 pub mod renumber;
 pub mod scene;
 pub mod selftest;
+pub mod sim;
 pub mod smoothing;
 pub mod sort;
 pub mod terrain;

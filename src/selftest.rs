@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use opencl3::kernel::ExecuteKernel;
 use serde::Serialize;
 
 use crate::cl::{self, Context, DeviceBuffer, KernelTimer, Program, Source, WorkSize};
@@ -116,23 +115,17 @@ pub fn run_triad(
     let n = elements as u32;
 
     let launch = || -> Result<opencl3::event::Event, cl::Error> {
-        // SAFETY: the arguments match the kernel's signature (three float4 buffers of
-        // `elements` values, a float and a uint) and the kernel guards `i < n`.
+        let mut call = kernel.call();
+        // SAFETY: three float4 buffers of `elements` values, a float and a uint; the kernel
+        // guards `i < n`.
         unsafe {
-            ExecuteKernel::new(&kernel)
-                .set_arg(a_buf.cl_buffer())
-                .set_arg(b_buf.cl_buffer())
-                .set_arg(c_buf.cl_buffer())
-                .set_arg(&SCALE)
-                .set_arg(&n)
-                .set_global_work_size(work.global)
-                .set_local_work_size(work.local)
-                .enqueue_nd_range(context.queue())
-        }
-        .map_err(|code| cl::Error::Api {
-            call: "clEnqueueNDRangeKernel(triad)".to_string(),
-            code,
-        })
+            call.buffer(&a_buf)?
+                .buffer(&b_buf)?
+                .buffer(&c_buf)?
+                .arg(&SCALE)?
+                .arg(&n)?
+        };
+        call.enqueue(context, work)
     };
 
     cl::event_duration(&launch()?)?; // warm-up: first launches pay for lazy compilation

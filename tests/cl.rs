@@ -1,6 +1,11 @@
 //! The OpenCL layer on a real device (PoCL in CI): listing, selection, builds, buffers, a kernel.
 
-use snowsim::cl::{self, Context, DeviceBuffer, DeviceSelector, Program, Source};
+use std::time::Duration;
+
+use snowsim::cl::{
+    self, Context, ContextOptions, DeviceBuffer, DeviceSelector, GlBuffer, Program, Source,
+    Timeline, WorkSize,
+};
 use snowsim::selftest::run_triad;
 
 fn context() -> Context {
@@ -101,14 +106,298 @@ fn a_good_program_builds_and_runs() {
     assert!(program.kernel("missing").is_err());
     let data: Vec<i32> = (-500..500).collect();
     let buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
-    let event = unsafe {
-        opencl3::kernel::ExecuteKernel::new(&kernel)
-            .set_arg(buf.cl_buffer())
-            .set_global_work_size(data.len())
-            .enqueue_nd_range(ctx.queue())
-    }
-    .unwrap();
+    let mut call = kernel.call();
+    // SAFETY: one int buffer, one work-item per value.
+    unsafe { call.buffer(&buf).unwrap() };
+    let event = call
+        .enqueue(
+            &ctx,
+            WorkSize {
+                global: data.len(),
+                local: 1,
+            },
+        )
+        .unwrap();
     cl::event_duration(&event).unwrap();
     let expected: Vec<i32> = data.iter().map(|x| x * x).collect();
     assert_eq!(buf.read().unwrap(), expected);
+    assert_eq!(kernel.file(), "square.cl");
+}
+
+/// `out[i] = a[i] * k + offset` over `n` values, in a file of its own name.
+const SCALE: &str = "// scale.cl
+__kernel void scale(__global float *out, __global const float *a, const float k,
+                    const uint n, const float offset)
+{
+    const uint i = get_global_id(0);
+    if (i < n) out[i] = a[i] * k + offset;
+}
+";
+
+fn scale_kernel(ctx: &Context) -> cl::Kernel {
+    let program = Program::build(ctx, &[Source::new("scale.cl", SCALE)], "").unwrap();
+    program.kernel("scale").unwrap()
+}
+
+#[test]
+fn arguments_that_do_not_match_the_declaration_are_errors_naming_kernel_argument_and_file() {
+    let ctx = context();
+    let kernel = scale_kernel(&ctx);
+    assert_eq!(kernel.arg_count(), 5);
+    let out = DeviceBuffer::<f32>::zeroed(&ctx, 64).unwrap();
+    let a = DeviceBuffer::from_slice(&ctx, &[1.0f32; 64]).unwrap();
+    let work = kernel.work_size(&ctx, 64).unwrap();
+    let message = |e: cl::Error| {
+        let text = e.to_string();
+        assert!(
+            matches!(e, cl::Error::KernelArgument { .. }),
+            "not an argument error: {text}"
+        );
+        assert!(
+            text.contains("`scale`") && text.contains("scale.cl"),
+            "{text}"
+        );
+        text
+    };
+
+    // One argument short: the count is compared before enqueuing.
+    let mut call = kernel.call();
+    unsafe {
+        call.buffer(&out)
+            .unwrap()
+            .buffer(&a)
+            .unwrap()
+            .arg(&2.0f32)
+            .unwrap()
+            .arg(&64u32)
+            .unwrap()
+    };
+    let text = message(call.enqueue(&ctx, work).unwrap_err());
+    assert!(
+        text.contains("sets 4 arguments") && text.contains("declares 5"),
+        "{text}"
+    );
+
+    // One too many.
+    let mut call = kernel.call();
+    let too_many = unsafe {
+        call.buffer(&out)
+            .and_then(|c| c.buffer(&a))
+            .and_then(|c| c.arg(&2.0f32))
+            .and_then(|c| c.arg(&64u32))
+            .and_then(|c| c.arg(&1.0f32))
+            .and_then(|c| c.arg(&1.0f32))
+    };
+    let text = message(too_many.err().expect("a sixth argument is refused"));
+    assert!(text.contains("more arguments than the 5"), "{text}");
+
+    // A value of the wrong type where the driver reports type names (-cl-kernel-arg-info),
+    // else of the wrong size (clSetKernelArg's own check).
+    let mut call = kernel.call();
+    let wrong = unsafe {
+        call.buffer(&out)
+            .and_then(|c| c.buffer(&a))
+            .and_then(|c| c.arg(&[2.0f32; 4]))
+    };
+    let text = message(wrong.err().expect("a float4 for a float is refused"));
+    assert!(text.contains("argument 2"), "{text}");
+
+    // A value where a buffer is declared, and a buffer of 16-byte values for a float pointer.
+    let mut call = kernel.call();
+    let text = message(
+        unsafe { call.arg(&1u32) }
+            .err()
+            .expect("a value for a pointer"),
+    );
+    assert!(text.contains("argument 0"), "{text}");
+    let wide = DeviceBuffer::<[f32; 4]>::zeroed(&ctx, 16).unwrap();
+    let mut call = kernel.call();
+    let text = message(
+        unsafe { call.buffer(&wide) }
+            .err()
+            .expect("float4 values for float*"),
+    );
+    assert!(
+        text.contains("argument 0") && text.contains("16-byte"),
+        "{text}"
+    );
+
+    // After all that, a correct call still runs (nothing stale is kept from failed ones).
+    let mut call = kernel.call();
+    unsafe {
+        call.buffer(&out)
+            .unwrap()
+            .buffer(&a)
+            .unwrap()
+            .arg(&3.0f32)
+            .unwrap()
+            .arg(&64u32)
+            .unwrap()
+            .arg(&0.5f32)
+            .unwrap();
+    }
+    call.enqueue(&ctx, work).unwrap().wait().unwrap();
+    assert_eq!(out.read().unwrap(), vec![3.5f32; 64]);
+}
+
+#[test]
+fn unchanged_arguments_are_kept_and_changed_ones_set_again() {
+    let ctx = context();
+    let kernel = scale_kernel(&ctx);
+    let a: Vec<f32> = (0..100).map(|i| i as f32).collect();
+    let a = DeviceBuffer::from_slice(&ctx, &a).unwrap();
+    let out = DeviceBuffer::<f32>::zeroed(&ctx, 100).unwrap();
+    let other = DeviceBuffer::<f32>::zeroed(&ctx, 100).unwrap();
+    let work = kernel.work_size(&ctx, 100).unwrap();
+    let run = |target: &DeviceBuffer<f32>, k: f32| {
+        let mut call = kernel.call();
+        unsafe {
+            call.buffer(target)
+                .unwrap()
+                .buffer(&a)
+                .unwrap()
+                .arg(&k)
+                .unwrap()
+                .arg(&100u32)
+                .unwrap()
+                .arg(&1.0f32)
+                .unwrap();
+        }
+        call.enqueue(&ctx, work).unwrap().wait().unwrap();
+    };
+    run(&out, 2.0);
+    run(&out, 2.0); // every argument as before: none is set again, the result is the same
+    let expected = |k: f32| (0..100).map(|i| i as f32 * k + 1.0).collect::<Vec<f32>>();
+    assert_eq!(out.read().unwrap(), expected(2.0));
+    run(&other, 3.0); // two arguments changed
+    assert_eq!(other.read().unwrap(), expected(3.0));
+    assert_eq!(
+        out.read().unwrap(),
+        expected(2.0),
+        "the first output is untouched"
+    );
+}
+
+#[test]
+fn a_timeline_times_stages_once_without_waiting_per_launch() {
+    let ctx = context();
+    let kernel = scale_kernel(&ctx);
+    let n = 1 << 16;
+    let a = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; n]).unwrap();
+    let out = DeviceBuffer::<f32>::zeroed(&ctx, n).unwrap();
+    let work = kernel.work_size(&ctx, n).unwrap();
+    let mut timeline = ctx.timeline();
+    assert!(timeline.records_events());
+    for (stage, launches) in [("first.stage", 3), ("second.stage", 2)] {
+        timeline.stage(stage);
+        for _ in 0..launches {
+            let mut call = kernel.call();
+            unsafe {
+                call.buffer(&out)
+                    .unwrap()
+                    .buffer(&a)
+                    .unwrap()
+                    .arg(&2.0f32)
+                    .unwrap()
+                    .arg(&(n as u32))
+                    .unwrap()
+                    .arg(&0.0f32)
+                    .unwrap();
+            }
+            call.enqueue_into(&ctx, work, &mut timeline).unwrap();
+        }
+    }
+    assert_eq!(timeline.len(), 5);
+    let stages = timeline.resolve().unwrap();
+    assert!(timeline.is_empty(), "resolve forgets the launches");
+    assert_eq!(
+        stages
+            .iter()
+            .map(|s| (s.stage.as_str(), s.launches))
+            .collect::<Vec<_>>(),
+        [("first.stage", 3), ("second.stage", 2)]
+    );
+    for s in &stages {
+        assert!(s.device && s.busy > Duration::ZERO, "{s:?}");
+        // In order: the span from first start to last end covers every kernel's time.
+        assert!(s.span >= s.busy, "{s:?}");
+    }
+    assert_eq!(out.read().unwrap(), vec![2.0f32; n]);
+
+    // A timeline that records no events still launches, and counts.
+    let mut quiet = Timeline::new(false);
+    let mut call = kernel.call();
+    unsafe {
+        call.buffer(&out)
+            .unwrap()
+            .buffer(&a)
+            .unwrap()
+            .arg(&4.0f32)
+            .unwrap()
+            .arg(&(n as u32))
+            .unwrap()
+            .arg(&0.0f32)
+            .unwrap();
+    }
+    call.enqueue_into(&ctx, work, &mut quiet).unwrap();
+    ctx.finish().unwrap();
+    assert_eq!((quiet.len(), quiet.resolve().unwrap().len()), (1, 0));
+    assert_eq!(out.read().unwrap(), vec![4.0f32; n]);
+}
+
+#[test]
+fn a_context_without_profiling_runs_kernels_and_says_so() {
+    let devices = cl::list_devices().unwrap();
+    let entry = DeviceSelector::Default.select(&devices).unwrap();
+    let options = ContextOptions {
+        profiling: false,
+        ..ContextOptions::default()
+    };
+    let ctx = Context::with_options(entry, &options).unwrap();
+    assert!(!ctx.profiling() && !ctx.is_gl_shared());
+    assert!(!ctx.timeline().records_events());
+    let out = DeviceBuffer::<f32>::zeroed(&ctx, 8).unwrap();
+    let a = DeviceBuffer::from_slice(&ctx, &[2.0f32; 8]).unwrap();
+    let kernel = scale_kernel(&ctx);
+    let mut call = kernel.call();
+    unsafe {
+        call.buffer(&out)
+            .unwrap()
+            .buffer(&a)
+            .unwrap()
+            .arg(&2.0f32)
+            .unwrap()
+            .arg(&8u32)
+            .unwrap()
+            .arg(&1.0f32)
+            .unwrap();
+    }
+    let mut timeline = ctx.timeline();
+    call.enqueue_into(&ctx, kernel.work_size(&ctx, 8).unwrap(), &mut timeline)
+        .unwrap();
+    ctx.finish().unwrap();
+    assert_eq!(out.read().unwrap(), vec![5.0f32; 8]);
+    // A GL buffer needs a GL-shared context: refused, not attempted.
+    let refused = unsafe { GlBuffer::<[f32; 4]>::from_gl(&ctx, 1, 4) };
+    assert!(refused.is_err());
+}
+
+#[test]
+fn reads_that_do_not_wait_arrive_and_copies_stay_on_the_device() {
+    let ctx = context();
+    let data: Vec<u32> = (0..1000).collect();
+    let src = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&ctx, 1000).unwrap();
+    dst.copy_from(&src).unwrap();
+    let pending = dst.read_async(990, 10).unwrap();
+    let values = pending.wait().unwrap();
+    assert_eq!(values, (990..1000).collect::<Vec<u32>>());
+    let pending = dst.read_async(0, 1).unwrap();
+    ctx.finish().unwrap();
+    assert!(pending.is_ready().unwrap());
+    assert_eq!(pending.wait().unwrap(), [0]);
+    assert!(dst.read_async(999, 2).is_err(), "past the end");
+    assert!(dst.read_async(0, 0).is_err(), "nothing to read");
+    let short = DeviceBuffer::<u32>::zeroed(&ctx, 10).unwrap();
+    assert!(dst.copy_from(&short).is_err(), "lengths differ");
 }

@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use glam::{Vec2, Vec3};
-use opencl3::types::CL_BLOCKING;
-use snowsim::cl::{DeviceEntry, DeviceSelector, list_devices};
-use snowsim::interop::{
-    self, ComputeContext, FixedParticles, InteropMode, SceneSetup, Session, SessionConfig, Transfer,
+use snowsim::cl::{
+    Context, DeviceBuffer, DeviceEntry, DeviceSelector, OutputBuffer, Timeline, list_devices,
 };
+use snowsim::counters::{StageTime, stage};
+use snowsim::interop::{self, InteropMode, Transfer};
 use snowsim::meshio::{self, ElementKind, Mesh};
 use snowsim::render::{
-    Action, FrameDriver, Headless, Heightfield, OrbitCamera, Palette, SceneBox, TerrainMesh, Views,
-    read_frame,
+    Action, FrameDriver, Headless, OrbitCamera, Palette, TerrainMesh, Views, read_frame,
 };
 use snowsim::scene::{Domain, Scene};
-use snowsim::terrain::{Side, Terrain, TerrainSpec};
+use snowsim::sim::{self, FixedParticles, SceneSetup, Session, SessionConfig};
+use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
 const W: u32 = 320;
 const H: u32 = 240;
@@ -181,7 +181,7 @@ fn classify(px: [u8; 3], background: [u8; 3]) -> Class {
 /// Renders the fixed scene headless with `mode` on `device` (particles reach GL only through
 /// the interop path: written by OpenCL, then shared or copied), checks every sampled pixel and
 /// returns the path used.
-fn render_fixed_scene(device: &DeviceEntry, mode: InteropMode) -> Result<Transfer, interop::Error> {
+fn render_fixed_scene(device: &DeviceEntry, mode: InteropMode) -> Result<Transfer, sim::Error> {
     let headless = Headless::new(W, H)?;
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0)?;
     let terrain = TerrainMesh::from_heightfield(&ground)?;
@@ -211,12 +211,8 @@ fn render_fixed_scene(device: &DeviceEntry, mode: InteropMode) -> Result<Transfe
     let transfer = session.interop().transfer;
     let stages = session
         .frame((W, H))
-        .map_err(|e| interop::Error::Internal(e.to_string()))?;
-    assert_eq!(
-        stages.kernel,
-        std::time::Duration::ZERO,
-        "paused: no kernel"
-    );
+        .map_err(|e| sim::Error::Internal(e.to_string()))?;
+    assert!(!ran(&stages, stage::KERNELS), "paused: no kernel");
     let image = read_frame(&headless.setup().gl, (W, H))?;
 
     let background = rgb(Palette::default().background);
@@ -328,7 +324,7 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     let sharing: Vec<&DeviceEntry> = devices.iter().filter(|d| d.info.gl_sharing).collect();
     if sharing.is_empty() {
         println!(
-            "skipped: no OpenCL device offers cl_khr_gl_sharing ({}), so only the copy path \
+            "SKIPPED: no OpenCL device offers cl_khr_gl_sharing ({}), so only the copy path \
              can be tested here",
             devices
                 .iter()
@@ -341,8 +337,8 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     for device in sharing {
         match render_fixed_scene(device, InteropMode::Share) {
             Ok(transfer) => assert_eq!(transfer, Transfer::Share),
-            Err(interop::Error::ShareImpossible { device, reason }) => {
-                println!("skipped share on {device}: {reason}");
+            Err(sim::Error::Interop(interop::Error::ShareImpossible { device, reason })) => {
+                println!("SKIPPED: share path on {device}: {reason}");
             }
             Err(e) => panic!("share path on {}: {e}", device.info.label()),
         }
@@ -368,13 +364,20 @@ fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     )
     .unwrap();
     if session.interop().transfer != Transfer::Copy {
-        println!("skipped: the default device shares buffers with GL, nothing is copied");
+        println!("SKIPPED: the default device shares buffers with GL, nothing is copied");
         return;
     }
     let before = session.copied_bytes();
     let stages = session.frame((W, H)).unwrap();
-    assert!(stages.kernel > std::time::Duration::ZERO);
-    assert!(stages.transfer > std::time::Duration::ZERO);
+    assert!(busy(&stages, stage::KERNELS) > std::time::Duration::ZERO);
+    assert!(busy(&stages, stage::TRANSFER) > std::time::Duration::ZERO);
+    // The flakes' kernel ran on the device under its stage, timed by profiling.
+    let flakes = stages
+        .iter()
+        .find(|s| s.stage == sim::PARTICLES_STAGE)
+        .expect("the particles' stage");
+    assert!(flakes.device && flakes.launches == 1 && flakes.busy > std::time::Duration::ZERO);
+    assert!(flakes.span >= flakes.busy);
     // Wind and pressure views are off: only the particles travel.
     assert_eq!(session.copied_bytes() - before, 1000 * 16);
     let first = read_frame(&headless.setup().gl, (W, H)).unwrap();
@@ -408,7 +411,7 @@ fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     );
     let time = session.time();
     let stages = session.frame((W, H)).unwrap();
-    assert_eq!(stages.kernel, std::time::Duration::ZERO);
+    assert!(!ran(&stages, stage::KERNELS));
     assert_eq!(session.time(), time, "paused: time stands still");
     assert!(session.status().contains("paused"));
     assert_eq!(
@@ -482,7 +485,7 @@ fn headless_run_writes_the_screenshot_and_reports_mode_fps_and_stages() {
 fn headless_auto_picks_copy_on_a_device_without_sharing_and_json_records_it() {
     let devices = list_devices().expect("an OpenCL device");
     let Some(plain) = devices.iter().find(|d| !d.info.gl_sharing) else {
-        println!("skipped: every OpenCL device here offers cl_khr_gl_sharing");
+        println!("SKIPPED: every OpenCL device here offers cl_khr_gl_sharing");
         return;
     };
     let index = plain.info.index.to_string();
@@ -557,7 +560,7 @@ fn record_writes_every_frame_as_numbered_png() {
 #[test]
 fn window_under_xvfb_runs_frames_and_writes_the_screenshot() {
     if Command::new("xvfb-run").arg("--help").output().is_err() {
-        println!("skipped: xvfb-run is not installed (Debian: apt-get install xvfb)");
+        println!("SKIPPED: xvfb-run is not installed (Debian: apt-get install xvfb)");
         return;
     }
     let dir = temp_dir("window");
@@ -615,7 +618,7 @@ fn no_display_without_headless_is_a_clear_error() {
 fn interop_share_on_a_device_without_sharing_is_a_clear_error() {
     let devices = list_devices().expect("an OpenCL device");
     let Some(plain) = devices.iter().find(|d| !d.info.gl_sharing) else {
-        println!("skipped: every OpenCL device here offers cl_khr_gl_sharing");
+        println!("SKIPPED: every OpenCL device here offers cl_khr_gl_sharing");
         return;
     };
     let index = plain.info.index.to_string();
@@ -1013,26 +1016,36 @@ fn an_invalid_scene_file_is_a_clear_error_naming_file_and_key() {
 }
 
 /// Reads `len` float4 back from `buffer`.
-fn read_back(
-    compute: &ComputeContext,
-    buffer: &opencl3::memory::Buffer<[f32; 4]>,
-    len: usize,
+/// Enqueues `write` into a fresh device buffer of `len` float4, waits, and reads it back.
+fn run_into(
+    context: &Context,
+    buffer: &mut DeviceBuffer<[f32; 4]>,
+    write: impl FnOnce(&mut OutputBuffer<'_, [f32; 4]>, &mut Timeline) -> sim::Result<()>,
 ) -> Vec<[f32; 4]> {
-    let mut out = vec![[0.0f32; 4]; len];
-    // SAFETY: the buffer holds at least `len` float4; the read is blocking.
-    unsafe {
-        compute
-            .queue()
-            .enqueue_read_buffer(buffer, CL_BLOCKING, 0, &mut out, &[])
-            .unwrap();
-    }
-    out
+    let mut timeline = context.timeline();
+    write(&mut OutputBuffer::Device(buffer), &mut timeline).unwrap();
+    timeline.wait().unwrap();
+    buffer.read().unwrap()
+}
+
+/// Whether a stage of that name ran in the frame.
+fn ran(stages: &[StageTime], name: &str) -> bool {
+    stages.iter().any(|s| s.stage == name)
+}
+
+/// The busy time of stage `name` in the frame (zero if it did not run).
+fn busy(stages: &[StageTime], name: &str) -> std::time::Duration {
+    stages
+        .iter()
+        .filter(|s| s.stage == name)
+        .map(|s| s.busy)
+        .sum()
 }
 
 #[test]
 fn the_wind_view_shows_the_scene_wind_profile() {
     let device = default_device();
-    let compute = ComputeContext::plain(&device).unwrap();
+    let context = Context::new(&device).unwrap();
     let flat = std::fs::read_to_string(repo(FLAT)).unwrap();
     for profile in [
         "profile = \"log\"\nroughness = 0.5",
@@ -1042,13 +1055,13 @@ fn the_wind_view_shows_the_scene_wind_profile() {
         let scene = Scene::from_toml(&text, Path::new("profile.toml")).unwrap();
         let setup = SceneSetup::new(&scene).unwrap();
         let mut field = setup.field_source().unwrap();
-        field.prepare(&compute).unwrap();
+        field.prepare(&context).unwrap();
         let n = field.samples();
         assert_eq!(n, 16 * 16 * 6);
-        let mut buffer = compute.float4_buffer(2 * n).unwrap();
-        field.update(&compute, &mut buffer, 0.0).unwrap();
-        compute.finish().unwrap();
-        let data = read_back(&compute, &buffer, 2 * n);
+        let mut buffer = DeviceBuffer::uninit(&context, 2 * n).unwrap();
+        let data = run_into(&context, &mut buffer, |out, timeline| {
+            field.update(&context, out, 0.0, timeline)
+        });
         let mut heights = Vec::new();
         for sample in data.chunks_exact(2) {
             let [x, y, z, _] = sample[0];
@@ -1090,7 +1103,7 @@ fn the_wind_view_shows_the_scene_wind_profile() {
 #[test]
 fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
     let device = default_device();
-    let compute = ComputeContext::plain(&device).unwrap();
+    let context = Context::new(&device).unwrap();
     let scene = Scene::load(&repo("scenes/valley.toml")).unwrap();
     let mut setup = SceneSetup::new(&scene).unwrap();
     let n = 4096;
@@ -1099,11 +1112,11 @@ fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
     assert_eq!(setup.bounds.hi, Vec3::new(4000.0, 4000.0, 1400.0));
     let (r0, r1) = (0.001, 0.004);
     let mut flakes = setup.particle_source().unwrap();
-    flakes.prepare(&compute).unwrap();
-    let mut buffer = compute.float4_buffer(n).unwrap();
-    flakes.reset(&compute, &mut buffer).unwrap();
-    compute.finish().unwrap();
-    let before = read_back(&compute, &buffer, n);
+    flakes.prepare(&context).unwrap();
+    let mut buffer = DeviceBuffer::uninit(&context, n).unwrap();
+    let before = run_into(&context, &mut buffer, |out, timeline| {
+        flakes.reset(&context, out, timeline)
+    });
     let in_air = |p: &[f32; 4]| {
         let ground = setup.ground.height_at(p[0], p[1]);
         (0.0..4000.0).contains(&p[0])
@@ -1118,9 +1131,9 @@ fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
     assert!(before.iter().any(|p| p[2] < 200.0) && before.iter().any(|p| p[2] > 1200.0));
 
     let dt = 2.0;
-    flakes.step(&compute, &mut buffer, dt, 0.0).unwrap();
-    compute.finish().unwrap();
-    let after = read_back(&compute, &buffer, n);
+    let after = run_into(&context, &mut buffer, |out, timeline| {
+        flakes.step(&context, out, dt, 0.0, timeline)
+    });
     assert!(after.iter().all(in_air), "flakes leave the air");
     let flutter = setup.flakes.flutter * dt;
     let mut drifted = 0;

@@ -1,7 +1,5 @@
 //! The device's copy bandwidth, measured with a coalesced float4 copy kernel.
 
-use opencl3::kernel::ExecuteKernel;
-
 use crate::cl::{self, Context, DeviceBuffer, KernelTimer, Program, Source, WorkSize};
 
 /// Copy bandwidth in bytes per second (bytes read plus bytes written over the mean device time
@@ -16,21 +14,11 @@ pub fn copy_bandwidth(context: &Context, values: usize, launches: u32) -> cl::Re
     let work = WorkSize::for_kernel(context, &kernel, values)?;
     let n = values as u32;
     let launch = || {
+        let mut call = kernel.call();
         // SAFETY: two float4 buffers of `values` elements and their length; the kernel guards
         // the tail.
-        unsafe {
-            ExecuteKernel::new(&kernel)
-                .set_arg(dst.cl_buffer())
-                .set_arg(src.cl_buffer())
-                .set_arg(&n)
-                .set_global_work_size(work.global)
-                .set_local_work_size(work.local)
-                .enqueue_nd_range(context.queue())
-        }
-        .map_err(|code| cl::Error::Api {
-            call: "clEnqueueNDRangeKernel(copy_float4)".into(),
-            code,
-        })
+        unsafe { call.buffer(&dst)?.buffer(&src)?.arg(&n)? };
+        call.enqueue(context, work)
     };
     cl::event_duration(&launch()?)?;
     let mut timer = KernelTimer::default();

@@ -3,3 +3,4 @@
 
 pub mod copy;
 pub mod gml_bandwidth;
+pub mod launch;

@@ -5,11 +5,26 @@ use std::mem::size_of;
 use std::ptr;
 
 use bytemuck::Pod;
-use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
-use opencl3::types::CL_BLOCKING;
+use opencl3::event::Event;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_mem};
 
 use super::context::Context;
 use super::error::{Error, Result, ResultExt};
+
+/// Anything a kernel can take as a `__global T *` argument: a [`DeviceBuffer`], a
+/// [`GlBuffer`](super::GlBuffer), a gml field's buffer.
+pub trait BufferArg<T: Pod> {
+    /// The OpenCL memory object, or an error when the handle no longer stands for live data
+    /// (a gml field whose mesh data was replaced).
+    fn cl_mem_checked(&self) -> Result<cl_mem>;
+    /// Number of values of `T` it holds.
+    fn len(&self) -> usize;
+    /// Whether it holds no value.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// A buffer of `len` values of `T` in a device's global memory.
 ///
@@ -115,6 +130,72 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.buffer
     }
 
+    /// The OpenCL memory object handle.
+    pub fn cl_mem(&self) -> cl_mem {
+        self.buffer.get()
+    }
+
+    /// The context the buffer belongs to.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Enqueues a device-side copy of all of `src` into this buffer (same length), without
+    /// waiting; the queue is in order, so later kernels see the copy.
+    pub fn copy_from(&mut self, src: &DeviceBuffer<T>) -> Result<Event> {
+        if src.len() != self.len() {
+            return Err(Error::WriteTooLong {
+                data: src.len(),
+                buffer: self.len(),
+            });
+        }
+        // A zero-length DeviceBuffer still holds one value.
+        let bytes = src.len().max(1) * size_of::<T>();
+        // SAFETY: both are live buffers of at least `bytes` bytes; no wait list.
+        unsafe {
+            self.context.queue().enqueue_copy_buffer(
+                &src.buffer,
+                &mut self.buffer,
+                0,
+                0,
+                bytes,
+                &[],
+            )
+        }
+        .during("clEnqueueCopyBuffer")
+    }
+
+    /// Starts reading values `first..first + count` (at least one) back without waiting: the queue goes on,
+    /// and [`PendingRead::wait`] (or [`PendingRead::is_ready`]) gives them when the device is
+    /// done. This lets a solver test a residual every few iterations without stopping.
+    pub fn read_async(&self, first: usize, count: usize) -> Result<PendingRead<T>> {
+        if count == 0 || first.checked_add(count).is_none_or(|end| end > self.len) {
+            return Err(Error::WriteTooLong {
+                data: first.saturating_add(count),
+                buffer: self.len,
+            });
+        }
+        let mut out = vec![T::zeroed(); count].into_boxed_slice();
+        // SAFETY: `out` is a heap slice that `PendingRead` owns and never moves or frees
+        // before the read completes (it waits in `Drop`); the range is inside the buffer.
+        let event = unsafe {
+            self.context.queue().enqueue_read_buffer(
+                &self.buffer,
+                CL_NON_BLOCKING,
+                first * size_of::<T>(),
+                &mut out[..],
+                &[],
+            )
+        }
+        .during("clEnqueueReadBuffer (non-blocking)")?;
+        self.context.count_to_host((count * size_of::<T>()) as u64);
+        Ok(PendingRead {
+            out: Some(out),
+            count,
+            event,
+        })
+    }
+
     /// Copies `data` to the start of the buffer, blocking until done.
     ///
     /// `data` longer than the buffer is an error (never a write out of bounds).
@@ -141,6 +222,30 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(())
     }
 
+    /// Reads the first `out.len()` values into `out`, blocking until done (straight into a
+    /// mapped GL buffer, say).
+    pub fn read_into(&self, out: &mut [T]) -> Result<()> {
+        if out.len() > self.len {
+            return Err(Error::WriteTooLong {
+                data: out.len(),
+                buffer: self.len,
+            });
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `out` fits in the buffer (checked above) and the read is blocking.
+        unsafe {
+            self.context
+                .queue()
+                .enqueue_read_buffer(&self.buffer, CL_BLOCKING, 0, out, &[])
+        }
+        .during("clEnqueueReadBuffer")?;
+        self.context
+            .count_to_host(std::mem::size_of_val(out) as u64);
+        Ok(())
+    }
+
     /// Reads the whole buffer back to the host, blocking until done.
     pub fn read(&self) -> Result<Vec<T>> {
         let mut out = vec![T::zeroed(); self.len];
@@ -156,6 +261,57 @@ impl<T: Pod> DeviceBuffer<T> {
         .during("clEnqueueReadBuffer")?;
         self.context.count_to_host(self.byte_len());
         Ok(out)
+    }
+}
+
+impl<T: Pod> BufferArg<T> for DeviceBuffer<T> {
+    fn cl_mem_checked(&self) -> Result<cl_mem> {
+        Ok(self.cl_mem())
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Values being read from the device without blocking ([`DeviceBuffer::read_async`]).
+pub struct PendingRead<T: Pod> {
+    out: Option<Box<[T]>>,
+    count: usize,
+    event: Event,
+}
+
+impl<T: Pod> PendingRead<T> {
+    /// Whether the values have arrived (never blocks).
+    pub fn is_ready(&self) -> Result<bool> {
+        let status = self
+            .event
+            .command_execution_status()
+            .during("clGetEventInfo(COMMAND_EXECUTION_STATUS)")?;
+        if status.0 < 0 {
+            return Err(Error::Api {
+                call: "non-blocking clEnqueueReadBuffer".into(),
+                code: opencl3::error_codes::ClError(status.0),
+            });
+        }
+        Ok(status.0 == opencl3::event::CL_COMPLETE)
+    }
+
+    /// Waits for the values and returns them.
+    pub fn wait(mut self) -> Result<Vec<T>> {
+        self.event.wait().during("clWaitForEvents(read)")?;
+        let mut out = self.out.take().map(Vec::from).unwrap_or_default();
+        out.truncate(self.count);
+        Ok(out)
+    }
+}
+
+impl<T: Pod> Drop for PendingRead<T> {
+    fn drop(&mut self) {
+        if self.out.is_some() {
+            // The device may still be writing into `out`: wait before freeing it.
+            let _ = self.event.wait();
+        }
     }
 }
 

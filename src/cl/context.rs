@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context as ClContext;
 use opencl3::device::Device as ClDevice;
+use opencl3::types::{cl_command_queue_properties, cl_context_properties};
 
 use super::device::{DeviceEntry, DeviceInfo, DeviceSelector, list_devices};
 use super::error::{Result, ResultExt};
@@ -19,21 +20,49 @@ pub struct TransferCounters {
     pub to_host: u64,
 }
 
-/// One device, its OpenCL context and an in-order command queue with profiling enabled.
+/// How to open a [`Context`].
+#[derive(Clone, Debug)]
+pub struct ContextOptions {
+    /// Profile every command (`CL_QUEUE_PROFILING_ENABLE`): kernel device times in counters.
+    /// On by default; benchmarks turn it off to measure what profiling costs.
+    pub profiling: bool,
+    /// Properties that tie the context to a GL context for `cl_khr_gl_sharing`
+    /// (`CL_GL_CONTEXT_KHR`, `CL_EGL_DISPLAY_KHR`/`CL_GLX_DISPLAY_KHR`, `CL_CONTEXT_PLATFORM`),
+    /// 0-terminated. Pass them only for a device that lists `cl_khr_gl_sharing`: PoCL accepts
+    /// them and then kills the process in `clCreateFromGLBuffer`.
+    pub gl_sharing: Option<Vec<cl_context_properties>>,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        Self {
+            profiling: true,
+            gl_sharing: None,
+        }
+    }
+}
+
+/// One device, its OpenCL context and an in-order command queue (profiled unless asked
+/// otherwise).
 ///
-/// Every buffer, program and kernel launch in snowsim belongs to one `Context`. Several
-/// contexts, on one device or several, can live side by side. Cloning is cheap and shares the
-/// same OpenCL objects, so buffers can keep their context alive.
+/// Every buffer, program and kernel launch in snowsim belongs to one `Context`: gml, the sort
+/// and the OpenCL–OpenGL interop all run on the same one, plain or created against the GL
+/// context ([`ContextOptions::gl_sharing`]). Several contexts, on one device or several, can
+/// live side by side. Cloning is cheap and shares the same OpenCL objects, so buffers can keep
+/// their context alive.
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    info: DeviceInfo,
-    device: ClDevice,
-    context: ClContext,
+    // Field order is drop order: the queue goes before its context.
     queue: CommandQueue,
+    context: ClContext,
+    info: DeviceInfo,
+    profiling: bool,
+    gl_shared: bool,
+    device: ClDevice,
     to_device: AtomicU64,
     to_host: AtomicU64,
     allocated: AtomicU64,
@@ -48,27 +77,66 @@ impl Context {
 
     /// Opens a context and a profiled in-order queue on `entry`'s device.
     pub fn new(entry: &DeviceEntry) -> Result<Self> {
+        Self::with_options(entry, &ContextOptions::default())
+    }
+
+    /// Opens a context on `entry`'s device as `options` say.
+    pub fn with_options(entry: &DeviceEntry, options: &ContextOptions) -> Result<Self> {
         let label = entry.info.label();
-        let context =
-            ClContext::from_device(&entry.device).during(format!("clCreateContext on {label}"))?;
+        let context = match &options.gl_sharing {
+            None => ClContext::from_device(&entry.device)
+                .during(format!("clCreateContext on {label}"))?,
+            Some(properties) => ClContext::from_devices(
+                &[entry.device.id()],
+                properties,
+                None,
+                std::ptr::null_mut(),
+            )
+            .during(format!(
+                "clCreateContext with GL sharing properties on {label}"
+            ))?,
+        };
+        let flags: cl_command_queue_properties = if options.profiling {
+            CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        };
         let queue = if opencl_major(&entry.info.version) >= 2 {
-            CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
+            CommandQueue::create_default_with_properties(&context, flags, 0)
         } else {
             #[allow(deprecated)]
-            CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
+            CommandQueue::create_default(&context, flags)
         }
         .during(format!("clCreateCommandQueue on {label}"))?;
         Ok(Self {
             inner: Arc::new(Inner {
-                info: entry.info.clone(),
-                device: entry.device,
-                context,
                 queue,
+                context,
+                info: entry.info.clone(),
+                profiling: options.profiling,
+                gl_shared: options.gl_sharing.is_some(),
+                device: entry.device,
                 to_device: AtomicU64::new(0),
                 to_host: AtomicU64::new(0),
                 allocated: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// Whether commands are profiled (kernel device times can be read from their events).
+    pub fn profiling(&self) -> bool {
+        self.inner.profiling
+    }
+
+    /// Whether the context was created against a GL context (`cl_khr_gl_sharing`).
+    pub fn is_gl_shared(&self) -> bool {
+        self.inner.gl_shared
+    }
+
+    /// A timeline for chains of launches on this context: it records events when the queue
+    /// is profiled.
+    pub fn timeline(&self) -> super::Timeline {
+        super::Timeline::new(self.inner.profiling)
     }
 
     /// What the device is.

@@ -86,6 +86,32 @@ pub enum Error {
     /// Build options or a source name contained a byte OpenCL cannot take (NUL).
     #[error("invalid OpenCL build input: {0}")]
     InvalidBuildInput(String),
+    /// A kernel's arguments do not match its declaration (usually a kernel edited through
+    /// `SNOWSIM_KERNEL_DIR` whose signature changed).
+    #[error("kernel `{kernel}` in {file}: {problem}")]
+    KernelArgument {
+        /// The kernel's function name.
+        kernel: String,
+        /// The source file that defines it.
+        file: String,
+        /// The argument at fault, when one is.
+        index: Option<u32>,
+        /// What does not match.
+        problem: String,
+    },
+    /// A command of a chain that did not wait failed on the device.
+    #[error("stage `{stage}`: kernel `{kernel}` failed on the device: {code}")]
+    Stage {
+        /// The stage it was enqueued under.
+        stage: String,
+        /// The kernel (or command) name.
+        kernel: String,
+        /// The execution status or wait error.
+        code: ClError,
+    },
+    /// A buffer handle outlived the data it was made for.
+    #[error("{0}")]
+    Stale(String),
     /// A kernel source could not be read from the override directory.
     #[error("cannot read kernel source {}: {error}", path.display())]
     KernelSource {

@@ -1,6 +1,6 @@
 //! Choosing global and local work sizes for a one-dimensional kernel on a given device.
 
-use opencl3::kernel::Kernel;
+use super::kernel::Kernel;
 
 use super::context::Context;
 use super::error::{Result, ResultExt};
@@ -24,6 +24,7 @@ impl WorkSize {
     /// 256 and at most what the kernel allows.
     pub fn for_kernel(context: &Context, kernel: &Kernel, items: usize) -> Result<Self> {
         let device = context.device().id();
+        let kernel = kernel.cl_kernel();
         let allowed = kernel
             .get_work_group_size(device)
             .during("clGetKernelWorkGroupInfo(WORK_GROUP_SIZE)")?;

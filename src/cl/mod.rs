@@ -1,6 +1,7 @@
 //! A thin layer over [`opencl3`]: device listing and selection, a context with a profiled
-//! in-order queue, program builds whose failures carry the full build log, typed buffers and
-//! event timing.
+//! in-order queue (plain or shared with OpenGL), program builds whose failures carry the full
+//! build log, kernels whose arguments are checked against their declaration, typed buffers
+//! (device and GL-shared), and timelines of launches that do not wait.
 //!
 //! Everything snowsim runs on a device goes through here, so that errors always say which
 //! call failed on which device.
@@ -9,14 +10,20 @@ mod buffer;
 mod context;
 mod device;
 mod error;
+mod gl_buffer;
+mod kernel;
 mod launch;
 mod program;
+mod timeline;
 mod timing;
 
-pub use buffer::DeviceBuffer;
-pub use context::{Context, TransferCounters};
+pub use buffer::{BufferArg, DeviceBuffer, PendingRead};
+pub use context::{Context, ContextOptions, TransferCounters};
 pub use device::{DeviceEntry, DeviceInfo, DeviceSelector, DeviceType, list_devices};
 pub use error::{Error, Result};
+pub use gl_buffer::{GlBuffer, OutputBuffer};
+pub use kernel::{ArgType, Kernel, KernelCall};
 pub use launch::WorkSize;
 pub use program::{KERNEL_DIR_ENV, Program, Source};
+pub use timeline::Timeline;
 pub use timing::{KernelTimer, event_duration};

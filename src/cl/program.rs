@@ -4,11 +4,12 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 
 use opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE;
-use opencl3::kernel::Kernel;
+use opencl3::kernel::Kernel as ClKernel;
 use opencl3::program::Program as ClProgram;
 
 use super::context::Context;
 use super::error::{Error, Result, ResultExt};
+use super::kernel::Kernel;
 
 /// Environment variable naming a directory whose `*.cl` files replace the embedded kernels.
 pub const KERNEL_DIR_ENV: &str = "SNOWSIM_KERNEL_DIR";
@@ -52,7 +53,13 @@ pub struct Program {
     name: String,
     program: ClProgram,
     log: String,
+    /// Each source's name and text, to tell which file defines a kernel.
+    sources: Vec<(String, String)>,
 }
+
+/// Always passed to the compiler, so that kernels' argument declarations can be checked
+/// against what the program sets ([`super::KernelCall`]).
+const ARG_INFO_OPTION: &str = "-cl-kernel-arg-info";
 
 impl Program {
     /// Concatenates `sources` (each preceded by a `#line` directive naming it, so compiler
@@ -73,14 +80,22 @@ impl Program {
         let device = context.device().id();
         let mut program = ClProgram::create_from_source(context.cl_context(), &text)
             .during(format!("clCreateProgramWithSource({name})"))?;
-        let built = program.build(&[device], options);
+        let built = program.build(&[device], &format!("{ARG_INFO_OPTION} {options}"));
         let log = program
             .get_build_log(device)
             .unwrap_or_default()
             .trim()
             .to_string();
         match built {
-            Ok(()) => Ok(Self { name, program, log }),
+            Ok(()) => Ok(Self {
+                name,
+                program,
+                log,
+                sources: sources
+                    .iter()
+                    .map(|s| (s.name.clone(), s.text.to_string()))
+                    .collect(),
+            }),
             Err(code) if code.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::Build {
                 program: name,
                 device: context.info().name.clone(),
@@ -91,16 +106,43 @@ impl Program {
         }
     }
 
-    /// Creates the kernel called `kernel_name` from this program.
+    /// Creates the kernel called `kernel_name` from this program, with its declaration read
+    /// for argument checks.
     pub fn kernel(&self, kernel_name: &str) -> Result<Kernel> {
-        Kernel::create(&self.program, kernel_name)
-            .during(format!("clCreateKernel({kernel_name}) in {}", self.name))
+        let kernel = ClKernel::create(&self.program, kernel_name)
+            .during(format!("clCreateKernel({kernel_name}) in {}", self.name))?;
+        Kernel::new(kernel, kernel_name, self.file_defining(kernel_name))
+    }
+
+    /// The name of the source that defines `kernel_name` (the program's name if none seems to).
+    fn file_defining(&self, kernel_name: &str) -> &str {
+        self.sources
+            .iter()
+            .find(|(_, text)| defines_kernel(text, kernel_name))
+            .map_or(&self.name, |(name, _)| name)
     }
 
     /// The build log of a successful build (warnings), empty when the compiler said nothing.
     pub fn build_log(&self) -> &str {
         &self.log
     }
+}
+
+/// Whether `text` has a definition `kernel void NAME(` (with any spacing and `__kernel`).
+fn defines_kernel(text: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = &text[..at];
+        let after = text[at + name.len()..].trim_start();
+        !before.ends_with(is_ident)
+            && after.starts_with('(')
+            && before.trim_end().ends_with("void")
+            && before
+                .trim_end()
+                .trim_end_matches("void")
+                .trim_end()
+                .ends_with("kernel")
+    })
 }
 
 /// Joins sources with `#line 1 "name"` directives so that line numbers in build logs refer to
@@ -136,5 +178,14 @@ mod tests {
         .unwrap();
         assert_eq!(text, "#line 1 \"a.cl\"\nint a;\n#line 1 \"b.cl\"\nint b;\n");
         assert!(join_sources(&[Source::new("bad\"name", "")]).is_err());
+    }
+
+    #[test]
+    fn finds_the_source_defining_a_kernel() {
+        assert!(defines_kernel("__kernel void step(int a)", "step"));
+        assert!(defines_kernel("kernel  void\n step (int a)", "step"));
+        assert!(!defines_kernel("void step(int a)", "step"));
+        assert!(!defines_kernel("__kernel void substep(int a)", "step"));
+        assert!(!defines_kernel("step(1);", "step"));
     }
 }

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use snowsim::bench::gml_bandwidth;
+use snowsim::bench::{gml_bandwidth, launch};
+use snowsim::cl::list_devices;
 use snowsim::gml::Gml;
 
 use super::DeviceArg;
@@ -13,6 +14,26 @@ pub enum Command {
     /// GMlib's bandwidth test: direct, indirect and vertex-ball kernels on a generated
     /// tetrahedral cube, in GB/s and as a fraction of the device's copy bandwidth.
     Gml(GmlArgs),
+    /// What a gml launch costs: a chain of small direct-loop kernels enqueued without waiting
+    /// against the same kernels launched one by one, with profiling on and off: host µs per
+    /// enqueue, device µs per kernel and the gap between kernels.
+    Launch(LaunchArgs),
+}
+
+/// Options of `snowsim bench launch`.
+#[derive(Debug, clap::Args)]
+pub struct LaunchArgs {
+    #[command(flatten)]
+    device: DeviceArg,
+    /// Vertex counts of the kernel's loop (the valley scene's mesh has 197589 vertices).
+    #[arg(long, value_delimiter = ',', default_values_t = [65536usize, 197589, 262144])]
+    vertices: Vec<usize>,
+    /// Kernels per chain (and launched one by one), after a warm-up.
+    #[arg(long, default_value_t = 200)]
+    launches: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `snowsim bench gml`.
@@ -34,7 +55,51 @@ pub struct GmlArgs {
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Gml(args) => gml(args),
+        Command::Launch(args) => launches(args),
     }
+}
+
+fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        (2..=100_000).contains(&args.launches),
+        "--launches must be between 2 and 100000, not {}",
+        args.launches
+    );
+    if let Some(bad) = args.vertices.iter().find(|&&v| v == 0 || v > 1 << 28) {
+        anyhow::bail!("--vertices must be between 1 and 2^28, not {bad}");
+    }
+    let devices = list_devices()?;
+    let entry = args.device.device.select(&devices)?;
+    if !args.json {
+        println!(
+            "device: {}; {} launches of a direct loop per configuration",
+            entry.info.label(),
+            args.launches
+        );
+    }
+    let results = launch::run(entry, &args.vertices, args.launches)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let us = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
+    println!(
+        "{:>9} {:>9} {:>7} {:>12} {:>12} {:>12} {:>10}",
+        "vertices", "profiling", "mode", "host µs/call", "wall µs/kern", "device µs/k", "gap µs/k"
+    );
+    for r in &results {
+        println!(
+            "{:>9} {:>9} {:>7} {:>12.2} {:>12.2} {:>12} {:>10}",
+            r.vertices,
+            if r.profiling { "on" } else { "off" },
+            serde_json::to_value(r.mode)?.as_str().unwrap_or("?"),
+            r.host_us_per_launch,
+            r.wall_us_per_kernel,
+            us(r.device_us_per_kernel),
+            us(r.gap_us_per_kernel),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn gml(args: GmlArgs) -> anyhow::Result<ExitCode> {

@@ -5,12 +5,13 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use snowsim::cl::{DeviceEntry, list_devices};
-use snowsim::interop::{InteropMode, SceneSetup, Session, check_request};
+use snowsim::interop::{InteropMode, check_request};
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
 use snowsim::render::{
     Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless,
 };
 use snowsim::scene::{Domain, Scene, SceneError, WindProfile};
+use snowsim::sim::{SceneSetup, Session};
 
 use super::DeviceArg;
 

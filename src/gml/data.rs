@@ -159,6 +159,9 @@ pub(crate) struct Datum {
     pub host_dirty: bool,
     /// A kernel wrote the device copy since the last download.
     pub device_newer: bool,
+    /// Lives as long as the datum: [`super::FieldBuffer`]s hold a weak reference to know
+    /// whether the data they were made for still exists.
+    pub alive: std::sync::Arc<()>,
 }
 
 impl Datum {
@@ -178,6 +181,7 @@ impl Datum {
             device_refs: None,
             host_dirty: true,
             device_newer: false,
+            alive: std::sync::Arc::new(()),
         }
     }
 

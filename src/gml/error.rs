@@ -190,6 +190,17 @@ pub enum GmlError {
     /// A kernel was compiled before parameters were declared, or with other ones.
     #[error("parameters have not been declared with new_parameters()")]
     NoParameters,
+    /// A reduction's result was sent to a place outside the parameter struct.
+    #[error(
+        "a reduction cannot write the float at byte {offset} of the parameter struct \
+         ({size} bytes): the offset must be a multiple of 4 inside the struct"
+    )]
+    ParameterOffset {
+        /// The offset asked for.
+        offset: usize,
+        /// The struct's size.
+        size: usize,
+    },
     /// The kernel handle does not belong to this instance.
     #[error("kernel handle {0} does not belong to this gml instance")]
     UnknownKernel(usize),

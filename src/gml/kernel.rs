@@ -2,15 +2,13 @@
 
 use std::time::Duration;
 
-use opencl3::kernel::{ExecuteKernel, Kernel};
-
 use super::Gml;
 use super::codegen::{self, Arg, Relation, Resolved, Variant};
 use super::data::{Data, DataId, Role};
 use super::error::{GmlError, Result};
 use super::kind::MeshKind;
 use super::links::Auto;
-use crate::cl::{self, KernelTimer, Program, Source, WorkSize};
+use crate::cl::{self, DeviceBuffer, Kernel, KernelCall, Program, Source, Timeline, WorkSize};
 
 /// How a kernel uses a datum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,12 +124,19 @@ pub(crate) struct CompiledVariant {
     source: String,
     /// Index of the uplink table this variant runs over.
     table: Option<usize>,
+    /// Largest work-group the kernel allows, and its preferred multiple, on this device.
+    allowed: usize,
+    multiple: usize,
+    /// Rows of its table and first entity, as of the last [`prepare`].
+    rows: usize,
+    first: i32,
 }
 
-/// A compiled kernel with its variants and timer.
+/// A compiled kernel with its variants.
 pub(crate) struct Compiled {
     pub name: String,
-    pub timer: KernelTimer,
+    /// The instance generation it was last prepared for (links built, data uploaded).
+    prepared: Option<u64>,
     spec: KernelSpec,
     loop_kind: MeshKind,
     uplink: Option<MeshKind>,
@@ -391,6 +396,17 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         }
         let program = Program::build(&gml.context, &sources, &options)?;
         let kernel = program.kernel(&spec.name)?;
+        let allowed = kernel.max_group(&gml.context)?;
+        let multiple = kernel
+            .cl_kernel()
+            .get_work_group_size_multiple(gml.context.device().id())
+            .map_err(|code| cl::Error::Api {
+                call: format!(
+                    "clGetKernelWorkGroupInfo(PREFERRED_WORK_GROUP_SIZE_MULTIPLE) of {}",
+                    spec.name
+                ),
+                code,
+            })?;
         if let Some(w) = variant.width {
             widths.push(w);
         }
@@ -399,11 +415,15 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
             args: generated.args,
             source,
             table,
+            allowed,
+            multiple,
+            rows: 0,
+            first: 0,
         });
     }
     Ok(Compiled {
         name: spec.name.clone(),
-        timer: KernelTimer::default(),
+        prepared: None,
         spec: spec.clone(),
         loop_kind: spec.loop_kind,
         uplink,
@@ -422,8 +442,14 @@ pub(crate) fn compile(gml: &mut Gml, spec: KernelSpec) -> Result<KernelId> {
     })
 }
 
-pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
+/// Brings everything `id` reads up to date on the device: links (rebuilt, and the kernel
+/// recompiled, if the mesh changed), data changed on the host, the parameter block. Skipped
+/// when nothing changed since the kernel was last prepared.
+fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
     gml.kernel(id)?;
+    if gml.kernels[id.index].prepared == Some(gml.generation) {
+        return Ok(());
+    }
     // The mesh may have changed since compilation: rebuild links, and the variants if the
     // uplink's table widths changed.
     let (loop_kind, uplink) = {
@@ -438,10 +464,7 @@ pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
         .collect();
     if widths != gml.kernels[id.index].widths {
         let spec = gml.kernels[id.index].spec.clone();
-        let timer = gml.kernels[id.index].timer;
-        let mut rebuilt = build(gml, &spec)?;
-        rebuilt.timer = timer;
-        gml.kernels[id.index] = rebuilt;
+        gml.kernels[id.index] = build(gml, &spec)?;
     }
     // Upload what changed on the host.
     let context = gml.context.clone();
@@ -451,154 +474,142 @@ pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
             needed.push(link);
         }
     }
-    for kind in [Some(loop_kind), Some(MeshKind::Vertices)]
-        .into_iter()
-        .flatten()
-    {
+    for kind in [loop_kind, MeshKind::Vertices] {
         if let Ok(id) = gml.mesh(kind) {
             needed.push(id);
         }
     }
     for id in &needed {
-        gml.datum_mut(*id)?.upload(&context)?;
+        gml.datum_mut_quiet(*id)?.upload(&context)?;
     }
     gml.ensure_params()?;
-
     let count = gml
         .count(loop_kind)
         .ok_or(GmlError::MissingMesh(loop_kind))?;
-    let mut total = Duration::ZERO;
-    let kernel = &gml.kernels[id.index];
-    let mut timer = kernel.timer;
-    for variant in &kernel.variants {
-        let (rows, first) = match (
-            variant.table,
-            uplink.and_then(|u| gml.links.get(loop_kind, u)),
-        ) {
+    let up = uplink.and_then(|u| gml.links.get(loop_kind, u));
+    let ranges: Vec<(usize, i32)> = gml.kernels[id.index]
+        .variants
+        .iter()
+        .map(|variant| match (variant.table, up) {
             (Some(t), Some(Auto::Up { tables, .. })) => {
                 (tables[t].rows, tables[t].first.unwrap_or(0))
             }
             _ => (count, 0),
-        };
-        if rows == 0 {
-            continue;
-        }
-        let event = enqueue(gml, loop_kind, uplink, variant, rows, first)?;
-        total += cl::event_duration(&event)?;
+        })
+        .collect();
+    let kernel = &mut gml.kernels[id.index];
+    for (variant, (rows, first)) in kernel.variants.iter_mut().zip(ranges) {
+        variant.rows = rows;
+        variant.first = first;
     }
-    // One launch of the kernel, whatever the number of link tables it ran over.
-    timer.total += total;
-    timer.launches += 1;
-    gml.kernels[id.index].timer = timer;
-    for a in accesses.iter().filter(|a| a.mode != Mode::Read) {
-        gml.datum_mut(a.data)?.device_newer = true;
-    }
-    Ok(total)
+    // Generation is read after the uploads and link builds above, which may bump it.
+    kernel.prepared = Some(gml.generation);
+    Ok(())
 }
 
-/// Sets every argument of one variant and enqueues it over `rows` work-items.
-fn enqueue(
+/// Enqueues every link table's variant of `id` into `timeline` without waiting.
+pub(crate) fn enqueue(gml: &mut Gml, id: KernelId, timeline: &mut Timeline) -> Result<()> {
+    prepare(gml, id)?;
+    let kernel = &gml.kernels[id.index];
+    for variant in &kernel.variants {
+        if variant.rows == 0 {
+            continue;
+        }
+        bind(gml, kernel.loop_kind, kernel.uplink, variant)?.enqueue_into(
+            &gml.context,
+            WorkSize::choose(variant.rows, variant.allowed, variant.multiple),
+            timeline,
+        )?;
+    }
+    let writes: Vec<DataId> = kernel
+        .accesses
+        .iter()
+        .filter(|a| a.mode != Mode::Read)
+        .map(|a| a.data)
+        .collect();
+    for data in writes {
+        gml.datum_mut_quiet(data)?.device_newer = true;
+    }
+    Ok(())
+}
+
+/// Enqueues `id`, waits for it and returns its device time (all link tables).
+pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
+    let mut timeline = Timeline::new(gml.context.profiling());
+    let name = gml.kernel(id)?.name.clone();
+    timeline.stage(name);
+    enqueue(gml, id, &mut timeline)?;
+    if !timeline.records_events() {
+        gml.context.finish()?;
+        return Ok(Duration::ZERO);
+    }
+    let stages = timeline.stage_times()?;
+    gml.counters.add(&stages);
+    Ok(stages.iter().map(|s| s.busy).sum())
+}
+
+/// Sets every argument of one variant (those that changed since its last launch).
+fn bind<'k>(
     gml: &Gml,
     loop_kind: MeshKind,
     uplink: Option<MeshKind>,
-    variant: &CompiledVariant,
-    rows: usize,
-    first: i32,
-) -> Result<opencl3::event::Event> {
+    variant: &'k CompiledVariant,
+) -> Result<KernelCall<'k>> {
     let missing = |what: &str| {
         GmlError::Cl(cl::Error::InvalidBuildInput(format!(
             "internal: {what} not on the device"
         )))
     };
-    let count = rows as i32;
+    let count = variant.rows as i32;
     let up = uplink.and_then(|u| gml.links.get(loop_kind, u));
     let up_table = match (up, variant.table) {
         (Some(Auto::Up { tables, .. }), Some(t)) => Some(&tables[t]),
         _ => None,
     };
-    let work = WorkSize::for_kernel(&gml.context, &variant.kernel, rows)?;
-    let mut exec = ExecuteKernel::new(&variant.kernel);
+    let data = |id: DataId| -> Result<&DeviceBuffer<u8>> {
+        gml.datum(id)?
+            .device
+            .as_ref()
+            .ok_or_else(|| missing("data"))
+    };
+    let mut call = variant.kernel.call();
     for arg in &variant.args {
         // SAFETY: each argument matches the declaration codegen emitted for it: buffers for
         // pointers (sized for every index the kernel computes from the mesh), ints for ints.
         unsafe {
             match arg {
-                Arg::Count => exec.set_arg(&count),
-                Arg::First => exec.set_arg(&first),
-                Arg::UpRows => exec.set_arg(
-                    up_table
-                        .ok_or_else(|| missing("uplink rows"))?
-                        .row_list
-                        .cl_buffer(),
-                ),
-                Arg::UpBall => exec.set_arg(
-                    up_table
-                        .ok_or_else(|| missing("uplink table"))?
-                        .ball
-                        .cl_buffer(),
-                ),
-                Arg::UpLocals => exec.set_arg(
-                    up_table
-                        .ok_or_else(|| missing("uplink locals"))?
-                        .locals
-                        .cl_buffer(),
-                ),
+                Arg::Count => call.arg(&count)?,
+                Arg::First => call.arg(&variant.first)?,
+                Arg::UpRows => {
+                    call.buffer(&up_table.ok_or_else(|| missing("uplink rows"))?.row_list)?
+                }
+                Arg::UpBall => {
+                    call.buffer(&up_table.ok_or_else(|| missing("uplink table"))?.ball)?
+                }
+                Arg::UpLocals => {
+                    call.buffer(&up_table.ok_or_else(|| missing("uplink locals"))?.locals)?
+                }
                 Arg::UpDegree => match up {
-                    Some(Auto::Up { degree, .. }) => exec.set_arg(degree.cl_buffer()),
+                    Some(Auto::Up { degree, .. }) => call.buffer(degree)?,
                     _ => return Err(missing("uplink degrees")),
                 },
-                Arg::Nodes(kind) => {
-                    let d = gml.datum(gml.mesh(*kind)?)?;
-                    exec.set_arg(
-                        d.device
-                            .as_ref()
-                            .ok_or_else(|| missing("element table"))?
-                            .cl_buffer(),
-                    )
-                }
+                Arg::Nodes(kind) => call.buffer(data(gml.mesh(*kind)?)?)?,
                 Arg::Down(to) => match gml.links.get(loop_kind, *to) {
-                    Some(Auto::Down { table, .. }) => exec.set_arg(table.cl_buffer()),
+                    Some(Auto::Down { table, .. }) => call.buffer(table)?,
                     _ => return Err(missing("downlink")),
                 },
-                Arg::Data(id) | Arg::Link(id) => {
-                    let d = gml.datum(*id)?;
-                    exec.set_arg(
-                        d.device
-                            .as_ref()
-                            .ok_or_else(|| missing("data"))?
-                            .cl_buffer(),
-                    )
+                Arg::Data(id) | Arg::Link(id) => call.buffer(data(*id)?)?,
+                Arg::Refs(id) => call.buffer(
+                    gml.datum(*id)?
+                        .device_refs
+                        .as_ref()
+                        .ok_or_else(|| missing("references"))?,
+                )?,
+                Arg::Params => {
+                    call.buffer(gml.params_buffer().ok_or_else(|| missing("parameters"))?)?
                 }
-                Arg::Refs(id) => {
-                    let d = gml.datum(*id)?;
-                    exec.set_arg(
-                        d.device_refs
-                            .as_ref()
-                            .ok_or_else(|| missing("references"))?
-                            .cl_buffer(),
-                    )
-                }
-                Arg::Params => exec.set_arg(
-                    gml.params_buffer()
-                        .ok_or_else(|| missing("parameters"))?
-                        .cl_buffer(),
-                ),
             };
         }
     }
-    // SAFETY: all arguments are set; the kernel guards `GmlCnt < GmlCount`.
-    let event = unsafe {
-        exec.set_global_work_size(work.global)
-            .set_local_work_size(work.local)
-            .enqueue_nd_range(gml.context.queue())
-    }
-    .map_err(|code| cl::Error::Api {
-        call: format!("clEnqueueNDRangeKernel({})", gml_kernel_name(variant)),
-        code,
-    })?;
-    Ok(event)
-}
-
-fn gml_kernel_name(variant: &CompiledVariant) -> String {
-    variant.kernel.function_name().unwrap_or_default()
+    Ok(call)
 }

@@ -26,9 +26,9 @@
 //! ```
 
 mod codegen;
-mod counters;
 mod data;
 mod error;
+mod field;
 mod kernel;
 mod kind;
 mod links;
@@ -43,17 +43,18 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub use counters::Counters;
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
+pub use field::FieldBuffer;
 pub use kernel::{Access, KernelId, KernelSpec, Mode};
 pub use kind::MeshKind;
 pub use links::{LinkInfo, LinkTable};
-pub use params::Parameters;
+pub use params::{Parameters, PendingParameters};
 pub use reduce::Reduction;
 pub use value::{Scalar, Value, ValueType};
 
 use crate::cl::{self, Context, DeviceInfo, DeviceSelector};
+use crate::counters::Counters;
 use crate::meshio;
 use data::{Datum, Role};
 
@@ -75,6 +76,10 @@ pub struct Gml {
     reducer: reduce::Reducer,
     debug: bool,
     options: String,
+    /// Bumped by every change on the host side (data, links, mesh), so kernels know when to
+    /// prepare again.
+    generation: u64,
+    counters: Counters,
 }
 
 impl Gml {
@@ -97,6 +102,8 @@ impl Gml {
             reducer: reduce::Reducer::default(),
             debug: false,
             options: String::new(),
+            generation: 0,
+            counters: Counters::default(),
         }
     }
 
@@ -250,7 +257,7 @@ impl Gml {
     /// Vertex coordinates and references, from the device if kernels changed them.
     pub fn vertices(&mut self) -> Result<(Vec<[f32; 3]>, Vec<i32>)> {
         let id = self.mesh(MeshKind::Vertices)?;
-        let datum = self.datum_mut(id)?;
+        let datum = self.datum_mut_quiet(id)?;
         datum.download()?;
         let lines: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&datum.host);
         Ok((
@@ -262,7 +269,7 @@ impl Gml {
     /// Element nodes (`kind.nodes()` per element, 0-based) and references.
     pub fn elements(&mut self, kind: MeshKind) -> Result<(Vec<u32>, Vec<i32>)> {
         let id = self.mesh(kind)?;
-        let datum = self.datum_mut(id)?;
+        let datum = self.datum_mut_quiet(id)?;
         datum.download()?;
         Ok((
             datum.nodes().iter().map(|&v| v as u32).collect(),
@@ -335,6 +342,22 @@ impl Gml {
         })
     }
 
+    /// The device buffer of `field`, uploaded if the host changed it, for other modules' kernels
+    /// to bind (interop, the sort, the snow): no copy. The handle becomes stale, and binding it
+    /// an error, when the field is freed or the mesh data of its kind is replaced. Kernels
+    /// launched through gml see what the other kernels wrote; the host mirror does not (call
+    /// [`mark_device_newer`](Self::mark_device_newer) after writing through the handle).
+    pub fn field_buffer<T: Value>(&mut self, field: Solution<T>) -> Result<FieldBuffer<T>> {
+        field::field_buffer(self, field)
+    }
+
+    /// Records that code outside gml wrote `field`'s device buffer, so that reading it
+    /// downloads it again.
+    pub fn mark_device_newer<T: Value>(&mut self, field: Solution<T>) -> Result<()> {
+        self.datum_mut_quiet(field.id)?.device_newer = true;
+        Ok(())
+    }
+
     /// Sets one line: exactly `items` values.
     pub fn set_line<T: Value>(
         &mut self,
@@ -393,7 +416,7 @@ impl Gml {
         first: usize,
         count: usize,
     ) -> Result<Vec<T>> {
-        let datum = self.datum_mut(field.id)?;
+        let datum = self.datum_mut_quiet(field.id)?;
         let end = first + count;
         if end > datum.lines {
             return Err(GmlError::LineOutOfRange {
@@ -431,6 +454,7 @@ impl Gml {
             self.links.invalidate(kind);
         }
         self.data[id.index as usize] = None;
+        self.touch();
         Ok(())
     }
 
@@ -519,6 +543,7 @@ impl Gml {
         for id in stale {
             self.data[id.index as usize] = None;
         }
+        self.touch();
         let link = self.new_link(kind, kind, width, "Ngb")?;
         let datum = self.datum_mut(link.id)?;
         datum.host = bytemuck::cast_slice(&ngb).to_vec();
@@ -594,9 +619,19 @@ impl Gml {
     }
 
     /// Runs a kernel over every entity of its loop kind, once per link table
-    /// (`GmlLaunchKernel`). Returns the device time of this launch.
+    /// (`GmlLaunchKernel`), and waits for it. Returns the device time of this launch (zero on
+    /// a context without profiling).
     pub fn launch(&mut self, kernel: KernelId) -> Result<Duration> {
         kernel::launch(self, kernel)
+    }
+
+    /// Enqueues a kernel like [`launch`](Self::launch) but does not wait: its launches (one
+    /// per link table) go into `timeline` under its current stage, to be timed and checked
+    /// once at the end of a chain (a frame, a solver's iterations). Arguments that did not
+    /// change since the kernel's last launch are not set again, and nothing is prepared again
+    /// when no data or link changed on the host.
+    pub fn enqueue(&mut self, kernel: KernelId, timeline: &mut cl::Timeline) -> Result<()> {
+        kernel::enqueue(self, kernel, timeline)
     }
 
     /// The generated source of a kernel (one per link table), as compiled.
@@ -605,9 +640,35 @@ impl Gml {
     }
 
     /// Reduces a scalar `f32` solution on the device (`GmlReduceVector`): min, max, sum, L1,
-    /// L2 (the square root of the sum of squares) or L∞.
+    /// L2 (the square root of the sum of squares) or L∞, and waits for the result.
     pub fn reduce(&mut self, field: Solution<f32>, op: Reduction) -> Result<f64> {
         reduce::reduce(self, field.id, op)
+    }
+
+    /// Enqueues a reduction whose result stays on the device, as the `f32` at byte `offset`
+    /// of the parameter struct, where the kernels enqueued after it read it (`GmlPar->alpha`):
+    /// a solver's scalars never visit the host. Its two passes go into `timeline`.
+    pub fn reduce_into_parameters<P: bytemuck::Pod>(
+        &mut self,
+        field: Solution<f32>,
+        op: Reduction,
+        parameters: &Parameters<P>,
+        offset: usize,
+        timeline: &mut cl::Timeline,
+    ) -> Result<()> {
+        reduce::reduce_into_parameters(self, field.id, op, parameters, offset, timeline)
+    }
+
+    /// Enqueues a reduction whose result goes to `output[index]` on the device.
+    pub fn reduce_into(
+        &mut self,
+        field: Solution<f32>,
+        op: Reduction,
+        output: &cl::DeviceBuffer<f32>,
+        index: usize,
+        timeline: &mut cl::Timeline,
+    ) -> Result<()> {
+        reduce::reduce_into_buffer(self, field.id, op, output, index, timeline)
     }
 
     /// Declares the parameter struct shared by every kernel compiled from now on: `P` on the
@@ -626,6 +687,15 @@ impl Gml {
         params::upload(self, parameters, value)
     }
 
+    /// Starts reading the device's parameter struct back without waiting: the queue goes on,
+    /// and the returned handle gives the struct when the device got there.
+    pub fn download_parameters_async<P: bytemuck::Pod>(
+        &mut self,
+        parameters: &Parameters<P>,
+    ) -> Result<PendingParameters<P>> {
+        params::download_async(self, parameters)
+    }
+
     /// Reads the device's parameter struct back (`GmlDownloadParameters`).
     pub fn download_parameters<P: bytemuck::Pod>(
         &mut self,
@@ -634,29 +704,35 @@ impl Gml {
         params::download(self, parameters)
     }
 
-    /// Accumulated run times, transfers and memory (`GmlGetKernelRunTime`,
-    /// `GmlGetReduceRunTime`, `GmlGetMemoryTransfer`, `GmlGetMemoryUsage`).
-    pub fn counters(&self) -> Counters {
-        Counters {
-            kernels: self
-                .kernels
-                .iter()
-                .map(|k| (k.name.clone(), k.timer))
-                .collect(),
-            reductions: self.reducer.timers(),
-            transfers: self.context.transfers(),
-            memory_in_use: self.context.allocated_bytes(),
-        }
+    /// Device time and launch count of every blocking [`launch`](Self::launch) (one stage per
+    /// kernel, by its name) and [`reduce`](Self::reduce) (`reduce.min`, `reduce.l2`, …)
+    /// (`GmlGetKernelRunTime`, `GmlGetReduceRunTime`). Launches that did not wait are timed by
+    /// the [`Timeline`](cl::Timeline) they were enqueued into.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
-    /// Total device time of every launch of `kernel`, all link tables included.
+    /// Bytes moved between host and device by this instance's context
+    /// (`GmlGetMemoryTransfer`).
+    pub fn transfers(&self) -> cl::TransferCounters {
+        self.context.transfers()
+    }
+
+    /// Device memory held by this instance's context, in bytes (`GmlGetMemoryUsage`).
+    pub fn memory_in_use(&self) -> u64 {
+        self.context.allocated_bytes()
+    }
+
+    /// Total device time of every blocking launch of `kernel`, all link tables included.
     pub fn kernel_time(&self, kernel: KernelId) -> Result<Duration> {
-        Ok(self.kernel(kernel)?.timer.total)
+        let name = &self.kernel(kernel)?.name;
+        Ok(self.counters.get(name).map_or(Duration::ZERO, |s| s.busy))
     }
 
     // ----- internals -----------------------------------------------------------------------
 
     fn insert(&mut self, datum: Datum) -> DataId {
+        self.generation += 1;
         self.data.push(Some(datum));
         DataId {
             instance: self.instance,
@@ -674,7 +750,15 @@ impl Gml {
             .ok_or(GmlError::UnknownData(id.index as usize))
     }
 
+    /// The datum, for a change on the host side: kernels will prepare again before their
+    /// next launch.
     pub(crate) fn datum_mut(&mut self, id: DataId) -> Result<&mut Datum> {
+        self.generation += 1;
+        self.datum_mut_quiet(id)
+    }
+
+    /// The datum, for a change that kernels need not know about (device-side flags).
+    pub(crate) fn datum_mut_quiet(&mut self, id: DataId) -> Result<&mut Datum> {
         if id.instance != self.instance {
             return Err(GmlError::UnknownData(id.index as usize));
         }
@@ -714,6 +798,11 @@ impl Gml {
 
     pub(crate) fn build_link(&mut self, from: MeshKind, to: MeshKind) -> Result<()> {
         links::build(self, from, to)
+    }
+
+    /// Records that the mesh or its links changed.
+    pub(crate) fn touch(&mut self) {
+        self.generation += 1;
     }
 }
 

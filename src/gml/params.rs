@@ -4,11 +4,10 @@
 use std::marker::PhantomData;
 
 use bytemuck::Pod;
-use opencl3::kernel::ExecuteKernel;
 
 use super::Gml;
 use super::error::{GmlError, Result};
-use crate::cl::{self, DeviceBuffer, Program, Source};
+use crate::cl::{self, DeviceBuffer, PendingRead, Program, Source, WorkSize};
 
 /// Handle to the declared parameters, typed by the Rust struct they mirror.
 pub struct Parameters<P> {
@@ -70,17 +69,16 @@ pub(crate) fn declare<P: Pod>(gml: &mut Gml, opencl: &str) -> Result<Parameters<
     )?;
     let kernel = program.kernel("gml_parameter_size")?;
     let out = DeviceBuffer::<u32>::zeroed(&gml.context, 1)?;
+    let mut call = kernel.call();
     // SAFETY: one buffer argument of one uint, written by a single work-item.
-    let event = unsafe {
-        ExecuteKernel::new(&kernel)
-            .set_arg(out.cl_buffer())
-            .set_global_work_size(1)
-            .enqueue_nd_range(gml.context.queue())
-    }
-    .map_err(|code| cl::Error::Api {
-        call: "clEnqueueNDRangeKernel(gml_parameter_size)".into(),
-        code,
-    })?;
+    unsafe { call.buffer(&out)? };
+    let event = call.enqueue(
+        &gml.context,
+        WorkSize {
+            global: 1,
+            local: 1,
+        },
+    )?;
     cl::event_duration(&event)?;
     let device = out.read()?[0] as usize;
     let host = std::mem::size_of::<P>();
@@ -96,6 +94,11 @@ pub(crate) fn declare<P: Pod>(gml: &mut Gml, opencl: &str) -> Result<Parameters<
         _type: PhantomData,
         instance: gml.instance,
     })
+}
+
+/// Checks that `parameters` is this instance's declared block.
+pub(crate) fn check_handle<P>(gml: &mut Gml, parameters: &Parameters<P>) -> Result<()> {
+    block(gml, parameters).map(|_| ())
 }
 
 fn block<'a, P>(gml: &'a mut Gml, parameters: &Parameters<P>) -> Result<&'a mut Block> {
@@ -118,4 +121,36 @@ pub(crate) fn upload<P: Pod>(gml: &mut Gml, parameters: &Parameters<P>, value: &
 pub(crate) fn download<P: Pod>(gml: &mut Gml, parameters: &Parameters<P>) -> Result<P> {
     let bytes = block(gml, parameters)?.buffer.read()?;
     Ok(bytemuck::pod_read_unaligned(&bytes))
+}
+
+/// Starts reading the device's parameter struct without waiting (a solver's residual, left
+/// there by [`Gml::reduce_into_parameters`], checked every few iterations).
+pub(crate) fn download_async<P: Pod>(
+    gml: &mut Gml,
+    parameters: &Parameters<P>,
+) -> Result<PendingParameters<P>> {
+    let block = block(gml, parameters)?;
+    Ok(PendingParameters {
+        read: block.buffer.read_async(0, block.size)?,
+        _type: PhantomData,
+    })
+}
+
+/// The parameter struct on its way back from the device.
+pub struct PendingParameters<P> {
+    read: PendingRead<u8>,
+    _type: PhantomData<fn() -> P>,
+}
+
+impl<P: Pod> PendingParameters<P> {
+    /// Whether it has arrived (never blocks).
+    pub fn is_ready(&self) -> Result<bool> {
+        Ok(self.read.is_ready()?)
+    }
+
+    /// Waits for it.
+    pub fn wait(self) -> Result<P> {
+        let bytes = self.read.wait()?;
+        Ok(bytemuck::pod_read_unaligned(&bytes))
+    }
 }

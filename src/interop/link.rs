@@ -1,27 +1,24 @@
 //! One GL buffer fed by OpenCL: shared (`clCreateFromGLBuffer`, acquired and released around
 //! the kernels) or copied (a device buffer read back into the mapped GL buffer every frame).
 
-use std::ffi::c_void;
 use std::time::Duration;
 
 use glow::HasContext;
-use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
-use opencl3::types::CL_BLOCKING;
 
-use crate::cl;
+use crate::cl::{Context, DeviceBuffer, GlBuffer, OutputBuffer};
 
-use super::compute::ComputeContext;
 use super::{Error, Result, Transfer};
 
-/// A GL buffer of `len` float4 and the OpenCL buffer kernels write for it.
+/// A GL buffer of `len` float4 and the OpenCL buffer kernels write for it, both in one
+/// [`Context`].
 ///
-/// Per frame: [`acquire`](Self::acquire), run kernels on [`cl_buffer`](Self::cl_buffer),
+/// Per frame: [`acquire`](Self::acquire), run kernels on [`target`](Self::target),
 /// [`publish`](Self::publish); after `publish` GL may draw from the GL buffer.
 pub struct GlLink {
     kind: Kind,
+    context: Context,
     gl_buffer: glow::Buffer,
     len: usize,
-    acquired: bool,
     /// Bytes copied device → host → GL so far (copy mode).
     copied_bytes: u64,
     /// Whether mapping the GL buffer failed once and the slower two-copy path is used.
@@ -30,69 +27,61 @@ pub struct GlLink {
 
 enum Kind {
     /// `clCreateFromGLBuffer` on the GL buffer itself: no copy at all.
-    Shared(Buffer<[f32; 4]>),
+    Shared(GlBuffer<[f32; 4]>),
     /// A device buffer of its own, read back every frame.
-    Copied(Buffer<[f32; 4]>),
+    Copied(DeviceBuffer<[f32; 4]>),
 }
 
 impl GlLink {
-    /// Links `gl_buffer` (which must hold at least `len` float4) to a new OpenCL buffer.
+    /// Links `gl_buffer` (which must hold at least `len` float4) to a new OpenCL buffer in
+    /// `context`: the GL buffer itself for `Transfer::Share` (the context must have been
+    /// created against the current GL context: [`super::open`] does so only after checking
+    /// `cl_khr_gl_sharing`), a device buffer for `Transfer::Copy`.
     ///
-    /// `Transfer::Share` needs a context created against the current GL context; the caller
-    /// ([`super::open`]) guarantees that, having checked `cl_khr_gl_sharing` first.
-    pub fn new(
-        compute: &ComputeContext,
+    /// # Safety
+    /// `gl_buffer` must be a live buffer of the current GL context holding at least `len`
+    /// float4, and outlive the link.
+    pub unsafe fn new(
+        context: &Context,
         transfer: Transfer,
         gl_buffer: glow::Buffer,
         len: usize,
     ) -> Result<Self> {
         let kind = match transfer {
             Transfer::Share => {
-                if !compute.is_gl_shared() {
+                if !context.is_gl_shared() {
                     return Err(Error::Internal(
                         "a shared GL buffer needs a GL-sharing OpenCL context".into(),
                     ));
                 }
-                // SAFETY: the context was created against the current GL context with
-                // cl_khr_gl_sharing (checked from the device's extension list), and the GL
-                // buffer is alive and at least `len` float4 long.
-                let buffer = unsafe {
-                    Buffer::<[f32; 4]>::create_from_gl_buffer(
-                        compute.cl_context(),
-                        CL_MEM_READ_WRITE,
-                        gl_buffer.0.get(),
-                    )
-                }
-                .map_err(|code| cl::Error::Api {
-                    call: "clCreateFromGLBuffer".into(),
-                    code,
-                })?;
-                Kind::Shared(buffer)
+                // SAFETY: the caller vouches for the GL buffer; the context shares GL.
+                Kind::Shared(unsafe { GlBuffer::from_gl(context, gl_buffer.0.get(), len)? })
             }
-            Transfer::Copy => Kind::Copied(compute.float4_buffer(len)?),
+            Transfer::Copy => Kind::Copied(DeviceBuffer::uninit(context, len)?),
         };
         Ok(Self {
             kind,
+            context: context.clone(),
             gl_buffer,
             len,
-            acquired: false,
             copied_bytes: 0,
             map_failed: false,
         })
     }
 
-    /// The OpenCL buffer kernels write: the shared GL buffer, or the device buffer that is
-    /// copied.
-    pub fn cl_buffer(&self) -> &Buffer<[f32; 4]> {
-        match &self.kind {
-            Kind::Shared(b) | Kind::Copied(b) => b,
+    /// The buffer kernels write: the shared GL buffer, or the device buffer that is copied.
+    pub fn target(&mut self) -> OutputBuffer<'_, [f32; 4]> {
+        match &mut self.kind {
+            Kind::Shared(b) => OutputBuffer::Gl(b),
+            Kind::Copied(b) => OutputBuffer::Device(b),
         }
     }
 
-    /// The OpenCL buffer, for kernels and commands that write it.
-    pub fn cl_buffer_mut(&mut self) -> &mut Buffer<[f32; 4]> {
-        match &mut self.kind {
-            Kind::Shared(b) | Kind::Copied(b) => b,
+    /// The device buffer in copy mode (to read what the kernels wrote), `None` when shared.
+    pub fn device_buffer(&self) -> Option<&DeviceBuffer<[f32; 4]>> {
+        match &self.kind {
+            Kind::Copied(b) => Some(b),
+            Kind::Shared(_) => None,
         }
     }
 
@@ -114,23 +103,14 @@ impl GlLink {
     /// Makes the buffer OpenCL's before kernels write it: in share mode waits for GL to finish
     /// with it (`glFinish`, as `cl_khr_gl_sharing` requires without `cl_khr_gl_event`) and
     /// enqueues `clEnqueueAcquireGLObjects`; in copy mode does nothing.
-    pub fn acquire(&mut self, compute: &ComputeContext, gl: &glow::Context) -> Result<()> {
-        if let Kind::Shared(buffer) = &self.kind
-            && !self.acquired
+    pub fn acquire(&mut self, gl: &glow::Context) -> Result<()> {
+        if let Kind::Shared(buffer) = &mut self.kind
+            && !buffer.is_acquired()
         {
-            // SAFETY: GL is current on this thread; the mem object is alive.
-            unsafe {
-                gl.finish();
-                compute
-                    .queue()
-                    .enqueue_acquire_gl_objects(&[buffer.get() as *const c_void], &[])
-            }
-            .map_err(|code| cl::Error::Api {
-                call: "clEnqueueAcquireGLObjects".into(),
-                code,
-            })?;
+            // SAFETY: GL is current on this thread.
+            unsafe { gl.finish() };
+            buffer.acquire()?;
         }
-        self.acquired = true;
         Ok(())
     }
 
@@ -138,37 +118,18 @@ impl GlLink {
     /// `clFinish`; in copy mode one blocking read from the device straight into the GL buffer
     /// mapped for writing (`glMapBufferRange` with `MAP_INVALIDATE_BUFFER_BIT`), so the data
     /// crosses to the host once. Returns the time spent.
-    pub fn publish(&mut self, compute: &ComputeContext, gl: &glow::Context) -> Result<Duration> {
+    pub fn publish(&mut self, gl: &glow::Context) -> Result<Duration> {
         let start = std::time::Instant::now();
-        match &self.kind {
+        match &mut self.kind {
             Kind::Shared(buffer) => {
-                if self.acquired {
-                    // SAFETY: the mem object was acquired by this queue.
-                    unsafe {
-                        compute
-                            .queue()
-                            .enqueue_release_gl_objects(&[buffer.get() as *const c_void], &[])
-                    }
-                    .map_err(|code| cl::Error::Api {
-                        call: "clEnqueueReleaseGLObjects".into(),
-                        code,
-                    })?;
-                }
-                compute.finish()?;
+                buffer.release()?;
+                self.context.finish()?;
             }
             Kind::Copied(buffer) => {
-                copy_into_gl(
-                    compute,
-                    gl,
-                    buffer,
-                    self.gl_buffer,
-                    self.len,
-                    &mut self.map_failed,
-                )?;
+                copy_into_gl(gl, buffer, self.gl_buffer, self.len, &mut self.map_failed)?;
                 self.copied_bytes += self.len as u64 * 16;
             }
         }
-        self.acquired = false;
         Ok(start.elapsed())
     }
 }
@@ -176,9 +137,8 @@ impl GlLink {
 /// Reads `len` float4 of `buffer` into `gl_buffer`: straight into the mapped GL buffer, or
 /// through a host vector when the driver will not map it (`map_failed` remembers that).
 fn copy_into_gl(
-    compute: &ComputeContext,
     gl: &glow::Context,
-    buffer: &Buffer<[f32; 4]>,
+    buffer: &DeviceBuffer<[f32; 4]>,
     gl_buffer: glow::Buffer,
     len: usize,
     map_failed: &mut bool,
@@ -189,20 +149,7 @@ fn copy_into_gl(
     let bytes = len * 16;
     let gl_bytes = i32::try_from(bytes)
         .map_err(|_| Error::Internal(format!("{bytes} bytes exceed a GL buffer")))?;
-    let read = |out: &mut [[f32; 4]]| {
-        // SAFETY: `out` holds exactly `len` float4 and the read is blocking, so it outlives the
-        // transfer; the device buffer holds at least `len` values.
-        unsafe {
-            compute
-                .queue()
-                .enqueue_read_buffer(buffer, CL_BLOCKING, 0, out, &[])
-        }
-        .map(|_| ())
-        .map_err(|code| cl::Error::Api {
-            call: format!("clEnqueueReadBuffer ({bytes} bytes) into the GL buffer"),
-            code,
-        })
-    };
+    let read = |out: &mut [[f32; 4]]| buffer.read_into(out);
     // SAFETY: GL calls on the current context; the mapped range is the whole buffer the renderer
     // allocated (at least `len` float4), and it is unmapped on every path.
     unsafe {

@@ -1,4 +1,5 @@
 //! OpenCL → OpenGL: how the buffers the kernels write reach the renderer (thesis §4.2, §6.3).
+//! This module only moves buffers; the frame that fills them lives in [`crate::sim`].
 //!
 //! Two paths, chosen with `--interop auto|share|copy`:
 //!
@@ -49,26 +50,16 @@
 //!   back to the host, then GL's upload): 2 × 64 MiB at 2^22 particles. The measured cost is in
 //!   `benches/RESULTS.md`.
 
-mod compute;
-mod flakes;
 mod link;
-mod scene;
-mod session;
-mod source;
 
 use std::fmt;
 use std::str::FromStr;
 
 use opencl3::types::cl_context_properties;
 
-pub use compute::ComputeContext;
-pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
 pub use link::GlLink;
-pub use scene::{SceneSetup, WIND_SAMPLES};
-pub use session::{Session, SessionConfig};
-pub use source::{FieldRanges, FieldSource, ParticleSource};
 
-use crate::cl::{self, DeviceEntry, DeviceInfo};
+use crate::cl::{self, Context, ContextOptions, DeviceEntry, DeviceInfo};
 use crate::render::{GlApi, GlSetup};
 
 /// The OpenCL extension the share path needs.
@@ -83,9 +74,6 @@ pub enum Error {
     /// The renderer failed.
     #[error(transparent)]
     Render(#[from] crate::render::Error),
-    /// The scene's domain cannot be built.
-    #[error(transparent)]
-    Scene(#[from] crate::scene::SceneError),
     /// `--interop share` on a device without `cl_khr_gl_sharing`.
     #[error(
         "--interop share needs the OpenCL extension cl_khr_gl_sharing, which {device} does not \
@@ -104,12 +92,6 @@ pub enum Error {
         /// Why (another GPU renders, the driver refused the context, …).
         reason: String,
     },
-    /// A parameter is out of range.
-    #[error("invalid interop parameter: {0}")]
-    InvalidParameter(String),
-    /// The simulation plugged in as a source failed.
-    #[error("{0}")]
-    Source(Box<dyn std::error::Error + Send + Sync>),
     /// An invariant of this module was broken (a bug).
     #[error("internal interop error: {0}")]
     Internal(String),
@@ -224,13 +206,14 @@ fn gl_properties(entry: &DeviceEntry, gl: &GlSetup) -> Result<Vec<cl_context_pro
     ])
 }
 
-/// Opens the OpenCL side on `entry` for the GL context `gl`, choosing the path as the module
-/// documentation says.
+/// Opens the OpenCL context on `entry` for the GL context `gl`, choosing the path as the
+/// module documentation says: a plain [`Context`] for copy, one created against the GL context
+/// for share. Everything of the frame (gml, the sort, the simulation's kernels) then runs on it.
 pub fn open(
     entry: &DeviceEntry,
     requested: InteropMode,
     gl: &GlSetup,
-) -> Result<(ComputeContext, InteropChoice)> {
+) -> Result<(Context, InteropChoice)> {
     let choice = |transfer, reason: String| InteropChoice {
         transfer,
         requested,
@@ -239,14 +222,14 @@ pub fn open(
     let label = entry.info.label();
     if requested == InteropMode::Copy {
         return Ok((
-            ComputeContext::plain(entry)?,
+            Context::new(entry)?,
             choice(Transfer::Copy, "host copy as asked".into()),
         ));
     }
     check_request(requested, &entry.info)?;
     if !entry.info.has_extension(GL_SHARING_EXTENSION) {
         return Ok((
-            ComputeContext::plain(entry)?,
+            Context::new(entry)?,
             choice(
                 Transfer::Copy,
                 format!("{label} does not offer {GL_SHARING_EXTENSION}"),
@@ -255,17 +238,14 @@ pub fn open(
     }
     // The device lists cl_khr_gl_sharing, so asking the driver about the GL context is safe.
     let properties = gl_properties(entry, gl)?;
-    let refuse = |reason: String| -> Result<(ComputeContext, InteropChoice)> {
+    let refuse = |reason: String| -> Result<(Context, InteropChoice)> {
         if requested == InteropMode::Share {
             Err(Error::ShareImpossible {
                 device: label.clone(),
                 reason,
             })
         } else {
-            Ok((
-                ComputeContext::plain(entry)?,
-                choice(Transfer::Copy, reason),
-            ))
+            Ok((Context::new(entry)?, choice(Transfer::Copy, reason)))
         }
     };
     match opencl3::context::get_current_device_for_gl_context_khr(&properties) {
@@ -289,9 +269,13 @@ pub fn open(
             ));
         }
     }
-    match ComputeContext::with_properties(entry, &properties) {
-        Ok(compute) => Ok((
-            compute,
+    let options = ContextOptions {
+        gl_sharing: Some(properties),
+        ..ContextOptions::default()
+    };
+    match Context::with_options(entry, &options) {
+        Ok(context) => Ok((
+            context,
             choice(
                 Transfer::Share,
                 format!("{label} offers {GL_SHARING_EXTENSION} and renders the GL context"),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use glow::HasContext;
 
 use super::error::{Error, Result};
+use crate::counters::{Counters, StageTime, stage};
 
 /// Error a [`FrameDriver`] returns: anything, boxed (an OpenCL failure, a GL failure, …).
 pub type FrameError = Box<dyn std::error::Error + Send + Sync>;
@@ -45,20 +46,10 @@ pub enum Action {
     Reset,
 }
 
-/// Wall-clock time of each stage of one frame; `kernel_device` is the device time the
-/// OpenCL profiling events report for the kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StageTimes {
-    /// Enqueuing and finishing the simulation kernels.
-    pub kernel: Duration,
-    /// Device time of those kernels (OpenCL profiling).
-    pub kernel_device: Duration,
-    /// Making the kernels' output visible to GL: acquire/release (share) or read back and
-    /// upload (copy).
-    pub transfer: Duration,
-    /// Drawing, until GL finished.
-    pub draw: Duration,
-}
+/// What each stage of one frame cost: host stages on the wall clock
+/// ([`stage::KERNELS`], [`stage::TRANSFER`], [`stage::DRAW`]) and the simulation's device
+/// stages from OpenCL profiling.
+pub type StageTimes = Vec<StageTime>;
 
 /// Computes and draws frames into the framebuffer bound by the loop that calls it.
 pub trait FrameDriver {
@@ -156,39 +147,42 @@ pub fn save_png(image: &image::RgbaImage, path: &Path) -> Result<()> {
 }
 
 /// Sums of stage times over some frames.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Totals {
-    frames: u64,
     frame: Duration,
-    kernel: Duration,
-    kernel_device: Duration,
-    transfer: Duration,
-    draw: Duration,
-    present: Duration,
+    stages: Counters,
 }
 
 impl Totals {
-    fn add(&mut self, stages: &StageTimes, present: Duration, frame: Duration) {
-        self.frames += 1;
+    fn add(&mut self, stages: &[StageTime], present: Duration, frame: Duration) {
         self.frame += frame;
-        self.kernel += stages.kernel;
-        self.kernel_device += stages.kernel_device;
-        self.transfer += stages.transfer;
-        self.draw += stages.draw;
-        self.present += present;
+        self.stages.add_frame(stages);
+        self.stages.add(&[StageTime::host(stage::PRESENT, present)]);
+    }
+
+    fn frames(&self) -> u64 {
+        self.stages.frames
     }
 
     fn mean_ms(&self, d: Duration) -> f64 {
-        if self.frames == 0 {
+        if self.frames() == 0 {
             0.0
         } else {
-            d.as_secs_f64() * 1e3 / self.frames as f64
+            d.as_secs_f64() * 1e3 / self.frames() as f64
         }
+    }
+
+    fn stage_ms(&self, name: &str) -> f64 {
+        self.mean_ms(self.stages.busy_of(name))
     }
 
     fn fps(&self) -> f64 {
         let s = self.frame.as_secs_f64();
-        if s > 0.0 { self.frames as f64 / s } else { 0.0 }
+        if s > 0.0 {
+            self.frames() as f64 / s
+        } else {
+            0.0
+        }
     }
 }
 
@@ -231,7 +225,7 @@ impl FrameStats {
     /// Records one frame: its stages, the time to present it (swap) and its whole wall time
     /// (without capture). The first frame is kept apart as warm-up (lazy shader and kernel
     /// compilation) and left out of the means.
-    pub fn record(&mut self, stages: &StageTimes, present: Duration, frame: Duration) {
+    pub fn record(&mut self, stages: &[StageTime], present: Duration, frame: Duration) {
         self.window.add(stages, present, frame);
         if self.first.is_none() {
             self.first = Some(frame);
@@ -250,10 +244,10 @@ impl FrameStats {
     /// Once a second: a log line about the last second, and the short form for a title bar.
     pub fn tick(&mut self, status: &str) -> Option<(String, String)> {
         let elapsed = self.window_start.elapsed();
-        if elapsed < Duration::from_secs(1) || self.window.frames == 0 {
+        if elapsed < Duration::from_secs(1) || self.window.frames() == 0 {
             return None;
         }
-        let w = self.window;
+        let w = std::mem::take(&mut self.window);
         let title = format!(
             "{:.1} FPS ({:.2} ms) | {status}",
             w.fps(),
@@ -265,13 +259,12 @@ impl FrameStats {
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),
-            w.mean_ms(w.kernel),
-            w.mean_ms(w.kernel_device),
-            w.mean_ms(w.transfer),
-            w.mean_ms(w.draw),
-            w.mean_ms(w.present),
+            w.stage_ms(stage::KERNELS),
+            w.mean_ms(w.stages.device_busy()),
+            w.stage_ms(stage::TRANSFER),
+            w.stage_ms(stage::DRAW),
+            w.stage_ms(stage::PRESENT),
         );
-        self.window = Totals::default();
         self.window_start = Instant::now();
         Some((line, title))
     }
@@ -280,23 +273,35 @@ impl FrameStats {
     pub fn summary(&self) -> RunSummary {
         let a = &self.all;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let n = a.frames().max(1) as u32;
         RunSummary {
-            frames: a.frames + u64::from(self.first.is_some()),
-            measured_frames: a.frames,
+            frames: a.frames() + u64::from(self.first.is_some()),
+            measured_frames: a.frames(),
             first_frame_ms: self.first.map(ms).unwrap_or(0.0),
             fps: a.fps(),
             frame_ms: a.mean_ms(a.frame),
-            min_frame_ms: if a.frames > 0 {
+            min_frame_ms: if a.frames() > 0 {
                 ms(self.min_frame)
             } else {
                 0.0
             },
             max_frame_ms: ms(self.max_frame),
-            kernel_ms: a.mean_ms(a.kernel),
-            kernel_device_ms: a.mean_ms(a.kernel_device),
-            transfer_ms: a.mean_ms(a.transfer),
-            draw_ms: a.mean_ms(a.draw),
-            present_ms: a.mean_ms(a.present),
+            kernel_ms: a.stage_ms(stage::KERNELS),
+            kernel_device_ms: a.mean_ms(a.stages.device_busy()),
+            transfer_ms: a.stage_ms(stage::TRANSFER),
+            draw_ms: a.stage_ms(stage::DRAW),
+            present_ms: a.stage_ms(stage::PRESENT),
+            stages: a
+                .stages
+                .stages
+                .iter()
+                .map(|s| StageTime {
+                    busy: s.busy / n,
+                    span: s.span / n,
+                    launches: s.launches / u64::from(n),
+                    ..s.clone()
+                })
+                .collect(),
             capture_seconds: self.capture.as_secs_f64(),
             wall_seconds: self.started.elapsed().as_secs_f64(),
         }
@@ -332,6 +337,9 @@ pub struct RunSummary {
     pub draw_ms: f64,
     /// Mean time to swap buffers (window only), in ms.
     pub present_ms: f64,
+    /// Every stage, host and device, as a mean per measured frame (times in ms in JSON):
+    /// the device stages' `span − busy` is what the gaps between their launches cost.
+    pub stages: Vec<StageTime>,
     /// Total time spent reading frames back and writing PNG files, in seconds.
     pub capture_seconds: f64,
     /// Wall time of the whole run, in seconds.
@@ -358,6 +366,16 @@ impl fmt::Display for RunSummary {
             "  kernel    {:9.3}   (device time from OpenCL profiling: {:.3})",
             self.kernel_ms, self.kernel_device_ms
         )?;
+        for s in self.stages.iter().filter(|s| s.device) {
+            writeln!(
+                f,
+                "    {:<20} {:9.3} device ms in {} launches, span {:.3}",
+                s.stage,
+                s.busy.as_secs_f64() * 1e3,
+                s.launches,
+                s.span.as_secs_f64() * 1e3
+            )?;
+        }
         writeln!(f, "  transfer  {:9.3}", self.transfer_ms)?;
         writeln!(f, "  draw      {:9.3}", self.draw_ms)?;
         write!(f, "  present   {:9.3}", self.present_ms)?;

@@ -5,15 +5,17 @@
 //!
 //! The same [`Renderer`] draws in a window ([`window::run_window`], winit + glutin) or headless
 //! ([`Headless`]: EGL device platform, surfaceless context, offscreen framebuffer), driven by a
-//! [`FrameDriver`] that computes each frame; [`crate::interop::Session`] is the driver that
-//! connects OpenCL to it. Shaders live in `shaders/`, are embedded in the binary and can be
+//! [`FrameDriver`] that computes each frame; [`crate::sim::Session`] is the driver that
+//! connects the simulation to it. Shaders live in `shaders/`, are embedded in the binary and can be
 //! replaced at run time from `$SNOWSIM_SHADER_DIR`; a compile or link failure reports the GL
 //! info log with the file name.
 //!
 //! A scene plugs in through a [`TerrainMesh`] (a scene's ground surface, with
-//! [`TerrainMesh::from_mesh_triangles`], or a [`Heightfield`]), the [`SceneBox`] of air above
-//! it and an [`OrbitCamera`] ([`OrbitCamera::looking_at`] a scene file's camera);
-//! [`crate::interop::SceneSetup`] builds them from a [`crate::scene::Scene`].
+//! [`TerrainMesh::from_mesh_triangles`], or a [`crate::terrain::Heightfield`]), the
+//! [`crate::terrain::SceneBox`] of air above it and an [`OrbitCamera`]
+//! ([`OrbitCamera::looking_at`] a scene file's camera); [`crate::sim::SceneSetup`] builds them
+//! from a [`crate::scene::Scene`]. The renderer knows nothing of OpenCL: [`crate::sim`] runs
+//! the frame and [`crate::interop`] moves the buffers.
 
 mod camera;
 mod error;
@@ -35,4 +37,4 @@ pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
 pub use renderer::{FIELD_SAMPLE_BYTES, PARTICLE_BYTES, Palette, Renderer, Views};
 pub use shader::{SHADER_DIR_ENV, ShaderSource, build_program};
-pub use terrain::{Heightfield, SceneBox, TerrainMesh};
+pub use terrain::TerrainMesh;

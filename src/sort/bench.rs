@@ -7,12 +7,10 @@ use serde::Serialize;
 
 use super::bitonic::BitonicSorter;
 use super::error::Result;
-use super::events::SortEvents;
 use super::inputs::{self, RandomKey, Shape};
 use super::keys::{KeyKind, Order};
-use super::launch::copy_buffer;
 use super::partial::{BlockPhase, LocalStep, PartialSorter};
-use crate::cl::{Context, DeviceBuffer};
+use crate::cl::{Context, DeviceBuffer, Timeline};
 
 /// How to time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,14 +54,14 @@ pub struct Timing {
     pub launches: usize,
     /// Device time of the fastest run by kernel name (launches of one kernel summed), in
     /// order of first launch.
-    pub per_kernel: Vec<(&'static str, Duration)>,
+    pub per_kernel: Vec<(String, Duration)>,
 }
 
 /// One timed run: device time, host time, and the device time of each launch.
 struct Run {
     device: Duration,
     wall: Duration,
-    launches: Vec<(&'static str, Duration)>,
+    launches: Vec<(String, Duration)>,
 }
 
 impl Timing {
@@ -72,11 +70,11 @@ impl Timing {
         device.sort_unstable();
         let n = device.len().max(1);
         let fastest = runs.iter().min_by_key(|r| r.device);
-        let mut per_kernel: Vec<(&'static str, Duration)> = Vec::new();
-        for &(name, d) in fastest.map(|r| r.launches.as_slice()).unwrap_or_default() {
-            match per_kernel.iter_mut().find(|(k, _)| *k == name) {
-                Some(entry) => entry.1 += d,
-                None => per_kernel.push((name, d)),
+        let mut per_kernel: Vec<(String, Duration)> = Vec::new();
+        for (name, d) in fastest.map(|r| r.launches.as_slice()).unwrap_or_default() {
+            match per_kernel.iter_mut().find(|(k, _)| k == name) {
+                Some(entry) => entry.1 += *d,
+                None => per_kernel.push((name.clone(), *d)),
             }
         }
         Self {
@@ -154,8 +152,8 @@ fn time_typed<K: RandomKey>(
 
     let full_timing = repeat(&ctx, settings, |restore| {
         if restore {
-            copy_buffer(&ctx, &keys_src, &mut keys_buf)?;
-            copy_buffer(&ctx, &values_src, &mut values_buf)?;
+            keys_buf.copy_from(&keys_src)?;
+            values_buf.copy_from(&values_src)?;
             return Ok(None);
         }
         full.sort_pairs(&mut keys_buf, &mut values_buf, order)
@@ -163,8 +161,8 @@ fn time_typed<K: RandomKey>(
     })?;
 
     // The partial-sort steps are sorting networks: their cost does not depend on the data.
-    copy_buffer(&ctx, &keys_src, &mut keys_buf)?;
-    copy_buffer(&ctx, &values_src, &mut values_buf)?;
+    keys_buf.copy_from(&keys_src)?;
+    values_buf.copy_from(&values_src)?;
     let mut local = |step| {
         repeat(&ctx, settings, |restore| {
             if restore {
@@ -205,7 +203,7 @@ fn time_typed<K: RandomKey>(
 fn repeat(
     ctx: &Context,
     settings: &BenchSettings,
-    mut op: impl FnMut(bool) -> Result<Option<SortEvents>>,
+    mut op: impl FnMut(bool) -> Result<Option<Timeline>>,
 ) -> Result<Timing> {
     let mut runs = Vec::new();
     for run in 0..settings.warmup + settings.iterations.max(1) {
@@ -215,7 +213,11 @@ fn repeat(
         let events = op(false)?.unwrap_or_default();
         ctx.finish()?;
         let elapsed = start.elapsed();
-        let launches = events.per_kernel()?;
+        let launches: Vec<(String, Duration)> = events
+            .per_launch()?
+            .into_iter()
+            .map(|(_, kernel, d)| (kernel.to_string(), d))
+            .collect();
         if run >= settings.warmup {
             runs.push(Run {
                 device: launches.iter().map(|(_, d)| *d).sum(),

@@ -1,11 +1,11 @@
 //! The full sort: every key-value pair in order, on the device.
 
 use super::error::{Result, SortError};
-use super::events::SortEvents;
 use super::keys::{Order, SortKey, mode_bits};
 use super::permute::{Permutable, permute};
 use super::plan::{self, Pass};
 use super::program::{LocalLaunch, MAX_LEN, SortConfig, SortProgram};
+use crate::cl::Timeline;
 use crate::cl::{Context, DeviceBuffer};
 
 /// Sorts key-value pairs on one device with bitonic sort.
@@ -18,7 +18,7 @@ use crate::cl::{Context, DeviceBuffer};
 ///
 /// Blocks of [`block_len`](Self::block_len) pairs are sorted in local memory, then merged by
 /// passes over global memory (several network stages per pass) and local merges, as NVIDIA's
-/// CUDA sample does. Launches are asynchronous; the returned [`SortEvents`] give their device
+/// CUDA sample does. Launches are asynchronous; the returned [`Timeline`] give their device
 /// time.
 ///
 /// # Example
@@ -98,7 +98,7 @@ impl BitonicSorter {
         keys: &mut DeviceBuffer<K>,
         values: &mut DeviceBuffer<u32>,
         order: Order,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         self.sort(keys, values, order, false)
     }
 
@@ -110,7 +110,7 @@ impl BitonicSorter {
         keys: &mut DeviceBuffer<K>,
         indices: &mut DeviceBuffer<u32>,
         order: Order,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         self.sort(keys, indices, order, true)
     }
 
@@ -122,7 +122,7 @@ impl BitonicSorter {
         src: &DeviceBuffer<T>,
         indices: &DeviceBuffer<u32>,
         dst: &mut DeviceBuffer<T>,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         permute(&self.program, src, indices, dst)
     }
 
@@ -132,7 +132,7 @@ impl BitonicSorter {
         values: &mut DeviceBuffer<u32>,
         order: Order,
         iota: bool,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         let n = keys.len();
         if values.len() != n {
             return Err(SortError::LengthMismatch {
@@ -164,7 +164,7 @@ impl BitonicSorter {
         } else {
             None
         };
-        let mut events = SortEvents::default();
+        let mut events = Timeline::default();
         let mut mode = mode_bits(K::KIND, order, iota);
         for pass in plan.passes {
             match pass {
@@ -185,7 +185,7 @@ impl BitonicSorter {
                         flags,
                     };
                     let event = self.program.local(false, keys, values, packed, launch)?;
-                    events.push("bitonic_sort_local", event);
+                    events.stage("sort.local").push("bitonic_sort_local", event);
                     // Values are positions on entry only: later passes read what was written.
                     mode = mode_bits(K::KIND, order, false);
                 }
@@ -199,7 +199,9 @@ impl BitonicSorter {
                     let event = self
                         .program
                         .merge_global(packed, k, stride, stages, items)?;
-                    events.push("bitonic_merge_global", event);
+                    events
+                        .stage("sort.merge")
+                        .push("bitonic_merge_global", event);
                 }
                 Pass::MergeLocal {
                     groups,
@@ -218,7 +220,9 @@ impl BitonicSorter {
                         flags,
                     };
                     let event = self.program.local(true, keys, values, packed, launch)?;
-                    events.push("bitonic_merge_local", event);
+                    events
+                        .stage("sort.merge")
+                        .push("bitonic_merge_local", event);
                 }
             }
         }

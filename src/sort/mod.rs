@@ -32,10 +32,8 @@ pub mod bench;
 mod bitonic;
 pub mod check;
 mod error;
-mod events;
 pub mod inputs;
 mod keys;
-mod launch;
 mod partial;
 mod permute;
 mod plan;
@@ -45,7 +43,6 @@ mod sortedness;
 
 pub use bitonic::BitonicSorter;
 pub use error::{Result, SortError};
-pub use events::SortEvents;
 pub use keys::{KeyKind, Order, SortKey, compare};
 pub use partial::{
     BlockPhase, DEFAULT_REDISTRIBUTE_EVERY, LocalStep, PartialConfig, PartialSorter, PartialStep,

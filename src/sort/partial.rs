@@ -4,11 +4,11 @@
 use serde::Serialize;
 
 use super::error::{Result, SortError};
-use super::events::SortEvents;
 use super::keys::{Order, SortKey, mode_bits};
 use super::permute::{Permutable, permute};
 use super::plan::{self, Pass};
 use super::program::{LocalLaunch, MAX_LEN, SortConfig, SortProgram};
+use crate::cl::Timeline;
 use crate::cl::{Context, DeviceBuffer};
 
 /// Default period of the redistribution step: every 5th frame, the thesis's compromise.
@@ -74,7 +74,7 @@ pub struct PartialStep {
     /// Whether the blocks were merged or sorted.
     pub local_step: LocalStep,
     /// The launches, for their device time.
-    pub events: SortEvents,
+    pub events: Timeline,
 }
 
 /// Keeps key-value pairs nearly sorted, one cheap step per frame.
@@ -225,7 +225,7 @@ impl PartialSorter {
         order: Order,
         step: LocalStep,
         phase: BlockPhase,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         check_lengths(keys.len(), values.len())?;
         let pass = self.local_pass(keys.len(), step, phase);
         self.run(pass, keys, values, mode_bits(K::KIND, order, false))
@@ -237,7 +237,7 @@ impl PartialSorter {
         keys: &mut DeviceBuffer<K>,
         values: &mut DeviceBuffer<u32>,
         order: Order,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         check_lengths(keys.len(), values.len())?;
         let pass = plan::redistribute(keys.len(), self.block_len());
         self.run(pass, keys, values, mode_bits(K::KIND, order, false))
@@ -249,7 +249,7 @@ impl PartialSorter {
         src: &DeviceBuffer<T>,
         indices: &DeviceBuffer<u32>,
         dst: &mut DeviceBuffer<T>,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         permute(&self.program, src, indices, dst)
     }
 
@@ -280,7 +280,7 @@ impl PartialSorter {
             BlockPhase::Even => BlockPhase::Odd,
             BlockPhase::Odd => BlockPhase::Even,
         };
-        let mut events = SortEvents::default();
+        let mut events = Timeline::default();
         let mut iota = iota;
         if redistributed {
             let pass = plan::redistribute(n, self.block_len());
@@ -324,7 +324,7 @@ impl PartialSorter {
         keys: &mut DeviceBuffer<K>,
         values: &mut DeviceBuffer<u32>,
         mode: u32,
-    ) -> Result<SortEvents> {
+    ) -> Result<Timeline> {
         self.run_bounded(pass, keys, values, mode, keys.len())
     }
 
@@ -336,8 +336,8 @@ impl PartialSorter {
         values: &mut DeviceBuffer<u32>,
         mode: u32,
         bound: usize,
-    ) -> Result<SortEvents> {
-        let mut events = SortEvents::default();
+    ) -> Result<Timeline> {
+        let mut events = Timeline::default();
         let bound = bound.min(keys.len());
         let (merge, launch) = match pass {
             None | Some(Pass::MergeGlobal { .. }) => return Ok(events),
@@ -366,14 +366,13 @@ impl PartialSorter {
             flags,
         };
         let event = self.program.local(merge, keys, values, None, launch)?;
-        events.push(
-            if merge {
-                "bitonic_merge_local"
-            } else {
-                "bitonic_sort_local"
-            },
-            event,
-        );
+        if merge {
+            events
+                .stage("sort.merge")
+                .push("bitonic_merge_local", event);
+        } else {
+            events.stage("sort.local").push("bitonic_sort_local", event);
+        }
         Ok(events)
     }
 }

@@ -1,13 +1,10 @@
 //! Applying a sort's order to other arrays: `dst[i] = src[indices[i]]` on the device.
 
 use bytemuck::Pod;
-use opencl3::kernel::Kernel;
 
 use super::error::{Result, SortError};
-use super::events::SortEvents;
-use super::launch::KernelCall;
 use super::program::{MAX_LEN, SortProgram};
-use crate::cl::{DeviceBuffer, WorkSize};
+use crate::cl::{DeviceBuffer, Kernel, Timeline, WorkSize};
 
 mod sealed {
     pub trait Sealed {}
@@ -44,7 +41,7 @@ pub(crate) fn permute<T: Permutable>(
     src: &DeviceBuffer<T>,
     indices: &DeviceBuffer<u32>,
     dst: &mut DeviceBuffer<T>,
-) -> Result<SortEvents> {
+) -> Result<Timeline> {
     if indices.len() != dst.len() {
         return Err(SortError::PermuteLength {
             indices: indices.len(),
@@ -57,28 +54,30 @@ pub(crate) fn permute<T: Permutable>(
             return Err(SortError::TooLong { len, max: MAX_LEN });
         }
     }
-    let mut events = SortEvents::default();
+    let mut events = Timeline::default();
     if n == 0 {
         return Ok(events);
     }
-    let (kernel, name): (&Kernel, &'static str) = if T::FLOAT4 {
-        (&program.permute_float4, "permute_float4")
+    let kernel: &Kernel = if T::FLOAT4 {
+        &program.permute_float4
     } else {
-        (&program.permute_u32, "permute_u32")
+        &program.permute_u32
     };
     let work = WorkSize::for_kernel(&program.context, kernel, n)?;
-    let mut call = KernelCall::new(kernel, name);
+    let mut call = kernel.call();
     // SAFETY: src, indices and dst are buffers of T (float4 or 32-bit), u32 and T, then two
     // uints, as the kernels declare; work-items at or past n return at once, and reads from src
     // are guarded by src_len.
-    let event = unsafe {
+    unsafe {
         call.buffer(src)?
             .buffer(indices)?
             .buffer(dst)?
-            .scalar(&(n as u32))?
-            .scalar(&(src.len() as u32))?;
-        call.enqueue(&program.context, work.global, work.local)?
-    };
-    events.push(name, event);
+            .arg(&(n as u32))?
+            .arg(&(src.len() as u32))?;
+    }
+    let event = call.enqueue(&program.context, work)?;
+    events
+        .stage("sort.permute")
+        .push(kernel.shared_name(), event);
     Ok(events)
 }

@@ -1,9 +1,7 @@
 //! Building kernels/bitonic.cl for one device, with the block length chosen for it.
 
-use opencl3::kernel::Kernel;
-
 use super::error::{Result, SortError};
-use crate::cl::{Context, DeviceType, Program, Source, WorkSize};
+use crate::cl::{Context, DeviceType, Kernel, Program, Source, WorkSize};
 
 /// Largest block (elements sorted in local memory by one work-group) chosen by default. It fills
 /// 34 KiB of local memory with packed 8-byte pairs, which fits the 48 KiB that NVIDIA and AMD
@@ -117,17 +115,10 @@ impl SortProgram {
             let program = Program::build(context, std::slice::from_ref(&source), &options)?;
             let sort_local = program.kernel("bitonic_sort_local")?;
             let merge_local = program.kernel("bitonic_merge_local")?;
-            let device = context.device().id();
             let group = block_len / ELEMENTS_PER_ITEM;
             let allowed = [&sort_local, &merge_local]
                 .into_iter()
-                .map(|k| {
-                    k.get_work_group_size(device)
-                        .map_err(|code| crate::cl::Error::Api {
-                            call: "clGetKernelWorkGroupInfo(WORK_GROUP_SIZE)".to_string(),
-                            code,
-                        })
-                })
+                .map(|k| k.max_group(context))
                 .collect::<std::result::Result<Vec<_>, _>>()?
                 .into_iter()
                 .min()
@@ -286,13 +277,13 @@ impl SortProgram {
         debug_assert_eq!(size_of::<K>(), 4);
         debug_assert!(keys.len() >= launch.n && values.len() >= launch.n);
         debug_assert!(packed.is_none_or(|p| p.len() >= launch.packed_len));
-        let (kernel, name) = if merge {
-            (&self.merge_local, "bitonic_merge_local")
+        let kernel = if merge {
+            &self.merge_local
         } else {
-            (&self.sort_local, "bitonic_sort_local")
+            &self.sort_local
         };
         let to_u32 = |x: usize| x as u32; // all lengths are ≤ MAX_LEN = 2^31, checked by callers
-        let mut call = super::launch::KernelCall::new(kernel, name);
+        let mut call = kernel.call();
         // SAFETY: the arguments follow the kernels' signatures in kernels/bitonic.cl: three
         // buffers (uint keys, uint values, ulong packed) then uints. The kernels touch keys and
         // values only below `n` (at most their length) and `packed` only below `packed_len`
@@ -302,20 +293,26 @@ impl SortProgram {
             call.buffer(keys)?.buffer(values)?;
             match packed {
                 Some(p) => call.buffer(p)?,
-                None => call.buffer(keys)?,
+                // No packed array: the kernel never touches this argument, so the keys stand
+                // in as a zero-length array of packed pairs.
+                None => call.mem::<u64>(keys.cl_mem(), 0)?,
             };
-            call.scalar(&to_u32(launch.n))?
-                .scalar(&to_u32(launch.packed_len))?
-                .scalar(&to_u32(launch.offset))?;
+            call.arg(&to_u32(launch.n))?
+                .arg(&to_u32(launch.packed_len))?
+                .arg(&to_u32(launch.offset))?;
             if merge {
-                call.scalar(&to_u32(launch.k))?;
+                call.arg(&to_u32(launch.k))?;
             } else {
-                call.scalar(&to_u32(launch.blocks))?;
+                call.arg(&to_u32(launch.blocks))?;
             }
-            call.scalar(&launch.mode)?.scalar(&launch.flags)?;
-            let group = self.group_size();
-            Ok(call.enqueue(&self.context, launch.groups * group, group)?)
+            call.arg(&launch.mode)?.arg(&launch.flags)?;
         }
+        let group = self.group_size();
+        let work = WorkSize {
+            global: launch.groups * group,
+            local: group,
+        };
+        Ok(call.enqueue(&self.context, work)?)
     }
 
     /// Enqueues `bitonic_merge_global` on the first `items << global_bits` values of `packed`.
@@ -328,15 +325,19 @@ impl SortProgram {
         items: usize,
     ) -> Result<opencl3::event::Event> {
         debug_assert!(packed.len() >= items << self.global_bits);
-        let mut call = super::launch::KernelCall::new(&self.merge_global, "bitonic_merge_global");
+        let mut call = self.merge_global.call();
         // SAFETY: one ulong buffer then three uints, as the kernel declares; work-item t touches
         // positions below (t + 1) << global_bits ≤ packed.len().
         unsafe {
             call.buffer(packed)?
-                .scalar(&(k as u32))?
-                .scalar(&(stride as u32))?
-                .scalar(&stages)?;
-            Ok(call.enqueue(&self.context, items, self.global_group(items))?)
+                .arg(&(k as u32))?
+                .arg(&(stride as u32))?
+                .arg(&stages)?;
         }
+        let work = WorkSize {
+            global: items,
+            local: self.global_group(items),
+        };
+        Ok(call.enqueue(&self.context, work)?)
     }
 }

@@ -43,6 +43,7 @@
 //! # Ok::<(), snowsim::terrain::TerrainError>(())
 //! ```
 
+mod grid;
 mod heightmap;
 mod mesher;
 pub mod procedural;
@@ -51,6 +52,7 @@ mod surface;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use grid::{Heightfield, SceneBox};
 pub use heightmap::{Heightmap, MAX_SIDE};
 pub use mesher::{MAX_ENTITIES, MAX_GRADING_SPAN, Terrain, TerrainSpec};
 pub use surface::extract_surface;
@@ -129,6 +131,9 @@ pub struct GroundSurface {
 /// What can go wrong reading a heightmap or meshing a terrain.
 #[derive(Debug, thiserror::Error)]
 pub enum TerrainError {
+    /// A grid of heights is too small, empty, not finite or inconsistent.
+    #[error("invalid ground grid: {0}")]
+    InvalidGrid(String),
     /// The heightmap file cannot be read.
     #[error("cannot read heightmap {}: {source}", path.display())]
     Open {

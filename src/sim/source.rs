@@ -1,40 +1,41 @@
 //! What computes the buffers the renderer draws: the interface the simulation implements.
 
-use opencl3::event::Event;
-use opencl3::memory::Buffer;
+use crate::cl::{Context, OutputBuffer, Timeline};
 
 use super::Result;
-use super::compute::ComputeContext;
 
 /// Writes the particles the renderer draws: the flakes stand-in now, the snow simulation later.
 ///
 /// Each particle is one float4: xyz the position in metres (z up), w the radius in metres.
-/// The buffer a method receives lives in `compute`'s context: in share mode it *is* the GL
-/// buffer (acquired for the call), in copy mode a device buffer that is copied to GL after the
-/// call. It keeps its contents from frame to frame, so it can hold the positions as simulation
-/// state; a simulation that keeps positions elsewhere copies them in (`clEnqueueCopyBuffer`).
-/// Kernels are only enqueued; the session waits and reads the returned events' profiling times.
+/// The buffer a method receives lives in `context`: in share mode it *is* the GL buffer
+/// (acquired for the call), in copy mode a device buffer that is copied to GL after the call.
+/// It keeps its contents from frame to frame, so it can hold the positions as simulation
+/// state; a simulation that keeps positions elsewhere copies them in. Kernels are only
+/// enqueued, into `timeline` (whose stage the caller has set); the frame waits once at its end
+/// and reads every stage's device time from there.
 pub trait ParticleSource {
     /// A short name for the log, e.g. `flakes`.
     fn name(&self) -> &str;
     /// Number of particles (float4 values of the buffer).
     fn count(&self) -> usize;
-    /// Builds programs and allocates whatever else the source needs, once, on `compute`.
-    fn prepare(&mut self, compute: &ComputeContext) -> Result<()>;
+    /// Builds programs and allocates whatever else the source needs, once, on `context`.
+    fn prepare(&mut self, context: &Context) -> Result<()>;
     /// Writes the initial particles (at start and when the user resets).
     fn reset(
         &mut self,
-        compute: &ComputeContext,
-        particles: &mut Buffer<[f32; 4]>,
-    ) -> Result<Vec<Event>>;
+        context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()>;
     /// Advances the particles by `dt` seconds; `time` is the simulated time before the step.
     fn step(
         &mut self,
-        compute: &ComputeContext,
-        particles: &mut Buffer<[f32; 4]>,
+        context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
         dt: f32,
         time: f32,
-    ) -> Result<Vec<Event>>;
+        timeline: &mut Timeline,
+    ) -> Result<()>;
     /// Switches particle sorting on or off; returns whether the source sorts at all.
     fn set_sorting(&mut self, _on: bool) -> bool {
         false
@@ -46,15 +47,16 @@ pub trait ParticleSource {
 pub trait FieldSource {
     /// Number of sample points.
     fn samples(&self) -> usize;
-    /// Builds programs once on `compute`.
-    fn prepare(&mut self, compute: &ComputeContext) -> Result<()>;
-    /// Writes the `2 · samples` float4 of the field at simulated time `time`.
+    /// Builds programs once on `context`.
+    fn prepare(&mut self, context: &Context) -> Result<()>;
+    /// Enqueues the writing of the `2 · samples` float4 of the field at simulated time `time`.
     fn update(
         &mut self,
-        compute: &ComputeContext,
-        field: &mut Buffer<[f32; 4]>,
+        context: &Context,
+        field: &mut OutputBuffer<'_, [f32; 4]>,
         time: f32,
-    ) -> Result<Vec<Event>>;
+        timeline: &mut Timeline,
+    ) -> Result<()>;
     /// The speed drawn red and the pressures drawn yellow and red.
     fn ranges(&self) -> FieldRanges;
 }

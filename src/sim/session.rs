@@ -1,21 +1,30 @@
 //! A running simulation on screen: sources that write buffers on the OpenCL device, links that
 //! bring them to GL, and the renderer, driven one frame at a time.
+//!
+//! One frame, in order: acquire the GL buffers (share mode), enqueue every source's kernels
+//! into the frame's [`Timeline`] under their stage (`flakes.step`, `wind.view`), wait once
+//! (`clFinish`), read every stage's device time from the timeline, hand the buffers to GL
+//! (release, or read back into the mapped GL buffer), draw.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use glow::HasContext;
-use opencl3::event::Event;
 
-use crate::cl::{self, DeviceEntry};
+use crate::cl::{Context, DeviceEntry, Timeline};
+use crate::counters::{StageTime, stage};
+use crate::interop::{self, GlLink, InteropChoice, InteropMode};
 use crate::render::{
-    Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, SceneBox, StageTimes,
-    TerrainMesh, Views,
+    Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
+use crate::terrain::SceneBox;
 
-use super::compute::ComputeContext;
-use super::link::GlLink;
 use super::source::{FieldSource, ParticleSource};
-use super::{Error, InteropChoice, InteropMode, Result};
+use super::{Error, Result};
+
+/// Stage of the particle source's kernels.
+pub const PARTICLES_STAGE: &str = "snow.particles";
+/// Stage of the field source's kernels (the wind and pressure views).
+pub const FIELD_STAGE: &str = "wind.view";
 
 /// What a [`Session`] shows and how it starts.
 #[derive(Clone, Debug)]
@@ -49,7 +58,8 @@ pub struct Session {
     particles: Box<dyn ParticleSource>,
     field: Option<Box<dyn FieldSource>>,
     renderer: Renderer,
-    compute: ComputeContext,
+    context: Context,
+    timeline: Timeline,
     choice: InteropChoice,
     camera: OrbitCamera,
     home: OrbitCamera,
@@ -76,41 +86,53 @@ impl Session {
                 config.dt
             )));
         }
-        let (compute, choice) = super::open(device, config.interop, gl)?;
-        particles.prepare(&compute)?;
+        let (context, choice) = interop::open(device, config.interop, gl)?;
+        particles.prepare(&context)?;
         if let Some(field) = field.as_mut() {
-            field.prepare(&compute)?;
+            field.prepare(&context)?;
         }
         let samples = field.as_ref().map_or(0, |f| f.samples());
         let renderer = Renderer::new(gl.gl.clone(), &config.terrain, particles.count(), samples)?;
-        let mut particle_link = GlLink::new(
-            &compute,
-            choice.transfer,
-            renderer.particle_buffer(),
-            particles.count(),
-        )?;
-        let mut field_link = match &field {
-            Some(_) => Some(GlLink::new(
-                &compute,
+        // SAFETY (both links): the renderer's GL buffers are alive, current on this thread and
+        // hold `count` float4; the renderer outlives the links (field order).
+        let mut particle_link = unsafe {
+            GlLink::new(
+                &context,
                 choice.transfer,
-                renderer.field_buffer(),
-                2 * samples,
-            )?),
+                renderer.particle_buffer(),
+                particles.count(),
+            )?
+        };
+        let mut field_link = match &field {
+            Some(_) => Some(unsafe {
+                GlLink::new(
+                    &context,
+                    choice.transfer,
+                    renderer.field_buffer(),
+                    2 * samples,
+                )?
+            }),
             None => None,
         };
         let gl_functions = gl.gl.clone();
-        particle_link.acquire(&compute, &gl_functions)?;
-        wait(particles.reset(&compute, particle_link.cl_buffer_mut())?)?;
-        particle_link.publish(&compute, &gl_functions)?;
+        let mut timeline = context.timeline();
+        timeline.stage(PARTICLES_STAGE);
+        particle_link.acquire(&gl_functions)?;
+        particles.reset(&context, &mut particle_link.target(), &mut timeline)?;
+        timeline.wait()?;
+        particle_link.publish(&gl_functions)?;
         let mut views = config.views;
         if let (Some(f), Some(link)) = (field.as_mut(), field_link.as_mut()) {
-            link.acquire(&compute, &gl_functions)?;
-            wait(f.update(&compute, link.cl_buffer_mut(), 0.0)?)?;
-            link.publish(&compute, &gl_functions)?;
+            timeline.stage(FIELD_STAGE);
+            link.acquire(&gl_functions)?;
+            f.update(&context, &mut link.target(), 0.0, &mut timeline)?;
+            timeline.wait()?;
+            link.publish(&gl_functions)?;
             let ranges = f.ranges();
             views.speed_max = ranges.speed_max;
             views.pressure_range = ranges.pressure;
         }
+        timeline.resolve()?;
         let home = config
             .camera
             .unwrap_or_else(|| OrbitCamera::framing(config.bounds.lo, config.bounds.hi));
@@ -120,7 +142,8 @@ impl Session {
             particles,
             field,
             renderer,
-            compute,
+            context,
+            timeline,
             choice,
             camera: home,
             home,
@@ -137,9 +160,10 @@ impl Session {
         &self.choice
     }
 
-    /// The OpenCL side, for a simulation that needs more than the sources' calls.
-    pub fn compute(&self) -> &ComputeContext {
-        &self.compute
+    /// The OpenCL context every kernel of the frame runs on (GL-shared in share mode), for a
+    /// simulation that needs more than the sources' calls.
+    pub fn context(&self) -> &Context {
+        &self.context
     }
 
     /// The renderer (to replace the terrain or upload a new snow depth).
@@ -182,45 +206,55 @@ impl Session {
         self.particle_link.copied_bytes() + self.field_link.as_ref().map_or(0, GlLink::copied_bytes)
     }
 
-    /// One frame: step the sources (unless paused), bring their buffers to GL, draw.
+    /// One frame: step the sources (unless paused), bring their buffers to GL, draw. Returns
+    /// every stage's time: host stages on the wall clock, the kernels' stages from profiling.
     pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
-        let mut times = StageTimes::default();
+        let mut times = Vec::new();
         if !self.paused {
             let gl = self.renderer.gl().clone();
             let update_field = self.views.wind || self.views.pressure;
             let start = Instant::now();
-            self.particle_link.acquire(&self.compute, &gl)?;
+            self.particle_link.acquire(&gl)?;
             if update_field && let Some(link) = self.field_link.as_mut() {
-                link.acquire(&self.compute, &gl)?;
+                link.acquire(&gl)?;
             }
             let acquire = start.elapsed();
 
             let start = Instant::now();
-            let mut events = self.particles.step(
-                &self.compute,
-                self.particle_link.cl_buffer_mut(),
+            self.timeline.stage(PARTICLES_STAGE);
+            self.particles.step(
+                &self.context,
+                &mut self.particle_link.target(),
                 self.dt,
                 self.time,
+                &mut self.timeline,
             )?;
             if update_field
                 && let (Some(field), Some(link)) = (self.field.as_mut(), self.field_link.as_mut())
             {
-                events.extend(field.update(&self.compute, link.cl_buffer_mut(), self.time)?);
+                self.timeline.stage(FIELD_STAGE);
+                field.update(
+                    &self.context,
+                    &mut link.target(),
+                    self.time,
+                    &mut self.timeline,
+                )?;
             }
-            self.compute.finish()?;
-            times.kernel = start.elapsed();
-            times.kernel_device = device_time(&events)?;
+            self.context.finish()?;
+            times.push(StageTime::host(stage::KERNELS, start.elapsed()));
+            let device = self.timeline.resolve()?;
 
-            let mut transfer = acquire + self.particle_link.publish(&self.compute, &gl)?;
+            let mut transfer = acquire + self.particle_link.publish(&gl)?;
             if update_field && let Some(link) = self.field_link.as_mut() {
-                transfer += link.publish(&self.compute, &gl)?;
+                transfer += link.publish(&gl)?;
             }
-            times.transfer = transfer;
+            times.push(StageTime::host(stage::TRANSFER, transfer));
+            times.extend(device);
             self.time += self.dt;
         }
         let start = Instant::now();
         self.draw(size);
-        times.draw = start.elapsed();
+        times.push(StageTime::host(stage::DRAW, start.elapsed()));
         Ok(times)
     }
 
@@ -234,36 +268,19 @@ impl Session {
     /// Puts the particles back where they started and the camera home.
     pub fn reset(&mut self) -> Result<()> {
         let gl = self.renderer.gl().clone();
-        self.particle_link.acquire(&self.compute, &gl)?;
-        let events = self
-            .particles
-            .reset(&self.compute, self.particle_link.cl_buffer_mut())?;
-        wait(events)?;
-        self.particle_link.publish(&self.compute, &gl)?;
+        self.particle_link.acquire(&gl)?;
+        self.timeline.stage(PARTICLES_STAGE);
+        self.particles.reset(
+            &self.context,
+            &mut self.particle_link.target(),
+            &mut self.timeline,
+        )?;
+        self.timeline.resolve()?;
+        self.particle_link.publish(&gl)?;
         self.camera = self.home;
         self.time = 0.0;
         Ok(())
     }
-}
-
-/// Waits for `events`.
-fn wait(events: Vec<Event>) -> Result<()> {
-    for event in events {
-        event.wait().map_err(|code| cl::Error::Api {
-            call: "clWaitForEvents".into(),
-            code,
-        })?;
-    }
-    Ok(())
-}
-
-/// Sum of the profiled device times of finished `events`.
-fn device_time(events: &[Event]) -> Result<Duration> {
-    let mut total = Duration::ZERO;
-    for event in events {
-        total += cl::event_duration(event)?;
-    }
-    Ok(total)
 }
 
 impl FrameDriver for Session {
@@ -323,7 +340,7 @@ impl FrameDriver for Session {
             self.particles.count(),
             self.particles.name(),
             self.choice.transfer,
-            self.compute.info().name
+            self.context.info().name
         );
         if self.paused {
             status.push_str(" | paused");

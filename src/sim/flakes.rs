@@ -4,35 +4,18 @@
 //! and pictures).
 
 use glam::Vec3;
-use opencl3::event::Event;
-use opencl3::kernel::{ExecuteKernel, Kernel};
-use opencl3::memory::Buffer;
-use opencl3::program::Program;
-use opencl3::types::CL_BLOCKING;
 
-use crate::cl::{self, Source};
-use crate::render::{Heightfield, SceneBox};
+use crate::cl::{Context, DeviceBuffer, Kernel, OutputBuffer, Program, Source, Timeline};
 use crate::scene::{Wind, WindProfile};
+use crate::terrain::{Heightfield, SceneBox};
 
-use super::compute::ComputeContext;
 use super::source::{FieldRanges, FieldSource, ParticleSource};
 use super::{Error, Result};
 
-fn flakes_source() -> Result<Source> {
-    Ok(Source::embedded(
-        "flakes.cl",
-        include_str!("../../kernels/flakes.cl"),
-    )?)
-}
-
-fn launch_error(kernel: &str) -> impl FnOnce(opencl3::error_codes::ClError) -> Error + '_ {
-    move |code| {
-        cl::Error::Api {
-            call: format!("clEnqueueNDRangeKernel({kernel})"),
-            code,
-        }
-        .into()
-    }
+/// Builds `kernels/flakes.cl` (or its replacement in `$SNOWSIM_KERNEL_DIR`).
+fn build_flakes(context: &Context, options: &str) -> Result<Program> {
+    let source = Source::embedded("flakes.cl", include_str!("../../kernels/flakes.cl"))?;
+    Ok(Program::build(context, &[source], options)?)
 }
 
 fn four(v: Vec3, w: f32) -> [f32; 4] {
@@ -104,15 +87,15 @@ fn check_ground(ground: &Heightfield) -> Result<()> {
 
 /// A ground grid on the device, as the kernels' `ground`, `ground_dims`, `ground_rect`.
 struct GroundBuffer {
-    heights: Buffer<f32>,
+    heights: DeviceBuffer<f32>,
     dims: [u32; 2],
     rect: [f32; 4],
 }
 
 impl GroundBuffer {
-    fn new(compute: &ComputeContext, ground: &Heightfield) -> Result<Self> {
+    fn new(context: &Context, ground: &Heightfield) -> Result<Self> {
         Ok(Self {
-            heights: compute.float_buffer_from(&ground.heights)?,
+            heights: DeviceBuffer::from_slice(context, &ground.heights)?,
             dims: [ground.nx as u32, ground.ny as u32],
             rect: [ground.lo.x, ground.lo.y, ground.hi.x, ground.hi.y],
         })
@@ -176,7 +159,6 @@ impl FlakesConfig {
 }
 
 struct FlakesKernels {
-    _program: Program,
     init: Kernel,
     step: Kernel,
     ground: GroundBuffer,
@@ -251,93 +233,88 @@ impl ParticleSource for Flakes {
         self.config.count
     }
 
-    fn prepare(&mut self, compute: &ComputeContext) -> Result<()> {
-        let program = compute.build(&[flakes_source()?], "-cl-fast-relaxed-math")?;
+    fn prepare(&mut self, context: &Context) -> Result<()> {
+        let program = build_flakes(context, "-cl-fast-relaxed-math")?;
         self.kernels = Some(FlakesKernels {
-            init: compute.kernel(&program, "flakes_init")?,
-            step: compute.kernel(&program, "flakes_step")?,
-            _program: program,
-            ground: GroundBuffer::new(compute, &self.ground)?,
+            init: program.kernel("flakes_init")?,
+            step: program.kernel("flakes_step")?,
+            ground: GroundBuffer::new(context, &self.ground)?,
         });
         Ok(())
     }
 
     fn reset(
         &mut self,
-        compute: &ComputeContext,
-        particles: &mut Buffer<[f32; 4]>,
-    ) -> Result<Vec<Event>> {
+        context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
         let c = &self.config;
         if c.count == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let k = self.kernels()?;
-        let work = compute.work_size(&k.init, c.count)?;
+        let work = k.init.work_size(context, c.count)?;
         let n = c.count as u32;
         let (lo, hi) = (four(c.bounds.lo, 0.0), four(c.bounds.hi, 0.0));
         let g = &k.ground;
-        // SAFETY: arguments match flakes_init's signature; the buffer holds `n` float4, the
-        // ground buffer dims.x · dims.y floats, and the kernel guards `i < n`.
-        let event = unsafe {
-            ExecuteKernel::new(&k.init)
-                .set_arg(&*particles)
-                .set_arg(&n)
-                .set_arg(&c.seed)
-                .set_arg(&lo)
-                .set_arg(&hi)
-                .set_arg(&c.radius)
-                .set_arg(&g.heights)
-                .set_arg(&g.dims)
-                .set_arg(&g.rect)
-                .set_global_work_size(work.global)
-                .set_local_work_size(work.local)
-                .enqueue_nd_range(compute.queue())
+        let mut call = k.init.call();
+        // SAFETY: the buffer holds `n` float4, the ground buffer dims.x · dims.y floats, and
+        // the kernel guards `i < n`.
+        unsafe {
+            call.buffer(particles)?
+                .arg(&n)?
+                .arg(&c.seed)?
+                .arg(&lo)?
+                .arg(&hi)?
+                .arg(&c.radius)?
+                .buffer(&g.heights)?
+                .arg(&g.dims)?
+                .arg(&g.rect)?;
         }
-        .map_err(launch_error("flakes_init"))?;
-        Ok(vec![event])
+        call.enqueue_into(context, work, timeline)?;
+        Ok(())
     }
 
     fn step(
         &mut self,
-        compute: &ComputeContext,
-        particles: &mut Buffer<[f32; 4]>,
+        context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
         dt: f32,
         time: f32,
-    ) -> Result<Vec<Event>> {
+        timeline: &mut Timeline,
+    ) -> Result<()> {
         let c = &self.config;
         if c.count == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let k = self.kernels()?;
-        let work = compute.work_size(&k.step, c.count)?;
+        let work = k.step.work_size(context, c.count)?;
         let n = c.count as u32;
         let (lo, hi) = (four(c.bounds.lo, 0.0), four(c.bounds.hi, 0.0));
         let (mut wind, profile) = wind_args(&c.wind);
         wind[3] = c.flutter;
         let fall = c.fall_per_radius();
         let g = &k.ground;
-        // SAFETY: arguments match flakes_step's signature; the buffer holds `n` float4, the
-        // ground buffer dims.x · dims.y floats, and the kernel guards `i < n`.
-        let event = unsafe {
-            ExecuteKernel::new(&k.step)
-                .set_arg(&*particles)
-                .set_arg(&n)
-                .set_arg(&dt)
-                .set_arg(&time)
-                .set_arg(&lo)
-                .set_arg(&hi)
-                .set_arg(&wind)
-                .set_arg(&profile)
-                .set_arg(&fall)
-                .set_arg(&g.heights)
-                .set_arg(&g.dims)
-                .set_arg(&g.rect)
-                .set_global_work_size(work.global)
-                .set_local_work_size(work.local)
-                .enqueue_nd_range(compute.queue())
+        let mut call = k.step.call();
+        // SAFETY: the buffer holds `n` float4, the ground buffer dims.x · dims.y floats, and
+        // the kernel guards `i < n`.
+        unsafe {
+            call.buffer(particles)?
+                .arg(&n)?
+                .arg(&dt)?
+                .arg(&time)?
+                .arg(&lo)?
+                .arg(&hi)?
+                .arg(&wind)?
+                .arg(&profile)?
+                .arg(&fall)?
+                .buffer(&g.heights)?
+                .arg(&g.dims)?
+                .arg(&g.rect)?;
         }
-        .map_err(launch_error("flakes_step"))?;
-        Ok(vec![event])
+        call.enqueue_into(context, work, timeline)?;
+        Ok(())
     }
 }
 
@@ -363,39 +340,28 @@ impl ParticleSource for FixedParticles {
         self.particles.len()
     }
 
-    fn prepare(&mut self, _compute: &ComputeContext) -> Result<()> {
+    fn prepare(&mut self, _context: &Context) -> Result<()> {
         Ok(())
     }
 
     fn reset(
         &mut self,
-        compute: &ComputeContext,
-        particles: &mut Buffer<[f32; 4]>,
-    ) -> Result<Vec<Event>> {
-        if self.particles.is_empty() {
-            return Ok(Vec::new());
-        }
-        // SAFETY: the buffer was allocated for `count()` float4; the write is blocking.
-        let event = unsafe {
-            compute
-                .queue()
-                .enqueue_write_buffer(particles, CL_BLOCKING, 0, &self.particles, &[])
-        }
-        .map_err(|code| cl::Error::Api {
-            call: "clEnqueueWriteBuffer(fixed particles)".into(),
-            code,
-        })?;
-        Ok(vec![event])
+        _context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        _timeline: &mut Timeline,
+    ) -> Result<()> {
+        Ok(particles.write(&self.particles)?)
     }
 
     fn step(
         &mut self,
-        _compute: &ComputeContext,
-        _particles: &mut Buffer<[f32; 4]>,
+        _context: &Context,
+        _particles: &mut OutputBuffer<'_, [f32; 4]>,
         _dt: f32,
         _time: f32,
-    ) -> Result<Vec<Event>> {
-        Ok(Vec::new())
+        _timeline: &mut Timeline,
+    ) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -416,7 +382,7 @@ pub struct ProfileWind {
     ground: Heightfield,
     wind: Wind,
     scale_height: f32,
-    kernel: Option<(Program, Kernel, GroundBuffer)>,
+    kernel: Option<(Kernel, GroundBuffer)>,
 }
 
 impl ProfileWind {
@@ -489,48 +455,46 @@ impl FieldSource for ProfileWind {
         self.dims[..3].iter().map(|&d| d as usize).product()
     }
 
-    fn prepare(&mut self, compute: &ComputeContext) -> Result<()> {
+    fn prepare(&mut self, context: &Context) -> Result<()> {
         // Without relaxed math: the view shows the profile as the scene defines it.
-        let program = compute.build(&[flakes_source()?], "")?;
-        let kernel = compute.kernel(&program, "wind_profile")?;
-        let ground = GroundBuffer::new(compute, &self.ground)?;
-        self.kernel = Some((program, kernel, ground));
+        let program = build_flakes(context, "")?;
+        let kernel = program.kernel("wind_profile")?;
+        let ground = GroundBuffer::new(context, &self.ground)?;
+        self.kernel = Some((kernel, ground));
         Ok(())
     }
 
     fn update(
         &mut self,
-        compute: &ComputeContext,
-        field: &mut Buffer<[f32; 4]>,
+        context: &Context,
+        field: &mut OutputBuffer<'_, [f32; 4]>,
         _time: f32,
-    ) -> Result<Vec<Event>> {
-        let Some((_, kernel, ground)) = &self.kernel else {
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let Some((kernel, ground)) = &self.kernel else {
             return Err(Error::Internal("wind profile used before prepare".into()));
         };
-        let work = compute.work_size(kernel, self.samples())?;
+        let work = kernel.work_size(context, self.samples())?;
         let (lo, hi) = (four(self.bounds.lo, 0.0), four(self.bounds.hi, 0.0));
         let (wind, profile) = wind_args(&self.wind);
-        // SAFETY: arguments match wind_profile's signature; the buffer holds 2 float4 per
-        // sample, the ground buffer dims.x · dims.y floats, and the kernel guards `i < n`.
-        let event = unsafe {
-            ExecuteKernel::new(kernel)
-                .set_arg(&*field)
-                .set_arg(&self.dims)
-                .set_arg(&lo)
-                .set_arg(&hi)
-                .set_arg(&wind)
-                .set_arg(&profile)
-                .set_arg(&SEA_LEVEL_KPA)
-                .set_arg(&self.scale_height)
-                .set_arg(&ground.heights)
-                .set_arg(&ground.dims)
-                .set_arg(&ground.rect)
-                .set_global_work_size(work.global)
-                .set_local_work_size(work.local)
-                .enqueue_nd_range(compute.queue())
+        let mut call = kernel.call();
+        // SAFETY: the buffer holds 2 float4 per sample, the ground buffer dims.x · dims.y
+        // floats, and the kernel guards `i < n`.
+        unsafe {
+            call.buffer(field)?
+                .arg(&self.dims)?
+                .arg(&lo)?
+                .arg(&hi)?
+                .arg(&wind)?
+                .arg(&profile)?
+                .arg(&SEA_LEVEL_KPA)?
+                .arg(&self.scale_height)?
+                .buffer(&ground.heights)?
+                .arg(&ground.dims)?
+                .arg(&ground.rect)?;
         }
-        .map_err(launch_error("wind_profile"))?;
-        Ok(vec![event])
+        call.enqueue_into(context, work, timeline)?;
+        Ok(())
     }
 
     /// Speed: the profile at the highest sample above the lowest ground (every profile grows

@@ -8,14 +8,15 @@
 
 use glam::{Vec2, Vec3};
 
-use crate::render::{Heightfield, OrbitCamera, SceneBox, TerrainMesh, Views};
+use crate::interop::InteropMode;
+use crate::render::{OrbitCamera, TerrainMesh, Views};
 use crate::scene::{Domain, Scene, SceneError, Wind};
-use crate::terrain::Terrain;
+use crate::terrain::{Heightfield, SceneBox, Terrain};
 
+use super::Result;
 use super::flakes::{Flakes, FlakesConfig, ProfileWind};
 use super::session::SessionConfig;
 use super::source::{FieldRanges, FieldSource, ParticleSource};
-use super::{InteropMode, Result};
 
 /// Sample points of the wind view: 16 × 16 over the ground, 6 levels up to the top.
 pub const WIND_SAMPLES: [u32; 3] = [16, 16, 6];
@@ -220,8 +221,9 @@ fn ground_of(scene: &Scene) -> Result<(TerrainMesh, Heightfield, SceneBox)> {
             }
             let side = ((surface.triangles.len() as f64 / 2.0).sqrt().ceil() as usize + 1)
                 .clamp(2, MAX_GROUND_GRID);
-            let ground = Heightfield::from_surface(
-                &surface,
+            let ground = Heightfield::from_triangles(
+                &surface.positions,
+                &surface.triangles,
                 side,
                 side,
                 lo.truncate(),

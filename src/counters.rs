@@ -1,0 +1,178 @@
+//! Timing counters shared by every part of a frame: named stages (`wind.advect`,
+//! `sort.merge`, `render.draw`, …) with the device time of their kernels from OpenCL profiling
+//! and, for host-side stages, wall time.
+//!
+//! The types here hold numbers only; [`crate::cl::Timeline`] fills them from profiling events,
+//! once per frame, and `snowsim run`, `snowsim bench` and their JSON output print them.
+
+use std::time::Duration;
+
+/// Names of the host-side stages every frame has.
+pub mod stage {
+    /// Enqueuing the simulation's kernels and waiting for them (`clFinish`), wall time.
+    pub const KERNELS: &str = "sim.kernels";
+    /// Bringing the kernels' output to OpenGL (share: acquire and release; copy: read back into
+    /// the mapped GL buffer), wall time.
+    pub const TRANSFER: &str = "interop.transfer";
+    /// Drawing until `glFinish`, wall time.
+    pub const DRAW: &str = "render.draw";
+    /// Swapping buffers (window only), wall time.
+    pub const PRESENT: &str = "render.present";
+}
+
+/// What one stage cost in one frame (or one chain of launches).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct StageTime {
+    /// The stage's name, `module.step`.
+    pub stage: String,
+    /// Whether the times are device times from profiling (else host wall time).
+    pub device: bool,
+    /// Kernel launches (device stages) or 1 (host stages).
+    pub launches: u64,
+    /// Sum of the kernels' device times (`CL_PROFILING_COMMAND_START..END`), or the wall time
+    /// of a host stage.
+    #[serde(serialize_with = "as_ms")]
+    pub busy: Duration,
+    /// From the first kernel's start to the last one's end: `span − busy` is what the gaps
+    /// between launches cost. Equal to `busy` for host stages.
+    #[serde(serialize_with = "as_ms")]
+    pub span: Duration,
+}
+
+impl StageTime {
+    /// A stage measured on the host's clock.
+    pub fn host(stage: &str, wall: Duration) -> Self {
+        Self {
+            stage: stage.to_string(),
+            device: false,
+            launches: 1,
+            busy: wall,
+            span: wall,
+        }
+    }
+
+    /// Time between launches that the device spent idle or launching: `span − busy`.
+    pub fn gaps(&self) -> Duration {
+        self.span.saturating_sub(self.busy)
+    }
+}
+
+fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
+}
+
+/// Stage times summed over many frames, in the order the stages first appeared.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Counters {
+    /// Frames added.
+    pub frames: u64,
+    /// One entry per stage: launches, busy and span summed over the frames.
+    pub stages: Vec<StageTime>,
+}
+
+impl Counters {
+    /// Adds one frame's stage times.
+    pub fn add_frame(&mut self, stages: &[StageTime]) {
+        self.frames += 1;
+        self.add(stages);
+    }
+
+    /// Adds stage times without counting a frame (a chain of launches outside any frame).
+    pub fn add(&mut self, stages: &[StageTime]) {
+        for time in stages {
+            match self.stages.iter_mut().find(|s| s.stage == time.stage) {
+                Some(total) => {
+                    total.launches += time.launches;
+                    total.busy += time.busy;
+                    total.span += time.span;
+                }
+                None => self.stages.push(time.clone()),
+            }
+        }
+    }
+
+    /// The totals of `stage`, if it ran.
+    pub fn get(&self, stage: &str) -> Option<&StageTime> {
+        self.stages.iter().find(|s| s.stage == stage)
+    }
+
+    /// Sum of every stage's busy time whose name starts with `prefix` (`""` for all).
+    pub fn busy(&self, prefix: &str) -> Duration {
+        self.stages
+            .iter()
+            .filter(|s| s.stage.starts_with(prefix))
+            .map(|s| s.busy)
+            .sum()
+    }
+
+    /// Sum of the device stages' busy times.
+    pub fn device_busy(&self) -> Duration {
+        self.stages
+            .iter()
+            .filter(|s| s.device)
+            .map(|s| s.busy)
+            .sum()
+    }
+
+    /// Busy time of `stage`, zero if it never ran.
+    pub fn busy_of(&self, stage: &str) -> Duration {
+        self.get(stage).map_or(Duration::ZERO, |s| s.busy)
+    }
+
+    /// Mean per frame of every stage (the totals divided by the frame count).
+    pub fn per_frame(&self) -> Vec<StageTime> {
+        let n = self.frames.max(1);
+        self.stages
+            .iter()
+            .map(|s| StageTime {
+                stage: s.stage.clone(),
+                device: s.device,
+                launches: s.launches / n,
+                busy: s.busy / n as u32,
+                span: s.span / n as u32,
+            })
+            .collect()
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_sum_per_stage_in_first_seen_order() {
+        let ms = Duration::from_millis;
+        let mut c = Counters::default();
+        let frame = |a: u64, b: u64| {
+            vec![
+                StageTime {
+                    stage: "wind.advect".into(),
+                    device: true,
+                    launches: 2,
+                    busy: ms(a),
+                    span: ms(a + 1),
+                },
+                StageTime::host("render.draw", ms(b)),
+            ]
+        };
+        c.add_frame(&frame(3, 5));
+        c.add_frame(&frame(5, 7));
+        assert_eq!(c.frames, 2);
+        let advect = c.get("wind.advect").unwrap();
+        assert_eq!(
+            (advect.launches, advect.busy, advect.span),
+            (4, ms(8), ms(10))
+        );
+        assert_eq!(advect.gaps(), ms(2));
+        assert_eq!(c.stages[1].stage, "render.draw");
+        assert_eq!(c.busy("wind."), ms(8));
+        assert_eq!(c.busy(""), ms(20));
+        assert_eq!(c.device_busy(), ms(8));
+        assert_eq!(c.per_frame()[1].busy, ms(6));
+    }
+}

@@ -1,0 +1,106 @@
+//! A solution field's device buffer, handed to other modules (interop, sort, snow) so they can
+//! bind it in their own kernels without a copy.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Weak};
+
+use opencl3::types::cl_mem;
+
+use super::Gml;
+use super::data::Solution;
+use super::error::{GmlError, Result};
+use super::value::Value;
+use crate::cl::{self, BufferArg};
+
+/// The device buffer of one [`Solution`]: `len()` values of `T`, line-major, exactly what gml
+/// kernels read and write.
+///
+/// It holds its own reference to the OpenCL buffer, so it never dangles; and it knows whether
+/// the data it was made for still exists. Once the field is freed or the mesh data of its kind
+/// is replaced (new entities, new count), binding it is an error ([`cl::Error::Stale`]) rather
+/// than a silent use of the old values.
+pub struct FieldBuffer<T: Value> {
+    mem: RetainedMem,
+    len: usize,
+    name: String,
+    field: Weak<()>,
+    mesh: Weak<()>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Value> FieldBuffer<T> {
+    /// Whether the field and the mesh data it was made for still exist.
+    pub fn is_current(&self) -> bool {
+        self.field.strong_count() > 0 && self.mesh.strong_count() > 0
+    }
+
+    /// The field's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<T: Value> BufferArg<T> for FieldBuffer<T> {
+    fn cl_mem_checked(&self) -> cl::Result<cl_mem> {
+        if !self.is_current() {
+            return Err(cl::Error::Stale(format!(
+                "the device buffer of field `{}` was made for mesh data that has since been \
+                 replaced or freed; ask gml for it again",
+                self.name
+            )));
+        }
+        Ok(self.mem.0)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// A `cl_mem` this handle holds a reference to (`clRetainMemObject`, released on drop).
+struct RetainedMem(cl_mem);
+
+impl RetainedMem {
+    fn retain(mem: cl_mem) -> cl::Result<Self> {
+        // SAFETY: `mem` is a live memory object (the datum's buffer); retaining it keeps it
+        // alive for as long as this handle.
+        unsafe { cl3::memory::retain_mem_object(mem) }.map_err(|code| cl::Error::Api {
+            call: "clRetainMemObject".into(),
+            code: opencl3::error_codes::ClError(code),
+        })?;
+        Ok(Self(mem))
+    }
+}
+
+impl Drop for RetainedMem {
+    fn drop(&mut self) {
+        // SAFETY: this handle retained the object once and releases it once.
+        let _ = unsafe { cl3::memory::release_mem_object(self.0) };
+    }
+}
+
+// SAFETY: OpenCL memory objects may be used and released from any thread.
+unsafe impl Send for RetainedMem {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for RetainedMem {}
+
+/// Uploads `field` if needed and returns its buffer handle.
+pub(crate) fn field_buffer<T: Value>(gml: &mut Gml, field: Solution<T>) -> Result<FieldBuffer<T>> {
+    let kind = gml.datum(field.id)?.role.kind();
+    let mesh_alive = gml.datum(gml.mesh(kind)?)?.alive.clone();
+    let context = gml.context.clone();
+    let datum = gml.datum_mut_quiet(field.id)?;
+    datum.upload(&context)?;
+    let buffer = datum
+        .device
+        .as_ref()
+        .ok_or(GmlError::UnknownData(field.id.index as usize))?;
+    Ok(FieldBuffer {
+        mem: RetainedMem::retain(buffer.cl_mem())?,
+        len: datum.lines * datum.role.items(),
+        name: datum.role.name().to_string(),
+        field: Arc::downgrade(&datum.alive),
+        mesh: Arc::downgrade(&mesh_alive),
+        _type: PhantomData,
+    })
+}

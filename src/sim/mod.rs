@@ -1,0 +1,53 @@
+//! The simulation's home: the scene's state on the device, the order of a frame's stages, and
+//! the hand-off of its buffers to OpenGL.
+//!
+//! A [`Session`] owns one OpenCL [`Context`](crate::cl::Context) (created against the GL
+//! context when the buffers are shared) on which every kernel of the frame runs, a
+//! [`Timeline`](crate::cl::Timeline) that collects the frame's launches by stage without
+//! waiting, and the renderer. The simulation plugs in as a [`ParticleSource`] and a
+//! [`FieldSource`]; until the wind and snow simulations land, those are the stand-ins of
+//! [`flakes`] (`kernels/flakes.cl`). [`SceneSetup`] builds everything from a scene file.
+//!
+//! The stand-ins compute with `cl`, `scene` and `terrain` only, never `render`: physics stays
+//! apart from drawing, and [`crate::interop`] only moves buffers between the two APIs.
+
+pub mod flakes;
+mod scene;
+mod session;
+mod source;
+
+pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
+pub use scene::{SceneSetup, WIND_SAMPLES};
+pub use session::{FIELD_STAGE, PARTICLES_STAGE, Session, SessionConfig};
+pub use source::{FieldRanges, FieldSource, ParticleSource};
+
+use crate::cl;
+
+/// What went wrong building or running the simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The OpenCL layer failed (a failed stage names itself: `stage `snow.particles`: …`).
+    #[error(transparent)]
+    Cl(#[from] cl::Error),
+    /// Moving buffers between OpenCL and OpenGL failed.
+    #[error(transparent)]
+    Interop(#[from] crate::interop::Error),
+    /// The renderer failed.
+    #[error(transparent)]
+    Render(#[from] crate::render::Error),
+    /// The scene's domain cannot be built.
+    #[error(transparent)]
+    Scene(#[from] crate::scene::SceneError),
+    /// The scene's ground cannot be gridded.
+    #[error(transparent)]
+    Terrain(#[from] crate::terrain::TerrainError),
+    /// A parameter is out of range.
+    #[error("invalid simulation parameter: {0}")]
+    InvalidParameter(String),
+    /// An invariant of this module was broken (a bug).
+    #[error("internal simulation error: {0}")]
+    Internal(String),
+}
+
+/// Result of the simulation.
+pub type Result<T> = std::result::Result<T, Error>;
