@@ -1,8 +1,8 @@
 //! Signed measures of mesh elements, in double precision, for validity checks.
 //!
 //! Orientation follows libMeshb and GMlib: a tetrahedron `abcd` is positive when
-//! `(b-a)×(c-a)·(d-a) > 0`; pyramids, prisms and hexahedra are positive when their faces, in
-//! the local numbering below, turn outward.
+//! `(b-a)×(c-a)·(d-a) > 0`; pyramids, prisms and hexahedra are positive when their faces
+//! ([`ElementKind::faces`]) turn outward.
 
 use crate::meshio::ElementKind;
 
@@ -27,35 +27,6 @@ fn dot(a: P, b: P) -> f64 {
 /// Six times the signed volume of tetrahedron `abcd`.
 pub fn tet_volume6(a: P, b: P, c: P, d: P) -> f64 {
     dot(cross(sub(b, a), sub(c, a)), sub(d, a))
-}
-
-/// Outward faces of the 3D element kinds with more than four nodes (GMlib's `ItmFacNod`).
-fn faces(kind: ElementKind) -> &'static [&'static [usize]] {
-    match kind {
-        ElementKind::Pyramids => &[
-            &[0, 1, 4],
-            &[1, 2, 4],
-            &[2, 3, 4],
-            &[3, 0, 4],
-            &[3, 2, 1, 0],
-        ],
-        ElementKind::Prisms => &[
-            &[0, 2, 1],
-            &[3, 4, 5],
-            &[0, 1, 4, 3],
-            &[1, 2, 5, 4],
-            &[2, 0, 3, 5],
-        ],
-        ElementKind::Hexahedra => &[
-            &[0, 4, 7, 3],
-            &[1, 2, 6, 5],
-            &[0, 1, 5, 4],
-            &[3, 7, 6, 2],
-            &[0, 3, 2, 1],
-            &[4, 5, 6, 7],
-        ],
-        _ => &[],
-    }
 }
 
 /// Signed measure of an element: length of an edge, area of a surface element (signed in the
@@ -88,7 +59,7 @@ pub fn measure(kind: ElementKind, p: &[P], planar: bool) -> f64 {
             // Divergence theorem: sum of the tetrahedra joining the centroid to each face,
             // faces split into triangles around their own centre.
             let c = centroid(p);
-            faces(kind)
+            kind.faces()
                 .iter()
                 .map(|face| {
                     let corners: Vec<P> = face.iter().map(|&i| p[i]).collect();
