@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use glam::Vec4;
 use snowsim::cl::DeviceSelector;
 use snowsim::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
 use snowsim::meshio;
@@ -173,10 +174,8 @@ fn closest_neighbour_centre_through_the_neighbour_link() {
     let mut expected_degree = vec![0; tets.len()];
     for shared in by_face.values().filter(|s| s.len() == 2) {
         let (a, b) = (shared[0], shared[1]);
-        let d = (0..3)
-            .map(|k| (centres[a][k] - centres[b][k]).powi(2))
-            .sum::<f32>()
-            .sqrt();
+        let centre = |t: usize| Vec4::from(centres[t]).truncate();
+        let d = centre(a).distance(centre(b));
         expected[a] = expected[a].min(d);
         expected[b] = expected[b].min(d);
         expected_degree[a] += 1;

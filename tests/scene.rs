@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, generate::tet_grid};
 use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
 use snowsim::terrain::{Heightmap, procedural};
@@ -336,10 +337,9 @@ fn a_mesh_domain_checks_its_boundary_references() {
     // tet_grid's z = 0 face is reference 5: the ground, with normals up.
     assert_eq!(report.ground_triangles, 2 * 4 * 3);
     for (t, _) in domain.ground.mesh.elements(ElementKind::Triangles).iter() {
-        let p = [0, 1, 2].map(|i| domain.ground.mesh.vertices[t[i] as usize]);
-        let n =
-            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]);
-        assert!(n > 0.0 && p.iter().all(|q| q[2] == 0.0));
+        let p = [0, 1, 2].map(|i| DVec3::from(domain.ground.mesh.vertices[t[i] as usize]));
+        let n = (p[1] - p[0]).cross(p[2] - p[0]);
+        assert!(n.z > 0.0 && p.iter().all(|q| q.z == 0.0));
     }
 
     // References that are no side's are an error naming them.

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use glam::DVec3;
 use image::{GrayImage, ImageBuffer, Luma, RgbImage};
 use snowsim::inspect::check;
 use snowsim::meshio::{self, ElementKind, Mesh};
@@ -17,27 +18,15 @@ fn temp_dir(test: &str) -> PathBuf {
     dir
 }
 
-type P = [f64; 3];
-
-fn sub(a: P, b: P) -> P {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn cross(a: P, b: P) -> P {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-fn dot(a: P, b: P) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
 fn tet_volume(m: &Mesh, t: &[u32]) -> f64 {
-    let p = |i: usize| m.vertices[t[i] as usize];
-    dot(cross(sub(p(1), p(0)), sub(p(2), p(0))), sub(p(3), p(0))) / 6.0
+    let p = |i: usize| DVec3::from(m.vertices[t[i] as usize]);
+    (p(1) - p(0)).cross(p(2) - p(0)).dot(p(3) - p(0)) / 6.0
+}
+
+/// Twice the area of triangle `p`, as a vector along its normal (right-hand rule).
+fn twice_area(p: [[f64; 3]; 3]) -> DVec3 {
+    let [a, b, c] = p.map(DVec3::from);
+    (b - a).cross(c - a)
 }
 
 /// A 16-bit PNG of `w × h` pixels whose value at (col, row) is `f(col, row)`.
@@ -153,9 +142,6 @@ fn bad_heightmaps_are_clear_errors() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Faces of a tetrahedron, outward for a positive one (GMlib's numbering).
-const FACES: [[usize; 3]; 4] = [[1, 2, 3], [2, 0, 3], [3, 0, 1], [0, 2, 1]];
-
 fn sorted(t: [u32; 3]) -> [u32; 3] {
     let mut k = t;
     k.sort_unstable();
@@ -182,8 +168,8 @@ fn the_mesh_is_conforming_positive_and_its_boundary_fully_referenced() {
     // Every face of every tetrahedron, with the outward orientation it has in its tetrahedron.
     let mut faces: HashMap<[u32; 3], Vec<[u32; 3]>> = HashMap::new();
     for (t, _) in mesh.elements(ElementKind::Tetrahedra).iter() {
-        for f in FACES {
-            let face = f.map(|j| t[j]);
+        for f in ElementKind::Tetrahedra.faces() {
+            let face = [t[f[0]], t[f[1]], t[f[2]]];
             faces.entry(sorted(face)).or_default().push(face);
         }
     }
@@ -223,7 +209,7 @@ fn the_mesh_is_conforming_positive_and_its_boundary_fully_referenced() {
     let [x, y, z] = s.size;
     for (t, r) in mesh.elements(ElementKind::Triangles).iter() {
         let p = [0, 1, 2].map(|i| mesh.vertices[t[i] as usize]);
-        let n = cross(sub(p[1], p[0]), sub(p[2], p[0]));
+        let n = twice_area(p);
         let all = |d: usize, v: f64| p.iter().all(|q| q[d] == v);
         match Side::from_reference(r).unwrap() {
             Side::XMin => assert!(all(0, 0.0) && n[0] < 0.0),
@@ -304,7 +290,7 @@ fn the_tetrahedra_fill_exactly_the_air_between_ground_and_top() {
                 "ground vertex {q:?}, heightmap {g}"
             );
         }
-        let a = 0.5 * cross(sub(p[1], p[0]), sub(p[2], p[0]))[2].abs();
+        let a = 0.5 * twice_area(p).z.abs();
         area += a;
         expected += a * (z - (p[0][2] + p[1][2] + p[2][2]) / 3.0);
         let c = [0, 1].map(|d| (p[0][d] + p[1][d] + p[2][d]) / 3.0);
@@ -365,7 +351,7 @@ fn the_ground_surface_stands_alone_and_matches_the_volume_mesh() {
     let up = |m: &Mesh| {
         m.elements(ElementKind::Triangles).iter().all(|(t, _)| {
             let p = [0, 1, 2].map(|i| m.vertices[t[i] as usize]);
-            cross(sub(p[1], p[0]), sub(p[2], p[0]))[2] > 0.0
+            twice_area(p).z > 0.0
         })
     };
     assert!(up(&ground.mesh), "ground normals point up");
