@@ -1,13 +1,11 @@
 //! `quality` and `snowsim mesh quality` on a real OpenCL device (PoCL in CI), checked against
 //! an independent f64 computation written here.
 
-mod common;
-
-use common::{context, sample, sample_path, snowsim, temp_dir, text};
-
 use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, Mesh, Version};
 use snowsim::quality::{self, HISTOGRAM_BINS, QualityError};
+
+use crate::common::{context, sample, sample_path, snowsim, temp_dir, text};
 
 fn squared_edges(points: &[DVec3]) -> f64 {
     let mut sum = 0.0;

@@ -17,34 +17,34 @@ use snowsim::gml::{Gml, MeshKind};
 use snowsim::meshio::{self, ElementKind, Mesh};
 
 #[allow(dead_code)]
-#[path = "../examples/closest_neighbour.rs"]
+#[path = "../../examples/closest_neighbour.rs"]
 mod closest_neighbour;
 #[allow(dead_code)]
-#[path = "../examples/conjugate_gradient.rs"]
+#[path = "../../examples/conjugate_gradient.rs"]
 mod conjugate_gradient;
 #[allow(dead_code)]
-#[path = "../examples/gpu_bandwidth.rs"]
+#[path = "../../examples/gpu_bandwidth.rs"]
 mod gpu_bandwidth;
 #[allow(dead_code)]
-#[path = "../examples/heat_equation.rs"]
+#[path = "../../examples/heat_equation.rs"]
 mod heat_equation;
 #[allow(dead_code)]
-#[path = "../examples/mesh_quality.rs"]
+#[path = "../../examples/mesh_quality.rs"]
 mod mesh_quality;
 #[allow(dead_code)]
-#[path = "../examples/node_smoothing.rs"]
+#[path = "../../examples/node_smoothing.rs"]
 mod node_smoothing;
 #[allow(dead_code)]
-#[path = "../examples/scatter_gather.rs"]
+#[path = "../../examples/scatter_gather.rs"]
 mod scatter_gather;
 #[allow(dead_code)]
-#[path = "../examples/triangle_barycentres.rs"]
+#[path = "../../examples/triangle_barycentres.rs"]
 mod triangle_barycentres;
 #[allow(dead_code)]
-#[path = "../examples/vertex_displacement.rs"]
+#[path = "../../examples/vertex_displacement.rs"]
 mod vertex_displacement;
 #[allow(dead_code)]
-#[path = "../examples/vertex_relaxation.rs"]
+#[path = "../../examples/vertex_relaxation.rs"]
 mod vertex_relaxation;
 
 // ----- helpers --------------------------------------------------------------------------------

@@ -1,17 +1,15 @@
 //! `smoothing` and `snowsim mesh smooth` on a real OpenCL device (PoCL in CI), checked against
 //! a CPU reference implementation written here in f64.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
-
-use common::{context, sample, sample_path, snowsim, temp_dir, text};
 
 use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, Mesh, Version, generate};
 use snowsim::quality;
 use snowsim::smoothing::{self, Progress, SmoothingError};
+
+use crate::common::{context, sample, sample_path, snowsim, temp_dir, text};
 
 /// Vertices on a boundary edge (triangles) or face (tetrahedra), found with a hash map of
 /// sorted edges or faces, plus the vertices no element uses.

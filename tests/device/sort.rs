@@ -527,7 +527,7 @@ fn sort_check_passes_and_names_the_failing_case_when_a_kernel_is_wrong() {
 
     // A kernel whose small sub-sorts all go one way (no bitonic sequences) must be caught.
     let dir = temp_dir("broken-kernel");
-    let good = include_str!("../kernels/bitonic.cl");
+    let good = include_str!("../../kernels/bitonic.cl");
     let line = "CMPX(v, r, r + stride, asc);";
     assert!(good.contains(line));
     let broken = good.replace(line, "CMPX(v, r, r + stride, true);");
