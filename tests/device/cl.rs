@@ -1,11 +1,9 @@
 //! The OpenCL layer on a real device (PoCL in CI): listing, selection, builds, buffers, a kernel.
 
-use snowsim::cl::{self, Context, DeviceBuffer, DeviceSelector, Program, Source};
+use snowsim::cl::{self, DeviceBuffer, DeviceSelector, Program, Source};
 use snowsim::selftest::run_triad;
 
-fn context() -> Context {
-    Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
+use crate::common::context;
 
 #[test]
 fn every_listed_device_is_selectable_by_index_and_by_name() {

@@ -1,23 +1,11 @@
 //! gml on a real OpenCL device (PoCL in CI): every access pattern checked against a CPU
 //! reference written independently here.
 
-use std::path::Path;
-
 use glam::Vec4;
-use snowsim::cl::DeviceSelector;
-use snowsim::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
+use snowsim::gml::{Access, GmlError, KernelSpec, MeshKind, Reduction};
 use snowsim::meshio;
 
-fn gml() -> Gml {
-    Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
-
-fn sample(name: &str) -> meshio::Mesh {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name);
-    meshio::read(&path).expect("sample mesh").mesh
-}
+use crate::common::{gml, sample};
 
 fn f32x3(p: [f64; 3]) -> [f32; 3] {
     [p[0] as f32, p[1] as f32, p[2] as f32]

@@ -9,12 +9,12 @@
 //! or formula would give.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 
 use glam::DVec3;
-use snowsim::cl::DeviceSelector;
 use snowsim::gml::{Gml, MeshKind};
 use snowsim::meshio::{self, ElementKind, Mesh};
+
+use crate::common::{gml, sample};
 
 #[allow(dead_code)]
 #[path = "../../examples/closest_neighbour.rs"]
@@ -51,16 +51,9 @@ mod vertex_relaxation;
 
 type P = DVec3;
 
-fn sample(name: &str) -> Mesh {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name);
-    meshio::read(&path).expect("sample mesh").mesh
-}
-
 /// A gml instance on the default device (PoCL in CI) holding `mesh`.
 fn gml_with(mesh: &Mesh) -> Gml {
-    let mut gml = Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)");
+    let mut gml = gml();
     gml.import_mesh(mesh).unwrap();
     gml
 }

@@ -3,8 +3,7 @@
 //! graded layers, the ground surface, and `snowsim mesh terrain`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use glam::DVec3;
 use image::{GrayImage, ImageBuffer, Luma, RgbImage};
@@ -12,11 +11,7 @@ use snowsim::inspect::check;
 use snowsim::meshio::{self, ElementKind, Mesh};
 use snowsim::terrain::{Heightmap, Side, Terrain, TerrainError, TerrainSpec, extract_surface};
 
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-terrain-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::common::{snowsim, temp_dir};
 
 fn tet_volume(m: &Mesh, t: &[u32]) -> f64 {
     let p = |i: usize| DVec3::from(m.vertices[t[i] as usize]);
@@ -57,7 +52,7 @@ fn spec(cells: [usize; 2], layers: usize) -> TerrainSpec {
 
 #[test]
 fn heightmaps_of_8_and_16_bits_are_read_exactly() {
-    let dir = temp_dir("read");
+    let dir = temp_dir("terrain", "read");
     let eight = dir.join("eight.png");
     GrayImage::from_fn(4, 3, |c, r| Luma([(c * 60 + r * 10) as u8]))
         .save(&eight)
@@ -80,7 +75,7 @@ fn heightmaps_of_8_and_16_bits_are_read_exactly() {
 
 #[test]
 fn bad_heightmaps_are_clear_errors() {
-    let dir = temp_dir("bad");
+    let dir = temp_dir("terrain", "bad");
     let message = |path: &Path| Heightmap::read(path).unwrap_err().to_string();
 
     let rgb = dir.join("rgb.png");
@@ -150,7 +145,7 @@ fn sorted(t: [u32; 3]) -> [u32; 3] {
 
 #[test]
 fn the_mesh_is_conforming_positive_and_its_boundary_fully_referenced() {
-    let dir = temp_dir("conform");
+    let dir = temp_dir("terrain", "conform");
     let path = dir.join("bumpy.png");
     bumpy(&path);
     let map = Heightmap::read(&path).unwrap();
@@ -237,7 +232,7 @@ fn bilinear(pixels: &[Vec<u16>], u: f64, v: f64) -> f64 {
 
 #[test]
 fn the_tetrahedra_fill_exactly_the_air_between_ground_and_top() {
-    let dir = temp_dir("volume");
+    let dir = temp_dir("terrain", "volume");
     // An inclined plane: bilinear interpolation and any triangulation of it are exact, so the
     // volume is X·Y·Z minus the volume under the plane.
     let plane = dir.join("plane.png");
@@ -335,7 +330,7 @@ fn layers_are_graded_finest_at_the_ground_in_every_column() {
 
 #[test]
 fn the_ground_surface_stands_alone_and_matches_the_volume_mesh() {
-    let dir = temp_dir("surface");
+    let dir = temp_dir("terrain", "surface");
     let path = dir.join("bumpy.png");
     bumpy(&path);
     let map = Heightmap::read(&path).unwrap();
@@ -379,17 +374,11 @@ fn the_ground_surface_stands_alone_and_matches_the_volume_mesh() {
 
 #[test]
 fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
-    let dir = temp_dir("cli");
+    let dir = temp_dir("terrain", "cli");
     let heightmap = dir.join("bumpy.png");
     bumpy(&heightmap);
     let (out, surface) = (dir.join("air.meshb"), dir.join("ground.meshb"));
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_snowsim"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let o = run(&[
+    let o = snowsim(&[
         "mesh",
         "terrain",
         "--heightmap",
@@ -426,7 +415,7 @@ fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
     let ground = meshio::read(&surface).unwrap().mesh;
     assert_eq!(ground.count(ElementKind::Triangles), 160);
 
-    let flat_relief = run(&[
+    let flat_relief = snowsim(&[
         "mesh",
         "terrain",
         "--size",
@@ -443,7 +432,7 @@ fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
     assert_eq!(flat_relief.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&flat_relief.stderr).contains("--relief needs --heightmap"));
 
-    let too_high = run(&[
+    let too_high = snowsim(&[
         "mesh",
         "terrain",
         "--heightmap",
@@ -465,7 +454,7 @@ fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
         "{err}"
     );
 
-    let bad_size = run(&[
+    let bad_size = snowsim(&[
         "mesh",
         "terrain",
         "--size",
