@@ -72,6 +72,34 @@ fn full_sort_matches_slice_sort_for_every_shape_length_key_type_and_order() {
     run_cases(&mut sorter, &check::standard_cases(64));
 }
 
+/// Six stages per global pass is the default on NVIDIA GPUs only; forced here, so that CI (on
+/// PoCL) runs those kernels too.
+#[test]
+fn six_stages_per_global_pass_sort_like_slice_sort() {
+    let ctx = context();
+    let config = SortConfig {
+        global_bits: Some(6),
+        ..small_blocks()
+    };
+    let mut sorter = BitonicSorter::with_config(&ctx, &config).unwrap();
+    assert_eq!(sorter.global_bits(), 6);
+    let mut cases = Vec::new();
+    for len in [65, 1025, (1 << 16) + 1] {
+        for key in KeyKind::ALL {
+            for order in Order::ALL {
+                cases.push(CheckCase {
+                    key,
+                    shape: Shape::Random,
+                    len,
+                    order,
+                    payload: Payload::Indices,
+                });
+            }
+        }
+    }
+    run_cases(&mut sorter, &cases);
+}
+
 #[test]
 fn default_blocks_sort_lengths_past_one_work_group() {
     let ctx = context();
