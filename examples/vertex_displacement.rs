@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use glam::Vec3;
 use snowsim::cl::DeviceSelector;
 use snowsim::gml::{Access, Gml, KernelSpec, MeshKind};
 
@@ -88,7 +89,7 @@ fn main() -> anyhow::Result<()> {
     let moves: Vec<f32> = before
         .iter()
         .zip(&after)
-        .map(|(a, b)| (0..3).map(|c| (b[c] - a[c]).powi(2)).sum::<f32>().sqrt())
+        .map(|(&a, &b)| Vec3::from(b).distance(Vec3::from(a)))
         .collect();
     let mean = moves.iter().sum::<f32>() / moves.len() as f32;
     let max = moves.iter().copied().fold(0.0, f32::max);

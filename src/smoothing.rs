@@ -84,8 +84,8 @@ pub fn boundary_vertices(mesh: &Mesh, kind: ElementKind) -> Vec<bool> {
         ElementKind::Triangles => {
             let mut edges: Vec<[u32; 2]> = Vec::with_capacity(3 * elements.len());
             for (nodes, _) in elements.iter() {
-                for (a, b) in [(0, 1), (1, 2), (2, 0)] {
-                    let (a, b) = (nodes[a], nodes[b]);
+                for local in kind.edges() {
+                    let (a, b) = (nodes[local[0]], nodes[local[1]]);
                     edges.push([a.min(b), a.max(b)]);
                 }
             }
@@ -94,12 +94,8 @@ pub fn boundary_vertices(mesh: &Mesh, kind: ElementKind) -> Vec<bool> {
         ElementKind::Tetrahedra => {
             let mut faces: Vec<[u32; 3]> = Vec::with_capacity(4 * elements.len());
             for (nodes, _) in elements.iter() {
-                for skip in 0..4 {
-                    let mut face = [0; 3];
-                    let others = (0..4).filter(|&j| j != skip).map(|j| nodes[j]);
-                    for (slot, v) in face.iter_mut().zip(others) {
-                        *slot = v;
-                    }
+                for local in kind.faces() {
+                    let mut face = [0, 1, 2].map(|k| nodes[local[k]]);
                     face.sort_unstable();
                     faces.push(face);
                 }

@@ -112,13 +112,40 @@ impl MeshKind {
     }
 
     /// Local node lists of the sub-entities of kind `sub` inside one entity of this kind, in
-    /// GMlib's order (edges `{0,1},{1,2},{2,0},{3,0},{3,1},{3,2}` of a tetrahedron, faces
-    /// opposite each vertex, …). Faces are listed outward for positively oriented solids.
+    /// GMlib's order: [`ElementKind::edges`] for edges, [`ElementKind::triangle_faces`] and
+    /// [`ElementKind::quadrilateral_faces`] for faces (those of a tetrahedron opposite each
+    /// vertex, outward for positively oriented solids). Index `i` in this list is the local
+    /// number `i` of gml's links: `…Edg[i]`, `…Tri[i]`, and the neighbour across face `i`.
     /// Empty when `sub` is not a sub-entity kind of this one.
     pub fn sub_entities(self, sub: MeshKind) -> &'static [&'static [usize]] {
+        let Some(element) = self.element() else {
+            return &[];
+        };
+        match sub {
+            MeshKind::Edges => element.edges(),
+            MeshKind::Triangles => element.triangle_faces(),
+            MeshKind::Quadrilaterals => element.quadrilateral_faces(),
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for MeshKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// gml's local numbering as it was first written here, before the table moved to
+    /// `meshio::topology`: GMlib's `ItmEdgNod`/`ItmFacNod`, but for a pyramid's edges and the
+    /// start of a prism's last quadrilateral. Kernels index links by it, so it must not move.
+    fn pinned(kind: MeshKind, sub: MeshKind) -> &'static [&'static [usize]] {
         use MeshKind::*;
-        match (self, sub) {
-            (_, Vertices) => &[],
+        match (kind, sub) {
             (Triangles, Edges) => &[&[0, 1], &[1, 2], &[2, 0]],
             (Quadrilaterals, Edges) => &[&[0, 1], &[1, 2], &[2, 3], &[3, 0]],
             (Tetrahedra, Edges) => &[&[0, 1], &[1, 2], &[2, 0], &[3, 0], &[3, 1], &[3, 2]],
@@ -173,10 +200,13 @@ impl MeshKind {
             _ => &[],
         }
     }
-}
 
-impl fmt::Display for MeshKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    #[test]
+    fn sub_entities_keep_the_local_numbering_kernels_use() {
+        for kind in MeshKind::ALL {
+            for sub in MeshKind::ALL {
+                assert_eq!(kind.sub_entities(sub), pinned(kind, sub), "{kind} -> {sub}");
+            }
+        }
     }
 }

@@ -184,8 +184,6 @@ fn check_duplicates(mesh: &Mesh, kind: ElementKind, report: &mut CheckReport) {
 }
 
 fn check_tetrahedron_faces(mesh: &Mesh, report: &mut CheckReport) {
-    /// Faces of a tetrahedron, each turning outward when the tetrahedron is positive.
-    const FACES: [[usize; 3]; 4] = [[1, 2, 3], [2, 0, 3], [3, 0, 1], [0, 2, 1]];
     let tets = mesh.elements(ElementKind::Tetrahedra);
     // Each face as its sorted nodes and the parity of the sort: two tetrahedra on opposite
     // sides of a face see it with opposite orientations, so their parities differ.
@@ -193,8 +191,9 @@ fn check_tetrahedron_faces(mesh: &Mesh, report: &mut CheckReport) {
     // Tetrahedra that repeat a node are already reported as degenerate; their "faces" would
     // only add false non-manifold reports.
     for (nodes, _) in tets.iter().filter(|(nodes, _)| !has_repeated_node(nodes)) {
-        for local in FACES {
-            let face = local.map(|j| nodes[j]);
+        // Each face turns outward when the tetrahedron is positive.
+        for local in ElementKind::Tetrahedra.faces() {
+            let face = [0, 1, 2].map(|k| nodes[local[k]]);
             faces.push(sorted_with_parity(face));
         }
     }

@@ -1,86 +1,43 @@
 //! Signed measures of mesh elements, in double precision, for validity checks.
 //!
 //! Orientation follows libMeshb and GMlib: a tetrahedron `abcd` is positive when
-//! `(b-a)×(c-a)·(d-a) > 0`; pyramids, prisms and hexahedra are positive when their faces, in
-//! the local numbering below, turn outward.
+//! `(b-a)×(c-a)·(d-a) > 0`; pyramids, prisms and hexahedra are positive when their faces
+//! ([`ElementKind::faces`]) turn outward.
+
+use glam::DVec3;
 
 use crate::meshio::ElementKind;
 
 type P = [f64; 3];
 
-fn sub(a: P, b: P) -> P {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn cross(a: P, b: P) -> P {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-fn dot(a: P, b: P) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
 /// Six times the signed volume of tetrahedron `abcd`.
 pub fn tet_volume6(a: P, b: P, c: P, d: P) -> f64 {
-    dot(cross(sub(b, a), sub(c, a)), sub(d, a))
-}
-
-/// Outward faces of the 3D element kinds with more than four nodes (GMlib's `ItmFacNod`).
-fn faces(kind: ElementKind) -> &'static [&'static [usize]] {
-    match kind {
-        ElementKind::Pyramids => &[
-            &[0, 1, 4],
-            &[1, 2, 4],
-            &[2, 3, 4],
-            &[3, 0, 4],
-            &[3, 2, 1, 0],
-        ],
-        ElementKind::Prisms => &[
-            &[0, 2, 1],
-            &[3, 4, 5],
-            &[0, 1, 4, 3],
-            &[1, 2, 5, 4],
-            &[2, 0, 3, 5],
-        ],
-        ElementKind::Hexahedra => &[
-            &[0, 4, 7, 3],
-            &[1, 2, 6, 5],
-            &[0, 1, 5, 4],
-            &[3, 7, 6, 2],
-            &[0, 3, 2, 1],
-            &[4, 5, 6, 7],
-        ],
-        _ => &[],
-    }
+    let [a, b, c, d] = [a, b, c, d].map(DVec3::from_array);
+    (b - a).cross(c - a).dot(d - a)
 }
 
 /// Signed measure of an element: length of an edge, area of a surface element (signed in the
 /// xy plane when `planar`, unsigned otherwise), volume of a solid.
 pub fn measure(kind: ElementKind, p: &[P], planar: bool) -> f64 {
     match kind {
-        ElementKind::Edges => dot(sub(p[1], p[0]), sub(p[1], p[0])).sqrt(),
+        ElementKind::Edges => (DVec3::from(p[1]) - DVec3::from(p[0])).length(),
         ElementKind::Triangles | ElementKind::Quadrilaterals => {
             if planar {
                 // Shoelace formula: positive for counter-clockwise polygons.
                 let n = p.len();
                 0.5 * (0..n)
                     .map(|i| {
-                        let (a, b) = (p[i], p[(i + 1) % n]);
-                        a[0] * b[1] - b[0] * a[1]
+                        let [a, b] = [p[i], p[(i + 1) % n]].map(|q| DVec3::from(q).truncate());
+                        a.perp_dot(b)
                     })
                     .sum::<f64>()
             } else {
-                let c = centroid(p);
+                let c = DVec3::from(centroid(p));
                 let n = p.len();
-                let normal = (0..n).fold([0.0; 3], |acc, i| {
-                    let x = cross(sub(p[i], c), sub(p[(i + 1) % n], c));
-                    [acc[0] + x[0], acc[1] + x[1], acc[2] + x[2]]
-                });
-                0.5 * dot(normal, normal).sqrt()
+                let normal: DVec3 = (0..n)
+                    .map(|i| (DVec3::from(p[i]) - c).cross(DVec3::from(p[(i + 1) % n]) - c))
+                    .sum();
+                0.5 * normal.length()
             }
         }
         ElementKind::Tetrahedra => tet_volume6(p[0], p[1], p[2], p[3]) / 6.0,
@@ -88,7 +45,7 @@ pub fn measure(kind: ElementKind, p: &[P], planar: bool) -> f64 {
             // Divergence theorem: sum of the tetrahedra joining the centroid to each face,
             // faces split into triangles around their own centre.
             let c = centroid(p);
-            faces(kind)
+            kind.faces()
                 .iter()
                 .map(|face| {
                     let corners: Vec<P> = face.iter().map(|&i| p[i]).collect();
@@ -141,9 +98,9 @@ pub fn min_corner(kind: ElementKind, p: &[P], planar: bool) -> Option<f64> {
         ElementKind::Quadrilaterals if planar => Some(
             (0..4)
                 .map(|i| {
-                    let (a, b, c) = (p[(i + 3) % 4], p[i], p[(i + 1) % 4]);
-                    let (u, v) = (sub(c, b), sub(a, b));
-                    u[0] * v[1] - u[1] * v[0]
+                    let [a, b, c] =
+                        [p[(i + 3) % 4], p[i], p[(i + 1) % 4]].map(|q| DVec3::from(q).truncate());
+                    (c - b).perp_dot(a - b)
                 })
                 .fold(f64::INFINITY, f64::min),
         ),
@@ -162,19 +119,15 @@ pub fn diameter(p: &[P]) -> f64 {
     let mut d2: f64 = 0.0;
     for (i, a) in p.iter().enumerate() {
         for b in &p[i + 1..] {
-            let e = sub(*a, *b);
-            d2 = d2.max(dot(e, e));
+            d2 = d2.max(DVec3::from(*a).distance_squared(DVec3::from(*b)));
         }
     }
     d2.sqrt()
 }
 
 fn centroid(p: &[P]) -> P {
-    let n = p.len() as f64;
-    let s = p.iter().fold([0.0; 3], |acc, x| {
-        [acc[0] + x[0], acc[1] + x[1], acc[2] + x[2]]
-    });
-    [s[0] / n, s[1] / n, s[2] / n]
+    let sum: DVec3 = p.iter().copied().map(DVec3::from).sum();
+    (sum / p.len() as f64).to_array()
 }
 
 #[cfg(test)]

@@ -97,21 +97,9 @@ pub fn tet_grid(cells: [usize; 3]) -> Mesh {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use glam::DVec3;
 
-    fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-        [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-    }
-    fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-        [
-            a[1] * b[2] - a[2] * b[1],
-            a[2] * b[0] - a[0] * b[2],
-            a[0] * b[1] - a[1] * b[0],
-        ]
-    }
-    fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
-        a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-    }
+    use super::*;
 
     #[test]
     fn tets_fill_the_cube_with_positive_volume() {
@@ -121,8 +109,8 @@ mod tests {
         assert_eq!(m.validate_indices(), Ok(()));
         let mut total = 0.0;
         for (t, _) in m.elements(ElementKind::Tetrahedra).iter() {
-            let p = [0, 1, 2, 3].map(|i| m.vertices[t[i] as usize]);
-            let vol = dot(sub(p[1], p[0]), cross(sub(p[2], p[0]), sub(p[3], p[0]))) / 6.0;
+            let p = [0, 1, 2, 3].map(|i| DVec3::from(m.vertices[t[i] as usize]));
+            let vol = (p[1] - p[0]).dot((p[2] - p[0]).cross(p[3] - p[0])) / 6.0;
             assert!(vol > 0.0, "{t:?} has volume {vol}");
             total += vol;
         }
@@ -136,14 +124,14 @@ mod tests {
         assert_eq!(tris.len(), 2 * 2 * (2 * 3 + 3 + 2));
         let mut area = [0.0; 6];
         for (t, r) in tris.iter() {
-            let p = [0, 1, 2].map(|i| m.vertices[t[i] as usize]);
-            let n = cross(sub(p[1], p[0]), sub(p[2], p[0]));
-            let centre = [0, 1, 2].map(|d| (p[0][d] + p[1][d] + p[2][d]) / 3.0 - 0.5);
+            let p = [0, 1, 2].map(|i| DVec3::from(m.vertices[t[i] as usize]));
+            let n = (p[1] - p[0]).cross(p[2] - p[0]);
+            let centre = (p[0] + p[1] + p[2]) / 3.0 - 0.5;
             assert!(
-                dot(n, centre) > 0.0,
+                n.dot(centre) > 0.0,
                 "triangle {t:?} (ref {r}) faces inwards"
             );
-            area[(r - 1) as usize] += dot(n, n).sqrt() / 2.0;
+            area[(r - 1) as usize] += n.length() / 2.0;
         }
         for a in area {
             assert!((a - 1.0).abs() < 1e-12, "{area:?}");

@@ -46,6 +46,7 @@ mod format;
 pub mod generate;
 mod keywords;
 mod mesh;
+mod topology;
 
 use std::path::Path;
 

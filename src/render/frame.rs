@@ -367,13 +367,16 @@ impl fmt::Display for RunSummary {
             self.kernel_ms, self.kernel_device_ms
         )?;
         for s in self.stages.iter().filter(|s| s.device) {
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
             writeln!(
                 f,
-                "    {:<20} {:9.3} device ms in {} launches, span {:.3}",
+                "    {:<16} {:7.3}   ({} launch{}, span {:.3}, gaps {:.3})",
                 s.stage,
-                s.busy.as_secs_f64() * 1e3,
+                ms(s.busy),
                 s.launches,
-                s.span.as_secs_f64() * 1e3
+                if s.launches == 1 { "" } else { "es" },
+                ms(s.span),
+                ms(s.gaps())
             )?;
         }
         writeln!(f, "  transfer  {:9.3}", self.transfer_ms)?;

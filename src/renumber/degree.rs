@@ -5,8 +5,8 @@
 //! `b`, those that fit `2b` to a table of width `2b`, and so on. gml does not need the entities
 //! of one class to be consecutive, but when they are, each table is a plain range of entities
 //! and its kernel computes the entity from its index instead of reading a row list. The rules
-//! are gml's own ([`crate::gml::topology`]); `tests/renumber.rs` checks the tables renumbering
-//! announces against [`Gml::link_info`].
+//! are gml's own ([`crate::gml::topology`]); `tests/device/renumber.rs` checks the tables
+//! renumbering announces against [`Gml::link_info`].
 //!
 //! [`Gml::link_info`]: crate::gml::Gml::link_info
 

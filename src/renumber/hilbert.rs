@@ -6,6 +6,8 @@
 //! Skilling's transpose algorithm ("Programming the Hilbert curve", AIP Conf. Proc. 707, 2004).
 //! Consecutive positions are neighbouring cells, so points sorted by key are close in space.
 
+use glam::DVec3;
+
 /// Bits per axis: 3 × 21 = 63 bits fit one `u64` key.
 pub const BITS: u32 = 21;
 
@@ -58,7 +60,7 @@ pub fn key(cell: [u32; 3], bits: u32) -> u64 {
 /// Maps coordinates to Hilbert keys over a fixed bounding cube.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HilbertBox {
-    min: [f64; 3],
+    min: DVec3,
     /// Grid steps per unit length.
     scale: f64,
 }
@@ -67,18 +69,17 @@ impl HilbertBox {
     /// The cube with corner at the smallest coordinates of `points` and side their largest
     /// extent. `None` when there are no points or a coordinate is not finite.
     pub fn around(points: &[[f64; 3]]) -> Option<Self> {
-        let first = *points.first()?;
+        let first = DVec3::from(*points.first()?);
         let (mut min, mut max) = (first, first);
-        for p in points {
-            for d in 0..3 {
-                if !p[d].is_finite() {
-                    return None;
-                }
-                min[d] = min[d].min(p[d]);
-                max[d] = max[d].max(p[d]);
+        for &p in points {
+            let p = DVec3::from(p);
+            if !p.is_finite() {
+                return None;
             }
+            min = min.min(p);
+            max = max.max(p);
         }
-        let extent = (0..3).map(|d| max[d] - min[d]).fold(0.0, f64::max);
+        let extent = (max - min).max_element();
         let steps = f64::from((1u32 << BITS) - 1);
         let scale = if extent > 0.0 { steps / extent } else { 0.0 };
         Some(Self { min, scale })
@@ -86,10 +87,9 @@ impl HilbertBox {
 
     /// The key of `p` (points outside the cube are clamped onto it).
     pub fn key(&self, p: [f64; 3]) -> u64 {
-        let top = f64::from((1u32 << BITS) - 1);
-        let cell =
-            std::array::from_fn(|d| ((p[d] - self.min[d]) * self.scale).clamp(0.0, top) as u32);
-        key(cell, BITS)
+        let top = DVec3::splat(f64::from((1u32 << BITS) - 1));
+        let cell = ((DVec3::from(p) - self.min) * self.scale).clamp(DVec3::ZERO, top);
+        key(cell.as_uvec3().to_array(), BITS)
     }
 }
 

@@ -37,6 +37,7 @@ pub mod degree;
 pub mod hilbert;
 mod score;
 
+use glam::DVec3;
 use rayon::prelude::*;
 
 pub use score::{CacheModel, KindScore, NumberingScore, numbering_score, numbering_score_with};
@@ -266,14 +267,11 @@ pub fn renumber_with(
             None => vec![0; elements.len()],
         };
         let keys = elements.node_slice().par_chunks_exact(n).map(|nodes| {
-            let mut c = [0.0; 3];
-            for &v in nodes {
-                let p = mesh.vertices[v as usize];
-                for d in 0..3 {
-                    c[d] += p[d];
-                }
-            }
-            cube.key(c.map(|x| x / n as f64))
+            let sum: DVec3 = nodes
+                .iter()
+                .map(|&v| DVec3::from(mesh.vertices[v as usize]))
+                .sum();
+            cube.key((sum / n as f64).to_array())
         });
         let element_order = order(keys, &element_classes);
 

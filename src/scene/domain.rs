@@ -180,9 +180,8 @@ pub fn boundary_mismatch(mesh: &Mesh) -> (usize, usize) {
     };
     let mut faces: Vec<[u32; 3]> = Vec::with_capacity(4 * mesh.count(ElementKind::Tetrahedra));
     for (t, _) in mesh.elements(ElementKind::Tetrahedra).iter() {
-        for skip in 0..4 {
-            let face: Vec<u32> = (0..4).filter(|&j| j != skip).map(|j| t[j]).collect();
-            faces.push(sorted(&face));
+        for local in ElementKind::Tetrahedra.faces() {
+            faces.push(sorted(&[t[local[0]], t[local[1]], t[local[2]]]));
         }
     }
     faces.sort_unstable();

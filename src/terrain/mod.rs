@@ -57,6 +57,8 @@ pub use heightmap::{Heightmap, MAX_SIDE};
 pub use mesher::{MAX_ENTITIES, MAX_GRADING_SPAN, Terrain, TerrainSpec};
 pub use surface::extract_surface;
 
+use glam::DVec3;
+
 use crate::meshio::Mesh;
 
 /// The reference of every tetrahedron of a terrain mesh: air.
@@ -215,9 +217,6 @@ pub enum TerrainError {
 
 /// Six times the signed volume of tetrahedron `abcd`.
 pub(crate) fn tet_volume6(a: [f64; 3], b: [f64; 3], c: [f64; 3], d: [f64; 3]) -> f64 {
-    let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
-    let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
-    let w = [d[0] - a[0], d[1] - a[1], d[2] - a[2]];
-    u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0])
-        + u[2] * (v[0] * w[1] - v[1] * w[0])
+    let [a, b, c, d] = [a, b, c, d].map(DVec3::from_array);
+    (b - a).dot((c - a).cross(d - a))
 }

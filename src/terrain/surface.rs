@@ -38,8 +38,9 @@ pub fn extract_surface(mesh: &Mesh, reference: i32) -> Result<GroundSurface, Ter
     let mut opposite: Vec<Option<u32>> = vec![None; chosen.len()];
     let mut owners = vec![0u8; chosen.len()];
     for (tet, _) in mesh.elements(ElementKind::Tetrahedra).iter() {
-        for skip in 0..4 {
-            let face: Vec<u32> = (0..4).filter(|&j| j != skip).map(|j| tet[j]).collect();
+        // Face `skip` of a tetrahedron is the one opposite its node `skip`.
+        for (skip, local) in ElementKind::Tetrahedra.faces().iter().enumerate() {
+            let face = [tet[local[0]], tet[local[1]], tet[local[2]]];
             if let Some(&i) = wanted.get(&key(&face)) {
                 opposite[i] = Some(tet[skip]);
                 owners[i] = owners[i].saturating_add(1);

@@ -1,16 +1,22 @@
-//! Helpers shared by integration tests that work on the sample meshes and run the binary.
-//! Each test crate uses only some of them.
+//! Helpers shared by the integration tests: the default device, the sample meshes, temporary
+//! directories and the `snowsim` binary. Each test binary uses only some of them.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use snowsim::cl::{Context, DeviceSelector};
+use snowsim::gml::Gml;
 use snowsim::meshio::{self, Mesh};
 
 /// A context on the default device (PoCL in CI).
 pub fn context() -> Context {
     Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
+}
+
+/// A gml instance on the default device (PoCL in CI).
+pub fn gml() -> Gml {
+    Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
 }
 
 /// The path of a file in sample_meshes/.

@@ -2,11 +2,9 @@
 //! wait, reductions whose results stay on the device, field buffers bound by other code, and
 //! kernels edited on disk whose signature no longer matches.
 
-mod common;
-
 use std::process::Command;
 
-use common::{sample, temp_dir, text};
+use crate::common::{sample, temp_dir, text};
 use snowsim::cl::{self, BufferArg, DeviceSelector, Program, Source, Timeline};
 use snowsim::gml::{Access, Gml, KernelSpec, MeshKind, Reduction, Solution};
 

@@ -1,55 +1,36 @@
 //! `quality` and `snowsim mesh quality` on a real OpenCL device (PoCL in CI), checked against
 //! an independent f64 computation written here.
 
-mod common;
-
-use common::{context, sample, sample_path, snowsim, temp_dir, text};
-
+use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, Mesh, Version};
 use snowsim::quality::{self, HISTOGRAM_BINS, QualityError};
 
-fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
+use crate::common::{context, sample, sample_path, snowsim, temp_dir, text};
 
-fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-fn squared_edges(points: &[[f64; 3]]) -> f64 {
+fn squared_edges(points: &[DVec3]) -> f64 {
     let mut sum = 0.0;
     for i in 0..points.len() {
         for j in i + 1..points.len() {
-            let d = sub(points[i], points[j]);
-            sum += dot(d, d);
+            sum += points[i].distance_squared(points[j]);
         }
     }
     sum
 }
 
 /// `12·(3V)^(2/3) / Σ edge²` with the sign of V, in f64.
-fn cpu_tet_quality(p: [[f64; 3]; 4]) -> f64 {
-    let volume = dot(cross(sub(p[1], p[0]), sub(p[2], p[0])), sub(p[3], p[0])) / 6.0;
+fn cpu_tet_quality(p: [DVec3; 4]) -> f64 {
+    let volume = (p[1] - p[0]).cross(p[2] - p[0]).dot(p[3] - p[0]) / 6.0;
     12.0 * (3.0 * volume.abs()).powf(2.0 / 3.0) / squared_edges(&p) * volume.signum()
 }
 
 /// `4√3·area / Σ edge²`, in f64.
-fn cpu_triangle_quality(p: [[f64; 3]; 3]) -> f64 {
-    let c = cross(sub(p[1], p[0]), sub(p[2], p[0]));
-    let area = 0.5 * dot(c, c).sqrt();
+fn cpu_triangle_quality(p: [DVec3; 3]) -> f64 {
+    let area = 0.5 * (p[1] - p[0]).cross(p[2] - p[0]).length();
     4.0 * 3f64.sqrt() * area / squared_edges(&p)
 }
 
 fn cpu_qualities(mesh: &Mesh, kind: ElementKind) -> Vec<f64> {
-    let at = |v: u32| mesh.vertices[v as usize];
+    let at = |v: u32| DVec3::from(mesh.vertices[v as usize]);
     mesh.elements(kind)
         .iter()
         .map(|(n, _)| match kind {

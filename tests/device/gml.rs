@@ -1,22 +1,11 @@
 //! gml on a real OpenCL device (PoCL in CI): every access pattern checked against a CPU
 //! reference written independently here.
 
-use std::path::Path;
-
-use snowsim::cl::DeviceSelector;
-use snowsim::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
+use glam::Vec4;
+use snowsim::gml::{Access, GmlError, KernelSpec, MeshKind, Reduction};
 use snowsim::meshio;
 
-fn gml() -> Gml {
-    Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
-
-fn sample(name: &str) -> meshio::Mesh {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name);
-    meshio::read(&path).expect("sample mesh").mesh
-}
+use crate::common::{gml, sample};
 
 fn f32x3(p: [f64; 3]) -> [f32; 3] {
     [p[0] as f32, p[1] as f32, p[2] as f32]
@@ -173,10 +162,8 @@ fn closest_neighbour_centre_through_the_neighbour_link() {
     let mut expected_degree = vec![0; tets.len()];
     for shared in by_face.values().filter(|s| s.len() == 2) {
         let (a, b) = (shared[0], shared[1]);
-        let d = (0..3)
-            .map(|k| (centres[a][k] - centres[b][k]).powi(2))
-            .sum::<f32>()
-            .sqrt();
+        let centre = |t: usize| Vec4::from(centres[t]).truncate();
+        let d = centre(a).distance(centre(b));
         expected[a] = expected[a].min(d);
         expected[b] = expected[b].min(d);
         expected_degree[a] += 1;

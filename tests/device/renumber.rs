@@ -2,26 +2,13 @@
 //! and gml's uplink degree classes come out as contiguous ranges (checked on a real OpenCL
 //! device, PoCL in CI).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use snowsim::cl::DeviceSelector;
-use snowsim::gml::{Gml, MeshKind};
+use snowsim::gml::MeshKind;
 use snowsim::meshio::{self, ElementKind, Mesh, generate::tet_grid};
 use snowsim::renumber::{self, degree, numbering_score, renumber};
 
-fn sample(name: &str) -> Mesh {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name);
-    meshio::read(&path).expect("sample mesh").mesh
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-renumber-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::common::{gml, sample, snowsim, temp_dir};
 
 /// A deterministic pseudo-random permutation of `0..n` (Fisher–Yates with an LCG).
 fn shuffled(n: usize, seed: u64) -> Vec<u32> {
@@ -226,7 +213,7 @@ fn degree_classes_are_contiguous_and_the_curve_order_kept_inside_them() {
 #[test]
 fn gml_builds_the_tables_renumbering_announced() {
     let r = renumber(&with_all_edges(sample("cube.meshb"))).unwrap();
-    let mut gml = Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)");
+    let mut gml = gml();
     gml.import_mesh(&r.mesh).unwrap();
     for uplink in &r.uplinks {
         let info = gml.link_info(uplink.from, uplink.to).unwrap();
@@ -258,17 +245,11 @@ fn progress_reports_every_step_in_order() {
 
 #[test]
 fn cli_renumber_writes_the_same_mesh_with_a_higher_score() {
-    let dir = temp_dir("cli");
+    let dir = temp_dir("renumber", "cli");
     let input = dir.join("random.meshb");
     let output = dir.join("renumbered.meshb");
     let random = randomly_permuted(&sample("cube.meshb"), 11);
     meshio::write(&input, &random, meshio::Version::V2).unwrap();
-    let snowsim = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_snowsim"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let out = snowsim(&[
         "mesh",
         "renumber",

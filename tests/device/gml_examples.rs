@@ -9,99 +9,72 @@
 //! or formula would give.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 
-use snowsim::cl::DeviceSelector;
+use glam::DVec3;
 use snowsim::gml::{Gml, MeshKind};
 use snowsim::meshio::{self, ElementKind, Mesh};
 
+use crate::common::{gml, sample};
+
 #[allow(dead_code)]
-#[path = "../examples/closest_neighbour.rs"]
+#[path = "../../examples/closest_neighbour.rs"]
 mod closest_neighbour;
 #[allow(dead_code)]
-#[path = "../examples/conjugate_gradient.rs"]
+#[path = "../../examples/conjugate_gradient.rs"]
 mod conjugate_gradient;
 #[allow(dead_code)]
-#[path = "../examples/gpu_bandwidth.rs"]
+#[path = "../../examples/gpu_bandwidth.rs"]
 mod gpu_bandwidth;
 #[allow(dead_code)]
-#[path = "../examples/heat_equation.rs"]
+#[path = "../../examples/heat_equation.rs"]
 mod heat_equation;
 #[allow(dead_code)]
-#[path = "../examples/mesh_quality.rs"]
+#[path = "../../examples/mesh_quality.rs"]
 mod mesh_quality;
 #[allow(dead_code)]
-#[path = "../examples/node_smoothing.rs"]
+#[path = "../../examples/node_smoothing.rs"]
 mod node_smoothing;
 #[allow(dead_code)]
-#[path = "../examples/scatter_gather.rs"]
+#[path = "../../examples/scatter_gather.rs"]
 mod scatter_gather;
 #[allow(dead_code)]
-#[path = "../examples/triangle_barycentres.rs"]
+#[path = "../../examples/triangle_barycentres.rs"]
 mod triangle_barycentres;
 #[allow(dead_code)]
-#[path = "../examples/vertex_displacement.rs"]
+#[path = "../../examples/vertex_displacement.rs"]
 mod vertex_displacement;
 #[allow(dead_code)]
-#[path = "../examples/vertex_relaxation.rs"]
+#[path = "../../examples/vertex_relaxation.rs"]
 mod vertex_relaxation;
 
 // ----- helpers --------------------------------------------------------------------------------
 
-type P = [f64; 3];
-
-fn sample(name: &str) -> Mesh {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample_meshes")
-        .join(name);
-    meshio::read(&path).expect("sample mesh").mesh
-}
+type P = DVec3;
 
 /// A gml instance on the default device (PoCL in CI) holding `mesh`.
 fn gml_with(mesh: &Mesh) -> Gml {
-    let mut gml = Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)");
+    let mut gml = gml();
     gml.import_mesh(mesh).unwrap();
     gml
 }
 
-fn sub(a: P, b: P) -> P {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn add(a: P, b: P) -> P {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-fn scale(a: P, s: f64) -> P {
-    [a[0] * s, a[1] * s, a[2] * s]
-}
-
-fn dot(a: P, b: P) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-fn cross(a: P, b: P) -> P {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-fn norm(a: P) -> f64 {
-    dot(a, a).sqrt()
-}
-
 fn centroid(points: &[P]) -> P {
-    let sum = points.iter().fold([0.0; 3], |s, &p| add(s, p));
-    scale(sum, 1.0 / points.len() as f64)
+    points.iter().sum::<P>() * (1.0 / points.len() as f64)
 }
 
 fn points(mesh: &Mesh, nodes: &[u32]) -> Vec<P> {
-    nodes.iter().map(|&v| mesh.vertices[v as usize]).collect()
+    nodes
+        .iter()
+        .map(|&v| P::from(mesh.vertices[v as usize]))
+        .collect()
 }
 
-fn f64x3(p: [f32; 3]) -> P {
+/// The mesh's vertices as vectors.
+fn vertices(mesh: &Mesh) -> Vec<P> {
+    mesh.vertices.iter().map(|&p| P::from(p)).collect()
+}
+
+fn f64x3(p: [f32; 3]) -> [f64; 3] {
     p.map(f64::from)
 }
 
@@ -152,11 +125,11 @@ fn neighbours(elements: &meshio::Elements) -> Vec<Vec<Option<usize>>> {
 
 /// Tetrahedron quality `12·(3|V|)^(2/3) / Σ edge²`, negative for an inverted one.
 fn tet_quality(p: &[P]) -> f64 {
-    let volume = dot(cross(sub(p[1], p[0]), sub(p[2], p[0])), sub(p[3], p[0])) / 6.0;
+    let volume = (p[1] - p[0]).cross(p[2] - p[0]).dot(p[3] - p[0]) / 6.0;
     let mut edges = 0.0;
     for i in 0..4 {
         for j in i + 1..4 {
-            edges += dot(sub(p[j], p[i]), sub(p[j], p[i]));
+            edges += (p[j] - p[i]).length_squared();
         }
     }
     12.0 * (3.0 * volume.abs()).powf(2.0 / 3.0) / edges * volume.signum()
@@ -164,9 +137,9 @@ fn tet_quality(p: &[P]) -> f64 {
 
 /// Triangle quality `4√3·area / Σ edge²`.
 fn tri_quality(p: &[P]) -> f64 {
-    let area = norm(cross(sub(p[1], p[0]), sub(p[2], p[0]))) / 2.0;
+    let area = (p[1] - p[0]).cross(p[2] - p[0]).length() / 2.0;
     let edges: f64 = (0..3)
-        .map(|i| dot(sub(p[(i + 1) % 3], p[i]), sub(p[(i + 1) % 3], p[i])))
+        .map(|i| (p[(i + 1) % 3] - p[i]).length_squared())
         .sum();
     4.0 * 3f64.sqrt() * area / edges
 }
@@ -183,7 +156,12 @@ fn triangle_barycentres_match_the_cpu() {
     for (t, (nodes, _)) in tris.iter().enumerate() {
         let expected = centroid(&points(&mesh, nodes));
         let g = got[t].map(f64::from);
-        assert_near(&g[..3], &expected, 1e-6, &format!("triangle {t}"));
+        assert_near(
+            &g[..3],
+            &expected.to_array(),
+            1e-6,
+            &format!("triangle {t}"),
+        );
         assert_eq!(got[t][3], 0.0);
     }
 }
@@ -201,10 +179,15 @@ fn vertex_displacement_after_n_steps_matches_the_cpu() {
     let steps = 20;
     let got = vertex_displacement::run(&mut gml, &speeds, &directions, steps).unwrap();
     for (v, p) in mesh.vertices.iter().enumerate() {
-        let d = [0, 1, 2].map(|c| f64::from(directions[v][c]));
-        let expected = add(*p, scale(d, steps as f64 * f64::from(speeds[v])));
+        let d = P::from([0, 1, 2].map(|c| f64::from(directions[v][c])));
+        let expected = P::from(*p) + d * (steps as f64 * f64::from(speeds[v]));
         // 20 f32 additions to values below 2: at most 20 × 2.4e-7.
-        assert_near(&f64x3(got[v]), &expected, 1e-5, &format!("vertex {v}"));
+        assert_near(
+            &f64x3(got[v]),
+            &expected.to_array(),
+            1e-5,
+            &format!("vertex {v}"),
+        );
     }
 }
 
@@ -227,7 +210,7 @@ fn closest_neighbour_distances_match_the_cpu() {
             .unwrap();
         let origin = centroid(&points(&mesh, mesh.elements(element).nodes(boundary)));
         for p in &mut mesh.vertices {
-            *p = sub(*p, origin);
+            *p = (P::from(*p) - origin).to_array();
         }
         let mut gml = gml_with(&mesh);
         let got = closest_neighbour::run(&mut gml, kind).unwrap();
@@ -242,7 +225,7 @@ fn closest_neighbour_distances_match_the_cpu() {
             .map(|(ngb, &c)| {
                 ngb.iter()
                     .flatten()
-                    .map(|&o| norm(sub(centres[o], c)))
+                    .map(|&o| centres[o].distance(c))
                     .fold(f64::INFINITY, f64::min)
             })
             .collect();
@@ -277,7 +260,7 @@ fn vertex_relaxation_matches_the_cpu() {
         }
     }
     assert_eq!(largest_moves.len(), steps);
-    let mut x = mesh.vertices.clone();
+    let mut x = vertices(&mesh);
     for (step, &device_largest) in largest_moves.iter().enumerate() {
         let bars: Vec<P> = tris
             .iter()
@@ -286,8 +269,8 @@ fn vertex_relaxation_matches_the_cpu() {
         let mut largest: f64 = 0.0;
         for (v, ball) in balls.iter().enumerate() {
             let mean = centroid(&ball.iter().map(|&t| bars[t]).collect::<Vec<_>>());
-            let new = add(scale(x[v], 0.8), scale(mean, 0.2));
-            largest = largest.max(norm(sub(new, x[v])));
+            let new = x[v] * 0.8 + mean * 0.2;
+            largest = largest.max((new - x[v]).length());
             x[v] = new;
         }
         assert_near(
@@ -298,7 +281,7 @@ fn vertex_relaxation_matches_the_cpu() {
         );
     }
     for (v, p) in x.iter().enumerate() {
-        assert_near(&f64x3(got[v]), p, 1e-6, &format!("vertex {v}"));
+        assert_near(&f64x3(got[v]), &p.to_array(), 1e-6, &format!("vertex {v}"));
     }
 }
 
@@ -310,27 +293,32 @@ fn scatter_gather_sums_match_the_cpu() {
         let mut gml = gml_with(&mesh);
         let got = scatter_gather::run(&mut gml).unwrap();
         let nv = mesh.vertices.len();
-        let (mut area, mut bar_sum, mut degree) = (vec![0.0; nv], vec![[0.0; 3]; nv], vec![0; nv]);
+        let (mut area, mut bar_sum, mut degree) = (vec![0.0; nv], vec![P::ZERO; nv], vec![0; nv]);
         let mut total = 0.0;
         for (nodes, _) in mesh.elements(ElementKind::Triangles).iter() {
             let p = points(&mesh, nodes);
-            let a = norm(cross(sub(p[1], p[0]), sub(p[2], p[0]))) / 2.0;
+            let a = (p[1] - p[0]).cross(p[2] - p[0]).length() / 2.0;
             total += a;
             for &v in nodes {
                 let v = v as usize;
                 area[v] += a / 3.0;
-                bar_sum[v] = add(bar_sum[v], centroid(&p));
+                bar_sum[v] += centroid(&p);
                 degree[v] += 1;
             }
         }
         for v in 0..nv {
             let mean = if degree[v] > 0 {
-                scale(bar_sum[v], 1.0 / f64::from(degree[v]))
+                bar_sum[v] * (1.0 / f64::from(degree[v]))
             } else {
-                [0.0; 3]
+                P::ZERO
             };
             let g = got.mean_barycentre[v].map(f64::from);
-            assert_near(&g[..3], &mean, 1e-6, &format!("{file} vertex {v}"));
+            assert_near(
+                &g[..3],
+                &mean.to_array(),
+                1e-6,
+                &format!("{file} vertex {v}"),
+            );
             // Shares of about 1e-3, summed from at most a dozen f32 areas.
             assert_near(
                 &[f64::from(got.area[v])],
@@ -403,7 +391,7 @@ fn mesh_quality_statistics_match_the_cpu() {
 /// the regular tetrahedron on the opposite face, on the vertex's side; interior vertices move
 /// to `0.8·x + 0.2·(mean of the proposals weighted by 1/q⁴)`, q clamped below at 0.01.
 fn smoothing_step(x: &[P], tets: &meshio::Elements, fixed: &[bool]) -> Vec<P> {
-    let mut sum = vec![[0.0; 3]; x.len()];
+    let mut sum = vec![P::ZERO; x.len()];
     let mut weights = vec![0.0; x.len()];
     for (nodes, _) in tets.iter() {
         let p: Vec<P> = nodes.iter().map(|&v| x[v as usize]).collect();
@@ -411,18 +399,16 @@ fn smoothing_step(x: &[P], tets: &meshio::Elements, fixed: &[bool]) -> Vec<P> {
         for j in 0..4 {
             let face: Vec<P> = (0..4).filter(|&k| k != j).map(|k| p[k]).collect();
             let centre = centroid(&face);
-            let edge = (norm(sub(face[1], face[0]))
-                + norm(sub(face[2], face[1]))
-                + norm(sub(face[0], face[2])))
-                / 3.0;
-            let mut normal = cross(sub(face[1], face[0]), sub(face[2], face[0]));
-            normal = scale(normal, 1.0 / norm(normal));
-            if dot(normal, sub(p[j], centre)) < 0.0 {
-                normal = scale(normal, -1.0);
+            let edge =
+                (face[1].distance(face[0]) + face[2].distance(face[1]) + face[0].distance(face[2]))
+                    / 3.0;
+            let mut normal = (face[1] - face[0]).cross(face[2] - face[0]).normalize();
+            if normal.dot(p[j] - centre) < 0.0 {
+                normal = -normal;
             }
-            let apex = add(centre, scale(normal, (2.0f64 / 3.0).sqrt() * edge));
+            let apex = centre + normal * ((2.0f64 / 3.0).sqrt() * edge);
             let v = nodes[j] as usize;
-            sum[v] = add(sum[v], scale(apex, w));
+            sum[v] += apex * w;
             weights[v] += w;
         }
     }
@@ -431,7 +417,7 @@ fn smoothing_step(x: &[P], tets: &meshio::Elements, fixed: &[bool]) -> Vec<P> {
             if fixed[v] || weights[v] == 0.0 {
                 x[v]
             } else {
-                add(scale(x[v], 0.8), scale(sum[v], 0.2 / weights[v]))
+                x[v] * 0.8 + sum[v] * (0.2 / weights[v])
             }
         })
         .collect()
@@ -456,15 +442,21 @@ fn node_smoothing_first_step_matches_the_cpu() {
     );
     let mut gml = gml_with(&mesh);
     let got = node_smoothing::run(&mut gml, 1).unwrap();
-    let expected = smoothing_step(&mesh.vertices, tets, &fixed);
+    let x = vertices(&mesh);
+    let expected = smoothing_step(&x, tets, &fixed);
     for (v, p) in expected.iter().enumerate() {
         // Moves of about 1e-3, computed in f32 from coordinates below 1.
-        assert_near(&f64x3(got.coordinates[v]), p, 2e-6, &format!("vertex {v}"));
+        assert_near(
+            &f64x3(got.coordinates[v]),
+            &p.to_array(),
+            2e-6,
+            &format!("vertex {v}"),
+        );
     }
     let moves: f64 = expected
         .iter()
-        .zip(&mesh.vertices)
-        .map(|(a, b)| dot(sub(*a, *b), sub(*a, *b)))
+        .zip(&x)
+        .map(|(a, b)| a.distance_squared(*b))
         .sum();
     assert_near(&[got.residuals[0]], &[moves.sqrt()], 1e-5, "residual");
 }
@@ -515,7 +507,7 @@ fn node_smoothing_raises_quality_and_keeps_the_boundary() {
         .map(|(n, _)| {
             tet_quality(
                 &n.iter()
-                    .map(|&v| f64x3(s.coordinates[v as usize]))
+                    .map(|&v| P::from(f64x3(s.coordinates[v as usize])))
                     .collect::<Vec<_>>(),
             )
         })
@@ -559,28 +551,31 @@ fn bandwidth_kernels_write_what_they_claim() {
         let expected = [p[0] as f32, p[1] as f32, p[2] as f32, 0.0];
         assert_eq!(out.copy[v], expected, "copy of vertex {v}");
     }
-    let mut ball = vec![[0.0; 3]; mesh.vertices.len()];
+    let mut ball = vec![P::ZERO; mesh.vertices.len()];
     for (t, (nodes, _)) in tets.iter().enumerate() {
         let ids = [0, 1, 2, 3].map(|k| nodes[k] as f32);
         assert_eq!(out.nodes[t], ids, "node numbers of tetrahedron {t}");
-        let sum = points(&mesh, nodes)
-            .iter()
-            .fold([0.0; 3], |s, &p| add(s, p));
+        let sum: P = points(&mesh, nodes).iter().sum();
         let g = out.sums[t].map(f64::from);
         assert_near(
             &g[..3],
-            &sum,
+            &sum.to_array(),
             2e-6,
             &format!("coordinate sum of tetrahedron {t}"),
         );
         for &v in nodes {
-            ball[v as usize] = add(ball[v as usize], sum);
+            ball[v as usize] += sum;
         }
     }
     for (v, expected) in ball.iter().enumerate() {
         // Up to 40 tetrahedra of sums below 4: up to 160, summed in f32.
         let g = out.ball[v].map(f64::from);
-        assert_near(&g[..3], expected, 1e-4, &format!("ball sum of vertex {v}"));
+        assert_near(
+            &g[..3],
+            &expected.to_array(),
+            1e-4,
+            &format!("ball sum of vertex {v}"),
+        );
     }
 }
 
@@ -611,18 +606,18 @@ fn heat_cpu(mesh: &Mesh, steps: usize) -> (f64, Vec<f64>, Vec<f64>) {
     let mut bound = f64::INFINITY;
     for (t, (nodes, _)) in tets.iter().enumerate() {
         let p = points(mesh, nodes);
-        let volume = dot(cross(sub(p[1], p[0]), sub(p[2], p[0])), sub(p[3], p[0])) / 6.0;
+        let volume = (p[1] - p[0]).cross(p[2] - p[0]).dot(p[3] - p[0]) / 6.0;
         let mut list = Vec::new();
         for (f, key) in face_keys(nodes).iter().enumerate() {
             let face: Vec<P> = (0..4).filter(|&k| k != f).map(|k| p[k]).collect();
-            let area = norm(cross(sub(face[1], face[0]), sub(face[2], face[0]))) / 2.0;
+            let area = (face[1] - face[0]).cross(face[2] - face[0]).length() / 2.0;
             match (ngb[t][f], walls.get(key)) {
                 (Some(o), _) => list.push((
-                    area / (norm(sub(centres[o], centres[t])) * volume),
+                    area / (centres[o].distance(centres[t]) * volume),
                     Outside::Cell(o),
                 )),
                 (None, Some(&r)) if r == 1 || r == 2 => list.push((
-                    area / (norm(sub(centroid(&face), centres[t])) * volume),
+                    area / (centroid(&face).distance(centres[t]) * volume),
                     Outside::Wall(if r == 1 { 1.0 } else { 0.0 }),
                 )),
                 _ => {}

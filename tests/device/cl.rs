@@ -8,9 +8,7 @@ use snowsim::cl::{
 };
 use snowsim::selftest::run_triad;
 
-fn context() -> Context {
-    Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
+use crate::common::context;
 
 #[test]
 fn every_listed_device_is_selectable_by_index_and_by_name() {

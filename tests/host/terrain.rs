@@ -3,41 +3,25 @@
 //! graded layers, the ground surface, and `snowsim mesh terrain`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+use glam::DVec3;
 use image::{GrayImage, ImageBuffer, Luma, RgbImage};
 use snowsim::inspect::check;
 use snowsim::meshio::{self, ElementKind, Mesh};
 use snowsim::terrain::{Heightmap, Side, Terrain, TerrainError, TerrainSpec, extract_surface};
 
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-terrain-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-type P = [f64; 3];
-
-fn sub(a: P, b: P) -> P {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-fn cross(a: P, b: P) -> P {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-fn dot(a: P, b: P) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
+use crate::common::{snowsim, temp_dir};
 
 fn tet_volume(m: &Mesh, t: &[u32]) -> f64 {
-    let p = |i: usize| m.vertices[t[i] as usize];
-    dot(cross(sub(p(1), p(0)), sub(p(2), p(0))), sub(p(3), p(0))) / 6.0
+    let p = |i: usize| DVec3::from(m.vertices[t[i] as usize]);
+    (p(1) - p(0)).cross(p(2) - p(0)).dot(p(3) - p(0)) / 6.0
+}
+
+/// Twice the area of triangle `p`, as a vector along its normal (right-hand rule).
+fn twice_area(p: [[f64; 3]; 3]) -> DVec3 {
+    let [a, b, c] = p.map(DVec3::from);
+    (b - a).cross(c - a)
 }
 
 /// A 16-bit PNG of `w × h` pixels whose value at (col, row) is `f(col, row)`.
@@ -68,7 +52,7 @@ fn spec(cells: [usize; 2], layers: usize) -> TerrainSpec {
 
 #[test]
 fn heightmaps_of_8_and_16_bits_are_read_exactly() {
-    let dir = temp_dir("read");
+    let dir = temp_dir("terrain", "read");
     let eight = dir.join("eight.png");
     GrayImage::from_fn(4, 3, |c, r| Luma([(c * 60 + r * 10) as u8]))
         .save(&eight)
@@ -91,7 +75,7 @@ fn heightmaps_of_8_and_16_bits_are_read_exactly() {
 
 #[test]
 fn bad_heightmaps_are_clear_errors() {
-    let dir = temp_dir("bad");
+    let dir = temp_dir("terrain", "bad");
     let message = |path: &Path| Heightmap::read(path).unwrap_err().to_string();
 
     let rgb = dir.join("rgb.png");
@@ -153,9 +137,6 @@ fn bad_heightmaps_are_clear_errors() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Faces of a tetrahedron, outward for a positive one (GMlib's numbering).
-const FACES: [[usize; 3]; 4] = [[1, 2, 3], [2, 0, 3], [3, 0, 1], [0, 2, 1]];
-
 fn sorted(t: [u32; 3]) -> [u32; 3] {
     let mut k = t;
     k.sort_unstable();
@@ -164,7 +145,7 @@ fn sorted(t: [u32; 3]) -> [u32; 3] {
 
 #[test]
 fn the_mesh_is_conforming_positive_and_its_boundary_fully_referenced() {
-    let dir = temp_dir("conform");
+    let dir = temp_dir("terrain", "conform");
     let path = dir.join("bumpy.png");
     bumpy(&path);
     let map = Heightmap::read(&path).unwrap();
@@ -182,8 +163,8 @@ fn the_mesh_is_conforming_positive_and_its_boundary_fully_referenced() {
     // Every face of every tetrahedron, with the outward orientation it has in its tetrahedron.
     let mut faces: HashMap<[u32; 3], Vec<[u32; 3]>> = HashMap::new();
     for (t, _) in mesh.elements(ElementKind::Tetrahedra).iter() {
-        for f in FACES {
-            let face = f.map(|j| t[j]);
+        for f in ElementKind::Tetrahedra.faces() {
+            let face = [t[f[0]], t[f[1]], t[f[2]]];
             faces.entry(sorted(face)).or_default().push(face);
         }
     }
@@ -223,7 +204,7 @@ fn the_mesh_is_conforming_positive_and_its_boundary_fully_referenced() {
     let [x, y, z] = s.size;
     for (t, r) in mesh.elements(ElementKind::Triangles).iter() {
         let p = [0, 1, 2].map(|i| mesh.vertices[t[i] as usize]);
-        let n = cross(sub(p[1], p[0]), sub(p[2], p[0]));
+        let n = twice_area(p);
         let all = |d: usize, v: f64| p.iter().all(|q| q[d] == v);
         match Side::from_reference(r).unwrap() {
             Side::XMin => assert!(all(0, 0.0) && n[0] < 0.0),
@@ -251,7 +232,7 @@ fn bilinear(pixels: &[Vec<u16>], u: f64, v: f64) -> f64 {
 
 #[test]
 fn the_tetrahedra_fill_exactly_the_air_between_ground_and_top() {
-    let dir = temp_dir("volume");
+    let dir = temp_dir("terrain", "volume");
     // An inclined plane: bilinear interpolation and any triangulation of it are exact, so the
     // volume is X·Y·Z minus the volume under the plane.
     let plane = dir.join("plane.png");
@@ -304,7 +285,7 @@ fn the_tetrahedra_fill_exactly_the_air_between_ground_and_top() {
                 "ground vertex {q:?}, heightmap {g}"
             );
         }
-        let a = 0.5 * cross(sub(p[1], p[0]), sub(p[2], p[0]))[2].abs();
+        let a = 0.5 * twice_area(p).z.abs();
         area += a;
         expected += a * (z - (p[0][2] + p[1][2] + p[2][2]) / 3.0);
         let c = [0, 1].map(|d| (p[0][d] + p[1][d] + p[2][d]) / 3.0);
@@ -349,7 +330,7 @@ fn layers_are_graded_finest_at_the_ground_in_every_column() {
 
 #[test]
 fn the_ground_surface_stands_alone_and_matches_the_volume_mesh() {
-    let dir = temp_dir("surface");
+    let dir = temp_dir("terrain", "surface");
     let path = dir.join("bumpy.png");
     bumpy(&path);
     let map = Heightmap::read(&path).unwrap();
@@ -365,7 +346,7 @@ fn the_ground_surface_stands_alone_and_matches_the_volume_mesh() {
     let up = |m: &Mesh| {
         m.elements(ElementKind::Triangles).iter().all(|(t, _)| {
             let p = [0, 1, 2].map(|i| m.vertices[t[i] as usize]);
-            cross(sub(p[1], p[0]), sub(p[2], p[0]))[2] > 0.0
+            twice_area(p).z > 0.0
         })
     };
     assert!(up(&ground.mesh), "ground normals point up");
@@ -393,17 +374,11 @@ fn the_ground_surface_stands_alone_and_matches_the_volume_mesh() {
 
 #[test]
 fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
-    let dir = temp_dir("cli");
+    let dir = temp_dir("terrain", "cli");
     let heightmap = dir.join("bumpy.png");
     bumpy(&heightmap);
     let (out, surface) = (dir.join("air.meshb"), dir.join("ground.meshb"));
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_snowsim"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let o = run(&[
+    let o = snowsim(&[
         "mesh",
         "terrain",
         "--heightmap",
@@ -440,7 +415,7 @@ fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
     let ground = meshio::read(&surface).unwrap().mesh;
     assert_eq!(ground.count(ElementKind::Triangles), 160);
 
-    let flat_relief = run(&[
+    let flat_relief = snowsim(&[
         "mesh",
         "terrain",
         "--size",
@@ -457,7 +432,7 @@ fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
     assert_eq!(flat_relief.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&flat_relief.stderr).contains("--relief needs --heightmap"));
 
-    let too_high = run(&[
+    let too_high = snowsim(&[
         "mesh",
         "terrain",
         "--heightmap",
@@ -479,7 +454,7 @@ fn cli_terrain_writes_a_valid_mesh_and_its_surface() {
         "{err}"
     );
 
-    let bad_size = run(&[
+    let bad_size = snowsim(&[
         "mesh",
         "terrain",
         "--size",

@@ -1,16 +1,15 @@
 //! `smoothing` and `snowsim mesh smooth` on a real OpenCL device (PoCL in CI), checked against
 //! a CPU reference implementation written here in f64.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::{context, sample, sample_path, snowsim, temp_dir, text};
-
+use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, Mesh, Version, generate};
 use snowsim::quality;
 use snowsim::smoothing::{self, Progress, SmoothingError};
+
+use crate::common::{context, sample, sample_path, snowsim, temp_dir, text};
 
 /// Vertices on a boundary edge (triangles) or face (tetrahedra), found with a hash map of
 /// sorted edges or faces, plus the vertices no element uses.
@@ -49,25 +48,18 @@ fn cpu_smooth(
     kind: ElementKind,
     fixed: &[bool],
     iterations: usize,
-) -> (Vec<[f64; 3]>, Vec<f64>) {
+) -> (Vec<DVec3>, Vec<f64>) {
     let elements = mesh.elements(kind);
     let n = kind.nodes() as f64;
-    let mut positions = mesh.vertices.clone();
+    let mut positions: Vec<DVec3> = mesh.vertices.iter().map(|&p| DVec3::from(p)).collect();
     let mut displacements = Vec::new();
     for _ in 0..iterations {
-        let mut sum = vec![[0.0f64; 3]; positions.len()];
+        let mut sum = vec![DVec3::ZERO; positions.len()];
         let mut degree = vec![0usize; positions.len()];
         for (nodes, _) in elements.iter() {
-            let mut bar = [0.0; 3];
+            let bar: DVec3 = nodes.iter().map(|&v| positions[v as usize] / n).sum();
             for &v in nodes {
-                for c in 0..3 {
-                    bar[c] += positions[v as usize][c] / n;
-                }
-            }
-            for &v in nodes {
-                for c in 0..3 {
-                    sum[v as usize][c] += bar[c];
-                }
+                sum[v as usize] += bar;
                 degree[v as usize] += 1;
             }
         }
@@ -76,12 +68,8 @@ fn cpu_smooth(
             if fixed[v] || degree[v] == 0 {
                 continue;
             }
-            let moved = sum[v].map(|s| s / degree[v] as f64);
-            let d = (0..3)
-                .map(|c| (moved[c] - positions[v][c]).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            largest = largest.max(d);
+            let moved = sum[v] / degree[v] as f64;
+            largest = largest.max(moved.distance(positions[v]));
             positions[v] = moved;
         }
         displacements.push(largest);

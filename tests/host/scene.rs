@@ -2,20 +2,16 @@
 //! and key, mesh domains check their boundary references, and `snowsim scene check`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, generate::tet_grid};
 use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
 use snowsim::terrain::{Heightmap, procedural};
 
+use crate::common::{snowsim, temp_dir};
+
 fn scenes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes")
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-scene-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Flat ground with everything else left to its default.
@@ -319,7 +315,7 @@ fn domain_errors_name_their_key() {
 
 #[test]
 fn a_mesh_domain_checks_its_boundary_references() {
-    let dir = temp_dir("mesh");
+    let dir = temp_dir("scene", "mesh");
     let mut mesh = tet_grid([4, 3, 2]);
     meshio::write(&dir.join("box.meshb"), &mesh, meshio::Version::V2).unwrap();
     let camera = "[camera]\nposition = [0.5, -1, 1]\ntarget = [0.5, 0.5, 0]\n";
@@ -336,10 +332,9 @@ fn a_mesh_domain_checks_its_boundary_references() {
     // tet_grid's z = 0 face is reference 5: the ground, with normals up.
     assert_eq!(report.ground_triangles, 2 * 4 * 3);
     for (t, _) in domain.ground.mesh.elements(ElementKind::Triangles).iter() {
-        let p = [0, 1, 2].map(|i| domain.ground.mesh.vertices[t[i] as usize]);
-        let n =
-            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]);
-        assert!(n > 0.0 && p.iter().all(|q| q[2] == 0.0));
+        let p = [0, 1, 2].map(|i| DVec3::from(domain.ground.mesh.vertices[t[i] as usize]));
+        let n = (p[1] - p[0]).cross(p[2] - p[0]);
+        assert!(n.z > 0.0 && p.iter().all(|q| q.z == 0.0));
     }
 
     // References that are no side's are an error naming them.
@@ -400,14 +395,8 @@ fn a_mesh_domain_checks_its_boundary_references() {
 
 #[test]
 fn cli_scene_check_summarises_and_reports_errors() {
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_snowsim"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let flat = scenes().join("flat.toml");
-    let out = run(&["scene", "check", flat.to_str().unwrap()]);
+    let out = snowsim(&["scene", "check", flat.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -424,17 +413,17 @@ fn cli_scene_check_summarises_and_reports_errors() {
     ] {
         assert!(text.contains(part), "`{part}` missing from:\n{text}");
     }
-    let out = run(&["scene", "check", "--json", flat.to_str().unwrap()]);
+    let out = snowsim(&["scene", "check", "--json", flat.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["scene"]["domain"]["kind"], "terrain");
     assert_eq!(v["mesh"]["tetrahedra"], 2304);
     assert_eq!(v["mesh"]["passed"], true);
     assert!(v["mesh"]["numbering_score"].as_f64().unwrap() > 50.0);
 
-    let dir = temp_dir("cli");
+    let dir = temp_dir("scene", "cli");
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, format!("{MINIMAL}[snow]\nparticle = 3\n")).unwrap();
-    let out = run(&["scene", "check", bad.to_str().unwrap()]);
+    let out = snowsim(&["scene", "check", bad.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -4,10 +4,9 @@
 //! within the derived number of frames); the sortedness measure; and the `snowsim sort`
 //! commands as a user runs them.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use snowsim::cl::{Context, DeviceBuffer, DeviceSelector};
+use snowsim::cl::{Context, DeviceBuffer};
 use snowsim::sort::check::{self, CheckCase, PartialCase, Payload};
 use snowsim::sort::inputs::{self, Shape, SplitMix64};
 use snowsim::sort::{
@@ -15,9 +14,7 @@ use snowsim::sort::{
     Sortedness,
 };
 
-fn context() -> Context {
-    Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)")
-}
+use crate::common::{context, snowsim, temp_dir, text};
 
 /// Blocks of 64 pairs: arrays of a few thousand pairs already need many global passes.
 fn small_blocks() -> SortConfig {
@@ -73,6 +70,34 @@ fn full_sort_matches_slice_sort_for_every_shape_length_key_type_and_order() {
         .sum();
     assert_eq!(sorter.launches_for(65537), 1 + 11 + global_passes as usize);
     run_cases(&mut sorter, &check::standard_cases(64));
+}
+
+/// Six stages per global pass is the default on NVIDIA GPUs only; forced here, so that CI (on
+/// PoCL) runs those kernels too.
+#[test]
+fn six_stages_per_global_pass_sort_like_slice_sort() {
+    let ctx = context();
+    let config = SortConfig {
+        global_bits: Some(6),
+        ..small_blocks()
+    };
+    let mut sorter = BitonicSorter::with_config(&ctx, &config).unwrap();
+    assert_eq!(sorter.global_bits(), 6);
+    let mut cases = Vec::new();
+    for len in [65, 1025, (1 << 16) + 1] {
+        for key in KeyKind::ALL {
+            for order in Order::ALL {
+                cases.push(CheckCase {
+                    key,
+                    shape: Shape::Random,
+                    len,
+                    order,
+                    payload: Payload::Indices,
+                });
+            }
+        }
+    }
+    run_cases(&mut sorter, &cases);
 }
 
 #[test]
@@ -492,23 +517,6 @@ fn redistribution_leaves_sorted_arrays_alone_and_brings_a_far_element_home() {
     );
 }
 
-fn snowsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_snowsim"))
-        .args(args)
-        .output()
-        .expect("run snowsim")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("snowsim-sort-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn sort_check_passes_and_names_the_failing_case_when_a_kernel_is_wrong() {
     let out = snowsim(&["sort", "check", "--block-len", "64", "--max-len", "1100"]);
@@ -526,8 +534,8 @@ fn sort_check_passes_and_names_the_failing_case_when_a_kernel_is_wrong() {
     assert!(!stdout.contains("n = 4097"), "--max-len ignored: {stdout}");
 
     // A kernel whose small sub-sorts all go one way (no bitonic sequences) must be caught.
-    let dir = temp_dir("broken-kernel");
-    let good = include_str!("../kernels/bitonic.cl");
+    let dir = temp_dir("sort", "broken-kernel");
+    let good = include_str!("../../kernels/bitonic.cl");
     let line = "CMPX(v, r, r + stride, asc);";
     assert!(good.contains(line));
     let broken = good.replace(line, "CMPX(v, r, r + stride, true);");
@@ -550,7 +558,7 @@ fn sort_check_passes_and_names_the_failing_case_when_a_kernel_is_wrong() {
 
 #[test]
 fn sort_bench_writes_csv_rows_with_every_setting() {
-    let dir = temp_dir("bench");
+    let dir = temp_dir("sort", "bench");
     let csv_path = dir.join("sort.csv");
     let out = snowsim(&[
         "sort",

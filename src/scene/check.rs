@@ -1,0 +1,557 @@
+//! Reading a scene file: TOML into raw sections, then each key checked against its range and
+//! turned into the validated [`Scene`], errors located at the key's line and column.
+
+use std::path::{Path, PathBuf};
+
+use super::range::Range;
+use super::raw::{self, ProfileName, RawScene, SortKeyName, SortName};
+use super::spans;
+use super::{
+    BoundaryRefs, Camera, Domain, Ground, Scene, SceneError, Simulate, Snow, SortKey, SortMode,
+    Time, View, Wind, WindProfile,
+};
+use crate::terrain::{Heightmap, Side, TerrainSpec};
+
+/// The most snow particles a scene may ask for: 2^28.
+pub const MAX_PARTICLES: u64 = 1 << 28;
+
+impl Scene {
+    /// Reads and validates a scene file (and the heightmap it names).
+    pub fn load(path: &Path) -> Result<Scene, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Scene::from_toml(&text, path)
+    }
+
+    /// Validates scene text; `path` names it in errors and relative paths are resolved
+    /// against its directory.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Scene, SceneError> {
+        let checker = Checker { path, text };
+        let raw: RawScene = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map(|s| s.start);
+            let key = offset
+                .and_then(|o| spans::key_at(text, o))
+                .unwrap_or_default();
+            checker.at(offset, key, e.message().to_string())
+        })?;
+        checker.scene(raw)
+    }
+}
+
+/// Turns raw sections into validated ones, with errors located in the file.
+struct Checker<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+type Checked<T> = Result<T, SceneError>;
+
+impl Checker<'_> {
+    fn at(&self, offset: Option<usize>, key: String, message: String) -> SceneError {
+        let (line, column) = match offset {
+            Some(o) => {
+                let (l, c) = spans::line_column(self.text, o);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        SceneError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            key,
+            message,
+        }
+    }
+
+    /// An error at the dotted `key` (located at its value, or its table when absent).
+    fn error(&self, key: &str, message: impl Into<String>) -> SceneError {
+        let parts: Vec<&str> = key.split('.').collect();
+        let offset = spans::span_of(self.text, &parts).map(|s| s.start);
+        self.at(offset, key.to_string(), message.into())
+    }
+
+    fn resolve(&self, file: &Path) -> PathBuf {
+        match self.path.parent() {
+            Some(dir) if file.is_relative() => dir.join(file),
+            _ => file.to_path_buf(),
+        }
+    }
+
+    fn list<const N: usize>(
+        &self,
+        key: &str,
+        values: Option<Vec<f64>>,
+        default: [f64; N],
+    ) -> Checked<[f64; N]> {
+        let Some(values) = values else {
+            return Ok(default);
+        };
+        let array: [f64; N] = values
+            .as_slice()
+            .try_into()
+            .map_err(|_| self.error(key, format!("expected {N} numbers, got {}", values.len())))?;
+        if let Some(x) = array.iter().find(|x| !x.is_finite()) {
+            return Err(self.error(key, format!("must be finite, got {x}")));
+        }
+        Ok(array)
+    }
+
+    /// `value` (or `default`) within `[lo, hi]`, `lo` excluded when `open_low`.
+    fn number(&self, key: &str, value: Option<f64>, default: f64, range: Range) -> Checked<f64> {
+        let v = value.unwrap_or(default);
+        if range.holds(v) {
+            Ok(v)
+        } else {
+            Err(self.error(key, format!("must be {range}, got {v}")))
+        }
+    }
+
+    /// A `[min, max]` pair, both in `range`, min ≤ max.
+    fn interval(
+        &self,
+        key: &str,
+        value: Option<Vec<f64>>,
+        default: [f64; 2],
+        range: Range,
+    ) -> Checked<[f64; 2]> {
+        let [lo, hi] = self.list(key, value, default)?;
+        if !range.holds(lo) || !range.holds(hi) {
+            return Err(self.error(key, format!("both ends must be {range}, got [{lo}, {hi}]")));
+        }
+        if lo > hi {
+            return Err(self.error(key, format!("[min, max] with min <= max, got [{lo}, {hi}]")));
+        }
+        Ok([lo, hi])
+    }
+
+    fn scene(&self, raw: RawScene) -> Checked<Scene> {
+        let name = match raw.name {
+            Some(n) if n.trim().is_empty() => return Err(self.error("name", "must not be empty")),
+            Some(n) => n,
+            None => self
+                .path
+                .file_stem()
+                .map_or_else(|| "scene".into(), |s| s.to_string_lossy().into_owned()),
+        };
+        let domain = self.domain(raw.domain)?;
+        let wind = self.wind(raw.wind, &domain)?;
+        let s = raw.snow;
+        let snow = Snow {
+            particles: match s.particles.unwrap_or(1 << 20) {
+                n @ 1..=MAX_PARTICLES => n,
+                n => {
+                    return Err(self.error(
+                        "snow.particles",
+                        format!("must be 1 to {MAX_PARTICLES} (2^28), got {n}"),
+                    ));
+                }
+            },
+            flake_diameter: self.interval(
+                "snow.flake_diameter",
+                s.flake_diameter,
+                [0.002, 0.008],
+                Range::open(0.0, 0.1, "m"),
+            )?,
+            fall_speed: self.number(
+                "snow.fall_speed",
+                s.fall_speed,
+                1.0,
+                Range::open(0.0, 20.0, "m/s"),
+            )?,
+            gravity: self.number(
+                "snow.gravity",
+                s.gravity,
+                9.81,
+                Range::open(0.0, 100.0, "m/s²"),
+            )?,
+            flutter_radius: self.interval(
+                "snow.flutter_radius",
+                s.flutter_radius,
+                [0.0, 0.3],
+                Range::closed(0.0, 100.0, "m"),
+            )?,
+            flutter_rate: self.interval(
+                "snow.flutter_rate",
+                s.flutter_rate,
+                [0.5, 3.0],
+                Range::closed(0.0, 1000.0, "rad/s"),
+            )?,
+            deposit_depth: self.number(
+                "snow.deposit_depth",
+                s.deposit_depth,
+                0.001,
+                Range::closed(0.0, 10.0, "m"),
+            )?,
+            sort: match s.sort.unwrap_or(SortName::Partial) {
+                SortName::None => SortMode::None,
+                SortName::Full => SortMode::Full,
+                SortName::Partial => SortMode::Partial,
+            },
+            sort_key: match s.sort_key.unwrap_or(SortKeyName::Tetrahedron) {
+                SortKeyName::Tetrahedron => SortKey::Tetrahedron,
+                SortKeyName::Hilbert => SortKey::Hilbert,
+            },
+            seed: s.seed.unwrap_or(1),
+        };
+        let g = raw.ground;
+        let ground = Ground {
+            initial_depth: self.number(
+                "ground.initial_depth",
+                g.initial_depth,
+                0.0,
+                Range::closed(0.0, 1000.0, "m"),
+            )?,
+            repose_angle: self.number(
+                "ground.repose_angle",
+                g.repose_angle,
+                38.0,
+                Range::open_both(0.0, 90.0, "degrees"),
+            )?,
+            smoothing_rate: self.number(
+                "ground.smoothing_rate",
+                g.smoothing_rate,
+                0.05,
+                Range::closed(0.0, 1.0, ""),
+            )?,
+        };
+        let time = Time {
+            step: self.number("time.step", raw.time.step, 0.02, Range::open(0.0, 1.0, "s"))?,
+            frames: match raw.time.frames {
+                Some(0) => return Err(self.error("time.frames", "must be at least 1, got 0")),
+                f => f,
+            },
+        };
+        let camera = self.camera(raw.camera, &domain)?;
+        let simulate = Simulate {
+            wind: raw.simulate.wind.unwrap_or(true),
+            snow: raw.simulate.snow.unwrap_or(true),
+        };
+        let v = raw.view;
+        let window = match v.window {
+            None => [1280, 720],
+            Some(w) => match w.as_slice() {
+                &[x, y] if (16..=16384).contains(&x) && (16..=16384).contains(&y) => [x, y],
+                other => {
+                    return Err(self.error(
+                        "view.window",
+                        format!("expected [width, height], each 16 to 16384 pixels, got {other:?}"),
+                    ));
+                }
+            },
+        };
+        let view = View {
+            terrain: v.terrain.unwrap_or(true),
+            snow: v.snow.unwrap_or(true),
+            wind: v.wind.unwrap_or(false),
+            pressure: v.pressure.unwrap_or(false),
+            window,
+            vsync: v.vsync.unwrap_or(true),
+        };
+        Ok(Scene {
+            path: self.path.to_path_buf(),
+            name,
+            description: raw.description.unwrap_or_default(),
+            domain,
+            wind,
+            snow,
+            ground,
+            time,
+            camera,
+            simulate,
+            view,
+        })
+    }
+
+    fn domain(&self, d: raw::RawDomain) -> Checked<Domain> {
+        let chosen: Vec<&str> = [
+            d.heightmap.as_ref().map(|_| "heightmap"),
+            d.mesh.as_ref().map(|_| "mesh"),
+            d.flat.filter(|&f| f).map(|_| "flat"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let kinds = "give exactly one of `heightmap = \"file.png\"`, `mesh = \"file.meshb\"` \
+                     or `flat = true`";
+        match chosen.as_slice() {
+            [] => return Err(self.error("domain", format!("no ground: {kinds}"))),
+            [_] => {}
+            several => {
+                return Err(self.error(
+                    &format!("domain.{}", several[1]),
+                    format!("{} and {} together: {kinds}", several[0], several[1]),
+                ));
+            }
+        }
+        if let Some(file) = d.mesh {
+            for (key, given) in [
+                ("size", d.size.is_some()),
+                ("top", d.top.is_some()),
+                ("relief", d.relief.is_some()),
+                ("cells", d.cells.is_some()),
+                ("layers", d.layers.is_some()),
+                ("grading", d.grading.is_some()),
+            ] {
+                if given {
+                    return Err(self.error(
+                        &format!("domain.{key}"),
+                        "only for heightmap and flat domains; a mesh domain takes its extent \
+                         and resolution from the mesh",
+                    ));
+                }
+            }
+            let path = self.resolve(&file);
+            if !path.is_file() {
+                return Err(self.error("domain.mesh", format!("{} is not a file", path.display())));
+            }
+            return Ok(Domain::Mesh {
+                path,
+                boundary: self.boundary(d.boundary.unwrap_or_default())?,
+            });
+        }
+        if d.boundary.is_some() {
+            return Err(self.error(
+                "domain.boundary",
+                "only for mesh domains; terrain meshes use the references 1 to 6 of \
+                 snowsim::terrain::Side",
+            ));
+        }
+        let [x, y] = match d.size {
+            None => return Err(self.error("domain.size", "missing: the extent [x, y] in metres")),
+            Some(s) => self.list("domain.size", Some(s), [0.0; 2])?,
+        };
+        if !(x > 0.0 && y > 0.0) {
+            return Err(self.error(
+                "domain.size",
+                format!("both extents must be > 0 m, got [{x}, {y}]"),
+            ));
+        }
+        let Some(top) = d.top else {
+            return Err(self.error(
+                "domain.top",
+                "missing: the height of the top of the air, in metres",
+            ));
+        };
+        let top = self.number(
+            "domain.top",
+            Some(top),
+            0.0,
+            Range::open(0.0, f64::MAX, "m"),
+        )?;
+        let relief = match (&d.heightmap, d.relief) {
+            (Some(_), None) => {
+                return Err(self.error(
+                    "domain.relief",
+                    "missing: the height of a white heightmap pixel, in metres",
+                ));
+            }
+            (Some(_), Some(r)) => {
+                let r = self.number(
+                    "domain.relief",
+                    Some(r),
+                    0.0,
+                    Range::closed(0.0, f64::MAX, "m"),
+                )?;
+                if r >= top {
+                    return Err(self.error(
+                        "domain.relief",
+                        format!("the highest terrain ({r} m) must be below the top ({top} m)"),
+                    ));
+                }
+                r
+            }
+            (None, Some(_)) => {
+                return Err(self.error(
+                    "domain.relief",
+                    "only for heightmap domains (flat ground is at z = 0)",
+                ));
+            }
+            (None, None) => 0.0,
+        };
+        let cells = match d.cells {
+            None => [64, 64],
+            Some(c) => match c.as_slice() {
+                &[nx, ny] if nx >= 1 && ny >= 1 => [nx, ny],
+                other => {
+                    return Err(self.error(
+                        "domain.cells",
+                        format!("expected [nx, ny], each at least 1, got {other:?}"),
+                    ));
+                }
+            },
+        };
+        let spec = TerrainSpec {
+            size: [x, y, top],
+            relief,
+            cells,
+            layers: d.layers.unwrap_or(16),
+            grading: d.grading.unwrap_or(1.1),
+        };
+        spec.validate().map_err(|e| match e {
+            crate::terrain::TerrainError::Spec { field, message } => {
+                self.error(&format!("domain.{field}"), message)
+            }
+            other => self.error("domain", other.to_string()),
+        })?;
+        let (heightmap, image) = match d.heightmap {
+            Some(file) => {
+                let path = self.resolve(&file);
+                let image = Heightmap::read(&path)
+                    .map_err(|e| self.error("domain.heightmap", e.to_string()))?;
+                (Some(path), Some(image))
+            }
+            None => (None, None),
+        };
+        Ok(Domain::Terrain {
+            heightmap,
+            spec,
+            image,
+        })
+    }
+
+    fn boundary(&self, b: raw::RawBoundary) -> Checked<BoundaryRefs> {
+        let d = BoundaryRefs::default();
+        let refs = BoundaryRefs {
+            x_min: b.x_min.unwrap_or(d.x_min),
+            x_max: b.x_max.unwrap_or(d.x_max),
+            y_min: b.y_min.unwrap_or(d.y_min),
+            y_max: b.y_max.unwrap_or(d.y_max),
+            ground: b.ground.unwrap_or(d.ground),
+            top: b.top.unwrap_or(d.top),
+        };
+        for (i, a) in Side::ALL.into_iter().enumerate() {
+            for b in &Side::ALL[i + 1..] {
+                if refs.reference(a) == refs.reference(*b) {
+                    return Err(self.error(
+                        &format!("domain.boundary.{b}"),
+                        format!(
+                            "{b} and {a} both have reference {}; each side needs its own",
+                            refs.reference(a)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(refs)
+    }
+
+    fn wind(&self, w: raw::RawWind, domain: &Domain) -> Checked<Wind> {
+        let [dx, dy] = self.list("wind.direction", w.direction, [1.0, 0.0])?;
+        let length = dx.hypot(dy);
+        if length == 0.0 {
+            return Err(self.error(
+                "wind.direction",
+                "must not be [0, 0]; give the way the wind blows",
+            ));
+        }
+        let speed = self.number("wind.speed", w.speed, 5.0, Range::closed(0.0, 100.0, "m/s"))?;
+        let reference_height = self.number(
+            "wind.reference_height",
+            w.reference_height,
+            10.0,
+            Range::open(0.0, f64::MAX, "m"),
+        )?;
+        if let Domain::Terrain { spec, .. } = domain
+            && reference_height >= spec.size[2] - spec.relief
+        {
+            return Err(self.error(
+                "wind.reference_height",
+                format!(
+                    "{reference_height} m is not below the air above the highest terrain \
+                     ({} m)",
+                    spec.size[2] - spec.relief
+                ),
+            ));
+        }
+        let profile_name = w.profile.unwrap_or(ProfileName::Log);
+        if profile_name != ProfileName::Log && w.roughness.is_some() {
+            return Err(self.error("wind.roughness", "only for profile = \"log\""));
+        }
+        if profile_name != ProfileName::Power && w.exponent.is_some() {
+            return Err(self.error("wind.exponent", "only for profile = \"power\""));
+        }
+        let profile = match profile_name {
+            ProfileName::Log => {
+                let roughness = self.number(
+                    "wind.roughness",
+                    w.roughness,
+                    0.1,
+                    Range::open(0.0, 10.0, "m"),
+                )?;
+                if roughness >= reference_height {
+                    return Err(self.error(
+                        "wind.roughness",
+                        format!(
+                            "{roughness} m must be below the reference height ({reference_height} m)"
+                        ),
+                    ));
+                }
+                WindProfile::Log { roughness }
+            }
+            ProfileName::Power => WindProfile::Power {
+                exponent: self.number(
+                    "wind.exponent",
+                    w.exponent,
+                    1.0 / 7.0,
+                    Range::open(0.0, 1.0, ""),
+                )?,
+            },
+            ProfileName::Uniform => WindProfile::Uniform,
+        };
+        let pressure_iterations = match w.pressure_iterations.unwrap_or(50) {
+            0 => return Err(self.error("wind.pressure_iterations", "must be at least 1, got 0")),
+            n => n,
+        };
+        Ok(Wind {
+            direction: [dx / length, dy / length],
+            speed,
+            reference_height,
+            profile,
+            pressure_iterations,
+        })
+    }
+
+    fn camera(&self, c: Option<raw::RawCamera>, domain: &Domain) -> Checked<Camera> {
+        let (default_position, default_target) = match domain {
+            Domain::Terrain { spec, .. } => {
+                let [x, y, top] = spec.size;
+                (
+                    [0.5 * x, -0.45 * y, 0.9 * top],
+                    [0.5 * x, 0.5 * y, 0.5 * spec.relief],
+                )
+            }
+            Domain::Mesh { .. } => {
+                if c.as_ref()
+                    .is_none_or(|c| c.position.is_none() || c.target.is_none())
+                {
+                    return Err(self.error(
+                        "camera",
+                        "a mesh domain needs [camera] with position and target (the mesh's \
+                         extent is only known once it is read)",
+                    ));
+                }
+                ([0.0; 3], [0.0; 3])
+            }
+        };
+        let c = c.unwrap_or_default();
+        let position = self.list("camera.position", c.position, default_position)?;
+        let target = self.list("camera.target", c.target, default_target)?;
+        if position == target {
+            return Err(self.error("camera.target", "must differ from camera.position"));
+        }
+        let fov = self.number(
+            "camera.fov",
+            c.fov,
+            55.0,
+            Range::open_both(1.0, 179.0, "degrees"),
+        )?;
+        Ok(Camera {
+            position,
+            target,
+            fov,
+        })
+    }
+}

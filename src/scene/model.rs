@@ -1,0 +1,289 @@
+//! The validated scene: what to simulate and show, with every default filled in.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::terrain::{Heightmap, Side, TerrainSpec};
+
+/// A scene file that was read and validated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scene {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Its name (default: the file's stem).
+    pub name: String,
+    /// Free text (default empty).
+    pub description: String,
+    /// The air domain.
+    pub domain: Domain,
+    /// The wind.
+    pub wind: Wind,
+    /// The snow particles.
+    pub snow: Snow,
+    /// The snow cover on the ground.
+    pub ground: Ground,
+    /// Time stepping.
+    pub time: Time,
+    /// Where the view starts.
+    pub camera: Camera,
+    /// Which sub-simulations run.
+    pub simulate: Simulate,
+    /// What is drawn.
+    pub view: View,
+}
+
+/// The air domain of a scene.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Domain {
+    /// Terrain from a heightmap, or flat ground (`heightmap` is `None`), meshed by
+    /// [`Terrain`](crate::terrain::Terrain).
+    Terrain {
+        /// The heightmap file, `None` for flat ground at `z = 0`.
+        heightmap: Option<PathBuf>,
+        /// Extents, relief and resolution.
+        spec: TerrainSpec,
+        /// The heightmap read (checked when the scene is loaded).
+        #[serde(skip)]
+        image: Option<Heightmap>,
+    },
+    /// An existing tetrahedral mesh.
+    Mesh {
+        /// The `.mesh`/`.meshb` file.
+        path: PathBuf,
+        /// Which boundary triangle references are which side.
+        boundary: BoundaryRefs,
+    },
+}
+
+/// The boundary triangle reference of each side of a mesh domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct BoundaryRefs {
+    /// West side, `x` minimal (default 1).
+    pub x_min: i32,
+    /// East side (default 2).
+    pub x_max: i32,
+    /// South side (default 3).
+    pub y_min: i32,
+    /// North side (default 4).
+    pub y_max: i32,
+    /// The terrain surface (default 5).
+    pub ground: i32,
+    /// The top of the air (default 6).
+    pub top: i32,
+}
+
+impl Default for BoundaryRefs {
+    fn default() -> Self {
+        Self {
+            x_min: Side::XMin.reference(),
+            x_max: Side::XMax.reference(),
+            y_min: Side::YMin.reference(),
+            y_max: Side::YMax.reference(),
+            ground: Side::Ground.reference(),
+            top: Side::Top.reference(),
+        }
+    }
+}
+
+impl BoundaryRefs {
+    /// The reference of `side`.
+    pub fn reference(&self, side: Side) -> i32 {
+        match side {
+            Side::XMin => self.x_min,
+            Side::XMax => self.x_max,
+            Side::YMin => self.y_min,
+            Side::YMax => self.y_max,
+            Side::Ground => self.ground,
+            Side::Top => self.top,
+        }
+    }
+
+    /// The side whose reference is `reference`, if any.
+    pub fn side(&self, reference: i32) -> Option<Side> {
+        Side::ALL
+            .into_iter()
+            .find(|&s| self.reference(s) == reference)
+    }
+}
+
+/// How the wind speed grows with height above the ground.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "profile", rename_all = "snake_case")]
+pub enum WindProfile {
+    /// Logarithmic: `u(z) = U ln((z + z0) / z0) / ln((zr + z0) / z0)`.
+    Log {
+        /// Roughness length `z0`, metres.
+        roughness: f64,
+    },
+    /// Power law: `u(z) = U (z / zr)^exponent`.
+    Power {
+        /// The exponent (1/7 over open land).
+        exponent: f64,
+    },
+    /// The same speed at every height.
+    Uniform,
+}
+
+/// The wind blowing into the domain.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Wind {
+    /// Horizontal unit vector, the way the wind blows.
+    pub direction: [f64; 2],
+    /// Speed at `reference_height` above the ground, m/s.
+    pub speed: f64,
+    /// Height above the ground where `speed` holds, metres.
+    pub reference_height: f64,
+    /// Speed against height.
+    pub profile: WindProfile,
+    /// Pressure solver iterations per time step.
+    pub pressure_iterations: u32,
+}
+
+impl Wind {
+    /// The wind speed at `height` metres above the ground (0 at and below the ground for the
+    /// log and power profiles).
+    pub fn speed_at(&self, height: f64) -> f64 {
+        let z = height.max(0.0);
+        let zr = self.reference_height;
+        match self.profile {
+            WindProfile::Log { roughness: z0 } => {
+                self.speed * ((z + z0) / z0).ln() / ((zr + z0) / z0).ln()
+            }
+            WindProfile::Power { exponent } => self.speed * (z / zr).powf(exponent),
+            WindProfile::Uniform => self.speed,
+        }
+    }
+
+    /// The wind velocity at `height` metres above the ground (horizontal).
+    pub fn velocity_at(&self, height: f64) -> [f64; 3] {
+        let s = self.speed_at(height);
+        [s * self.direction[0], s * self.direction[1], 0.0]
+    }
+}
+
+/// How particles are sorted each frame (thesis chapter 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortMode {
+    /// Not sorted.
+    None,
+    /// A full bitonic sort every frame.
+    Full,
+    /// The incremental partial sort that keeps them nearly sorted.
+    Partial,
+}
+
+impl SortMode {
+    /// The name used in scene files: `none`, `full`, `partial`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortMode::None => "none",
+            SortMode::Full => "full",
+            SortMode::Partial => "partial",
+        }
+    }
+}
+
+/// What particles are sorted by, so that neighbours in memory read neighbouring wind data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    /// The index of the tetrahedron that contains the particle.
+    Tetrahedron,
+    /// The particle's position along a 3D Hilbert curve over the domain.
+    Hilbert,
+}
+
+impl SortKey {
+    /// The name used in scene files: `tetrahedron`, `hilbert`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Tetrahedron => "tetrahedron",
+            SortKey::Hilbert => "hilbert",
+        }
+    }
+}
+
+/// The snow particles.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Snow {
+    /// Number of particles.
+    pub particles: u64,
+    /// Smallest and largest flake diameter, metres.
+    pub flake_diameter: [f64; 2],
+    /// Terminal fall speed in still air, m/s.
+    pub fall_speed: f64,
+    /// Gravitational acceleration, m/s².
+    pub gravity: f64,
+    /// Range of the flutter circle's radius, metres (the thesis's per-particle radius).
+    pub flutter_radius: [f64; 2],
+    /// Range of the flutter's angular speed, radians/s (the thesis's rotation).
+    pub flutter_rate: [f64; 2],
+    /// Snow depth a landing particle adds to the ground, metres.
+    pub deposit_depth: f64,
+    /// Particle sorting.
+    pub sort: SortMode,
+    /// What particles are sorted by.
+    pub sort_key: SortKey,
+    /// Random seed.
+    pub seed: u64,
+}
+
+/// The snow cover on the ground.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Ground {
+    /// Snow depth at the start, metres.
+    pub initial_depth: f64,
+    /// Steepest snow slope that holds, degrees; steeper snow is moved downhill.
+    pub repose_angle: f64,
+    /// Fraction of the excess moved per step.
+    pub smoothing_rate: f64,
+}
+
+/// Time stepping.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Time {
+    /// Simulated seconds per frame.
+    pub step: f64,
+    /// Frames to run, `None` to run until closed.
+    pub frames: Option<u64>,
+}
+
+/// The camera at the start.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Camera {
+    /// Eye position, metres.
+    pub position: [f64; 3],
+    /// The point looked at.
+    pub target: [f64; 3],
+    /// Vertical field of view, degrees.
+    pub fov: f64,
+}
+
+/// Which sub-simulations run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Simulate {
+    /// The wind solver.
+    pub wind: bool,
+    /// The snow particles.
+    pub snow: bool,
+}
+
+/// What is drawn at the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct View {
+    /// The terrain.
+    pub terrain: bool,
+    /// The snow particles.
+    pub snow: bool,
+    /// Wind arrows.
+    pub wind: bool,
+    /// Pressure points.
+    pub pressure: bool,
+    /// Window size in pixels.
+    pub window: [u32; 2],
+    /// Wait for the display's refresh.
+    pub vsync: bool,
+}

@@ -1,0 +1,67 @@
+//! The interval a scene number must lie in, and how messages state it.
+
+use std::fmt;
+
+/// An interval a number must lie in, for messages like `must be > 0 and <= 20 m/s`.
+#[derive(Clone, Copy)]
+pub(super) struct Range {
+    lo: f64,
+    hi: f64,
+    open_lo: bool,
+    open_hi: bool,
+    unit: &'static str,
+}
+
+impl Range {
+    pub(super) fn closed(lo: f64, hi: f64, unit: &'static str) -> Self {
+        Self {
+            lo,
+            hi,
+            open_lo: false,
+            open_hi: false,
+            unit,
+        }
+    }
+    pub(super) fn open(lo: f64, hi: f64, unit: &'static str) -> Self {
+        Self {
+            open_lo: true,
+            ..Self::closed(lo, hi, unit)
+        }
+    }
+    pub(super) fn open_both(lo: f64, hi: f64, unit: &'static str) -> Self {
+        Self {
+            open_hi: true,
+            ..Self::open(lo, hi, unit)
+        }
+    }
+    pub(super) fn holds(&self, v: f64) -> bool {
+        v.is_finite()
+            && (if self.open_lo {
+                v > self.lo
+            } else {
+                v >= self.lo
+            })
+            && (if self.open_hi {
+                v < self.hi
+            } else {
+                v <= self.hi
+            })
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = if self.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.unit)
+        };
+        let lo = if self.open_lo { ">" } else { ">=" };
+        if self.hi == f64::MAX {
+            write!(f, "a finite number {lo} {}{unit}", self.lo)
+        } else {
+            let hi = if self.open_hi { "<" } else { "<=" };
+            write!(f, "{lo} {} and {hi} {}{unit}", self.lo, self.hi)
+        }
+    }
+}

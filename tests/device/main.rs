@@ -1,0 +1,18 @@
+//! Integration tests on a real OpenCL device (PoCL on the CPU in CI): the OpenCL layer, gml
+//! and the GMlib examples, mesh quality, smoothing, renumbering and the bitonic sort, each
+//! checked against a CPU reference written in the test.
+//!
+//! One binary rather than one per file, so a change to the library relinks it once. Each
+//! module was a test file of its own and keeps its name.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cl;
+mod gml;
+mod gml_examples;
+mod mesh_quality;
+mod mesh_smooth;
+mod pipeline;
+mod renumber;
+mod sort;
