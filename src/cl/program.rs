@@ -76,16 +76,15 @@ impl Program {
                 "build options of `{name}` contain a NUL byte"
             )));
         }
-        let text = join_sources(sources)?;
+        let (text, spans) = join_sources(sources)?;
         let device = context.device().id();
         let mut program = ClProgram::create_from_source(context.cl_context(), &text)
             .during(format!("clCreateProgramWithSource({name})"))?;
         let built = program.build(&[device], &format!("{ARG_INFO_OPTION} {options}"));
-        let log = program
-            .get_build_log(device)
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let log = locate_log(
+            program.get_build_log(device).unwrap_or_default().trim(),
+            &spans,
+        );
         match built {
             Ok(()) => Ok(Self {
                 name,
@@ -145,10 +144,20 @@ fn defines_kernel(text: &str, name: &str) -> bool {
     })
 }
 
+/// Where one source lies in the joined text: its name and the joined line of its first line.
+#[derive(Debug, PartialEq)]
+struct Span {
+    name: String,
+    first_line: usize,
+}
+
 /// Joins sources with `#line 1 "name"` directives so that line numbers in build logs refer to
-/// each source's own lines.
-fn join_sources(sources: &[Source]) -> Result<String> {
+/// each source's own lines, and says where each source starts (for drivers that ignore the
+/// directives, see [`locate_log`]).
+fn join_sources(sources: &[Source]) -> Result<(String, Vec<Span>)> {
     let mut text = String::new();
+    let mut spans = Vec::new();
+    let mut line = 1;
     for source in sources {
         if source.name.contains(['"', '\n', '\0']) || source.text.contains('\0') {
             return Err(Error::InvalidBuildInput(format!(
@@ -161,8 +170,50 @@ fn join_sources(sources: &[Source]) -> Result<String> {
         if !source.text.ends_with('\n') {
             text.push('\n');
         }
+        spans.push(Span {
+            name: source.name.clone(),
+            first_line: line + 1,
+        });
+        line += 1 + source.text.lines().count().max(1);
     }
-    Ok(text)
+    Ok((text, spans))
+}
+
+/// Rewrites `<kernel>:LINE:` and `<source>:LINE:` (how NVIDIA's compiler, which ignores `#line`,
+/// names the joined text) into `file.cl:LINE:` of the source that line belongs to, so every
+/// driver's log points at the user's own file and line.
+fn locate_log(log: &str, spans: &[Span]) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut rest = log;
+    while let Some(at) = ["<kernel>:", "<source>:"]
+        .iter()
+        .filter_map(|tag| rest.find(tag).map(|i| (i, tag.len())))
+        .min()
+    {
+        let (start, tag_len) = at;
+        out.push_str(&rest[..start]);
+        let after = &rest[start + tag_len..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let joined: Option<usize> = after[..digits].parse().ok();
+        match joined.and_then(|l| {
+            spans
+                .iter()
+                .rev()
+                .find(|s| s.first_line <= l)
+                .map(|s| (s, l))
+        }) {
+            Some((span, l)) => {
+                out.push_str(&format!("{}:{}", span.name, l - span.first_line + 1));
+                rest = &after[digits..];
+            }
+            None => {
+                out.push_str(&rest[start..start + tag_len]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -171,12 +222,24 @@ mod tests {
 
     #[test]
     fn sources_are_joined_with_line_directives() {
-        let text = join_sources(&[
+        let (text, spans) = join_sources(&[
             Source::new("a.cl", "int a;"),
-            Source::new("b.cl", "int b;\n"),
+            Source::new("b.cl", "int b;\nint c;\n"),
         ])
         .unwrap();
-        assert_eq!(text, "#line 1 \"a.cl\"\nint a;\n#line 1 \"b.cl\"\nint b;\n");
+        assert_eq!(
+            text,
+            "#line 1 \"a.cl\"\nint a;\n#line 1 \"b.cl\"\nint b;\nint c;\n"
+        );
+        assert_eq!(spans[0].first_line, 2);
+        assert_eq!(spans[1].first_line, 4);
+        // A driver that ignores #line reports joined lines: they map back to each file.
+        let log = "<kernel>:5:3: error: x\n<kernel>:2:1: note\nbroken.cl:9:1: kept";
+        assert_eq!(
+            locate_log(log, &spans),
+            "b.cl:2:3: error: x\na.cl:1:1: note\nbroken.cl:9:1: kept"
+        );
+        assert_eq!(locate_log("<kernel>:x", &spans), "<kernel>:x");
         assert!(join_sources(&[Source::new("bad\"name", "")]).is_err());
     }
 
