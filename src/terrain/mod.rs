@@ -43,6 +43,7 @@
 //! # Ok::<(), snowsim::terrain::TerrainError>(())
 //! ```
 
+mod footprint;
 mod heightmap;
 mod mesher;
 pub mod procedural;
@@ -51,11 +52,13 @@ mod surface;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use heightmap::{Heightmap, MAX_SIDE};
+pub use footprint::{CHECK_BYTES_PER_TETRAHEDRON, TETRAHEDRON_BYTES, TRIANGLE_BYTES, VERTEX_BYTES};
+pub use heightmap::{Heightmap, MAX_FILE_BYTES, MAX_SIDE};
 pub use mesher::{MAX_ENTITIES, MAX_GRADING_SPAN, Terrain, TerrainSpec};
 pub use surface::extract_surface;
 
 use crate::meshio::Mesh;
+use crate::output::OutputError;
 
 /// The reference of every tetrahedron of a terrain mesh: air.
 pub const AIR_REF: i32 = 1;
@@ -129,13 +132,14 @@ pub struct GroundSurface {
 /// What can go wrong reading a heightmap or meshing a terrain.
 #[derive(Debug, thiserror::Error)]
 pub enum TerrainError {
-    /// The heightmap file cannot be read.
-    #[error("cannot read heightmap {}: {source}", path.display())]
+    /// The heightmap file cannot be read: missing, not a regular file, or larger than
+    /// [`MAX_FILE_BYTES`].
+    #[error("cannot read heightmap {}: {error}", path.display())]
     Open {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (shown in the message, so not chained as a source).
+        error: std::io::Error,
     },
     /// The file does not start with the PNG signature.
     #[error("heightmap {} is not a PNG file (heightmaps are 8- or 16-bit grayscale PNG)", path.display())]
@@ -186,13 +190,13 @@ pub enum TerrainError {
         /// Height in pixels.
         height: u32,
     },
-    /// A file cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
+    /// A file cannot be written (the message names it).
+    #[error("{error}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (shown in the message, so not chained as a source).
+        error: OutputError,
     },
     /// A number of the terrain specification is out of range.
     #[error("{field}: {message}")]
