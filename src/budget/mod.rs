@@ -26,6 +26,7 @@
 mod byte_size;
 mod disk;
 mod host;
+pub mod scene;
 
 use std::path::{Path, PathBuf};
 
