@@ -155,7 +155,10 @@ fn check_lengths(scene: &Scene, locate: &Locator<'_>) -> Result<(), SceneError> 
     let camera = &scene.camera;
     lengths.extend(camera.position.iter().map(|&v| ("camera.position", v)));
     lengths.extend(camera.target.iter().map(|&v| ("camera.target", v)));
-    match lengths.iter().find(|(_, v)| !(v.abs() <= MAX_LENGTH)) {
+    match lengths
+        .iter()
+        .find(|(_, v)| v.is_nan() || v.abs() > MAX_LENGTH)
+    {
         Some(&(key, value)) => Err(locate.error(
             key,
             format!(

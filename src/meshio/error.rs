@@ -125,16 +125,18 @@ pub enum MeshError {
     Write {
         /// The file.
         path: PathBuf,
-        /// The underlying error (shown in the message, so not chained as a source).
-        error: OutputError,
+        /// The underlying error (shown in the message, so not chained as a source; boxed to
+        /// keep the error small).
+        error: Box<OutputError>,
     },
     /// The file is larger than the host memory available.
     #[error("{error}")]
     Memory {
         /// The file.
         path: PathBuf,
-        /// The estimate and the limit (shown in the message, so not chained as a source).
-        error: BudgetError,
+        /// The estimate and the limit (shown in the message, so not chained as a source; boxed
+        /// to keep the error small).
+        error: Box<BudgetError>,
     },
     /// The file name ends neither in `.mesh` nor in `.meshb`.
     #[error(

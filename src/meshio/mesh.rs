@@ -112,7 +112,7 @@ impl Mesh {
     /// first vertex that is not.
     pub fn validate_coordinates(&self, limit: f64) -> Result<(), CoordinateError> {
         for (i, p) in self.vertices.iter().enumerate() {
-            if let Some(axis) = (0..3).find(|&a| !(p[a].abs() <= limit)) {
+            if let Some(axis) = (0..3).find(|&a| p[a].is_nan() || p[a].abs() > limit) {
                 return Err(CoordinateError {
                     vertex: i + 1,
                     axis: ['x', 'y', 'z'][axis],

@@ -98,7 +98,7 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
         .check(&estimate)
         .map_err(|error| MeshError::Memory {
             path: path.to_path_buf(),
-            error,
+            error: Box::new(error),
         })?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.read_to_end(&mut bytes).map_err(read_error)?;
@@ -127,7 +127,7 @@ pub fn write(path: &Path, mesh: &Mesh, version: Version) -> Result<(), MeshError
     })?;
     write_atomic(path, &bytes).map_err(|error| MeshError::Write {
         path: path.to_path_buf(),
-        error,
+        error: Box::new(error),
     })
 }
 

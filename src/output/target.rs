@@ -49,16 +49,14 @@ pub fn check_writable(path: &Path) -> Result<PathBuf, OutputError> {
             kind: SpecialKind::Directory,
         });
     }
-    match std::fs::metadata(&target) {
-        Ok(m) => {
-            if let Some(kind) = SpecialKind::of(&m) {
-                return Err(OutputError::NotAFile {
-                    path: path.to_path_buf(),
-                    kind,
-                });
-            }
-        }
-        Err(_) => {}
+    if let Some(kind) = std::fs::metadata(&target)
+        .ok()
+        .and_then(|m| SpecialKind::of(&m))
+    {
+        return Err(OutputError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
     }
     let dir = directory_of(&target);
     if !std::fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
