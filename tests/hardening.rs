@@ -665,6 +665,27 @@ fn outputs_in_a_missing_directory_fail_before_the_work() {
 }
 
 #[test]
+fn a_time_series_larger_than_the_disk_is_refused_first() {
+    let dir = temp_dir("csv-disk");
+    let csv = dir.join("frames.csv");
+    let run = snowsim(&[
+        "sort",
+        "evolve",
+        "--len",
+        "1024",
+        "--frames",
+        "1000000000000000",
+        "--csv",
+        s(&csv),
+    ]);
+    let err = run.expect(1);
+    assert!(err.contains("`--frames 1000000000000000` needs ~"), "{err}");
+    assert!(err.contains("of disk space for the CSV rows"), "{err}");
+    assert!(!csv.exists());
+    assert!(partial_files(&dir).is_empty());
+}
+
+#[test]
 fn valley_checks_its_format_and_writes_through_links_keeping_the_mode() {
     let dir = temp_dir("valley");
     let jpg = dir.join("valley.jpg");

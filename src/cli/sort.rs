@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
-use snowsim::budget::{Estimate, bytes_of, check_host_and_device};
+use snowsim::budget::{Budget, Estimate, bytes_of, check_host_and_device};
 use snowsim::cl::{Context, DeviceBuffer};
-use snowsim::output::AtomicFile;
+use snowsim::output::{self, AtomicFile};
 use snowsim::sort::bench::{self, BenchSettings};
 use snowsim::sort::check::{self, drift_keys};
 use snowsim::sort::inputs::{self, Shape, SplitMix64};
@@ -248,8 +248,19 @@ fn check_evolve_memory(args: &EvolveArgs, device: &snowsim::cl::DeviceInfo) -> a
     )
     .with_largest_allocation(bytes_of(&[len, 4]).max(scratch));
     check_host_and_device(&host, &on_device, device)?;
+    if let Some(csv) = &args.csv {
+        let rows = Estimate::new(
+            format!("`--frames {}`", args.frames),
+            "the CSV rows",
+            bytes_of(&[args.frames, CSV_ROW_BYTES]),
+        );
+        Budget::disk(csv)?.check(&rows)?;
+    }
     Ok(())
 }
+
+/// The most bytes one CSV row of `sort evolve` takes (its values printed in full).
+const CSV_ROW_BYTES: u64 = 256;
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
@@ -351,6 +362,9 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             args.min_log2,
             args.max_log2
         );
+    }
+    if let Some(csv) = &args.csv {
+        output::check_writable(csv)?;
     }
     let context = Context::from_selector(&args.device.device)?;
     let info = context.info();
@@ -480,6 +494,9 @@ struct FrameRow {
 }
 
 fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
+    if let Some(csv) = &args.csv {
+        output::check_writable(csv)?;
+    }
     let context = Context::from_selector(&args.device.device)?;
     check_evolve_memory(&args, context.info())?;
     let mut writer = csv_writer(args.csv.as_deref())?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{OutputError, cleanup, target};
-use crate::budget::directory_of;
+use crate::budget::{Budget, Estimate, directory_of};
 
 /// Numbers temporaries within this process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -159,8 +159,16 @@ impl Drop for AtomicFile {
     }
 }
 
-/// Writes `bytes` to `path` atomically ([`AtomicFile`]).
+/// Writes `bytes` to `path` atomically ([`AtomicFile`]), after checking that the disk has
+/// room for them ([`Budget::disk`]; a file system whose free space cannot be measured is
+/// written to regardless).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let target = target::resolve(path)?;
+    if let Ok(disk) = Budget::disk(&target) {
+        let estimate = Estimate::new(path.display().to_string(), "the file", bytes.len() as u64);
+        disk.check(&estimate)
+            .map_err(|error| OutputError::DiskSpace(Box::new(error)))?;
+    }
     let mut file = AtomicFile::create(path)?;
     file.write_all(bytes).map_err(|error| OutputError::Io {
         path: path.to_path_buf(),

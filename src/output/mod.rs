@@ -17,13 +17,14 @@ use std::path::PathBuf;
 pub use atomic::{AtomicFile, write_atomic};
 pub use target::{check_distinct, check_image, check_writable, resolve, same_file};
 
+use crate::budget::BudgetError;
 use crate::input::SpecialKind;
 
 /// Why an output cannot be written.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     /// Creating, writing or renaming failed.
-    #[error("cannot write {}: {error}", path.display())]
+    #[error("{}: cannot write: {error}", path.display())]
     Io {
         /// The output path as given.
         path: PathBuf,
@@ -31,7 +32,7 @@ pub enum OutputError {
         error: std::io::Error,
     },
     /// The path names a directory, FIFO or device.
-    #[error("cannot write {}: it is {kind}; give the path of a file", path.display())]
+    #[error("{}: cannot write: it is {kind}; give the path of a file", path.display())]
     NotAFile {
         /// The output path as given.
         path: PathBuf,
@@ -39,7 +40,7 @@ pub enum OutputError {
         kind: SpecialKind,
     },
     /// The directory that would hold the file does not exist.
-    #[error("cannot write {}: directory {} does not exist", path.display(), dir.display())]
+    #[error("{}: cannot write: directory {} does not exist", path.display(), dir.display())]
     NoDirectory {
         /// The output path as given.
         path: PathBuf,
@@ -47,7 +48,11 @@ pub enum OutputError {
         dir: PathBuf,
     },
     /// The directory exists but cannot be written.
-    #[error("cannot write {}: directory {} is not writable: {error}", path.display(), dir.display())]
+    #[error(
+        "{}: cannot write: directory {} is not writable: {error}",
+        path.display(),
+        dir.display()
+    )]
     NotWritable {
         /// The output path as given.
         path: PathBuf,
@@ -58,13 +63,17 @@ pub enum OutputError {
     },
     /// The extension names no image format this build can write.
     #[error(
-        "cannot write image {}: only PNG images are written; give a path ending in .png",
+        "{}: cannot write this image format: only PNG images are written; give a path \
+         ending in .png",
         path.display()
     )]
     ImageFormat {
         /// The output path as given.
         path: PathBuf,
     },
+    /// The disk has no room for the output.
+    #[error("{0}")]
+    DiskSpace(Box<BudgetError>),
     /// Two outputs, or an input and an output, are the same file.
     #[error("{first} and {second} are the same file ({}); choose another", path.display())]
     SameFile {
