@@ -5,16 +5,21 @@
 //! profiling; [`meshio`] reads and writes the INRIA `.mesh`/`.meshb` formats; [`inspect`]
 //! summarises and validates meshes; [`gml`] is the GMlib port; [`quality`] and [`smoothing`] are
 //! mesh tools built on it; [`bench`] holds the benchmarks; [`selftest`] proves a device computes
-//! correctly.
+//! correctly. [`budget`] checks sizes against the host's and the device's memory and the
+//! disk's free space before anything large is allocated; [`input`] reads the files a user names
+//! (regular files only, size-capped) and [`output`] writes them atomically.
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod budget;
 pub mod cl;
 pub mod counters;
 pub mod gml;
+pub mod input;
 pub mod inspect;
 pub mod interop;
 pub mod meshio;
+pub mod output;
 pub mod quality;
 pub mod render;
 pub mod renumber;

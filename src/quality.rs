@@ -22,7 +22,12 @@
 
 use crate::cl::Context;
 use crate::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
-use crate::meshio::{ElementKind, Mesh};
+use crate::meshio::{CoordinateError, ElementKind, Mesh};
+
+/// The largest coordinate magnitude measured or smoothed: the kernels compute in 32-bit reals,
+/// and a tetrahedron's volume is a product of three coordinate differences, which overflows
+/// `f32` (3.4e38) beyond about 7e12. Larger coordinates would give `inf`, `NaN` or zeros.
+pub const MAX_COORDINATE: f64 = 1e12;
 
 /// Number of histogram bins over `[0, 1]`, each 0.1 wide.
 pub const HISTOGRAM_BINS: usize = 10;
@@ -36,6 +41,9 @@ pub enum QualityError {
         /// The element kinds the mesh does have (may be empty).
         present: Vec<ElementKind>,
     },
+    /// A coordinate is not finite or exceeds [`MAX_COORDINATE`].
+    #[error(transparent)]
+    Coordinates(#[from] CoordinateError),
     /// The device computation failed (device, kernel build or launch, transfer).
     #[error("quality kernel: {0}")]
     Gml(#[from] GmlError),
@@ -107,11 +115,14 @@ pub fn histogram(values: &[f32]) -> [usize; HISTOGRAM_BINS] {
 /// Measures the quality of the tetrahedra of `mesh` (or of its triangles when it has no
 /// tetrahedra) on the device of `context`, in a gml instance of its own.
 ///
-/// Fails with [`QualityError::NoElements`] when the mesh has neither kind.
+/// Fails with [`QualityError::NoElements`] when the mesh has neither kind, and with
+/// [`QualityError::Coordinates`] when a coordinate is not finite or exceeds
+/// [`MAX_COORDINATE`].
 pub fn measure(context: &Context, mesh: &Mesh) -> Result<Quality, QualityError> {
     let kind = measured_kind(mesh).ok_or_else(|| QualityError::NoElements {
         present: present_kinds(mesh),
     })?;
+    mesh.validate_coordinates(MAX_COORDINATE)?;
     let loop_kind = MeshKind::from_element(kind);
     let mut gml = Gml::with_context(context.clone());
     // Only the vertices and the measured kind go to the device.

@@ -29,8 +29,11 @@
 
 use crate::cl::Context;
 use crate::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
-use crate::meshio::{ElementKind, Mesh};
-use crate::quality::{kinds_list, measured_kind, present_kinds};
+use crate::meshio::{CoordinateError, ElementKind, Mesh};
+use std::collections::VecDeque;
+use std::ops::ControlFlow;
+
+use crate::quality::{MAX_COORDINATE, kinds_list, measured_kind, present_kinds};
 
 /// What went wrong while smoothing.
 #[derive(Debug, thiserror::Error)]
@@ -41,10 +44,23 @@ pub enum SmoothingError {
         /// The element kinds the mesh does have (may be empty).
         present: Vec<ElementKind>,
     },
+    /// A coordinate is not finite or exceeds [`MAX_COORDINATE`].
+    #[error(transparent)]
+    Coordinates(#[from] CoordinateError),
+    /// The progress callback of [`smooth_while`] asked to stop.
+    #[error("smoothing stopped after iteration {iteration}")]
+    Stopped {
+        /// The last iteration done.
+        iteration: usize,
+    },
     /// The device computation failed (device, kernel build or launch, transfer).
     #[error("smoothing kernels: {0}")]
     Gml(#[from] GmlError),
 }
+
+/// How many iterations' largest displacements [`Smoothed::max_displacements`] keeps (the
+/// last ones), so that memory does not grow with the iteration count.
+pub const KEPT_DISPLACEMENTS: usize = 1 << 16;
 
 /// Reported after each iteration.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -67,7 +83,8 @@ pub struct Smoothed {
     pub kind: ElementKind,
     /// Per vertex: whether it stayed in place (boundary, or in no element of `kind`).
     pub fixed: Vec<bool>,
-    /// The largest displacement of each iteration, in order.
+    /// The largest displacement of each iteration, in order: of every iteration when there
+    /// were at most [`KEPT_DISPLACEMENTS`], else of the last [`KEPT_DISPLACEMENTS`].
     pub max_displacements: Vec<f64>,
 }
 
@@ -147,17 +164,36 @@ if (VerFix == 0 && VerEleDeg > 0) {
 /// its own, calling `progress` after each iteration.
 ///
 /// Fails with [`SmoothingError::NoElements`] when the mesh has neither tetrahedra nor
-/// triangles, and with [`SmoothingError::Gml`] when the device fails or an element uses a
-/// vertex the mesh lacks.
+/// triangles, with [`SmoothingError::Coordinates`] when a coordinate is not finite or exceeds
+/// [`MAX_COORDINATE`], and with [`SmoothingError::Gml`] when the device fails or an element
+/// uses a vertex the mesh lacks.
+///
+/// Memory does not grow with `iterations`: the result keeps the largest displacement of the
+/// last [`KEPT_DISPLACEMENTS`] iterations only (`progress` sees every one).
 pub fn smooth(
     context: &Context,
     mesh: &Mesh,
     iterations: usize,
     mut progress: impl FnMut(Progress),
 ) -> Result<Smoothed, SmoothingError> {
+    smooth_while(context, mesh, iterations, |p| {
+        progress(p);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`smooth`], stopping with [`SmoothingError::Stopped`] when `progress` returns
+/// [`ControlFlow::Break`] (say, because its report could not be written).
+pub fn smooth_while(
+    context: &Context,
+    mesh: &Mesh,
+    iterations: usize,
+    mut progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<Smoothed, SmoothingError> {
     let kind = measured_kind(mesh).ok_or_else(|| SmoothingError::NoElements {
         present: present_kinds(mesh),
     })?;
+    mesh.validate_coordinates(MAX_COORDINATE)?;
     let loop_kind = MeshKind::from_element(kind);
     let mut gml = Gml::with_context(context.clone());
     // Checks every node index before `fixed_vertices` indexes with them.
@@ -189,17 +225,23 @@ pub fn smooth(
             .body(&GATHER_BODY.replace("VerEle", &format!("Ver{l}"))),
     )?;
 
-    let mut max_displacements = Vec::with_capacity(iterations);
+    let mut max_displacements = VecDeque::with_capacity(iterations.min(KEPT_DISPLACEMENTS));
     for iteration in 1..=iterations {
         gml.launch(scatter)?;
         gml.launch(gather)?;
         let max_displacement = gml.reduce(displacement, Reduction::Max)?;
-        max_displacements.push(max_displacement);
-        progress(Progress {
+        if max_displacements.len() == KEPT_DISPLACEMENTS {
+            max_displacements.pop_front();
+        }
+        max_displacements.push_back(max_displacement);
+        let report = Progress {
             iteration,
             iterations,
             max_displacement,
-        });
+        };
+        if progress(report).is_break() {
+            return Err(SmoothingError::Stopped { iteration });
+        }
     }
 
     let mut smoothed = mesh.clone();
@@ -215,6 +257,6 @@ pub fn smooth(
         mesh: smoothed,
         kind,
         fixed,
-        max_displacements,
+        max_displacements: max_displacements.into(),
     })
 }

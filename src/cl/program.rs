@@ -1,7 +1,6 @@
 //! Building OpenCL programs from named sources, with build logs that point at those names.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 
 use opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE;
 use opencl3::kernel::Kernel as ClKernel;
@@ -10,6 +9,7 @@ use opencl3::program::Program as ClProgram;
 use super::context::Context;
 use super::error::{Error, Result, ResultExt};
 use super::kernel::Kernel;
+use crate::input;
 
 /// Environment variable naming a directory whose `*.cl` files replace the embedded kernels.
 pub const KERNEL_DIR_ENV: &str = "SNOWSIM_KERNEL_DIR";
@@ -35,16 +35,19 @@ impl Source {
     /// A kernel embedded in the binary with `include_str!`, replaced by the file of the same name
     /// in `$SNOWSIM_KERNEL_DIR` when that variable is set and the file exists, so kernels can be
     /// edited and rerun without rebuilding.
+    ///
+    /// A `$SNOWSIM_KERNEL_DIR` that is not a directory is an error (a typo would otherwise run
+    /// the embedded kernels silently), and so is a file there that is not a regular file (a
+    /// FIFO, a device) or is larger than [`input::TEXT_LIMIT`].
     pub fn embedded(name: &str, text: &'static str) -> Result<Self> {
-        if let Some(dir) = std::env::var_os(KERNEL_DIR_ENV) {
-            let path = PathBuf::from(dir).join(name);
-            if path.exists() {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|error| Error::KernelSource { path, error })?;
-                return Ok(Self::new(name, text));
-            }
+        match input::read_override(KERNEL_DIR_ENV, name) {
+            Ok(Some((_, text))) => Ok(Self::new(name, text)),
+            Ok(None) => Ok(Self::new(name, text)),
+            Err(e) => Err(Error::KernelSource {
+                path: e.path().to_path_buf(),
+                error: e.into_io_error(),
+            }),
         }
-        Ok(Self::new(name, text))
     }
 }
 

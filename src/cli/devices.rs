@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use snowsim::cl::{self, DeviceInfo};
 
+use super::console::{self, outln};
+
 /// Options of `snowsim devices`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -15,9 +17,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let devices: Vec<DeviceInfo> = cl::list_devices()?.into_iter().map(|d| d.info).collect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&devices)?);
+        outln!("{}", serde_json::to_string_pretty(&devices)?)?;
     } else {
-        print!("{}", table(&devices));
+        console::out(format_args!("{}", table(&devices)))?;
     }
     Ok(ExitCode::SUCCESS)
 }

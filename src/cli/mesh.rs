@@ -1,20 +1,24 @@
 //! `snowsim mesh …`: inspect, check, convert INRIA mesh files; measure and smooth them on a
 //! device.
 
-use std::path::PathBuf;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::json;
+use snowsim::budget::{Budget, Estimate};
 use snowsim::cl::Context;
 use snowsim::inspect::{CheckReport, Summary, check};
 use snowsim::meshio::{self, ElementKind, Mesh, Version};
+use snowsim::output;
 use snowsim::quality::{self, HISTOGRAM_BINS, Quality};
 use snowsim::renumber::{self, numbering_score};
 use snowsim::smoothing::{self, Progress};
 use snowsim::terrain::{Heightmap, Side, Terrain, TerrainSpec};
 
 use super::DeviceArg;
+use super::console::{ConsoleError, errln, outln};
 
 /// The `mesh` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -246,17 +250,17 @@ fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
             value["check"] = serde_json::to_value(report)?;
             value["check"]["passed"] = json!(report.passed());
         }
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
     } else {
-        print_summary(&args.file, &summary);
+        print_summary(&args.file, &summary)?;
         if let Some(percent) = score.percent() {
-            println!(
+            outln!(
                 "numbering score: {percent:.1} % of vertex reads hit a simulated L1 ({})",
                 score.model.describe()
-            );
+            )?;
         }
         if let Some(report) = &report {
-            print_report(report);
+            print_report(report)?;
         }
     }
     Ok(match report {
@@ -265,9 +269,9 @@ fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_summary(path: &std::path::Path, s: &Summary) {
-    println!("file:       {}", path.display());
-    println!(
+fn print_summary(path: &std::path::Path, s: &Summary) -> Result<(), ConsoleError> {
+    outln!("file:       {}", path.display())?;
+    outln!(
         "format:     {} ({}), version {}, dimension {}",
         s.format,
         if s.format == "meshb" {
@@ -277,22 +281,28 @@ fn print_summary(path: &std::path::Path, s: &Summary) {
         },
         s.version,
         s.dimension
-    );
+    )?;
     let kinds = std::iter::once("vertices").chain(ElementKind::ALL.iter().map(|k| k.name()));
     for kind in kinds {
         if let (Some(count), Some(refs)) = (s.counts.get(kind), s.references.get(kind)) {
-            println!("{kind:<15} {count:>10}   references: {}", ref_list(refs));
+            outln!("{kind:<15} {count:>10}   references: {}", ref_list(refs))?;
         }
     }
     if let Some(b) = &s.bounding_box {
-        println!(
+        outln!(
             "bounding box: [{}, {}] x [{}, {}] x [{}, {}]",
-            b.min[0], b.max[0], b.min[1], b.max[1], b.min[2], b.max[2]
-        );
+            b.min[0],
+            b.max[0],
+            b.min[1],
+            b.max[1],
+            b.min[2],
+            b.max[2]
+        )?;
     }
     if !s.skipped_keywords.is_empty() {
-        println!("skipped keywords: {}", s.skipped_keywords.join(", "));
+        outln!("skipped keywords: {}", s.skipped_keywords.join(", "))?;
     }
+    Ok(())
 }
 
 /// `1 (120), 2 (118), …`, shortened after a dozen references.
@@ -309,39 +319,33 @@ fn ref_list(refs: &std::collections::BTreeMap<i32, usize>) -> String {
     parts.join(", ")
 }
 
-fn print_report(report: &CheckReport) {
-    println!("check:");
+fn print_report(report: &CheckReport) -> Result<(), ConsoleError> {
+    outln!("check:")?;
     if report.boundary_faces > 0 {
-        println!(
+        outln!(
             "  boundary faces (one tetrahedron): {}",
             report.boundary_faces
-        );
+        )?;
     }
     if report.passed() {
-        println!("  no problem found");
-        return;
+        outln!("  no problem found")?;
+        return Ok(());
     }
     for (kind, count) in &report.counts {
-        println!("  {count} {kind}");
+        outln!("  {count} {kind}")?;
         for example in report.examples.iter().filter(|p| p.kind == *kind) {
-            println!("    {}", example.detail);
+            outln!("    {}", example.detail)?;
         }
         if *count > report.examples.iter().filter(|p| p.kind == *kind).count() {
-            println!("    …");
+            outln!("    …")?;
         }
     }
+    Ok(())
 }
 
 fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
+    check_mesh_output(&args.input, &args.output)?;
     let mut file = meshio::read(&args.input)?;
-    if let (Ok(a), Ok(b)) = (args.input.canonicalize(), args.output.canonicalize())
-        && a == b
-    {
-        bail!(
-            "input and output are the same file ({}); choose another output",
-            args.input.display()
-        );
-    }
     if let Some(dimension) = args.dimension {
         if dimension == 2
             && let Some(i) = file.mesh.vertices.iter().position(|p| p[2] != 0.0)
@@ -361,20 +365,20 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         Some(n) => Version::from_number(n).with_context(|| format!("unknown version {n}"))?,
         // Version 1 stores f32: keep what the input holds (TetGen writes v1 with 17 digits).
         None if file.version == Version::V1 && rounded > 0 => {
-            eprintln!(
+            errln!(
                 "note: {rounded} coordinates of {} do not fit 32-bit reals; writing version 2 \
                  (pass --version 1 to round them)",
                 args.input.display()
-            );
+            )?;
             Version::V2
         }
         None => file.version,
     };
     if version == Version::V1 && rounded > 0 {
-        eprintln!("warning: {rounded} coordinates rounded to 32-bit reals (version 1)");
+        errln!("warning: {rounded} coordinates rounded to 32-bit reals (version 1)")?;
     }
     meshio::write(&args.output, &file.mesh, version)?;
-    println!(
+    outln!(
         "wrote {} (version {}): {}",
         args.output.display(),
         version.number(),
@@ -384,12 +388,12 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
             .map(|(k, n)| format!("{n} {k}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    )?;
     if !file.skipped_keywords.is_empty() {
-        eprintln!(
+        errln!(
             "note: keywords not carried over: {}",
             file.skipped_keywords.join(", ")
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -408,11 +412,11 @@ fn measure_quality(args: QualityArgs) -> anyhow::Result<ExitCode> {
             max: q.max,
             histogram: q.histogram,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        println!("file:       {}", args.file.display());
-        println!("device:     {}", context.info().label());
-        print_quality(&q);
+        outln!("file:       {}", args.file.display())?;
+        outln!("device:     {}", context.info().label())?;
+        print_quality(&q)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -431,90 +435,111 @@ struct QualityJson {
 /// Widest histogram bar, in characters.
 const BAR_WIDTH: usize = 40;
 
-fn print_quality(q: &Quality) {
-    println!("kind:       {}", q.kind.name());
-    println!("count:      {}", q.values.len());
-    println!("min:        {:.6}", q.min);
-    println!("mean:       {:.6}", q.mean);
-    println!("max:        {:.6}", q.max);
-    println!("histogram:");
+fn print_quality(q: &Quality) -> Result<(), ConsoleError> {
+    outln!("kind:       {}", q.kind.name())?;
+    outln!("count:      {}", q.values.len())?;
+    outln!("min:        {:.6}", q.min)?;
+    outln!("mean:       {:.6}", q.mean)?;
+    outln!("max:        {:.6}", q.max)?;
+    outln!("histogram:")?;
     let most = q.histogram.iter().copied().max().unwrap_or(0).max(1);
     for (i, &count) in q.histogram.iter().enumerate() {
         let (low, high) = (i as f64 / 10.0, (i + 1) as f64 / 10.0);
         let close = if i + 1 == HISTOGRAM_BINS { ']' } else { ')' };
         let bar = "#".repeat((count * BAR_WIDTH).div_ceil(most));
-        println!("  [{low:.1}, {high:.1}{close} {count:>10}  {bar}");
+        outln!("  [{low:.1}, {high:.1}{close} {count:>10}  {bar}")?;
     }
     // Values above 1 are only rounding (1.0000002 for an equilateral triangle): no note.
     let below = q.values.iter().filter(|&&v| v < 0.0).count();
     if below > 0 {
-        println!("  ({below} below 0, inverted, counted in the first bin)");
+        outln!("  ({below} below 0, inverted, counted in the first bin)")?;
     }
+    Ok(())
 }
 
 fn smooth(args: SmoothArgs) -> anyhow::Result<ExitCode> {
+    check_mesh_output(&args.input, &args.output)?;
     let file = meshio::read(&args.input)?;
-    if let (Ok(a), Ok(b)) = (args.input.canonicalize(), args.output.canonicalize())
-        && a == b
-    {
-        bail!(
-            "input and output are the same file ({}); choose another output",
-            args.input.display()
-        );
-    }
+    file.mesh
+        .validate_coordinates(quality::MAX_COORDINATE)
+        .with_context(|| format!("{}", args.input.display()))?;
     let context = Context::from_selector(&args.device.device)?;
     let iterations = args.iterations as usize;
     let width = iterations.to_string().len();
-    let smoothed = smoothing::smooth(&context, &file.mesh, iterations, |p: Progress| {
-        if p.iteration == 1 {
-            println!("device: {}", context.info().label());
+    let mut report_error = None;
+    let smoothed = smoothing::smooth_while(&context, &file.mesh, iterations, |p: Progress| {
+        let report = || -> Result<(), ConsoleError> {
+            if p.iteration == 1 {
+                outln!("device: {}", context.info().label())?;
+            }
+            outln!(
+                "iteration {:>width$}/{}: max displacement {:.3e}",
+                p.iteration,
+                p.iterations,
+                p.max_displacement
+            )
+        };
+        match report() {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                report_error = Some(e);
+                ControlFlow::Break(())
+            }
         }
-        println!(
-            "iteration {:>width$}/{}: max displacement {:.3e}",
-            p.iteration, p.iterations, p.max_displacement
-        );
-    })
-    .with_context(|| format!("{}", args.input.display()))?;
+    });
+    if let Some(error) = report_error {
+        return Err(error.into());
+    }
+    let smoothed = smoothed.with_context(|| format!("{}", args.input.display()))?;
     let fixed = smoothed.fixed.iter().filter(|&&f| f).count();
-    println!(
+    outln!(
         "smoothed {} {}: {} vertices moved, {fixed} stayed (boundary or unused)",
         smoothed.mesh.count(smoothed.kind),
         smoothed.kind.name(),
         smoothed.fixed.len() - fixed,
-    );
+    )?;
     let before = quality::measure(&context, &file.mesh)?;
     let after = quality::measure(&context, &smoothed.mesh)?;
-    println!(
+    outln!(
         "quality of the {}: mean {:.4} -> {:.4}, min {:.4} -> {:.4}",
         smoothed.kind.name(),
         before.mean,
         after.mean,
         before.min,
         after.min
-    );
+    )?;
     let inverted = |q: &Quality| q.values.iter().filter(|&&v| v <= 0.0).count();
     if inverted(&after) > inverted(&before) {
-        eprintln!(
+        errln!(
             "warning: {} elements are inverted or flat after smoothing ({} before): averaging \
              barycentres has no validity guard; try fewer iterations",
             inverted(&after),
             inverted(&before)
-        );
+        )?;
     }
-    let version = output_version(file.version, &smoothed.mesh, &args.input);
+    let version = output_version(file.version, &smoothed.mesh, &args.input)?;
     meshio::write(&args.output, &smoothed.mesh, version)?;
-    println!(
+    outln!(
         "wrote {} (version {})",
         args.output.display(),
         version.number()
-    );
+    )?;
     if !file.skipped_keywords.is_empty() {
-        eprintln!(
+        errln!(
             "note: keywords not carried over: {}",
             file.skipped_keywords.join(", ")
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks, before anything is read, that `output` has a mesh extension, can be written and is
+/// not `input`.
+fn check_mesh_output(input: &Path, output: &Path) -> anyhow::Result<()> {
+    meshio::Format::from_path(output)?;
+    output::check_writable(output)?;
+    output::check_distinct(&[("the input", input), ("the output", output)])?;
+    Ok(())
 }
 
 /// How many coordinates would change if written as 32-bit reals (version 1).
@@ -527,39 +552,39 @@ fn rounded_coordinates(mesh: &Mesh) -> usize {
 }
 
 /// The input's version, except version 1 (32-bit reals) when a coordinate does not fit: then 2.
-fn output_version(input: Version, mesh: &Mesh, path: &std::path::Path) -> Version {
+fn output_version(
+    input: Version,
+    mesh: &Mesh,
+    path: &std::path::Path,
+) -> Result<Version, ConsoleError> {
     if input != Version::V1 {
-        return input;
+        return Ok(input);
     }
     let rounded = rounded_coordinates(mesh);
     if rounded == 0 {
-        return input;
+        return Ok(input);
     }
-    eprintln!(
+    errln!(
         "note: {rounded} coordinates of {} do not fit 32-bit reals; writing version 2",
         path.display()
-    );
-    Version::V2
+    )?;
+    Ok(Version::V2)
 }
 
 fn renumber_file(args: RenumberArgs) -> anyhow::Result<ExitCode> {
+    check_mesh_output(&args.input, &args.output)?;
     let started = std::time::Instant::now();
     let file = meshio::read(&args.input)?;
-    if let (Ok(a), Ok(b)) = (args.input.canonicalize(), args.output.canonicalize())
-        && a == b
-    {
-        bail!(
-            "input and output are the same file ({}); choose another output",
-            args.input.display()
-        );
-    }
+    file.mesh
+        .validate_coordinates(f64::MAX)
+        .with_context(|| format!("{}", args.input.display()))?;
     let mesh = &file.mesh;
-    println!(
+    outln!(
         "read {} in {:.2} s: {}",
         args.input.display(),
         started.elapsed().as_secs_f64(),
         counts(mesh)
-    );
+    )?;
     let bar = progress_bar(entities(mesh));
     let options = renumber::Options {
         sort_by_degree: !args.no_degree_sort,
@@ -573,16 +598,16 @@ fn renumber_file(args: RenumberArgs) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("{}", args.input.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    println!(
+    outln!(
         "renumbered in {seconds:.2} s along a Hilbert curve{}",
         if options.sort_by_degree {
             ", vertices and edges grouped by uplink degree class"
         } else {
             " (no degree sort)"
         }
-    );
+    )?;
     for uplink in &renumbered.uplinks {
-        println!(
+        outln!(
             "  {} -> {} tables: {}{}",
             uplink.from,
             uplink.to,
@@ -597,28 +622,28 @@ fn renumber_file(args: RenumberArgs) -> anyhow::Result<ExitCode> {
             } else {
                 ""
             }
-        );
+        )?;
     }
     let (before, after) = (numbering_score(mesh), numbering_score(&renumbered.mesh));
     if let (Some(b), Some(a)) = (before.percent(), after.percent()) {
-        println!(
+        outln!(
             "numbering score: {b:.1} % -> {a:.1} % ({})",
             after.model.describe()
-        );
+        )?;
     }
     let started = std::time::Instant::now();
     meshio::write(&args.output, &renumbered.mesh, file.version)?;
-    println!(
+    outln!(
         "wrote {} (version {}) in {:.2} s",
         args.output.display(),
         file.version.number(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     if !file.skipped_keywords.is_empty() {
-        eprintln!(
+        errln!(
             "note: keywords not carried over: {}",
             file.skipped_keywords.join(", ")
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -638,30 +663,52 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         layers: args.layers,
         grading: args.grading,
     };
+    spec.validate()?;
+    let mut files: Vec<(&str, &Path)> = vec![("--out", &args.out)];
+    if let Some(surface) = &args.surface {
+        files.push(("--surface", surface));
+    }
+    for (_, path) in &files {
+        meshio::Format::from_path(path)?;
+        output::check_writable(path)?;
+    }
+    if let Some(heightmap) = &args.heightmap {
+        files.insert(0, ("--heightmap", heightmap));
+    }
+    output::check_distinct(&files)?;
+    let estimate = Estimate::new(
+        format!(
+            "`--cells {},{}` × `--layers {}`",
+            args.cells[0], args.cells[1], args.layers
+        ),
+        "the volume mesh",
+        spec.meshing_peak_bytes(args.check),
+    );
+    Budget::host().check(&estimate)?;
     let heightmap = args.heightmap.as_deref().map(Heightmap::read).transpose()?;
     match (&args.heightmap, &heightmap) {
-        (Some(path), Some(map)) => println!(
+        (Some(path), Some(map)) => outln!(
             "terrain: {} ({} × {}, {}-bit), {x} × {y} m, relief {relief} m, top {z} m",
             path.display(),
             map.width(),
             map.height(),
             map.bits()
         ),
-        _ => println!("terrain: flat, {x} × {y} m, top {z} m"),
-    }
+        _ => outln!("terrain: flat, {x} × {y} m, top {z} m"),
+    }?;
     let started = std::time::Instant::now();
     let terrain = Terrain::new(spec, heightmap.as_ref())?;
     let mut mesh = terrain.volume_mesh();
-    println!(
+    outln!(
         "meshed in {:.2} s: {} ({} cells × {} layers, grading {})",
         started.elapsed().as_secs_f64(),
         counts(&mesh),
         args.cells[0] * args.cells[1],
         args.layers,
         args.grading
-    );
+    )?;
     let refs = mesh.elements(ElementKind::Triangles).refs();
-    println!(
+    outln!(
         "boundary triangles: {}",
         Side::ALL
             .iter()
@@ -673,7 +720,7 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
             ))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    )?;
     if args.renumber {
         let started = std::time::Instant::now();
         let bar = progress_bar(entities(&mesh));
@@ -688,33 +735,33 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
             numbering_score(&mesh).percent(),
             numbering_score(&renumbered.mesh).percent(),
         ) {
-            println!("renumbered in {seconds:.2} s: numbering score {b:.1} % -> {a:.1} %");
+            outln!("renumbered in {seconds:.2} s: numbering score {b:.1} % -> {a:.1} %")?;
         }
         mesh = renumbered.mesh;
     }
     let mut status = ExitCode::SUCCESS;
     if args.check {
         let report = check(&mesh);
-        print_report(&report);
+        print_report(&report)?;
         if !report.passed() {
             status = ExitCode::from(CHECK_FAILED);
         }
     }
     let started = std::time::Instant::now();
     meshio::write(&args.out, &mesh, Version::V2)?;
-    println!(
+    outln!(
         "wrote {} (version 2) in {:.2} s",
         args.out.display(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     if let Some(path) = &args.surface {
         let ground = terrain.ground_surface();
         meshio::write(path, &ground.mesh, Version::V2)?;
-        println!(
+        outln!(
             "wrote {}: ground surface, {}",
             path.display(),
             counts(&ground.mesh)
-        );
+        )?;
     }
     Ok(status)
 }

@@ -1,6 +1,7 @@
 //! Command-line interface: argument definitions and dispatch to one module per command.
 
 mod bench;
+mod console;
 mod devices;
 mod mesh;
 mod run;
@@ -11,6 +12,7 @@ mod sort;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+pub use console::ConsoleError;
 use snowsim::cl::{self, DeviceSelector};
 
 /// Real-time snow and wind simulation on OpenCL devices, and tools for unstructured meshes.
@@ -69,13 +71,61 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Exit code for an error: 2 when there is no OpenCL platform at all, 1 otherwise.
+/// Exit code for an error: 2 when there is no OpenCL platform at all (or no device on the
+/// platforms there are), 1 otherwise.
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
     let no_platform = error.chain().any(|cause| {
         matches!(
-            cause.downcast_ref::<cl::Error>(),
+            opencl_error(cause),
             Some(cl::Error::NoPlatform { .. } | cl::Error::NoDevice { .. })
         )
     });
     if no_platform { 2 } else { 1 }
+}
+
+/// The OpenCL error `cause` is or wraps transparently (as gml's, the sort's and the
+/// session's errors do, so that it never shows in the chain of causes by itself).
+fn opencl_error<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a cl::Error> {
+    if let Some(e) = cause.downcast_ref::<cl::Error>() {
+        return Some(e);
+    }
+    if let Some(snowsim::gml::GmlError::Cl(e)) = cause.downcast_ref() {
+        return Some(e);
+    }
+    if let Some(snowsim::sort::SortError::Cl(e)) = cause.downcast_ref() {
+        return Some(e);
+    }
+    if let Some(snowsim::interop::Error::Cl(e)) = cause.downcast_ref() {
+        return Some(e);
+    }
+    None
+}
+
+/// The error and its causes on one line, `: `-separated as `{:#}` writes them, each said once:
+/// a cause whose text its wrapper already shows (an OS error quoted in a message) is skipped.
+pub fn error_message(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}
+
+/// Whether the error is a write to a closed pipe, which ends a command quietly.
+pub fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<ConsoleError>()
+            .is_some_and(ConsoleError::is_closed_pipe)
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

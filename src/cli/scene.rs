@@ -5,9 +5,15 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::json;
+use snowsim::budget::scene as scene_budget;
+use snowsim::cl::{self, DeviceInfo, DeviceSelector};
+use snowsim::input;
+use snowsim::output;
 use snowsim::renumber::numbering_score;
 use snowsim::scene::{Domain, DomainReport, Scene, WindProfile};
 use snowsim::terrain::procedural;
+
+use super::console::{ConsoleError, errln, outln};
 
 /// The `scene` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -30,7 +36,8 @@ pub enum Command {
 /// Options of `snowsim scene check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// The scene file, e.g. scenes/valley.toml.
+    /// The scene file, e.g. scenes/valley.toml, or `-` for standard input (its relative
+    /// paths are then relative to the current directory).
     file: PathBuf,
     /// Print a JSON object {"scene", "mesh"} instead of text.
     #[arg(long)]
@@ -38,6 +45,11 @@ pub struct CheckArgs {
     /// Only validate the file; do not build the domain mesh.
     #[arg(long)]
     no_mesh: bool,
+    /// The device whose memory the scene must fit, as `snowsim run` would use it (index or
+    /// part of its name, as `snowsim devices` lists). Default: the default device, and no
+    /// device check (with a note) when this machine has no OpenCL platform.
+    #[arg(long, short, allow_hyphen_values = true)]
+    device: Option<DeviceSelector>,
 }
 
 /// Options of `snowsim scene valley`.
@@ -65,9 +77,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let scene = Scene::load(&args.file)?;
+    let text = input::read_text_or_stdin(&args.file, input::TEXT_LIMIT)
+        .map_err(|e| anyhow::anyhow!("scene file {e}"))?;
+    let scene = Scene::from_toml(&text, &args.file)?;
+    let device = device_info(args.device.as_ref())?;
+    scene_budget::check_run(&scene, scene.snow.particles, device.as_ref())?;
+    if !args.no_mesh {
+        scene_budget::check_domain_mesh(&scene)?;
+    }
     if !args.json {
-        print_scene(&scene);
+        print_scene(&scene)?;
     }
     let mut built = None;
     if !args.no_mesh {
@@ -77,7 +96,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let report = domain.report();
         let score = numbering_score(&domain.mesh).percent();
         if !args.json {
-            print_domain(&report, seconds, score);
+            print_domain(&report, seconds, score)?;
         }
         built = Some((report, seconds, score));
     }
@@ -90,7 +109,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             value
         });
         let value = json!({ "scene": serde_json::to_value(&scene)?, "mesh": mesh });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
     }
     Ok(match &built {
         Some((report, ..)) if !report.passed() => ExitCode::from(CHECK_FAILED),
@@ -98,10 +117,28 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_scene(scene: &Scene) {
-    println!("scene:    {}: {}", scene.path.display(), scene.name);
+/// The device a scene must fit: the one `--device` names, else the default device, or none
+/// (with a note) when there is no OpenCL platform and `--device` was not given.
+fn device_info(selector: Option<&DeviceSelector>) -> anyhow::Result<Option<DeviceInfo>> {
+    let listed = cl::list_devices();
+    let devices = match (listed, selector) {
+        (Ok(devices), _) => devices,
+        (Err(e), Some(_)) => return Err(e.into()),
+        (Err(e), None) => {
+            let reason = e.to_string();
+            let reason = reason.lines().next().unwrap_or_default();
+            errln!("note: device memory not checked: {reason}")?;
+            return Ok(None);
+        }
+    };
+    let selector = selector.cloned().unwrap_or(DeviceSelector::Default);
+    Ok(Some(selector.select(&devices)?.info.clone()))
+}
+
+fn print_scene(scene: &Scene) -> Result<(), ConsoleError> {
+    outln!("scene:    {}: {}", scene.path.display(), scene.name)?;
     if !scene.description.is_empty() {
-        println!("          {}", scene.description);
+        outln!("          {}", scene.description)?;
     }
     match &scene.domain {
         Domain::Terrain {
@@ -110,7 +147,7 @@ fn print_scene(scene: &Scene) {
             image,
         } => {
             match (heightmap, image) {
-                (Some(path), Some(map)) => println!(
+                (Some(path), Some(map)) => outln!(
                     "domain:   terrain from {} ({} × {}, {}-bit), relief {} m",
                     path.display(),
                     map.width(),
@@ -118,9 +155,9 @@ fn print_scene(scene: &Scene) {
                     map.bits(),
                     spec.relief
                 ),
-                _ => println!("domain:   flat ground at z = 0"),
-            }
-            println!(
+                _ => outln!("domain:   flat ground at z = 0"),
+            }?;
+            outln!(
                 "          {} × {} m, top at {} m; {} × {} cells, {} layers (grading {})",
                 spec.size[0],
                 spec.size[1],
@@ -129,9 +166,9 @@ fn print_scene(scene: &Scene) {
                 spec.cells[1],
                 spec.layers,
                 spec.grading
-            );
+            )?;
         }
-        Domain::Mesh { path, boundary } => println!(
+        Domain::Mesh { path, boundary } => outln!(
             "domain:   mesh {}; boundary references x_min {}, x_max {}, y_min {}, y_max {}, \
              ground {}, top {}",
             path.display(),
@@ -141,7 +178,7 @@ fn print_scene(scene: &Scene) {
             boundary.y_max,
             boundary.ground,
             boundary.top
-        ),
+        )?,
     }
     let w = &scene.wind;
     let profile = match w.profile {
@@ -149,20 +186,24 @@ fn print_scene(scene: &Scene) {
         WindProfile::Power { exponent } => format!("power profile (exponent {exponent:.3})"),
         WindProfile::Uniform => "uniform".into(),
     };
-    println!(
+    outln!(
         "wind:     {} m/s at {} m towards ({:.2}, {:.2}), {profile}; {} pressure iterations",
-        w.speed, w.reference_height, w.direction[0], w.direction[1], w.pressure_iterations
-    );
+        w.speed,
+        w.reference_height,
+        w.direction[0],
+        w.direction[1],
+        w.pressure_iterations
+    )?;
     let s = &scene.snow;
-    println!(
+    outln!(
         "snow:     {} particles, flakes {}–{} mm, falling at {} m/s, gravity {} m/s²",
         s.particles,
         s.flake_diameter[0] * 1000.0,
         s.flake_diameter[1] * 1000.0,
         s.fall_speed,
         s.gravity
-    );
-    println!(
+    )?;
+    outln!(
         "          flutter radius {}–{} m at {}–{} rad/s; deposit {} mm; sort {} by {}; seed {}",
         s.flutter_radius[0],
         s.flutter_radius[1],
@@ -172,25 +213,29 @@ fn print_scene(scene: &Scene) {
         s.sort.name(),
         s.sort_key.name(),
         s.seed
-    );
+    )?;
     let g = &scene.ground;
-    println!(
+    outln!(
         "ground:   {} m of snow at the start, repose angle {}°, smoothing rate {}",
-        g.initial_depth, g.repose_angle, g.smoothing_rate
-    );
-    println!(
+        g.initial_depth,
+        g.repose_angle,
+        g.smoothing_rate
+    )?;
+    outln!(
         "time:     step {} s, {}",
         scene.time.step,
         match scene.time.frames {
             Some(n) => format!("{n} frames"),
             None => "until closed".into(),
         }
-    );
+    )?;
     let c = &scene.camera;
-    println!(
+    outln!(
         "camera:   at {:?} looking at {:?}, field of view {}°",
-        c.position, c.target, c.fov
-    );
+        c.position,
+        c.target,
+        c.fov
+    )?;
     let on = |flags: &[(&str, bool)]| {
         let names: Vec<&str> = flags.iter().filter(|f| f.1).map(|f| f.0).collect();
         if names.is_empty() {
@@ -199,12 +244,12 @@ fn print_scene(scene: &Scene) {
             names.join(", ")
         }
     };
-    println!(
+    outln!(
         "simulate: {}",
         on(&[("wind", scene.simulate.wind), ("snow", scene.simulate.snow)])
-    );
+    )?;
     let v = &scene.view;
-    println!(
+    outln!(
         "view:     {}; window {} × {}{}",
         on(&[
             ("terrain", v.terrain),
@@ -215,16 +260,23 @@ fn print_scene(scene: &Scene) {
         v.window[0],
         v.window[1],
         if v.vsync { ", vsync" } else { "" }
-    );
+    )?;
+    Ok(())
 }
 
-fn print_domain(report: &DomainReport, seconds: f64, score: Option<f64>) {
-    println!(
+fn print_domain(
+    report: &DomainReport,
+    seconds: f64,
+    score: Option<f64>,
+) -> Result<(), ConsoleError> {
+    outln!(
         "mesh:     built and renumbered in {seconds:.2} s: {} vertices, {} tetrahedra; ground \
          surface {} triangles",
-        report.vertices, report.tetrahedra, report.ground_triangles
-    );
-    println!(
+        report.vertices,
+        report.tetrahedra,
+        report.ground_triangles
+    )?;
+    outln!(
         "boundary: {}",
         report
             .boundary
@@ -232,49 +284,51 @@ fn print_domain(report: &DomainReport, seconds: f64, score: Option<f64>) {
             .map(|b| format!("{} {} ({})", b.side, b.reference, b.triangles))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    )?;
     if let Some(score) = score {
-        println!("numbering score: {score:.1} %");
+        outln!("numbering score: {score:.1} %")?;
     }
     if report.passed() {
-        println!(
+        outln!(
             "check:    no problem found; all {} boundary faces referenced",
             report.check.boundary_faces
-        );
-        return;
+        )?;
+        return Ok(());
     }
-    println!("check:");
+    outln!("check:")?;
     if report.unreferenced_faces > 0 {
-        println!(
+        outln!(
             "  {} boundary faces have no triangle (no boundary condition)",
             report.unreferenced_faces
-        );
+        )?;
     }
     if report.stray_triangles > 0 {
-        println!(
+        outln!(
             "  {} triangles are not on the boundary",
             report.stray_triangles
-        );
+        )?;
     }
     for (kind, count) in &report.check.counts {
-        println!("  {count} {kind}");
+        outln!("  {count} {kind}")?;
         for example in report.check.examples.iter().filter(|p| p.kind == *kind) {
-            println!("    {}", example.detail);
+            outln!("    {}", example.detail)?;
         }
     }
+    Ok(())
 }
 
 fn valley(args: ValleyArgs) -> anyhow::Result<ExitCode> {
+    output::check_image(&args.output)?;
     let started = Instant::now();
     let map = procedural::valley(args.resolution as usize, args.seed);
     map.write_png16(&args.output)?;
-    println!(
+    outln!(
         "wrote {}: {} × {} 16-bit valley heightmap (seed {}) in {:.2} s",
         args.output.display(),
         map.width(),
         map.height(),
         args.seed,
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

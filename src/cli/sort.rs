@@ -1,20 +1,23 @@
 //! `snowsim sort …`: validate and time the device sorts, and watch the partial sort work.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
+use snowsim::budget::{Budget, Estimate, bytes_of, check_host_and_device};
 use snowsim::cl::{Context, DeviceBuffer};
+use snowsim::output::{self, AtomicFile};
 use snowsim::sort::bench::{self, BenchSettings};
 use snowsim::sort::check::{self, drift_keys};
 use snowsim::sort::inputs::{self, Shape, SplitMix64};
 use snowsim::sort::{
-    BitonicSorter, BlockPhase, DEFAULT_REDISTRIBUTE_EVERY, KeyKind, LocalStep, Order,
+    BitonicSorter, BlockPhase, DEFAULT_REDISTRIBUTE_EVERY, KeyKind, LocalStep, MAX_LEN, Order,
     PartialConfig, PartialSorter, SortConfig, Sortedness,
 };
 
 use super::DeviceArg;
+use super::console::{ConsoleError, outln};
 
 /// The `sort` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -82,11 +85,11 @@ pub struct BenchArgs {
     /// Largest size, as log2 of the number of pairs.
     #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(1..=31))]
     max_log2: u32,
-    /// Timed runs of each operation per size.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Timed runs of each operation per size (1 to 100000: every run's kernel times are kept).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS))]
     iterations: u32,
-    /// Untimed runs before the timed ones.
-    #[arg(long, default_value_t = 2)]
+    /// Untimed runs before the timed ones (0 to 100000).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=MAX_RUNS))]
     warmup: u32,
     /// Key type (u32 values always travel with the keys).
     #[arg(long, value_enum, default_value_t = KeyArg::U32)]
@@ -118,8 +121,8 @@ pub struct EvolveArgs {
     device: DeviceArg,
     #[command(flatten)]
     kernel: KernelArgs,
-    /// Number of pairs (u32 keys, indices as values).
-    #[arg(long, default_value_t = 1 << 18)]
+    /// Number of pairs (u32 keys, indices as values), 1 to 2^31.
+    #[arg(long, default_value_t = 1 << 18, value_parser = parse_len)]
     len: usize,
     /// Frames to run.
     #[arg(long, default_value_t = 40)]
@@ -182,6 +185,83 @@ enum StartArg {
     Sorted,
 }
 
+/// The most timed or warm-up runs of `sort bench`: each run keeps its kernels' times (a few
+/// kilobytes), and `warmup + iterations` must not wrap a `u32`.
+const MAX_RUNS: i64 = 100_000;
+
+/// Parses `--len`: 1 to [`MAX_LEN`] pairs (the kernels use 32-bit positions).
+fn parse_len(text: &str) -> Result<usize, String> {
+    let len: usize = text.trim().parse().map_err(|e| format!("`{text}`: {e}"))?;
+    if (1..=MAX_LEN).contains(&len) {
+        Ok(len)
+    } else {
+        Err(format!("must be 1 to {MAX_LEN} (2^31) pairs, got {len}"))
+    }
+}
+
+/// Starts a CSV output: checks the path first and writes atomically (the file appears, whole,
+/// when the command ends well).
+fn csv_writer(path: Option<&Path>) -> anyhow::Result<Option<csv::Writer<AtomicFile>>> {
+    path.map(|p| Ok(csv::Writer::from_writer(AtomicFile::create(p)?)))
+        .transpose()
+}
+
+/// Flushes and commits a CSV output.
+fn finish_csv(writer: Option<csv::Writer<AtomicFile>>) -> anyhow::Result<()> {
+    if let Some(writer) = writer {
+        let file = writer
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("cannot write CSV: {}", e.error()))?;
+        file.commit()?;
+    }
+    Ok(())
+}
+
+/// Host and device bytes of `sort bench` at its largest size: keys and values on the host;
+/// on the device the input copies, the buffers sorted and the sorter's 8-byte scratch.
+fn check_bench_memory(args: &BenchArgs, device: &snowsim::cl::DeviceInfo) -> anyhow::Result<()> {
+    let len = 1u64 << args.max_log2;
+    let setting = format!("`--max-log2 {}` ({len} pairs)", args.max_log2);
+    let host = Estimate::new(&setting, "the keys and values", bytes_of(&[len, 16]));
+    let on_device = Estimate::new(&setting, "the sort buffers", bytes_of(&[len, 24]))
+        .with_largest_allocation(bytes_of(&[len, 8]));
+    check_host_and_device(&host, &on_device, device)?;
+    Ok(())
+}
+
+/// Host and device bytes of `sort evolve`: keys, values, the keys read back and the
+/// sortedness ranks on the host; keys and values on the device, and for a sorted start the
+/// full sort's 8-byte scratch (of the next power of two).
+fn check_evolve_memory(args: &EvolveArgs, device: &snowsim::cl::DeviceInfo) -> anyhow::Result<()> {
+    let len = args.len as u64;
+    let setting = format!("`--len {len}`");
+    let host = Estimate::new(&setting, "the keys", bytes_of(&[len, 24]));
+    let scratch = if args.start == StartArg::Sorted {
+        bytes_of(&[len.next_power_of_two(), 8])
+    } else {
+        0
+    };
+    let on_device = Estimate::new(
+        &setting,
+        "the sort buffers",
+        bytes_of(&[len, 8]).saturating_add(scratch),
+    )
+    .with_largest_allocation(bytes_of(&[len, 4]).max(scratch));
+    check_host_and_device(&host, &on_device, device)?;
+    if let Some(csv) = &args.csv {
+        let rows = Estimate::new(
+            format!("`--frames {}`", args.frames),
+            "the CSV rows",
+            bytes_of(&[args.frames, CSV_ROW_BYTES]),
+        );
+        Budget::disk(csv)?.check(&rows)?;
+    }
+    Ok(())
+}
+
+/// The most bytes one CSV row of `sort evolve` takes (its values printed in full).
+const CSV_ROW_BYTES: u64 = 256;
+
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check(args) => check(args),
@@ -192,15 +272,15 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let context = Context::from_selector(&args.device.device)?;
-    println!("device: {}", context.info().label());
+    outln!("device: {}", context.info().label())?;
     let config = args.kernel.config();
     let mut sorter = BitonicSorter::with_config(&context, &config)?;
-    println!(
+    outln!(
         "full sort: blocks of {} pairs ({} work-items), {} elements per work-item in global passes",
         sorter.block_len(),
         sorter.work_group_size(),
         1u32 << sorter.global_bits()
-    );
+    )?;
     let max_len = args.max_len.unwrap_or(usize::MAX);
     let cases: Vec<_> = check::standard_cases(sorter.block_len())
         .into_iter()
@@ -214,7 +294,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("case `{case}` could not run"))?;
         if by_len.last().is_none_or(|l| l.0 != case.len) {
             if let Some((len, n, failed)) = by_len.last() {
-                print_len_line(*len, *n, *failed);
+                print_len_line(*len, *n, *failed)?;
             }
             by_len.push((case.len, 0, 0));
         }
@@ -222,12 +302,12 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         entry.1 += 1;
         if let Some(message) = outcome {
             entry.2 += 1;
-            println!("  FAIL {case}: {message}");
+            outln!("  FAIL {case}: {message}")?;
             failures.push(format!("{case}: {message}"));
         }
     }
     if let Some((len, n, failed)) = by_len.last() {
-        print_len_line(*len, *n, *failed);
+        print_len_line(*len, *n, *failed)?;
     }
     let partial_config = PartialConfig {
         sort: config,
@@ -242,9 +322,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let outcome = check::run_partial_case(&context, &partial_config, case, seed)
             .with_context(|| format!("case `{case}` could not run"))?;
         match outcome {
-            None => println!("  ok   {case}"),
+            None => outln!("  ok   {case}")?,
             Some(message) => {
-                println!("  FAIL {case}: {message}");
+                outln!("  FAIL {case}: {message}")?;
                 failures.push(format!("{case}: {message}"));
             }
         }
@@ -257,21 +337,22 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             context.info().name
         );
     }
-    println!(
+    outln!(
         "all {total} checks passed: {} full-sort cases match slice::sort_by, {} partial-sort cases \
          keep every pair and sort static arrays within the frame bound",
         cases.len(),
         partial_cases.len()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_len_line(len: usize, cases: usize, failed: usize) {
+fn print_len_line(len: usize, cases: usize, failed: usize) -> Result<(), ConsoleError> {
     if failed == 0 {
-        println!("  ok   n = {len:<7} {cases} cases");
+        outln!("  ok   n = {len:<7} {cases} cases")?;
     } else {
-        println!("  FAIL n = {len:<7} {failed} of {cases} cases");
+        outln!("  FAIL n = {len:<7} {failed} of {cases} cases")?;
     }
+    Ok(())
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -282,8 +363,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             args.max_log2
         );
     }
+    if let Some(csv) = &args.csv {
+        output::check_writable(csv)?;
+    }
     let context = Context::from_selector(&args.device.device)?;
     let info = context.info();
+    check_bench_memory(&args, info)?;
+    let mut writer = csv_writer(args.csv.as_deref())?;
     let config = args.kernel.config();
     let mut full = BitonicSorter::with_config(&context, &config)?;
     let mut partial = PartialSorter::new(
@@ -307,8 +393,8 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             OrderArg::Descending => Order::Descending,
         },
     };
-    println!("device: {}, driver {}", info.label(), info.driver_version);
-    println!(
+    outln!("device: {}, driver {}", info.label(), info.driver_version)?;
+    outln!(
         "{} keys + u32 values, {}, random; blocks of {} pairs ({} work-items), {} elements per \
          work-item in global passes; redistribution every {} frames",
         settings.key,
@@ -317,13 +403,14 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         full.work_group_size(),
         1u32 << full.global_bits(),
         args.redistribute_every
-    );
-    println!(
+    )?;
+    outln!(
         "device time (sum of the kernels' OpenCL profiling times), best of {} after {} warm-up \
          runs; ratios of medians",
-        settings.iterations, settings.warmup
-    );
-    println!(
+        settings.iterations,
+        settings.warmup
+    )?;
+    outln!(
         "{:>6} {:>11} {:>9} {:>7} {:>11} {:>7} {:>11} {:>7} {:>11} {:>11} {:>7} {:>11}",
         "log2 n",
         "full sort",
@@ -337,14 +424,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         "mean frame",
         "/full",
         "full wall"
-    );
-    let mut writer = match &args.csv {
-        Some(path) => Some(
-            csv::Writer::from_path(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => None,
-    };
+    )?;
     for log2 in args.min_log2..=args.max_log2 {
         let len = 1usize << log2;
         let t = bench::time_size(&mut full, &mut partial, len, &settings)
@@ -352,7 +432,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let frame = t.partial_frame(args.redistribute_every, partial.local_step());
         let full_median = t.full.median.as_secs_f64().max(1e-12);
         let of_full = |d: std::time::Duration| d.as_secs_f64() / full_median;
-        println!(
+        outln!(
             "{:>6} {:>11} {:>9.1} {:>7} {:>11} {:>7.3} {:>11} {:>7.3} {:>11} {:>11} {:>7.3} {:>11}",
             log2,
             ms(t.full.best),
@@ -366,7 +446,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             ms(frame),
             of_full(frame),
             ms(t.full.best_wall),
-        );
+        )?;
         if args.per_kernel {
             let parts: Vec<String> = t
                 .full
@@ -374,7 +454,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|(name, d)| format!("{name} {}", ms(*d)))
                 .collect();
-            println!("       full sort by kernel: {}", parts.join(", "));
+            outln!("       full sort by kernel: {}", parts.join(", "))?;
         }
         if let Some(w) = writer.as_mut() {
             for row in bench::rows(&full, &partial, &settings, &t) {
@@ -383,8 +463,9 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             w.flush()?;
         }
     }
+    finish_csv(writer)?;
     if let Some(path) = &args.csv {
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -413,7 +494,12 @@ struct FrameRow {
 }
 
 fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
+    if let Some(csv) = &args.csv {
+        output::check_writable(csv)?;
+    }
     let context = Context::from_selector(&args.device.device)?;
+    check_evolve_memory(&args, context.info())?;
+    let mut writer = csv_writer(args.csv.as_deref())?;
     let config = args.kernel.config();
     let mut partial = PartialSorter::new(
         &context,
@@ -432,8 +518,8 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
         full.sort_pairs(&mut keys_buf, &mut values_buf, Order::Ascending)?;
         keys = keys_buf.read()?;
     }
-    println!("device: {}", context.info().label());
-    println!(
+    outln!("device: {}", context.info().label())?;
+    outln!(
         "{len} u32 keys, start {}, drift {} positions/frame, respawn {}/frame; blocks of {} \
          pairs, redistribution every {} frames; a static array is sorted after {} frames",
         match args.start {
@@ -445,13 +531,19 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
         partial.block_len(),
         args.redistribute_every,
         partial.frames_to_sort(len)
-    );
+    )?;
     let s = Sortedness::of(&keys, Order::Ascending);
-    println!(
+    outln!(
         "{:>6} {:>15} {:>13} {:>12} {:>14} {:>12} {:>11}",
-        "frame", "step", "adj. invers.", "fraction", "mean displ.", "max displ.", "device"
-    );
-    println!(
+        "frame",
+        "step",
+        "adj. invers.",
+        "fraction",
+        "mean displ.",
+        "max displ.",
+        "device"
+    )?;
+    outln!(
         "{:>6} {:>6} {:>13} {:>12.6} {:>14.2} {:>12} {:>11}",
         "start",
         "-",
@@ -460,14 +552,7 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
         s.mean_displacement,
         s.max_displacement,
         "-"
-    );
-    let mut writer = match &args.csv {
-        Some(path) => Some(
-            csv::Writer::from_path(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
-        None => None,
-    };
+    )?;
     let mut rng = SplitMix64::new(args.seed ^ 0xD81F7);
     for _ in 0..args.frames {
         if args.drift > 0.0 || args.respawn > 0.0 {
@@ -490,7 +575,7 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
                 BlockPhase::Odd => "odd",
             }
         );
-        println!(
+        outln!(
             "{:>6} {:>15} {:>13} {:>12.6} {:>14.2} {:>12} {:>11}",
             step.frame,
             kind,
@@ -499,7 +584,7 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
             s.mean_displacement,
             s.max_displacement,
             ms(device)
-        );
+        )?;
         if let Some(w) = writer.as_mut() {
             w.serialize(FrameRow {
                 frame: step.frame,
@@ -519,8 +604,6 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
             })?;
         }
     }
-    if let Some(w) = writer.as_mut() {
-        w.flush()?;
-    }
+    finish_csv(writer)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -29,8 +29,12 @@ struct Header {
     dimension: u8,
 }
 
+/// The UTF-8 byte-order mark some editors put first; skipped.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
 /// Reads a whole ASCII file.
 pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
+    let bytes = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
     let header = prescan(bytes, path)?;
     let mut parser = Parser {
         tokens: Tokens::new(bytes),
@@ -180,10 +184,11 @@ impl<'a> Parser<'a> {
                         self.first_time(code, kind.keyword(), tok)?;
                         self.elements(kind)?;
                     }
-                    None => self.skip(keywords::describe(code)),
+                    None => self.skip(keywords::describe(code))?,
                 },
                 None if tok.text.first().is_some_and(u8::is_ascii_alphabetic) => {
-                    self.skip(show(tok.text))
+                    self.check_not_cut(tok)?;
+                    self.skip(show(tok.text))?
                 }
                 None => {
                     return Err(MeshError::UnexpectedToken {
@@ -215,7 +220,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Records a skipped keyword and moves to the next known keyword name.
-    fn skip(&mut self, name: String) {
+    fn skip(&mut self, name: String) -> Result<(), MeshError> {
         if self.skipped_set.insert(name.clone()) {
             self.skipped.push(name);
         }
@@ -224,6 +229,27 @@ impl<'a> Parser<'a> {
                 break;
             }
             self.tokens.next_token();
+            self.check_not_cut(tok)?;
+        }
+        Ok(())
+    }
+
+    /// An error when `tok`, just read, is the file's last token and the beginning of a keyword
+    /// (`Tetra`): the file was cut inside that keyword, and what followed it is lost.
+    fn check_not_cut(&self, tok: Token<'_>) -> Result<(), MeshError> {
+        if self.tokens.peek().is_some() {
+            return Ok(());
+        }
+        match keywords::completion(tok.text) {
+            Some(keyword) => Err(MeshError::UnexpectedEnd {
+                path: self.path.to_path_buf(),
+                at: Location::Line(tok.line),
+                what: format!(
+                    "a keyword: `{}` looks like the beginning of {keyword}; the file was cut",
+                    show(tok.text)
+                ),
+            }),
+            None => Ok(()),
         }
     }
 

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::element::ElementKind;
 use super::mesh::IndexError;
+use crate::budget::BudgetError;
+use crate::output::OutputError;
 
 /// Where in a file an error was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,13 +120,23 @@ pub enum MeshError {
         /// The underlying error (shown in the message, so not chained as a source).
         error: std::io::Error,
     },
-    /// Writing the file failed.
-    #[error("{}: cannot write: {error}", path.display())]
+    /// Writing the file failed (its message names the file).
+    #[error("{error}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// The underlying error (shown in the message, so not chained as a source).
-        error: std::io::Error,
+        /// The underlying error (shown in the message, so not chained as a source; boxed to
+        /// keep the error small).
+        error: Box<OutputError>,
+    },
+    /// The file is larger than the host memory available.
+    #[error("{error}")]
+    Memory {
+        /// The file.
+        path: PathBuf,
+        /// The estimate and the limit (shown in the message, so not chained as a source; boxed
+        /// to keep the error small).
+        error: Box<BudgetError>,
     },
     /// The file name ends neither in `.mesh` nor in `.meshb`.
     #[error(
@@ -422,6 +434,7 @@ impl MeshError {
         match self {
             Read { path, .. }
             | Write { path, .. }
+            | Memory { path, .. }
             | UnknownExtension { path }
             | Truncated { path, .. }
             | UnexpectedEnd { path, .. }
@@ -472,6 +485,7 @@ impl MeshError {
             | UnexpectedToken { at, .. } => Some(*at),
             Read { .. }
             | Write { .. }
+            | Memory { .. }
             | UnknownExtension { .. }
             | Encode(_)
             | EncodeFile { .. } => None,

@@ -273,6 +273,18 @@ pub(crate) fn code(token: &[u8]) -> Option<i32> {
     i32::try_from(i).ok()
 }
 
+/// The first known keyword name that `token` is a strict beginning of (`Tetra` →
+/// `Tetrahedra`): what a file cut inside a keyword ends with.
+pub(crate) fn completion(token: &[u8]) -> Option<&'static str> {
+    if !token.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    NAMES
+        .iter()
+        .find(|n| n.len() > token.len() && n.as_bytes().starts_with(token))
+        .copied()
+}
+
 /// How a skipped keyword is reported: its name, or `code N` when unknown.
 pub(crate) fn describe(code: i32) -> String {
     match name(code) {

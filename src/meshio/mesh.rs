@@ -32,6 +32,24 @@ pub struct IndexError {
     pub vertex_count: usize,
 }
 
+/// A vertex coordinate that is not finite, or larger in magnitude than a computation takes.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "vertex {vertex} has {axis} = {}; coordinates must be finite and within ±{limit:e}{}",
+    short_number(*value),
+    if *limit < f64::MAX { " (the device computes in 32-bit reals)" } else { "" }
+)]
+pub struct CoordinateError {
+    /// 1-based vertex number, as in the file.
+    pub vertex: usize,
+    /// `x`, `y` or `z`.
+    pub axis: char,
+    /// The coordinate.
+    pub value: f64,
+    /// The largest magnitude accepted.
+    pub limit: f64,
+}
+
 impl Mesh {
     /// An empty mesh. `dimension` should be 2 or 3; [`to_bytes`](super::to_bytes) rejects others.
     pub fn new(dimension: u8) -> Mesh {
@@ -86,6 +104,33 @@ impl Mesh {
             }
         }
         Ok(())
+    }
+}
+
+impl Mesh {
+    /// Checks that every coordinate is finite and at most `limit` in magnitude; reports the
+    /// first vertex that is not.
+    pub fn validate_coordinates(&self, limit: f64) -> Result<(), CoordinateError> {
+        for (i, p) in self.vertices.iter().enumerate() {
+            if let Some(axis) = (0..3).find(|&a| p[a].is_nan() || p[a].abs() > limit) {
+                return Err(CoordinateError {
+                    vertex: i + 1,
+                    axis: ['x', 'y', 'z'][axis],
+                    value: p[axis],
+                    limit,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `1e300` rather than its 301 digits; moderate numbers as they are.
+fn short_number(value: f64) -> String {
+    if value.is_finite() && value.abs() >= 1e16 {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
     }
 }
 

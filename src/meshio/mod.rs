@@ -48,12 +48,17 @@ mod keywords;
 mod mesh;
 mod topology;
 
+use std::io::Read;
 use std::path::Path;
 
 pub use element::{ElementKind, Elements};
 pub use error::{EncodeError, Location, MeshError, PositionProblem};
 pub use format::{Format, Version};
-pub use mesh::{IndexError, Mesh};
+pub use mesh::{CoordinateError, IndexError, Mesh};
+
+use crate::budget::{Budget, ByteSize, Estimate};
+use crate::input;
+use crate::output::write_atomic;
 
 /// A mesh read from a file, with how the file was encoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,22 +80,29 @@ pub struct MeshFile {
 
 /// Reads a `.mesh` or `.meshb` file (format from the extension, in any case).
 ///
-/// Only regular files are read, so a name pointing at a device such as `/dev/zero` is an error
-/// rather than an endless read.
+/// Only regular files are read ([`input::open`]), so a name pointing at a FIFO or a device such
+/// as `/dev/zero` is an error rather than a hang or an endless read; a file larger than the
+/// host memory available ([`Budget::host`]) is refused before it is read.
 pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
     let format = Format::from_path(path)?;
     let read_error = |error| MeshError::Read {
         path: path.to_path_buf(),
         error,
     };
-    let metadata = std::fs::metadata(path).map_err(read_error)?;
-    if !metadata.is_file() {
-        return Err(read_error(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(read_error)?;
+    let (mut file, size) = input::open(path).map_err(|e| read_error(e.into_io_error()))?;
+    let estimate = Estimate::new(
+        format!("{} ({})", path.display(), ByteSize(size)),
+        "reading it",
+        size,
+    );
+    Budget::host()
+        .check(&estimate)
+        .map_err(|error| MeshError::Memory {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(read_error)?;
     read_bytes(&bytes, format, path)
 }
 
@@ -104,27 +116,20 @@ pub fn read_bytes(bytes: &[u8], format: Format, source: &Path) -> Result<MeshFil
 
 /// Writes `mesh` to `path` in `version`, in the format named by the extension.
 ///
-/// The file is written under a temporary name in the same directory and then renamed, so a
-/// failed write (full disk) never leaves a half-written file, nor destroys the file that was
-/// there, which may be the mesh being converted.
+/// The file is written atomically ([`write_atomic`]): under a temporary name in the same
+/// directory, then renamed, so a failed or interrupted write never leaves a half-written file,
+/// nor destroys the file that was there, which may be the mesh being converted. A symbolic
+/// link is followed (its target is replaced) and the old file's permissions are kept.
 pub fn write(path: &Path, mesh: &Mesh, version: Version) -> Result<(), MeshError> {
     let format = Format::from_path(path)?;
     let bytes = encode(mesh, format, version).map_err(|error| MeshError::EncodeFile {
         path: path.to_path_buf(),
         error,
     })?;
-    let write_error = |error| MeshError::Write {
+    write_atomic(path, &bytes).map_err(|error| MeshError::Write {
         path: path.to_path_buf(),
-        error,
-    };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temporary = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-    std::fs::write(&temporary, bytes)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| {
-            let _ = std::fs::remove_file(&temporary);
-            write_error(error)
-        })
+        error: Box::new(error),
+    })
 }
 
 /// Encodes `mesh` as the bytes of a file of `format` and `version`.

@@ -11,9 +11,15 @@ use image::codecs::png::PngDecoder;
 use image::{ColorType, DynamicImage, ImageBuffer, ImageDecoder, ImageFormat, Luma};
 
 use super::TerrainError;
+use crate::input;
+use crate::output::write_atomic;
 
 /// The largest width or height read, in pixels.
 pub const MAX_SIDE: u32 = 16384;
+
+/// The largest heightmap file read: 1 GiB, more than a 16-bit PNG of [`MAX_SIDE`]² pixels
+/// (512 MiB of samples) holds even uncompressed.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// A grid of heights in `[0, 1]`, row 0 to the north, held as the image's integers (so values
 /// are exact: `pixel / 255` or `pixel / 65535`).
@@ -27,11 +33,13 @@ pub struct Heightmap {
 }
 
 impl Heightmap {
-    /// Reads a PNG file (8- or 16-bit grayscale, at least 2 × 2 pixels).
+    /// Reads a PNG file (8- or 16-bit grayscale, at least 2 × 2 pixels): a regular file of at
+    /// most [`MAX_FILE_BYTES`] ([`input::read`], so a FIFO or a link to a device is refused
+    /// before it is read).
     pub fn read(path: &Path) -> Result<Self, TerrainError> {
-        let bytes = std::fs::read(path).map_err(|source| TerrainError::Open {
+        let bytes = input::read(path, MAX_FILE_BYTES).map_err(|e| TerrainError::Open {
             path: path.to_path_buf(),
-            source,
+            error: e.into_io_error(),
         })?;
         Self::decode(&bytes, path)
     }
@@ -203,11 +211,12 @@ impl Heightmap {
         bytes.into_inner()
     }
 
-    /// Writes the heightmap as a 16-bit grayscale PNG file.
+    /// Writes the heightmap as a 16-bit grayscale PNG file, atomically ([`write_atomic`]: an
+    /// interrupted write leaves the old file as it was).
     pub fn write_png16(&self, path: &Path) -> Result<(), TerrainError> {
-        std::fs::write(path, self.to_png16()).map_err(|source| TerrainError::Write {
+        write_atomic(path, &self.to_png16()).map_err(|error| TerrainError::Write {
             path: PathBuf::from(path),
-            source,
+            error,
         })
     }
 }

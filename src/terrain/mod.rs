@@ -43,6 +43,7 @@
 //! # Ok::<(), snowsim::terrain::TerrainError>(())
 //! ```
 
+mod footprint;
 mod grid;
 mod heightmap;
 mod mesher;
@@ -52,14 +53,16 @@ mod surface;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use footprint::{CHECK_BYTES_PER_TETRAHEDRON, TETRAHEDRON_BYTES, TRIANGLE_BYTES, VERTEX_BYTES};
 pub use grid::{Heightfield, SceneBox};
-pub use heightmap::{Heightmap, MAX_SIDE};
+pub use heightmap::{Heightmap, MAX_FILE_BYTES, MAX_SIDE};
 pub use mesher::{MAX_ENTITIES, MAX_GRADING_SPAN, Terrain, TerrainSpec};
 pub use surface::extract_surface;
 
 use glam::DVec3;
 
 use crate::meshio::Mesh;
+use crate::output::OutputError;
 
 /// The reference of every tetrahedron of a terrain mesh: air.
 pub const AIR_REF: i32 = 1;
@@ -136,13 +139,14 @@ pub enum TerrainError {
     /// A grid of heights is too small, empty, not finite or inconsistent.
     #[error("invalid ground grid: {0}")]
     InvalidGrid(String),
-    /// The heightmap file cannot be read.
-    #[error("cannot read heightmap {}: {source}", path.display())]
+    /// The heightmap file cannot be read: missing, not a regular file, or larger than
+    /// [`MAX_FILE_BYTES`].
+    #[error("cannot read heightmap {}: {error}", path.display())]
     Open {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (shown in the message, so not chained as a source).
+        error: std::io::Error,
     },
     /// The file does not start with the PNG signature.
     #[error("heightmap {} is not a PNG file (heightmaps are 8- or 16-bit grayscale PNG)", path.display())]
@@ -193,13 +197,13 @@ pub enum TerrainError {
         /// Height in pixels.
         height: u32,
     },
-    /// A file cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
+    /// A file cannot be written (the message names it).
+    #[error("{error}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (shown in the message, so not chained as a source).
+        error: OutputError,
     },
     /// A number of the terrain specification is out of range.
     #[error("{field}: {message}")]

@@ -6,4 +6,5 @@
 //! module was a test file of its own and keeps its name.
 
 mod cli;
+mod hardening;
 mod render;

@@ -1,0 +1,231 @@
+//! What a scene costs and the limits that `snowsim run` meets after the scene file is valid:
+//! checked by `scene check` and `run` alike, so that `scene check` never passes a scene that
+//! `run` refuses.
+//!
+//! [`check_run`] holds the limits of running a scene: the particle buffer (one `float4` per
+//! particle in a GL buffer, whose size is a GL `int`: at most [`MAX_PARTICLES`]), the ground
+//! grid's GL buffers, lengths that the 32-bit kernels and shaders can hold
+//! ([`MAX_LENGTH`]), the host memory of the ground and, given a device, its memory.
+//! [`check_domain_mesh`] checks the host memory of building the tetrahedral domain
+//! (`scene check` builds it; `run` builds only the ground). Errors are
+//! [`SceneError::Invalid`], located at the key's line in the scene file.
+
+use std::ops::Range;
+use std::path::Path;
+
+use toml::de::{DeTable, DeValue};
+
+use super::{Budget, Estimate, bytes_of};
+use crate::cl::DeviceInfo;
+use crate::input;
+use crate::scene::{Domain, Scene, SceneError};
+use crate::terrain::TerrainSpec;
+
+/// The most snow particles that can run: their `float4` GL buffer's size in bytes is a GL
+/// `int`, so `16 × particles ≤ 2^31 − 1`: 2^27 − 1.
+pub const MAX_PARTICLES: u64 = (i32::MAX as u64) / PARTICLE_BYTES;
+
+/// Bytes of one particle: a `float4` (position and radius).
+pub const PARTICLE_BYTES: u64 = 16;
+
+/// The largest length (extent, height, camera coordinate) a scene may give, in metres: the
+/// kernels and shaders compute in 32-bit reals, where squared distances of much longer lengths
+/// overflow; 10 000 km is beyond any terrain.
+pub const MAX_LENGTH: f64 = 1e7;
+
+/// Bytes of one ground vertex in the renderer's interleaved GL buffer: position, normal and
+/// snow depth, 7 floats.
+const GROUND_VERTEX_GL_BYTES: u64 = 28;
+
+/// Host bytes per ground vertex of a run besides the ground surface mesh: the render mesh's
+/// positions, normals and snow depth, its interleaved copy, and the kernels' height grid.
+const RUN_BYTES_PER_GROUND_VERTEX: u64 = 80;
+
+/// Host bytes per ground triangle of a run besides the ground surface mesh: the render
+/// mesh's triangles and the mesher's list.
+const RUN_BYTES_PER_GROUND_TRIANGLE: u64 = 24;
+
+/// Checks the limits of running `scene` with `particles` snow particles (its
+/// `snow.particles`, or `run --particles`): particle count, lengths, the ground's GL buffers
+/// and host memory, and, given `device`, the device's memory.
+pub fn check_run(
+    scene: &Scene,
+    particles: u64,
+    device: Option<&DeviceInfo>,
+) -> Result<(), SceneError> {
+    let locate = Locator { scene };
+    if particles == 0 || particles > MAX_PARTICLES {
+        return Err(locate.error(
+            "snow.particles",
+            format!(
+                "{particles} particles cannot run: the particle buffer holds 1 to \
+                 {MAX_PARTICLES} (2^27 − 1: 16 bytes each in a GL buffer of at most 2 GiB)"
+            ),
+        ));
+    }
+    check_lengths(scene, &locate)?;
+    let mut host = bytes_of(&[particles, PARTICLE_BYTES]);
+    let mut device_bytes = bytes_of(&[particles, PARTICLE_BYTES]);
+    if let Domain::Terrain { spec, .. } = &scene.domain {
+        check_ground_buffers(spec, &locate)?;
+        let [nx, ny] = spec.cells.map(|n| n as u64);
+        let columns = bytes_of(&[nx.saturating_add(1), ny.saturating_add(1)]);
+        let triangles = bytes_of(&[nx, ny, 2]);
+        host = host
+            .saturating_add(spec.ground_surface_bytes())
+            .saturating_add(bytes_of(&[columns, RUN_BYTES_PER_GROUND_VERTEX]))
+            .saturating_add(bytes_of(&[triangles, RUN_BYTES_PER_GROUND_TRIANGLE]));
+        device_bytes = device_bytes.saturating_add(bytes_of(&[columns, 4]));
+        let estimate = Estimate::new(cells_setting(spec), "the ground of a run", host);
+        Budget::host()
+            .check(&estimate)
+            .map_err(|e| locate.error("domain.cells", e.to_string()))?;
+    }
+    let setting = format!("{particles} snow particles");
+    let particles_bytes = bytes_of(&[particles, PARTICLE_BYTES]);
+    let host_estimate = Estimate::new(&setting, "the particles", particles_bytes);
+    let result = match device {
+        Some(info) => {
+            let on_device = Estimate::new(&setting, "the particles and the ground", device_bytes)
+                .with_largest_allocation(particles_bytes);
+            super::check_host_and_device(&host_estimate, &on_device, info)
+        }
+        None => Budget::host().check(&host_estimate),
+    };
+    result.map_err(|e| locate.error("snow.particles", e.to_string()))
+}
+
+/// Checks the host memory of building `scene`'s tetrahedral domain as `scene check` does
+/// (meshing, renumbering, checking). A mesh domain's file is checked when it is read.
+pub fn check_domain_mesh(scene: &Scene) -> Result<(), SceneError> {
+    let Domain::Terrain { spec, .. } = &scene.domain else {
+        return Ok(());
+    };
+    let estimate = Estimate::new(
+        cells_setting(spec),
+        "the domain mesh",
+        spec.meshing_peak_bytes(true),
+    );
+    Budget::host()
+        .check(&estimate)
+        .map_err(|e| Locator { scene }.error("domain.cells", e.to_string()))
+}
+
+/// ``"`domain.cells = [96, 96]` × 20 layers"``.
+fn cells_setting(spec: &TerrainSpec) -> String {
+    format!(
+        "`domain.cells = [{}, {}]` × {} layers",
+        spec.cells[0], spec.cells[1], spec.layers
+    )
+}
+
+/// The ground grid must fit the renderer's GL buffers: vertices of 28 bytes and triangle
+/// indices, each buffer at most 2^31 − 1 bytes and its count a GL `int`.
+fn check_ground_buffers(spec: &TerrainSpec, locate: &Locator<'_>) -> Result<(), SceneError> {
+    let [nx, ny] = spec.cells.map(|n| n as u64);
+    let vertices = bytes_of(&[nx.saturating_add(1), ny.saturating_add(1)]);
+    let indices = bytes_of(&[nx, ny, 6]);
+    let max_vertices = i32::MAX as u64 / GROUND_VERTEX_GL_BYTES;
+    let max_indices = i32::MAX as u64 / 4;
+    if vertices > max_vertices || indices > max_indices {
+        return Err(locate.error(
+            "domain.cells",
+            format!(
+                "[{nx}, {ny}] cells make {vertices} ground vertices and {indices} triangle \
+                 indices; the renderer's GL buffers hold at most {max_vertices} and \
+                 {max_indices} (2 GiB each)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Extents, heights and camera coordinates within ±[`MAX_LENGTH`].
+fn check_lengths(scene: &Scene, locate: &Locator<'_>) -> Result<(), SceneError> {
+    let mut lengths: Vec<(&str, f64)> = Vec::new();
+    if let Domain::Terrain { spec, .. } = &scene.domain {
+        lengths.extend([
+            ("domain.size", spec.size[0]),
+            ("domain.size", spec.size[1]),
+            ("domain.top", spec.size[2]),
+            ("domain.relief", spec.relief),
+        ]);
+    }
+    lengths.push(("wind.reference_height", scene.wind.reference_height));
+    let camera = &scene.camera;
+    lengths.extend(camera.position.iter().map(|&v| ("camera.position", v)));
+    lengths.extend(camera.target.iter().map(|&v| ("camera.target", v)));
+    match lengths
+        .iter()
+        .find(|(_, v)| v.is_nan() || v.abs() > MAX_LENGTH)
+    {
+        Some(&(key, value)) => Err(locate.error(
+            key,
+            format!(
+                "{} m is beyond ±{MAX_LENGTH:e} m, the longest length the simulation \
+                 computes with (in 32-bit reals)",
+                if value.is_finite() && value.abs() >= 1e16 {
+                    format!("{value:e}")
+                } else {
+                    format!("{value}")
+                }
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Errors located at a key of the scene's file, read again when an error is reported.
+struct Locator<'a> {
+    scene: &'a Scene,
+}
+
+impl Locator<'_> {
+    fn error(&self, key: &str, message: String) -> SceneError {
+        let path = &self.scene.path;
+        let (line, column) = match located(path, key) {
+            Some((l, c)) => (Some(l), Some(c)),
+            None => (None, None),
+        };
+        SceneError::Invalid {
+            path: path.clone(),
+            line,
+            column,
+            key: key.to_string(),
+            message,
+        }
+    }
+}
+
+/// 1-based line and column of the value of the dotted `key` in the scene file at `path`, or
+/// of the deepest table on the way that exists.
+fn located(path: &Path, key: &str) -> Option<(usize, usize)> {
+    let text = input::read_text(path, input::TEXT_LIMIT).ok()?;
+    let span = span_of(&text, key)?;
+    let before = text.get(..span.start)?;
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Some((line, before[line_start..].chars().count() + 1))
+}
+
+fn span_of(text: &str, key: &str) -> Option<Range<usize>> {
+    let document = DeTable::parse(text).ok()?;
+    let mut table = document.get_ref();
+    let mut span = None;
+    for part in key.split('.') {
+        let Some((k, value)) = table.iter().find(|(k, _)| k.get_ref().as_ref() == part) else {
+            break;
+        };
+        match value.get_ref() {
+            DeValue::Table(inner) => {
+                span = Some(k.span());
+                table = inner;
+            }
+            _ => {
+                span = Some(value.span());
+                break;
+            }
+        }
+    }
+    span
+}

@@ -1,0 +1,178 @@
+//! Writing a file all at once or not at all: a temporary file beside the target, renamed over
+//! it when complete.
+
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{OutputError, cleanup, target};
+use crate::budget::{Budget, Estimate, directory_of};
+
+/// Numbers temporaries within this process.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A file being written: bytes go to a temporary file in the target's directory (where the
+/// links of the path lead, so a link is kept and its target replaced), which
+/// [`commit`](Self::commit) renames over the target with the old file's permissions. Dropped
+/// without a commit, or interrupted by SIGINT or SIGTERM, it removes the temporary and leaves
+/// the old file as it was.
+///
+/// ```
+/// use std::io::Write;
+/// use snowsim::output::AtomicFile;
+///
+/// let dir = std::env::temp_dir().join(format!("atomic-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("out.txt");
+/// let mut file = AtomicFile::create(&path)?;
+/// writeln!(file, "all or nothing")?;
+/// file.commit()?;
+/// assert_eq!(std::fs::read_to_string(&path)?, "all or nothing\n");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct AtomicFile {
+    /// The path as given, for messages.
+    path: PathBuf,
+    /// The file replaced: `path` with its links followed.
+    target: PathBuf,
+    temporary: PathBuf,
+    registration: cleanup::Registration,
+    writer: Option<BufWriter<File>>,
+    /// The old file's permissions, kept on the new one.
+    permissions: Option<Permissions>,
+}
+
+impl AtomicFile {
+    /// Starts writing `path`: checks it ([`check_writable`](super::check_writable)) and
+    /// creates the temporary file.
+    pub fn create(path: &Path) -> Result<AtomicFile, OutputError> {
+        let target = target::check_writable(path)?;
+        let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = directory_of(&target);
+        let io = |error| OutputError::Io {
+            path: path.to_path_buf(),
+            error,
+        };
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let temporary = dir.join(format!(".{name}.{}.{n}.partial", std::process::id()));
+            let registration = cleanup::register(&temporary);
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&temporary)
+            {
+                Ok(file) => {
+                    return Ok(AtomicFile {
+                        path: path.to_path_buf(),
+                        target,
+                        temporary,
+                        registration,
+                        writer: Some(BufWriter::with_capacity(1 << 20, file)),
+                        permissions,
+                    });
+                }
+                Err(error) => {
+                    cleanup::unregister(&registration);
+                    if error.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(io(error));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The path as given to [`create`](Self::create).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Finishes the write: flushes and syncs the temporary, gives it the old file's
+    /// permissions and renames it over the target. On error the temporary is removed and the
+    /// old file is untouched.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        let result = self.finish();
+        if result.is_err() {
+            self.discard();
+        }
+        result
+    }
+
+    fn finish(&mut self) -> Result<(), OutputError> {
+        let io = |error| OutputError::Io {
+            path: self.path.clone(),
+            error,
+        };
+        let writer = self
+            .writer
+            .take()
+            .ok_or_else(|| io(std::io::Error::other("already committed")))?;
+        let file = writer.into_inner().map_err(|e| io(e.into_error()))?;
+        if let Some(permissions) = &self.permissions {
+            file.set_permissions(Permissions::from_mode(permissions.mode() & 0o7777))
+                .map_err(io)?;
+        }
+        file.sync_all().map_err(io)?;
+        drop(file);
+        std::fs::rename(&self.temporary, &self.target).map_err(io)?;
+        cleanup::unregister(&self.registration);
+        Ok(())
+    }
+
+    fn discard(&mut self) {
+        self.writer = None;
+        let _ = std::fs::remove_file(&self.temporary);
+        cleanup::unregister(&self.registration);
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.writer {
+            Some(w) => w.write(buf),
+            None => Err(std::io::Error::other("the file was committed")),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.writer {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            self.discard();
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically ([`AtomicFile`]), after checking that the disk has
+/// room for them ([`Budget::disk`]; a file system whose free space cannot be measured is
+/// written to regardless).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let target = target::resolve(path)?;
+    if let Ok(disk) = Budget::disk(&target) {
+        let estimate = Estimate::new(path.display().to_string(), "the file", bytes.len() as u64);
+        disk.check(&estimate)
+            .map_err(|error| OutputError::DiskSpace(Box::new(error)))?;
+    }
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes).map_err(|error| OutputError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    file.commit()
+}

@@ -1,0 +1,87 @@
+//! Output files: checked before the work starts, written atomically.
+//!
+//! [`check_writable`], [`check_image`] and [`check_distinct`] validate output paths up front,
+//! so that a run does not fail at its end for a missing directory, an image format that cannot
+//! be written or an output that would overwrite an input. [`AtomicFile`] and [`write_atomic`]
+//! write every file: into a temporary file in the same directory, removed on failure and on
+//! SIGINT or SIGTERM (the process then exits with status 130 or 143), renamed over the target
+//! when complete, through symbolic links (the link stays, its target is replaced) and keeping
+//! the old file's permissions.
+
+mod atomic;
+mod cleanup;
+mod target;
+
+use std::path::PathBuf;
+
+pub use atomic::{AtomicFile, write_atomic};
+pub use target::{check_distinct, check_image, check_writable, resolve, same_file};
+
+use crate::budget::BudgetError;
+use crate::input::SpecialKind;
+
+/// Why an output cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Creating, writing or renaming failed.
+    #[error("{}: cannot write: {error}", path.display())]
+    Io {
+        /// The output path as given.
+        path: PathBuf,
+        /// Why (shown in the message, so not chained as a source).
+        error: std::io::Error,
+    },
+    /// The path names a directory, FIFO or device.
+    #[error("{}: cannot write: it is {kind}; give the path of a file", path.display())]
+    NotAFile {
+        /// The output path as given.
+        path: PathBuf,
+        /// What it is.
+        kind: SpecialKind,
+    },
+    /// The directory that would hold the file does not exist.
+    #[error("{}: cannot write: directory {} does not exist", path.display(), dir.display())]
+    NoDirectory {
+        /// The output path as given.
+        path: PathBuf,
+        /// The missing directory.
+        dir: PathBuf,
+    },
+    /// The directory exists but cannot be written.
+    #[error(
+        "{}: cannot write: directory {} is not writable: {error}",
+        path.display(),
+        dir.display()
+    )]
+    NotWritable {
+        /// The output path as given.
+        path: PathBuf,
+        /// The directory.
+        dir: PathBuf,
+        /// Why (shown in the message, so not chained as a source).
+        error: std::io::Error,
+    },
+    /// The extension names no image format this build can write.
+    #[error(
+        "{}: cannot write this image format: only PNG images are written; give a path \
+         ending in .png",
+        path.display()
+    )]
+    ImageFormat {
+        /// The output path as given.
+        path: PathBuf,
+    },
+    /// The disk has no room for the output.
+    #[error("{0}")]
+    DiskSpace(Box<BudgetError>),
+    /// Two outputs, or an input and an output, are the same file.
+    #[error("{first} and {second} are the same file ({}); choose another", path.display())]
+    SameFile {
+        /// The option or role naming the first.
+        first: String,
+        /// The option or role naming the second.
+        second: String,
+        /// The second path as given.
+        path: PathBuf,
+    },
+}

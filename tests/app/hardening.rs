@@ -1,0 +1,1063 @@
+//! Issue 16: nothing a user types crashes, hangs or lies. Each case of the issue runs the
+//! `snowsim` binary as a user would and checks the exit status, that nothing panicked and the
+//! substance of the message; the library's budget, input and output helpers are checked
+//! directly; and a harness runs a few hundred mutated meshes and scenes under a timeout and a
+//! memory limit.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use snowsim::budget::{Budget, ByteSize, Estimate, bytes_of, cgroup_headroom, meminfo_available};
+use snowsim::input::{self, InputError, SpecialKind};
+use snowsim::output::{self, AtomicFile, OutputError};
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary.
+
+const BIN: &str = env!("CARGO_BIN_EXE_snowsim");
+
+/// What a finished command left.
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit code and that nothing panicked; returns stderr for further checks.
+    fn expect(&self, code: i32) -> &str {
+        assert!(
+            !self.stderr.contains("panicked"),
+            "panic: {}\n{}",
+            self.stderr,
+            self.stdout
+        );
+        assert_eq!(
+            self.status.code(),
+            Some(code),
+            "status {:?}\nstdout: {}\nstderr: {}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        &self.stderr
+    }
+}
+
+/// Runs snowsim with `args` and optional environment, stdout to `stdout` (a path) or a pipe,
+/// killing it after `timeout`.
+fn run_with(args: &[&str], env: &[(&str, &str)], stdout: Option<&Path>, timeout: Duration) -> Run {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    match stdout {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            command.stdout(file);
+        }
+        None => {
+            command.stdout(Stdio::piped());
+        }
+    }
+    finish(command.spawn().expect("run snowsim"), timeout)
+}
+
+fn snowsim(args: &[&str]) -> Run {
+    run_with(args, &[], None, Duration::from_secs(120))
+}
+
+/// Runs snowsim under `ulimit -v` (address space in KiB): only for commands that open neither
+/// OpenCL nor OpenGL.
+fn snowsim_limited(kib: u64, args: &[&str]) -> Run {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -v {kib}; exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    finish(command.spawn().unwrap(), Duration::from_secs(60))
+}
+
+/// Waits for `child` at most `timeout` (then kills it and fails), reading its output.
+fn finish(mut child: Child, timeout: Duration) -> Run {
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let readers = [
+        std::thread::spawn(move || read_all(out.as_mut())),
+        std::thread::spawn(move || read_all(err.as_mut())),
+    ];
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("snowsim did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let [stdout, stderr] = readers.map(|r| r.join().unwrap());
+    Run {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn read_all(stream: Option<&mut impl Read>) -> String {
+    let mut bytes = Vec::new();
+    if let Some(s) = stream {
+        let _ = s.read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn sample(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample_meshes")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn scene_path(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenes")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A fresh directory for one test.
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("snowsim-hardening-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn mkfifo(path: &Path) {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Files whose name ends in `.partial` in `dir`.
+fn partial_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".partial"))
+        .collect()
+}
+
+/// One regular tetrahedron with vertex 2's x replaced by `x`, as ASCII.
+fn tetrahedron_with_x(x: &str) -> String {
+    format!(
+        "MeshVersionFormatted 2\nDimension 3\nVertices\n4\n0 0 0 0\n{x} 0 0 0\n0 1 0 0\n0 0 1 0\n\
+         Tetrahedra\n1\n1 2 3 4 1\nEnd\n"
+    )
+}
+
+/// A small flat scene, `extra` appended (TOML).
+fn flat_scene(domain: &str, extra: &str) -> String {
+    format!(
+        "[domain]\nflat = true\nsize = [100, 80]\ntop = 40\n{domain}\n{extra}\n[snow]\nparticles = 64\n"
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output failures: stdout errors end the command with a message, never a panic.
+
+#[test]
+fn mesh_info_into_a_full_disk_is_an_error_not_a_panic() {
+    let run = run_with(
+        &["mesh", "info", &sample("cube.meshb")],
+        &[],
+        Some(Path::new("/dev/full")),
+        Duration::from_secs(60),
+    );
+    let err = run.expect(1);
+    assert!(err.contains("cannot write to standard output"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+}
+
+#[test]
+fn devices_into_a_full_disk_is_an_error_not_a_panic() {
+    for args in [&["devices"][..], &["devices", "--json"]] {
+        let run = run_with(
+            args,
+            &[],
+            Some(Path::new("/dev/full")),
+            Duration::from_secs(60),
+        );
+        let err = run.expect(1);
+        assert!(err.contains("cannot write to standard output"), "{err}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_stays_quiet() {
+    let mut child = Command::new(BIN)
+        .args(["mesh", "info", &sample("cube.meshb")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let run = finish(child, Duration::from_secs(60));
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert!(!run.stderr.contains("error"), "{}", run.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes checked before allocating.
+
+#[test]
+fn smooth_with_the_largest_iteration_count_starts_without_preallocating() {
+    let dir = temp_dir("smooth-iterations");
+    let out = dir.join("out.meshb");
+    // Into a full disk: the first iteration's line fails and ends the run (it would take
+    // forever otherwise); before the fix, 4294967295 slots were allocated first (34 GB).
+    let run = run_with(
+        &[
+            "mesh",
+            "smooth",
+            &sample("square_2d.meshb"),
+            s(&out),
+            "-n",
+            "4294967295",
+        ],
+        &[],
+        Some(Path::new("/dev/full")),
+        Duration::from_secs(120),
+    );
+    let err = run.expect(1);
+    assert!(err.contains("cannot write to standard output"), "{err}");
+    assert!(!out.exists());
+    assert!(partial_files(&dir).is_empty());
+}
+
+#[test]
+fn sort_evolve_refuses_a_length_beyond_the_sorter() {
+    let run = snowsim(&["sort", "evolve", "--len", "1099511627776", "--frames", "1"]);
+    let err = run.expect(2);
+    assert!(err.contains("must be 1 to 2147483648"), "{err}");
+}
+
+#[test]
+fn sort_bench_checks_device_memory_before_allocating() {
+    let run = snowsim(&["sort", "bench", "--min-log2", "31", "--max-log2", "31"]);
+    let err = run.expect(1);
+    assert!(err.contains("`--max-log2 31`"), "{err}");
+    assert!(
+        err.contains("CL_DEVICE_GLOBAL_MEM_SIZE")
+            || err.contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE")
+            || err.contains("of host memory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sort_bench_iterations_cannot_wrap() {
+    let run = snowsim(&["sort", "bench", "--iterations", "4294967295"]);
+    let err = run.expect(2);
+    assert!(err.contains("4294967295"), "{err}");
+    assert!(err.contains("100000"), "{err}");
+}
+
+#[test]
+fn mesh_terrain_beyond_memory_is_refused_before_meshing() {
+    let dir = temp_dir("terrain-budget");
+    let out = dir.join("air.meshb");
+    let args = [
+        "mesh",
+        "terrain",
+        "--size",
+        "1000,1000,500",
+        "--cells",
+        "3000,3000",
+        "--layers",
+        "30",
+        "--out",
+        s(&out),
+    ];
+    // 8 GB of address space, so the refusal does not depend on this machine's memory.
+    let run = snowsim_limited(8_000_000, &args);
+    let err = run.expect(1);
+    assert!(
+        err.contains("`--cells 3000,3000` × `--layers 30` needs ~"),
+        "{err}"
+    );
+    assert!(err.contains("of host memory for the volume mesh"), "{err}");
+    assert!(!out.exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values checked.
+
+#[test]
+fn quality_and_smooth_refuse_non_finite_and_absurd_coordinates() {
+    let dir = temp_dir("coordinates");
+    for (x, shown) in [("NaN", "NaN"), ("inf", "inf"), ("-1e300", "-1e300")] {
+        let path = dir.join("bad.mesh");
+        std::fs::write(&path, tetrahedron_with_x(x)).unwrap();
+        let run = snowsim(&["mesh", "quality", s(&path)]);
+        let err = run.expect(1);
+        assert!(err.contains(&format!("vertex 2 has x = {shown}")), "{err}");
+        let out = dir.join("out.mesh");
+        let run = snowsim(&["mesh", "smooth", s(&path), s(&out), "-n", "1"]);
+        let err = run.expect(1);
+        assert!(err.contains(&format!("vertex 2 has x = {shown}")), "{err}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn an_ascii_mesh_cut_inside_a_keyword_is_an_error() {
+    let dir = temp_dir("cut-keyword");
+    let text = tetrahedron_with_x("1");
+    let cut = &text[..text.find("Tetrahedra").unwrap() + "Tetra".len()];
+    let path = dir.join("cut.mesh");
+    std::fs::write(&path, cut).unwrap();
+    let run = snowsim(&["mesh", "info", "--check", s(&path)]);
+    let err = run.expect(1);
+    assert!(
+        err.contains("`Tetra` looks like the beginning of Tetrahedra"),
+        "{err}"
+    );
+    assert!(err.contains("line 9"), "{err}");
+}
+
+#[test]
+fn a_byte_order_mark_before_an_ascii_mesh_is_skipped() {
+    let dir = temp_dir("bom");
+    let path = dir.join("bom.mesh");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(tetrahedron_with_x("1").as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let run = snowsim(&["mesh", "info", "--check", s(&path)]);
+    run.expect(0);
+    assert!(run.stdout.contains("tetrahedra"), "{}", run.stdout);
+}
+
+#[test]
+fn os_errors_are_printed_once() {
+    let missing = "/nonexistent/snowsim/x";
+    for args in [
+        vec!["scene", "check", "/nonexistent/snowsim/x.toml"],
+        vec!["mesh", "info", "/nonexistent/snowsim/x.meshb"],
+        vec![
+            "mesh",
+            "terrain",
+            "--size",
+            "10,10,5",
+            "--cells",
+            "2,2",
+            "--layers",
+            "1",
+            "--heightmap",
+            "/nonexistent/snowsim/x.png",
+            "--out",
+            "/tmp/snowsim-hardening-unused.meshb",
+        ],
+    ] {
+        let run = snowsim(&args);
+        let err = run.expect(1);
+        assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+        assert!(err.contains(missing), "{err}");
+    }
+}
+
+#[test]
+fn no_opencl_platform_exits_with_status_2() {
+    let env = [("OCL_ICD_VENDORS", "/nonexistent/snowsim-icd")];
+    for args in [
+        &["bench", "gml", "--cells", "2"][..],
+        &["mesh", "quality", &sample("cube.meshb")],
+        &["devices"],
+        &["sort", "check"],
+    ] {
+        let run = run_with(args, &env, None, Duration::from_secs(60));
+        let err = run.expect(2);
+        assert!(err.contains("no OpenCL platform"), "{args:?}: {err}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs: special files refused by name before reading.
+
+#[test]
+fn a_fifo_as_scene_file_or_heightmap_is_refused_without_blocking() {
+    let dir = temp_dir("fifo");
+    let fifo = dir.join("scene.toml");
+    mkfifo(&fifo);
+    let run = run_with(
+        &["scene", "check", s(&fifo)],
+        &[],
+        None,
+        Duration::from_secs(30),
+    );
+    let err = run.expect(1);
+    assert!(
+        err.contains("is a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
+
+    let png = dir.join("map.png");
+    mkfifo(&png);
+    let out = dir.join("air.meshb");
+    let run = snowsim_limited(
+        2_000_000,
+        &[
+            "mesh",
+            "terrain",
+            "--heightmap",
+            s(&png),
+            "--size",
+            "10,10,5",
+            "--cells",
+            "2,2",
+            "--layers",
+            "1",
+            "--out",
+            s(&out),
+        ],
+    );
+    let err = run.expect(1);
+    assert!(err.contains("FIFO"), "{err}");
+
+    let scene = dir.join("fifo-map.toml");
+    std::fs::write(
+        &scene,
+        "[domain]\nheightmap = \"map.png\"\nsize = [10, 10]\ntop = 5\nrelief = 1\n",
+    )
+    .unwrap();
+    let run = snowsim(&["scene", "check", s(&scene)]);
+    let err = run.expect(1);
+    assert!(err.contains("domain.heightmap"), "{err}");
+    assert!(err.contains("FIFO"), "{err}");
+}
+
+#[test]
+fn a_link_to_dev_zero_is_judged_as_the_device() {
+    let dir = temp_dir("dev-zero");
+    let scene = dir.join("zero.toml");
+    symlink("/dev/zero", &scene).unwrap();
+    let run = snowsim_limited(2_000_000, &["scene", "check", s(&scene), "--no-mesh"]);
+    let err = run.expect(1);
+    assert!(err.contains("a link to /dev/zero"), "{err}");
+    assert!(err.contains("character device"), "{err}");
+
+    let mesh = dir.join("zero.meshb");
+    symlink("/dev/zero", &mesh).unwrap();
+    let run = snowsim_limited(2_000_000, &["mesh", "info", s(&mesh)]);
+    let err = run.expect(1);
+    assert!(err.contains("character device"), "{err}");
+}
+
+#[test]
+fn kernel_overrides_refuse_fifos_and_missing_directories() {
+    let dir = temp_dir("kernel-dir");
+    mkfifo(&dir.join("selftest.cl"));
+    let env = [("SNOWSIM_KERNEL_DIR", s(&dir))];
+    let run = run_with(
+        &["selftest", "--elements", "1024", "--iterations", "1"],
+        &env,
+        None,
+        Duration::from_secs(60),
+    );
+    let err = run.expect(1);
+    assert!(err.contains("selftest.cl"), "{err}");
+    assert!(err.contains("FIFO"), "{err}");
+
+    let env = [("SNOWSIM_KERNEL_DIR", "/nonexistent/snowsim-kernels")];
+    let run = run_with(
+        &["selftest", "--elements", "1024", "--iterations", "1"],
+        &env,
+        None,
+        Duration::from_secs(60),
+    );
+    let err = run.expect(1);
+    assert!(
+        err.contains("SNOWSIM_KERNEL_DIR names no directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_scene_is_read_from_standard_input() {
+    let mut child = Command::new(BIN)
+        .args(["scene", "check", "-", "--no-mesh"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(flat_scene("cells = [2, 2]\nlayers = 2", "").as_bytes())
+        .unwrap();
+    let run = finish(child, Duration::from_secs(60));
+    run.expect(0);
+    assert!(run.stdout.contains("64 particles"), "{}", run.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenes: `scene check` refuses what `run` would.
+
+#[test]
+fn scene_check_refuses_more_particles_than_can_run() {
+    let dir = temp_dir("particles");
+    let path = dir.join("many.toml");
+    let text = flat_scene("cells = [2, 2]\nlayers = 2", "")
+        .replace("particles = 64", "particles = 134217728");
+    std::fs::write(&path, text).unwrap();
+    let run = snowsim(&["scene", "check", s(&path), "--no-mesh"]);
+    let err = run.expect(1);
+    assert!(err.contains(":9:13: snow.particles:"), "{err}");
+    assert!(err.contains("134217727 (2^27 − 1"), "{err}");
+}
+
+#[test]
+fn scene_check_refuses_lengths_the_simulation_cannot_hold() {
+    let dir = temp_dir("top");
+    let path = dir.join("top.toml");
+    std::fs::write(
+        &path,
+        flat_scene("cells = [2, 2]\nlayers = 2", "").replace("top = 40", "top = 1e308"),
+    )
+    .unwrap();
+    let run = snowsim(&["scene", "check", s(&path), "--no-mesh"]);
+    let err = run.expect(1);
+    assert!(
+        err.contains(":4:7: domain.top: 1e308 m is beyond ±1e7 m"),
+        "{err}"
+    );
+}
+
+#[test]
+fn scene_check_refuses_a_domain_beyond_memory_with_its_line() {
+    let dir = temp_dir("cells");
+    let path = dir.join("cells.toml");
+    std::fs::write(&path, flat_scene("cells = [10000, 10000]\nlayers = 3", "")).unwrap();
+    // The domain mesh alone needs far more than this machine (and the ground of a run, more
+    // than the renderer's GL buffers hold); nothing is allocated before the refusal.
+    let run = snowsim_limited(4_000_000, &["scene", "check", s(&path)]);
+    let err = run.expect(1);
+    assert!(err.contains(":5:9: domain.cells:"), "{err}");
+    assert!(
+        err.contains("GL buffers") || err.contains("of host memory"),
+        "{err}"
+    );
+    let run = snowsim_limited(4_000_000, &["scene", "check", s(&path), "--no-mesh"]);
+    run.expect(1);
+
+    std::fs::write(&path, flat_scene("cells = [3000, 3000]\nlayers = 30", "")).unwrap();
+    let run = snowsim_limited(4_000_000, &["scene", "check", s(&path)]);
+    let err = run.expect(1);
+    assert!(err.contains("domain.cells"), "{err}");
+    assert!(err.contains("host memory for the domain mesh"), "{err}");
+}
+
+#[test]
+fn scene_check_still_passes_the_shipped_scenes() {
+    let run = snowsim(&["scene", "check", &scene_path("flat.toml")]);
+    run.expect(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs: validated before the work, written atomically.
+
+#[test]
+fn terrain_refuses_the_same_path_for_surface_and_volume() {
+    let dir = temp_dir("same-output");
+    let out = dir.join("air.meshb");
+    let run = snowsim_limited(
+        2_000_000,
+        &[
+            "mesh",
+            "terrain",
+            "--size",
+            "10,10,5",
+            "--cells",
+            "2,2",
+            "--layers",
+            "1",
+            "--out",
+            s(&out),
+            "--surface",
+            s(&out),
+        ],
+    );
+    let err = run.expect(1);
+    assert!(
+        err.contains("--out and --surface are the same file"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn convert_refuses_an_output_that_is_the_input_through_a_link() {
+    let dir = temp_dir("convert-self");
+    let input = dir.join("cube.meshb");
+    std::fs::copy(sample("cube.meshb"), &input).unwrap();
+    let link = dir.join("link.meshb");
+    symlink(&input, &link).unwrap();
+    let run = snowsim_limited(2_000_000, &["mesh", "convert", s(&input), s(&link)]);
+    let err = run.expect(1);
+    assert!(
+        err.contains("the input and the output are the same file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn outputs_in_a_missing_directory_fail_before_the_work() {
+    let run = snowsim_limited(
+        2_000_000,
+        &[
+            "mesh",
+            "convert",
+            &sample("cube.meshb"),
+            "/nonexistent/snowsim/out.mesh",
+        ],
+    );
+    let err = run.expect(1);
+    assert!(
+        err.contains("directory /nonexistent/snowsim does not exist"),
+        "{err}"
+    );
+
+    let run = snowsim(&[
+        "sort",
+        "evolve",
+        "--len",
+        "1024",
+        "--frames",
+        "1",
+        "--csv",
+        "/nonexistent/snowsim/frames.csv",
+    ]);
+    let err = run.expect(1);
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+#[test]
+fn a_time_series_larger_than_the_disk_is_refused_first() {
+    let dir = temp_dir("csv-disk");
+    let csv = dir.join("frames.csv");
+    let run = snowsim(&[
+        "sort",
+        "evolve",
+        "--len",
+        "1024",
+        "--frames",
+        "1000000000000000",
+        "--csv",
+        s(&csv),
+    ]);
+    let err = run.expect(1);
+    assert!(err.contains("`--frames 1000000000000000` needs ~"), "{err}");
+    assert!(err.contains("of disk space for the CSV rows"), "{err}");
+    assert!(!csv.exists());
+    assert!(partial_files(&dir).is_empty());
+}
+
+#[test]
+fn valley_checks_its_format_and_writes_through_links_keeping_the_mode() {
+    let dir = temp_dir("valley");
+    let jpg = dir.join("valley.jpg");
+    let run = snowsim_limited(
+        2_000_000,
+        &["scene", "valley", s(&jpg), "--resolution", "16"],
+    );
+    let err = run.expect(1);
+    assert!(err.contains("only PNG images are written"), "{err}");
+    assert!(!jpg.exists());
+
+    let run = snowsim_limited(
+        2_000_000,
+        &["scene", "valley", s(&dir), "--resolution", "16"],
+    );
+    let err = run.expect(1);
+    assert!(err.contains("is a directory"), "{err}");
+
+    let target = dir.join("real.png");
+    std::fs::write(&target, b"old").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let link = dir.join("link.png");
+    symlink("real.png", &link).unwrap();
+    let run = snowsim_limited(
+        2_000_000,
+        &["scene", "valley", s(&link), "--resolution", "16"],
+    );
+    run.expect(0);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let bytes = std::fs::read(&target).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"));
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    assert!(partial_files(&dir).is_empty());
+}
+
+#[test]
+fn sigterm_removes_the_temporary_file_and_exits_143() {
+    let dir = temp_dir("sigterm");
+    let csv = dir.join("frames.csv");
+    let child = Command::new(BIN)
+        .args([
+            "sort",
+            "evolve",
+            "--len",
+            "4096",
+            "--frames",
+            "100000000",
+            "--csv",
+            s(&csv),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the temporary exists (the CSV is open), then stop the command.
+    let started = Instant::now();
+    while partial_files(&dir).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no temporary");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill sends a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let run = finish(child, Duration::from_secs(30));
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    // Exit status 143, or death by SIGTERM when LLVM's handler (the OpenCL compiler's), which
+    // runs after ours, re-raises it: a shell shows 143 either way.
+    assert!(
+        run.status.code() == Some(143) || run.status.signal() == Some(libc::SIGTERM),
+        "{:?}",
+        run.status
+    );
+    assert!(partial_files(&dir).is_empty(), "{:?}", partial_files(&dir));
+    assert!(!csv.exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The library's helpers.
+
+#[test]
+fn byte_sizes_read_as_people_write_them() {
+    assert_eq!(ByteSize(0).to_string(), "0 bytes");
+    assert_eq!(ByteSize(999).to_string(), "999 bytes");
+    assert_eq!(ByteSize(1000).to_string(), "1.0 kB");
+    assert_eq!(ByteSize(9_600_000_000).to_string(), "9.6 GB");
+    assert_eq!(ByteSize(23_000_000_000).to_string(), "23 GB");
+    assert_eq!(ByteSize(999_999_999).to_string(), "1.0 GB");
+    assert_eq!(ByteSize(u64::MAX).to_string(), "18 EB");
+}
+
+#[test]
+fn budgets_name_the_setting_the_estimate_and_the_limit() {
+    let budget = Budget::with_host_available(23_000_000_000);
+    let fits = Estimate::new("x", "y", 1_000_000);
+    assert!(budget.check(&fits).is_ok());
+    let error = budget
+        .check(&Estimate::new(
+            "`domain.cells = [10000, 10000]` × 3 layers",
+            "the mesh",
+            9_600_000_000_000,
+        ))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`domain.cells = [10000, 10000]` × 3 layers needs ~9.6 TB of host memory for the mesh; \
+         this machine has 23 GB available"
+    );
+    let overflow = Estimate::new("`--len`", "the keys", bytes_of(&[u64::MAX, 2]));
+    let error = Budget::with_host_available(u64::MAX)
+        .check(&overflow)
+        .unwrap_err();
+    assert!(error.to_string().contains("more than 18 EB"), "{error}");
+}
+
+#[test]
+fn host_limits_parse_meminfo_and_control_groups() {
+    assert_eq!(
+        meminfo_available("MemTotal: 10 kB\nMemAvailable:  2048 kB\n"),
+        Some(2048 * 1024)
+    );
+    assert_eq!(meminfo_available("MemTotal: 10 kB\n"), None);
+    assert_eq!(cgroup_headroom("1000\n", "400\n"), Some(600));
+    assert_eq!(cgroup_headroom("max\n", "400\n"), None);
+    let host = Budget::host();
+    assert!(host.available() > 0);
+}
+
+#[test]
+fn device_budgets_check_the_total_and_each_buffer() {
+    let devices = snowsim::cl::list_devices().expect("an OpenCL device (PoCL in CI)");
+    let info = &devices[0].info;
+    let budget = Budget::device(info);
+    let one_buffer_too_large =
+        Estimate::new("`--len`", "the keys", 1).with_largest_allocation(info.max_alloc_bytes + 1);
+    let error = budget.check(&one_buffer_too_large).unwrap_err();
+    assert!(
+        error.to_string().contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
+        "{error}"
+    );
+    let total = Estimate::new("`--len`", "the keys", info.global_mem_bytes + 1);
+    let error = budget.check(&total).unwrap_err();
+    assert!(
+        error.to_string().contains("CL_DEVICE_GLOBAL_MEM_SIZE"),
+        "{error}"
+    );
+}
+
+#[test]
+fn disk_budgets_measure_the_output_directory() {
+    let dir = temp_dir("disk");
+    let budget = Budget::disk(&dir.join("out.csv")).unwrap();
+    assert!(budget.available() > 0);
+    let error = budget
+        .check(&Estimate::new("`--frames`", "the recording", u64::MAX - 1))
+        .unwrap_err();
+    assert!(error.to_string().contains("of disk space"), "{error}");
+    assert!(
+        error.to_string().contains(&dir.display().to_string()),
+        "{error}"
+    );
+}
+
+#[test]
+fn inputs_are_regular_files_read_up_to_a_cap() {
+    let dir = temp_dir("inputs");
+    let file = dir.join("a.txt");
+    std::fs::write(&file, "hello").unwrap();
+    assert_eq!(input::read_text(&file, 5).unwrap(), "hello");
+    let error = input::read(&file, 4).unwrap_err();
+    assert!(matches!(error, InputError::TooLarge { .. }), "{error}");
+    assert_eq!(
+        error.to_string(),
+        format!("{} is 5 bytes; at most 4 bytes is read", file.display())
+    );
+    let error = input::read(&dir, 10).unwrap_err();
+    assert!(matches!(
+        error,
+        InputError::NotRegular {
+            kind: SpecialKind::Directory,
+            ..
+        }
+    ));
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let error = input::read(&fifo, 10).unwrap_err();
+    assert!(matches!(
+        error,
+        InputError::NotRegular {
+            kind: SpecialKind::Fifo,
+            ..
+        }
+    ));
+    let error = input::read_text(Path::new("/proc/self/status"), 16).unwrap_err();
+    assert!(error.to_string().contains("more than 16 bytes"), "{error}");
+    std::fs::write(&file, b"\xff").unwrap();
+    assert!(matches!(
+        input::read_text(&file, 10).unwrap_err(),
+        InputError::NotUtf8 { offset: 0, .. }
+    ));
+}
+
+#[test]
+fn atomic_files_replace_the_target_or_leave_it_alone() {
+    let dir = temp_dir("atomic");
+    let path = dir.join("out.txt");
+    std::fs::write(&path, "old").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    {
+        let mut file = AtomicFile::create(&path).unwrap();
+        file.write_all(b"half").unwrap();
+        assert_eq!(partial_files(&dir).len(), 1);
+        // Dropped without commit: the old file stays.
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+    assert!(partial_files(&dir).is_empty());
+    output::write_atomic(&path, b"new").unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    let error = output::write_atomic(&dir, b"x").unwrap_err();
+    assert!(matches!(error, OutputError::NotAFile { .. }), "{error}");
+    let error = output::write_atomic(Path::new("/dev/null"), b"x").unwrap_err();
+    assert!(matches!(error, OutputError::NotAFile { .. }), "{error}");
+    assert!(output::same_file(&path, &dir.join(".").join("out.txt")));
+    let error = output::check_image(&dir.join("x.bmp")).unwrap_err();
+    assert!(matches!(error, OutputError::ImageFormat { .. }), "{error}");
+    assert!(output::check_image(&dir.join("x.png")).is_ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The harness: mutated meshes and scenes under a timeout and a memory limit.
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One mutation of `bytes`: a truncation, byte flips, or a number replaced by a huge or
+/// negative count.
+fn mutate(bytes: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    match rng.below(4) {
+        0 => out.truncate(rng.below(bytes.len())),
+        1 => {
+            for _ in 0..1 + rng.below(8) {
+                let i = rng.below(out.len());
+                out[i] ^= 1 << rng.below(8);
+            }
+        }
+        2 => {
+            // A 4-byte word set to a huge or negative value (binary counts and positions).
+            let i = rng.below(out.len().saturating_sub(4)) & !3;
+            let value: u32 = [u32::MAX, i32::MAX as u32, 0x8000_0000, 0x7fff_fff0][rng.below(4)];
+            if i + 4 <= out.len() {
+                out[i..i + 4].copy_from_slice(&value.to_le_bytes());
+            }
+        }
+        _ => {
+            // A number in text replaced by a huge, negative or non-finite one.
+            let text = String::from_utf8_lossy(&out).into_owned();
+            let starts: Vec<usize> = text
+                .char_indices()
+                .filter(|&(i, c)| {
+                    c.is_ascii_digit()
+                        && (i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric())
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if let Some(&at) = starts.get(rng.below(starts.len())) {
+                let end = text[at..]
+                    .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
+                    .map_or(text.len(), |n| at + n);
+                let replacement = [
+                    "4294967295",
+                    "18446744073709551615",
+                    "-1",
+                    "1e308",
+                    "nan",
+                    "inf",
+                    "1e30",
+                    "99999999999",
+                ][rng.below(8)];
+                out = format!("{}{replacement}{}", &text[..at], &text[end..]).into_bytes();
+            }
+        }
+    }
+    out
+}
+
+/// Runs one mutated input under a 2 GB address space and a 20 s timeout; returns the exit
+/// status, failing on a signal, a timeout or a panic.
+fn run_mutant(args: &[&str], what: &str) -> i32 {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("ulimit -v 2000000; exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(args)
+        .env("OCL_ICD_VENDORS", "/nonexistent/snowsim-icd")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let run = finish(child, Duration::from_secs(20));
+    assert!(
+        run.status.signal().is_none(),
+        "{what}: killed by signal {:?}: {}",
+        run.status.signal(),
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{what}: {}", run.stderr);
+    let code = run.status.code().unwrap_or(-1);
+    assert!(
+        matches!(code, 0..=3),
+        "{what}: status {code}: {}",
+        run.stderr
+    );
+    code
+}
+
+#[test]
+fn mutated_meshes_and_scenes_end_with_a_status_not_a_crash() {
+    let dir = temp_dir("harness");
+    let mut rng = Rng(0x5EED_1616);
+    let small_ascii = tetrahedron_with_x("1").into_bytes();
+    let meshes: Vec<(&str, Vec<u8>)> = vec![
+        ("mesh", small_ascii),
+        ("meshb", std::fs::read(sample("square_2d.meshb")).unwrap()),
+        ("meshb", std::fs::read(sample("hexahedra.meshb")).unwrap()),
+        ("mesh", std::fs::read(sample("hex_cube_gmsh.mesh")).unwrap()),
+    ];
+    let scene = std::fs::read(scene_path("flat.toml")).unwrap();
+    let started = Instant::now();
+    let mut statuses = [0usize; 4];
+    let mut cases = 0;
+    for round in 0..60 {
+        for (i, (extension, bytes)) in meshes.iter().enumerate() {
+            let path = dir.join(format!("m{round}_{i}.{extension}"));
+            std::fs::write(&path, mutate(bytes, &mut rng)).unwrap();
+            let code = run_mutant(&["mesh", "info", "--check", s(&path)], s(&path));
+            statuses[code as usize] += 1;
+            let _ = std::fs::remove_file(&path);
+            cases += 1;
+        }
+        let path = dir.join(format!("s{round}.toml"));
+        std::fs::write(&path, mutate(&scene, &mut rng)).unwrap();
+        let code = run_mutant(&["scene", "check", s(&path)], s(&path));
+        statuses[code as usize] += 1;
+        let _ = std::fs::remove_file(&path);
+        cases += 1;
+    }
+    assert_eq!(cases, 300);
+    // Most mutants are refused, and some still read.
+    assert!(statuses[1] > 0 && statuses[0] > 0, "{statuses:?}");
+    eprintln!(
+        "{cases} mutants in {:.1} s: statuses {statuses:?}",
+        started.elapsed().as_secs_f64()
+    );
+}
