@@ -3,10 +3,12 @@
 use std::process::ExitCode;
 
 use snowsim::bench::{gml_bandwidth, launch};
-use snowsim::cl::list_devices;
+use snowsim::budget::{Estimate, bytes_of, check_host_and_device};
+use snowsim::cl::{Context, list_devices};
 use snowsim::gml::Gml;
 
 use super::DeviceArg;
+use super::console::outln;
 
 /// The benchmarks.
 #[derive(Debug, clap::Subcommand)]
@@ -71,24 +73,30 @@ fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
     if !args.json {
-        println!(
+        outln!(
             "device: {}; {} launches of a direct loop per configuration",
             entry.info.label(),
             args.launches
-        );
+        )?;
     }
     let results = launch::run(entry, &args.vertices, args.launches)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
+        outln!("{}", serde_json::to_string_pretty(&results)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let us = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
-    println!(
+    outln!(
         "{:>9} {:>9} {:>7} {:>12} {:>12} {:>12} {:>10}",
-        "vertices", "profiling", "mode", "host µs/call", "wall µs/kern", "device µs/k", "gap µs/k"
-    );
+        "vertices",
+        "profiling",
+        "mode",
+        "host µs/call",
+        "wall µs/kern",
+        "device µs/k",
+        "gap µs/k"
+    )?;
     for r in &results {
-        println!(
+        outln!(
             "{:>9} {:>9} {:>7} {:>12.2} {:>12.2} {:>12} {:>10}",
             r.vertices,
             if r.profiling { "on" } else { "off" },
@@ -97,7 +105,7 @@ fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {
             r.wall_us_per_kernel,
             us(r.device_us_per_kernel),
             us(r.gap_us_per_kernel),
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -108,21 +116,45 @@ fn gml(args: GmlArgs) -> anyhow::Result<ExitCode> {
         "--cells must be between 1 and 1000, not {}",
         args.cells
     );
-    let mut gml = Gml::new(&args.device.device)?;
+    let devices = list_devices()?;
+    let entry = args.device.device.select(&devices)?;
+    let n = args.cells as u64;
+    // The cube's vertices (float4 + ref) and tetrahedra (int4 + ref) on the host and the
+    // device, and the vertex ball's tables (about 2 ints per tetrahedron corner) on both.
+    let vertices = (n + 1).pow(3);
+    let tetrahedra = 6 * n.pow(3);
+    let mesh = bytes_of(&[vertices, 20]).saturating_add(bytes_of(&[tetrahedra, 20]));
+    let ball = bytes_of(&[tetrahedra, 4, 8]);
+    let setting = format!("`--cells {}`", args.cells);
+    check_host_and_device(
+        &Estimate::new(
+            setting.clone(),
+            "the cube mesh and its vertex ball",
+            2 * mesh + ball,
+        ),
+        &Estimate::new(
+            setting,
+            "the cube mesh, its vertex ball and the kernels' fields",
+            mesh + ball,
+        )
+        .with_largest_allocation(bytes_of(&[tetrahedra, 16])),
+        &entry.info,
+    )?;
+    let mut gml = Gml::with_context(Context::new(entry)?);
     if !args.json {
-        println!(
+        outln!(
             "device: {}; mesh: {}³ cubes, {} tetrahedra",
             gml.device().label(),
             args.cells,
             6 * args.cells.pow(3)
-        );
+        )?;
     }
     let report = gml_bandwidth::run(&mut gml, args.cells, args.launches)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} vertices, {} tetrahedra; host: generate {:.2} s, import {:.2} s, vertex ball {:.2} s ({})",
         report.vertices,
         report.tetrahedra,
@@ -135,24 +167,28 @@ fn gml(args: GmlArgs) -> anyhow::Result<ExitCode> {
             .map(|(w, r)| format!("{r} rows × {w}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "device copy bandwidth: {:.1} GB/s",
         report.copy_bytes_per_second / 1e9
-    );
-    println!(
+    )?;
+    outln!(
         "{:<16} {:>10} {:>14} {:>14} {:>12}",
-        "kernel", "mean ms", "GMlib GB/s", "unique GB/s", "unique/copy"
-    );
+        "kernel",
+        "mean ms",
+        "GMlib GB/s",
+        "unique GB/s",
+        "unique/copy"
+    )?;
     for k in &report.kernels {
-        println!(
+        outln!(
             "{:<16} {:>10.3} {:>14.1} {:>14.1} {:>12.2}",
             k.kernel,
             k.mean_seconds * 1e3,
             k.gmlib_bytes_per_second / 1e9,
             k.unique_bytes_per_second / 1e9,
             k.unique_over_copy
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

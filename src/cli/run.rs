@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use snowsim::budget::scene::{MAX_PARTICLES, check_run};
+use snowsim::budget::{Budget, Estimate, bytes_of};
 use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
@@ -14,6 +16,7 @@ use snowsim::scene::{Domain, Scene, SceneError, WindProfile};
 use snowsim::sim::{SceneSetup, Session};
 
 use super::DeviceArg;
+use super::console::{errln, outln};
 
 /// Options of `snowsim run`.
 #[derive(Debug, clap::Args)]
@@ -216,24 +219,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     match args.particles {
         Some(0) => anyhow::bail!("--particles must be at least 1"),
-        Some(n) if n > u32::MAX as usize => {
-            anyhow::bail!("--particles must be at most {}", u32::MAX)
+        Some(n) if n as u64 > MAX_PARTICLES => {
+            anyhow::bail!(
+                "--particles must be at most {MAX_PARTICLES} (2^27 − 1: the particles' GL \
+                 buffer is at most 2^31 − 1 bytes)"
+            )
         }
         _ => {}
     }
     if !args.headless {
         check_display()?;
     }
+    let capture = Capture {
+        screenshot: args.screenshot.clone(),
+        record: args.record.clone(),
+    };
+    // Bad output paths fail now, not after the whole run.
+    capture.prepare()?;
     let json = args.json;
-    let say = move |line: &str| {
+    let say = move |line: &str| -> anyhow::Result<()> {
         if json {
-            eprintln!("{line}");
+            errln!("{line}")?;
         } else {
-            println!("{line}");
+            outln!("{line}")?;
         }
+        Ok(())
     };
     let scene = load_scene(&args.scene)?;
-    say(&format!("scene: {} ({})", args.scene.display(), scene.name));
+    say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
+    let devices = list_devices()?;
+    let entry = args.device.device.select(&devices)?;
+    let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
+    check_run(&scene, particles, Some(&entry.info))?;
     let mut setup = SceneSetup::new(&scene)
         .with_context(|| format!("preparing scene {}", args.scene.display()))?;
     if let Some(n) = args.particles {
@@ -241,15 +258,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(seed) = args.seed {
         setup.flakes.seed = seed;
-    }
-    if setup.flakes.count > u32::MAX as usize {
-        anyhow::bail!(
-            "{}: snow.particles = {} is more than the flakes kernel can index ({}); pass \
-             --particles N",
-            args.scene.display(),
-            setup.flakes.count,
-            u32::MAX
-        );
     }
     setup.views.wind |= args.wind;
     setup.views.pressure |= args.pressure;
@@ -264,28 +272,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let frames = args.frames.or(scene.time.frames);
-    say(&describe(&scene, &setup));
-
-    let devices = list_devices()?;
-    let entry = args.device.device.select(&devices)?;
-    say(&format!("device: {}", entry.info.label()));
+    if let (Some(dir), Some(n)) = (
+        &args.record,
+        frames.or(args.headless.then_some(HEADLESS_FRAMES)),
+    ) {
+        // An uncompressed frame bounds its PNG from above.
+        let bytes = bytes_of(&[n, u64::from(size.0), u64::from(size.1), 4]);
+        Budget::disk(&dir.join("frame_00000.png"))?.check(&Estimate::new(
+            format!("`--record` × {n} frames of {}x{}", size.0, size.1),
+            "the PNG frames",
+            bytes,
+        ))?;
+    }
+    say(&describe(&scene, &setup))?;
+    say(&format!("device: {}", entry.info.label()))?;
     let mode = InteropMode::from(args.interop);
     check_request(mode, &entry.info)?;
 
     let config = setup.session_config(mode, args.paused);
     let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
-        say(&format!("gl: {}", gl.info));
+        say(&format!("gl: {}", gl.info))?;
         let particles = setup.particle_source()?;
         let wind = setup.field_source()?;
         let session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
-        say(&format!("interop: {}", session.interop()));
+        say(&format!("interop: {}", session.interop()))?;
         Ok(session)
     };
-    let capture = Capture {
-        screenshot: args.screenshot.clone(),
-        record: args.record.clone(),
+    // The per-second log: a failed write is kept and reported once the run stops.
+    let mut log_error = None;
+    let mut log = |line: &str| {
+        if log_error.is_none()
+            && let Err(e) = say(line)
+        {
+            log_error = Some(e);
+        }
     };
-    let mut log = |line: &str| say(line);
     let (w, h) = size;
     let (summary, gl_info, interop) = if args.headless {
         let headless = Headless::new(w, h)?;
@@ -326,6 +347,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let interop = interop.context("the window closed before the session started")?;
         (summary, info.unwrap_or_default(), interop)
     };
+    if let Some(e) = log_error {
+        return Err(e);
+    }
     let run = Ran {
         scene: &scene,
         path: &args.scene,
@@ -367,13 +391,18 @@ fn report(
             headless: args.headless,
             summary,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        println!(
+        outln!(
             "summary: {} particles, interop {}, {}x{}, {} on {}",
-            run.particles, interop.transfer, run.size.0, run.size.1, entry.info.name, gl.renderer
-        );
-        println!("{summary}");
+            run.particles,
+            interop.transfer,
+            run.size.0,
+            run.size.1,
+            entry.info.name,
+            gl.renderer
+        )?;
+        outln!("{summary}")?;
     }
     Ok(())
 }

@@ -76,11 +76,20 @@ pub struct Capture {
 impl Capture {
     /// Creates the record directory (so a bad path fails before any frame is drawn).
     pub fn prepare(&self) -> Result<()> {
+        let refused = |path: &Path, e: crate::output::OutputError| Error::Image {
+            path: path.to_path_buf(),
+            error: e.to_string(),
+        };
+        if let Some(path) = &self.screenshot {
+            crate::output::check_image(path).map_err(|e| refused(path, e))?;
+        }
         if let Some(dir) = &self.record {
             std::fs::create_dir_all(dir).map_err(|e| Error::Image {
                 path: dir.clone(),
                 error: format!("cannot create the record directory: {e}"),
             })?;
+            let first = Self::record_path(dir, 0);
+            crate::output::check_writable(&first).map_err(|e| refused(&first, e))?;
         }
         if let Some(parent) = self
             .screenshot
@@ -138,12 +147,20 @@ pub fn read_frame(gl: &glow::Context, size: (u32, u32)) -> Result<image::RgbaIma
     Ok(image)
 }
 
-/// Writes `image` as a PNG file.
+/// Writes `image` as a PNG file, atomically (a killed run leaves the old file or none).
 pub fn save_png(image: &image::RgbaImage, path: &Path) -> Result<()> {
-    image.save(path).map_err(|e| Error::Image {
+    let failed = |error: String| Error::Image {
         path: path.to_path_buf(),
-        error: e.to_string(),
-    })
+        error,
+    };
+    let mut bytes = Vec::new();
+    image
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .map_err(|e| failed(e.to_string()))?;
+    crate::output::write_atomic(path, &bytes).map_err(|e| failed(e.to_string()))
 }
 
 /// Sums of stage times over some frames.

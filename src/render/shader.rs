@@ -25,27 +25,25 @@ pub struct ShaderSource {
 impl ShaderSource {
     /// A shader embedded with `include_str!`, replaced by the file of the same name in
     /// `$SNOWSIM_SHADER_DIR` when that variable is set and the file exists, so shaders can be
-    /// edited and rerun without rebuilding.
+    /// edited and rerun without rebuilding. A directory that does not exist, or a file there
+    /// that is not a regular file (a FIFO, a device), is an error.
     pub fn embedded(name: &str, text: &'static str) -> Result<Self> {
-        if let Some(dir) = std::env::var_os(SHADER_DIR_ENV) {
-            let path = PathBuf::from(dir).join(name);
-            if path.exists() {
-                let text = std::fs::read_to_string(&path).map_err(|error| Error::ShaderSource {
-                    path: path.clone(),
-                    error,
-                })?;
-                return Ok(Self {
-                    name: name.to_string(),
-                    path: Some(path),
-                    text: Cow::Owned(text),
-                });
-            }
+        match crate::input::read_override(SHADER_DIR_ENV, name) {
+            Ok(Some((path, text))) => Ok(Self {
+                name: name.to_string(),
+                path: Some(path),
+                text: Cow::Owned(text),
+            }),
+            Ok(None) => Ok(Self {
+                name: name.to_string(),
+                path: None,
+                text: Cow::Borrowed(text),
+            }),
+            Err(e) => Err(Error::ShaderSource {
+                path: e.path().to_path_buf(),
+                error: e.into_io_error(),
+            }),
         }
-        Ok(Self {
-            name: name.to_string(),
-            path: None,
-            text: Cow::Borrowed(text),
-        })
     }
 
     /// How errors name this source: the file name, and the path when it came from disk.

@@ -12,15 +12,16 @@ use super::{
 };
 use crate::terrain::{Heightmap, Side, TerrainSpec};
 
-/// The most snow particles a scene may ask for: 2^28.
-pub const MAX_PARTICLES: u64 = 1 << 28;
+pub use crate::budget::scene::{MAX_LENGTH, MAX_PARTICLES};
 
 impl Scene {
     /// Reads and validates a scene file (and the heightmap it names).
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Read {
-            path: path.to_path_buf(),
-            source,
+        let text = crate::input::read_text(path, crate::input::TEXT_LIMIT).map_err(|e| {
+            SceneError::Read {
+                path: path.to_path_buf(),
+                error: e.into_io_error(),
+            }
         })?;
         Scene::from_toml(&text, path)
     }
@@ -99,6 +100,21 @@ impl Checker<'_> {
         Ok(array)
     }
 
+    /// Like [`list`](Self::list), for coordinates and extents in metres: each within
+    /// ±[`MAX_LENGTH`], what the 32-bit kernels and shaders can hold.
+    fn lengths<const N: usize>(
+        &self,
+        key: &str,
+        values: Option<Vec<f64>>,
+        default: [f64; N],
+    ) -> Checked<[f64; N]> {
+        let array = self.list(key, values, default)?;
+        if let Some(x) = array.iter().find(|x| x.abs() > MAX_LENGTH) {
+            return Err(self.error(key, format!("must be within ±{MAX_LENGTH:e} m, got {x}")));
+        }
+        Ok(array)
+    }
+
     /// `value` (or `default`) within `[lo, hi]`, `lo` excluded when `open_low`.
     fn number(&self, key: &str, value: Option<f64>, default: f64, range: Range) -> Checked<f64> {
         let v = value.unwrap_or(default);
@@ -145,7 +161,7 @@ impl Checker<'_> {
                 n => {
                     return Err(self.error(
                         "snow.particles",
-                        format!("must be 1 to {MAX_PARTICLES} (2^28), got {n}"),
+                        format!("must be 1 to {MAX_PARTICLES} (2^27 − 1), got {n}"),
                     ));
                 }
             },
@@ -304,8 +320,8 @@ impl Checker<'_> {
                 }
             }
             let path = self.resolve(&file);
-            if !path.is_file() {
-                return Err(self.error("domain.mesh", format!("{} is not a file", path.display())));
+            if let Err(e) = crate::input::check_regular(&path) {
+                return Err(self.error("domain.mesh", e.to_string()));
             }
             return Ok(Domain::Mesh {
                 path,
@@ -321,7 +337,7 @@ impl Checker<'_> {
         }
         let [x, y] = match d.size {
             None => return Err(self.error("domain.size", "missing: the extent [x, y] in metres")),
-            Some(s) => self.list("domain.size", Some(s), [0.0; 2])?,
+            Some(s) => self.lengths("domain.size", Some(s), [0.0; 2])?,
         };
         if !(x > 0.0 && y > 0.0) {
             return Err(self.error(
@@ -339,7 +355,7 @@ impl Checker<'_> {
             "domain.top",
             Some(top),
             0.0,
-            Range::open(0.0, f64::MAX, "m"),
+            Range::open(0.0, MAX_LENGTH, "m"),
         )?;
         let relief = match (&d.heightmap, d.relief) {
             (Some(_), None) => {
@@ -353,7 +369,7 @@ impl Checker<'_> {
                     "domain.relief",
                     Some(r),
                     0.0,
-                    Range::closed(0.0, f64::MAX, "m"),
+                    Range::closed(0.0, MAX_LENGTH, "m"),
                 )?;
                 if r >= top {
                     return Err(self.error(
@@ -452,7 +468,7 @@ impl Checker<'_> {
             "wind.reference_height",
             w.reference_height,
             10.0,
-            Range::open(0.0, f64::MAX, "m"),
+            Range::open(0.0, MAX_LENGTH, "m"),
         )?;
         if let Domain::Terrain { spec, .. } = domain
             && reference_height >= spec.size[2] - spec.relief
@@ -537,8 +553,8 @@ impl Checker<'_> {
             }
         };
         let c = c.unwrap_or_default();
-        let position = self.list("camera.position", c.position, default_position)?;
-        let target = self.list("camera.target", c.target, default_target)?;
+        let position = self.lengths("camera.position", c.position, default_position)?;
+        let target = self.lengths("camera.target", c.target, default_target)?;
         if position == target {
             return Err(self.error("camera.target", "must differ from camera.position"));
         }

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
     /// The file cannot be read.
-    #[error("cannot read scene {}: {source}", path.display())]
+    #[error("cannot read scene {}: {error}", path.display())]
     Read {
         /// The scene file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (shown in the message, so not chained as a source).
+        error: std::io::Error,
     },
     /// A syntax error, an unknown key, a wrong type or a value out of range.
     #[error("{}", Located { path, line: *line, column: *column, key, message })]

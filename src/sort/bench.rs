@@ -206,7 +206,7 @@ fn repeat(
     mut op: impl FnMut(bool) -> Result<Option<Timeline>>,
 ) -> Result<Timing> {
     let mut runs = Vec::new();
-    for run in 0..settings.warmup + settings.iterations.max(1) {
+    for run in 0..settings.warmup.saturating_add(settings.iterations.max(1)) {
         op(true)?;
         ctx.finish()?;
         let start = Instant::now();
