@@ -70,6 +70,9 @@ pub enum Error {
         /// What went wrong.
         error: String,
     },
+    /// An output path is unusable, or writing it failed (the message names the file).
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
 }
 
 /// Result of the renderer.

@@ -76,20 +76,15 @@ pub struct Capture {
 impl Capture {
     /// Creates the record directory (so a bad path fails before any frame is drawn).
     pub fn prepare(&self) -> Result<()> {
-        let refused = |path: &Path, e: crate::output::OutputError| Error::Image {
-            path: path.to_path_buf(),
-            error: e.to_string(),
-        };
         if let Some(path) = &self.screenshot {
-            crate::output::check_image(path).map_err(|e| refused(path, e))?;
+            crate::output::check_image(path)?;
         }
         if let Some(dir) = &self.record {
             std::fs::create_dir_all(dir).map_err(|e| Error::Image {
                 path: dir.clone(),
                 error: format!("cannot create the record directory: {e}"),
             })?;
-            let first = Self::record_path(dir, 0);
-            crate::output::check_writable(&first).map_err(|e| refused(&first, e))?;
+            crate::output::check_writable(&Self::record_path(dir, 0))?;
         }
         if let Some(parent) = self
             .screenshot

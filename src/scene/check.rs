@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::range::Range;
+use super::range::{Number, Range};
 use super::raw::{self, ProfileName, RawScene, SortKeyName, SortName};
 use super::spans;
 use super::{
@@ -121,7 +121,7 @@ impl Checker<'_> {
         if range.holds(v) {
             Ok(v)
         } else {
-            Err(self.error(key, format!("must be {range}, got {v}")))
+            Err(self.error(key, format!("must be {range}, got {}", Number(v))))
         }
     }
 

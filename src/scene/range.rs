@@ -58,10 +58,30 @@ impl fmt::Display for Range {
         };
         let lo = if self.open_lo { ">" } else { ">=" };
         if self.hi == f64::MAX {
-            write!(f, "a finite number {lo} {}{unit}", self.lo)
+            write!(f, "a finite number {lo} {}{unit}", Number(self.lo))
         } else {
             let hi = if self.open_hi { "<" } else { "<=" };
-            write!(f, "{lo} {} and {hi} {}{unit}", self.lo, self.hi)
+            write!(
+                f,
+                "{lo} {} and {hi} {}{unit}",
+                Number(self.lo),
+                Number(self.hi)
+            )
+        }
+    }
+}
+
+/// A number as a scene error shows it: plainly, or in scientific notation when very large or
+/// very small (`1e308`, not 309 digits).
+pub(crate) struct Number(pub f64);
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v != 0.0 && v.is_finite() && !(1e-4..1e7).contains(&v.abs()) {
+            write!(f, "{v:e}")
+        } else {
+            write!(f, "{v}")
         }
     }
 }

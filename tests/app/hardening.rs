@@ -551,7 +551,7 @@ fn scene_check_refuses_lengths_the_simulation_cannot_hold() {
     let run = snowsim(&["scene", "check", s(&path), "--no-mesh"]);
     let err = run.expect(1);
     assert!(
-        err.contains(":4:7: domain.top: 1e308 m is beyond ±1e7 m"),
+        err.contains(":4:7: domain.top: must be > 0 and <= 1e7 m, got 1e308"),
         "{err}"
     );
 }
@@ -1060,4 +1060,59 @@ fn mutated_meshes_and_scenes_end_with_a_status_not_a_crash() {
         "{cases} mutants in {:.1} s: statuses {statuses:?}",
         started.elapsed().as_secs_f64()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `snowsim run`: the same limits as `scene check`, and output paths checked before the run.
+
+#[test]
+fn run_refuses_what_cannot_run_before_it_starts() {
+    let dir = temp_dir("run-limits");
+    let scene = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let scene = s(&scene);
+    let base = [
+        "run",
+        "--headless",
+        "--frames",
+        "1",
+        "--size",
+        "64x48",
+        "--scene",
+        scene,
+    ];
+
+    // A screenshot that `image` cannot write, and one in a directory that is a file: refused
+    // at once, before any frame (so well within the timeout, and no summary).
+    for bad in [dir.join("shot.jpg"), dir.join("file.png").join("x.png")] {
+        std::fs::write(dir.join("file.png"), b"not a directory").unwrap();
+        let mut args = base.to_vec();
+        args.extend(["--particles", "64", "--screenshot", s(&bad)]);
+        let run = snowsim(&args);
+        let err = run.expect(1);
+        assert!(err.contains(s(&bad)) || err.contains("file.png"), "{err}");
+        assert!(!run.stdout.contains("summary"), "{}", run.stdout);
+    }
+
+    // The particles' GL buffer holds at most 2^27 − 1 float4.
+    let mut args = base.to_vec();
+    args.extend(["--particles", "134217728"]);
+    let run = snowsim(&args);
+    let err = run.expect(1);
+    assert!(
+        err.contains("--particles") && err.contains("134217727"),
+        "{err}"
+    );
+
+    // A scene whose ground cannot fit in memory is refused by `run` with its line, as by
+    // `scene check`.
+    let path = dir.join("huge.toml");
+    std::fs::write(
+        &path,
+        flat_scene("cells = [2, 2]\nlayers = 2", "")
+            .replace("cells = [2, 2]", "cells = [200000, 200000]"),
+    )
+    .unwrap();
+    let run = snowsim(&["run", "--headless", "--frames", "1", "--scene", s(&path)]);
+    let err = run.expect(1);
+    assert!(err.contains("domain.cells"), "{err}");
 }

@@ -298,7 +298,7 @@ fn domain_errors_name_their_key() {
         (
             "[domain]\nmesh = \"nothere.meshb\"\n",
             "domain.mesh",
-            "not a file",
+            "nothere.meshb: No such file",
         ),
         (
             "[domain]\nflat = true\nsize = [1, 1]\ntop = 1\nheigth = 3\n",
