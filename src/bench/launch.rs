@@ -15,10 +15,13 @@ use crate::gml::{Access, Gml, GmlError, KernelSpec, MeshKind};
 
 /// How launches were made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// `Gml::enqueue` into one timeline, one `clFinish` at the end.
     Chain,
+    /// The same chain into a timeline that keeps no events (the driver creates none), on a
+    /// queue that profiles: what holding an event per launch costs.
+    ChainNoEvents,
     /// `Gml::launch`: each kernel waited for before the next is enqueued.
     Waited,
 }
@@ -61,7 +64,12 @@ pub fn run(
                 },
             )?;
             let mut bench = Bench::new(context, vertices)?;
-            for mode in [Mode::Chain, Mode::Waited] {
+            let modes: &[Mode] = if profiling {
+                &[Mode::Chain, Mode::ChainNoEvents, Mode::Waited]
+            } else {
+                &[Mode::Chain, Mode::Waited]
+            };
+            for &mode in modes {
                 bench.measure(mode, launches.min(20))?; // warm-up: builds, uploads, caches
                 results.push(bench.measure(mode, launches)?);
             }
@@ -97,13 +105,16 @@ impl Bench {
     fn measure(&mut self, mode: Mode, launches: usize) -> Result<LaunchResult, GmlError> {
         let context = self.gml.context().clone();
         let profiling = context.profiling();
-        let mut timeline = context.timeline();
+        let mut timeline = match mode {
+            Mode::ChainNoEvents => crate::cl::Timeline::new(false),
+            _ => context.timeline(),
+        };
         timeline.stage("bench.relax");
         context.finish()?;
         let start = Instant::now();
         let mut device = Duration::ZERO;
         match mode {
-            Mode::Chain => {
+            Mode::Chain | Mode::ChainNoEvents => {
                 for _ in 0..launches {
                     self.gml.enqueue(self.kernel, &mut timeline)?;
                 }
@@ -119,7 +130,7 @@ impl Bench {
         let wall = start.elapsed();
         let per = |d: Duration| d.as_secs_f64() * 1e6 / launches.max(1) as f64;
         let (device_us, gap_us) = match (profiling, mode) {
-            (false, _) => (None, None),
+            (false, _) | (_, Mode::ChainNoEvents) => (None, None),
             (true, Mode::Waited) => (Some(per(device)), None),
             (true, Mode::Chain) => {
                 let stage = timeline.resolve()?.into_iter().next().unwrap_or_default();

@@ -1,6 +1,6 @@
 //! Kernels whose arguments are checked against their declaration and launched without panics.
 //!
-//! opencl3's `ExecuteKernel` panics on a bad argument, so a kernel edited through
+//! opencl3's kernel-execution builder panics on a bad argument, so a kernel edited through
 //! `SNOWSIM_KERNEL_DIR` with a changed signature would crash the program. Every launch in
 //! snowsim goes through [`KernelCall`] instead: the argument count is compared with
 //! `CL_KERNEL_NUM_ARGS`, each argument with what `clGetKernelArgInfo` reports (programs are

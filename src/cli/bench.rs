@@ -86,7 +86,7 @@ fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {
     }
     let us = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
     outln!(
-        "{:>9} {:>9} {:>7} {:>12} {:>12} {:>12} {:>10}",
+        "{:>9} {:>9} {:>15} {:>12} {:>12} {:>12} {:>10}",
         "vertices",
         "profiling",
         "mode",
@@ -97,7 +97,7 @@ fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {
     )?;
     for r in &results {
         outln!(
-            "{:>9} {:>9} {:>7} {:>12.2} {:>12.2} {:>12} {:>10}",
+            "{:>9} {:>9} {:>15} {:>12.2} {:>12.2} {:>12} {:>10}",
             r.vertices,
             if r.profiling { "on" } else { "off" },
             serde_json::to_value(r.mode)?.as_str().unwrap_or("?"),

@@ -44,6 +44,14 @@ pub enum Error {
     /// A parameter is out of range.
     #[error("invalid simulation parameter: {0}")]
     InvalidParameter(String),
+    /// A stage of the frame failed while enqueuing its work.
+    #[error("stage `{stage}`: {source}")]
+    Stage {
+        /// The stage, e.g. `snow.particles`.
+        stage: &'static str,
+        /// What failed.
+        source: Box<Error>,
+    },
     /// An invariant of this module was broken (a bug).
     #[error("internal simulation error: {0}")]
     Internal(String),
@@ -51,3 +59,14 @@ pub enum Error {
 
 /// Result of the simulation.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// Names the stage an error happened in (failures found when the frame waits name it already).
+pub(crate) fn in_stage<T>(stage: &'static str, result: Result<T>) -> Result<T> {
+    result.map_err(|e| match e {
+        Error::Cl(cl::Error::Stage { .. }) | Error::Stage { .. } => e,
+        e => Error::Stage {
+            stage,
+            source: Box::new(e),
+        },
+    })
+}

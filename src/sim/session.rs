@@ -19,7 +19,7 @@ use crate::render::{
 use crate::terrain::SceneBox;
 
 use super::source::{FieldSource, ParticleSource};
-use super::{Error, Result};
+use super::{Error, Result, in_stage};
 
 /// Stage of the particle source's kernels.
 pub const PARTICLES_STAGE: &str = "snow.particles";
@@ -118,14 +118,20 @@ impl Session {
         let mut timeline = context.timeline();
         timeline.stage(PARTICLES_STAGE);
         particle_link.acquire(&gl_functions)?;
-        particles.reset(&context, &mut particle_link.target(), &mut timeline)?;
+        in_stage(
+            PARTICLES_STAGE,
+            particles.reset(&context, &mut particle_link.target(), &mut timeline),
+        )?;
         timeline.wait()?;
         particle_link.publish(&gl_functions)?;
         let mut views = config.views;
         if let (Some(f), Some(link)) = (field.as_mut(), field_link.as_mut()) {
             timeline.stage(FIELD_STAGE);
             link.acquire(&gl_functions)?;
-            f.update(&context, &mut link.target(), 0.0, &mut timeline)?;
+            in_stage(
+                FIELD_STAGE,
+                f.update(&context, &mut link.target(), 0.0, &mut timeline),
+            )?;
             timeline.wait()?;
             link.publish(&gl_functions)?;
             let ranges = f.ranges();
@@ -222,22 +228,28 @@ impl Session {
 
             let start = Instant::now();
             self.timeline.stage(PARTICLES_STAGE);
-            self.particles.step(
-                &self.context,
-                &mut self.particle_link.target(),
-                self.dt,
-                self.time,
-                &mut self.timeline,
+            in_stage(
+                PARTICLES_STAGE,
+                self.particles.step(
+                    &self.context,
+                    &mut self.particle_link.target(),
+                    self.dt,
+                    self.time,
+                    &mut self.timeline,
+                ),
             )?;
             if update_field
                 && let (Some(field), Some(link)) = (self.field.as_mut(), self.field_link.as_mut())
             {
                 self.timeline.stage(FIELD_STAGE);
-                field.update(
-                    &self.context,
-                    &mut link.target(),
-                    self.time,
-                    &mut self.timeline,
+                in_stage(
+                    FIELD_STAGE,
+                    field.update(
+                        &self.context,
+                        &mut link.target(),
+                        self.time,
+                        &mut self.timeline,
+                    ),
                 )?;
             }
             self.context.finish()?;
