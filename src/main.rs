@@ -10,6 +10,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     restore_default_sigpipe();
     end_cleanly_when_printing_fails();
+    start_thread_pool();
     let args = cli::Cli::parse();
     let result = cli::run(args).and_then(|code| {
         std::io::stdout()
@@ -35,6 +36,33 @@ fn restore_default_sigpipe() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+/// Virtual memory a worker thread may reserve: its stack and glibc's malloc arena (64 MiB).
+const THREAD_RESERVE: u64 = 128 << 20;
+
+/// Starts rayon's global pool (mesh preparation, link building) with as many threads as the
+/// address-space limit allows. Under a tight `ulimit -v` one thread per core may not start,
+/// and rayon would then panic at its first use instead of the command reporting its own error.
+fn start_thread_pool() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    let threads = if known && limit.rlim_cur != libc::RLIM_INFINITY {
+        // A quarter of the limit for threads, the rest for the work.
+        let affordable = (limit.rlim_cur / 4 / THREAD_RESERVE).max(1);
+        cores.min(usize::try_from(affordable).unwrap_or(usize::MAX))
+    } else {
+        cores
+    };
+    // Failing here leaves rayon to start its own pool later, as it would have anyway.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global();
 }
 
 /// A backstop for code that still prints with `println!`/`eprintln!` (commands write through
