@@ -353,8 +353,19 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         include_str!("../../kernels/gml_toolkit.cl"),
     )?;
     let params = gml.params_source();
+    // A kernel over f64 data computes in double: unsuffixed literals stay double there (with
+    // -cl-single-precision-constant, `0.1` would be a float and cost the digits), and the
+    // toolkit's double helpers are included.
+    let double = accesses
+        .iter()
+        .any(|a| a.value.scalar == super::Scalar::F64);
     let options = format!(
-        "-cl-single-precision-constant -cl-mad-enable {}",
+        "{}-cl-mad-enable {}",
+        if double {
+            ""
+        } else {
+            "-cl-single-precision-constant "
+        },
         gml.options
     );
     let mut compiled_variants = Vec::new();
@@ -370,16 +381,19 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         );
         let generated_name = format!("{}.generated", spec.name);
         let mut sources = Vec::new();
-        if accesses
-            .iter()
-            .any(|a| a.value.scalar == super::Scalar::F64)
-        {
+        if double {
             sources.push(Source::new(
                 "fp64",
                 "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
             ));
         }
         sources.push(toolkit.clone());
+        if double {
+            sources.push(Source::embedded(
+                "gml_toolkit_f64.cl",
+                include_str!("../../kernels/gml_toolkit_f64.cl"),
+            )?);
+        }
         if !gml.toolkit.is_empty() {
             sources.push(Source::new("user toolkit", gml.toolkit.clone()));
         }
