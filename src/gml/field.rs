@@ -47,6 +47,17 @@ impl<T: Value> FieldBuffer<T> {
     }
 }
 
+impl<T: Value> std::fmt::Debug for FieldBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FieldBuffer")
+            .field("name", &self.name)
+            .field("len", &self.len)
+            .field("generation", &self.generation)
+            .field("current", &self.is_current())
+            .finish()
+    }
+}
+
 impl<T: Value> BufferArg<T> for FieldBuffer<T> {
     fn cl_mem_checked(&self) -> cl::Result<cl_mem> {
         if !self.is_current() {
