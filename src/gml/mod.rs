@@ -7,6 +7,21 @@
 //! into degree classes, neighbours), launches the kernel once per link table, and stores back
 //! only the data opened for writing.
 //!
+//! # Replacing mesh data
+//!
+//! Each kind's mesh data have a generation, new each time they are created, replaced
+//! ([`Gml::new_mesh`], an import, [`Gml::extract_edges`]/[`Gml::extract_faces`]) or removed
+//! ([`Gml::free`], an import whose mesh lacks the kind). Solutions, user links, element tables
+//! and [`FieldBuffer`]s record the generations they were made for (an element table those of
+//! the vertices it indexes, a link those of both ends). Once one is no longer current the datum
+//! is *stale*: gml releases its memory at once but keeps its handle known, so that compiling,
+//! launching or enqueueing a kernel over it, reading or writing it, or exposing its buffer is a
+//! [`GmlError::StaleData`] naming the datum and what changed, never an access sized for other
+//! entities. An import replaces the whole mesh: element kinds the new mesh lacks are removed.
+//! Changing lines in place (`set_vertices`, `set_elements`) keeps every datum current (same
+//! entities, same count); automatic links are rebuilt when element nodes change, and kernels
+//! over an uplink build their programs again whenever its tables were rebuilt.
+//!
 //! ```no_run
 //! use snowsim::cl::DeviceSelector;
 //! use snowsim::gml::{Access, Gml, KernelSpec, MeshKind};

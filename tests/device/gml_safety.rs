@@ -333,8 +333,16 @@ fn upwind_link_example_matches_the_cpu() {
     let mut g = gml_with(&mesh);
     let wind = [1.0f32, 0.5];
     let u = user_links::upwind(&mut g, wind).unwrap();
-    // Independent reference: edges as gml extracted them, triangles from the file.
-    let (edges, _) = g.elements(MeshKind::Edges).unwrap();
+    // Independent reference: edges as gml extracted them, triangles from the file. The file's
+    // boundary edges come first, with their references.
+    let (edges, edge_refs) = g.elements(MeshKind::Edges).unwrap();
+    let boundary = mesh.elements(ElementKind::Edges);
+    assert!(!boundary.is_empty());
+    for (e, (nodes, r)) in boundary.iter().enumerate() {
+        assert_eq!(sorted(&edges[2 * e..2 * e + 2]), sorted(nodes), "edge {e}");
+        assert_eq!(edge_refs[e], r, "edge {e}");
+    }
+    assert!(edge_refs[boundary.len()..].iter().all(|&r| r == 0));
     let tris = mesh.elements(ElementKind::Triangles);
     let mut sides: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
     for (t, (n, _)) in tris.iter().enumerate() {
