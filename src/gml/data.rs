@@ -162,8 +162,12 @@ pub(crate) struct Datum {
     /// vertices) this datum was made for. Once one of them is replaced or removed the datum is
     /// stale: its memory is released and every use of its handle is an error.
     pub made_for: Vec<Stamp>,
-    /// Why the datum was retired though its mesh data are current (a newer `set_neighbours`).
+    /// Why the datum was retired though its mesh data are current (a newer `set_neighbours`,
+    /// new element nodes under a neighbour link).
     pub retired: Option<String>,
+    /// For a link built by `set_neighbours`: the kind whose element nodes it was computed
+    /// from, so that changing them retires it.
+    pub neighbours_of: Option<MeshKind>,
     /// Line-major bytes, exactly what the device holds.
     pub host: Vec<u8>,
     /// References of mesh entities (empty for other data).
@@ -192,6 +196,7 @@ impl Datum {
             lines,
             made_for: Vec::new(),
             retired: None,
+            neighbours_of: None,
             host: vec![0; bytes],
             refs,
             device: None,

@@ -10,8 +10,6 @@
 //! reading, writing, exposing a buffer) is a [`GmlError::StaleData`] naming the datum and what
 //! changed, rather than an unknown handle or an access out of bounds.
 
-use std::collections::HashMap;
-
 use super::data::{Datum, Stamp};
 use super::error::{GmlError, Result};
 use super::kind::MeshKind;
@@ -26,44 +24,39 @@ struct MeshEvent {
     cause: String,
 }
 
-/// The generation of every kind's mesh data.
+/// The generation of every kind's mesh data (checked on every use of a datum, so an array
+/// indexed by kind rather than a map).
 #[derive(Default)]
 pub(crate) struct MeshLog {
     serial: u64,
-    events: HashMap<MeshKind, MeshEvent>,
+    events: [Option<MeshEvent>; MeshKind::ALL.len()],
 }
 
 impl MeshLog {
     /// Records new mesh data of `kind` with `lines` entities and returns its generation.
     pub fn replace(&mut self, kind: MeshKind, lines: usize, cause: &str) -> u64 {
         self.serial += 1;
-        self.events.insert(
-            kind,
-            MeshEvent {
-                generation: self.serial,
-                lines: Some(lines),
-                cause: cause.to_string(),
-            },
-        );
+        self.events[kind as usize] = Some(MeshEvent {
+            generation: self.serial,
+            lines: Some(lines),
+            cause: cause.to_string(),
+        });
         self.serial
     }
 
     /// Records that the mesh data of `kind` were removed.
     pub fn remove(&mut self, kind: MeshKind, cause: &str) {
         self.serial += 1;
-        self.events.insert(
-            kind,
-            MeshEvent {
-                generation: self.serial,
-                lines: None,
-                cause: cause.to_string(),
-            },
-        );
+        self.events[kind as usize] = Some(MeshEvent {
+            generation: self.serial,
+            lines: None,
+            cause: cause.to_string(),
+        });
     }
 
     /// The stamp of the current mesh data of `kind`, if there are some.
     pub fn stamp(&self, kind: MeshKind) -> Option<Stamp> {
-        let event = self.events.get(&kind)?;
+        let event = self.events[kind as usize].as_ref()?;
         Some(Stamp {
             kind,
             generation: event.generation,
@@ -73,7 +66,9 @@ impl MeshLog {
 
     /// The current generation of `kind`'s mesh data (0 before any).
     pub fn generation(&self, kind: MeshKind) -> u64 {
-        self.events.get(&kind).map_or(0, |e| e.generation)
+        self.events[kind as usize]
+            .as_ref()
+            .map_or(0, |e| e.generation)
     }
 
     /// Whether every mesh datum `datum` was made for is still current, and nothing retired it.
@@ -82,8 +77,8 @@ impl MeshLog {
     }
 
     fn holds(&self, stamp: &Stamp) -> bool {
-        self.events
-            .get(&stamp.kind)
+        self.events[stamp.kind as usize]
+            .as_ref()
             .is_some_and(|e| e.generation == stamp.generation && e.lines.is_some())
     }
 
@@ -98,7 +93,7 @@ impl MeshLog {
         let Some(stamp) = datum.made_for.iter().find(|s| !self.holds(s)) else {
             return Ok(());
         };
-        let change = match self.events.get(&stamp.kind) {
+        let change = match &self.events[stamp.kind as usize] {
             Some(MeshEvent {
                 generation,
                 lines: Some(lines),

@@ -294,8 +294,30 @@ impl Gml {
         // Links depend on element nodes and on the vertex count, not on coordinates.
         if kind != MeshKind::Vertices {
             self.links.invalidate(kind);
+            self.retire_neighbours(
+                kind,
+                &format!(
+                    "set_elements changed {kind} nodes after set_neighbours({kind}) built it: \
+                     call set_neighbours again"
+                ),
+            );
         }
         Ok(())
+    }
+
+    /// Retires the links `set_neighbours` built for `kind`, saying `why`.
+    fn retire_neighbours(&mut self, kind: MeshKind, why: &str) {
+        let mut any = false;
+        for datum in self.data.iter_mut().flatten() {
+            if datum.retired.is_none() && datum.neighbours_of == Some(kind) {
+                datum.retired = Some(why.to_string());
+                datum.release();
+                any = true;
+            }
+        }
+        if any {
+            self.touch();
+        }
     }
 
     /// Every vertex's coordinates and reference, from the device if kernels changed them.
@@ -694,21 +716,16 @@ impl Gml {
         let ngb = topology::neighbours(kind, face, &nodes)
             .map_err(|nodes| GmlError::NonManifold { kind, nodes })?;
         let width = kind.sub_entities(face).len();
-        for datum in self.data.iter_mut().flatten() {
-            if datum.retired.is_none()
-                && matches!(&datum.role, Role::Link { from, name, .. } if *from == kind && name == "Ngb")
-            {
-                datum.retired = Some(format!(
-                    "a later set_neighbours({kind}) built a new `Ngb` link: use the handle it \
-                     returned"
-                ));
-                datum.release();
-            }
-        }
-        self.touch();
+        self.retire_neighbours(
+            kind,
+            &format!(
+                "a later set_neighbours({kind}) built a new `Ngb` link: use the handle it returned"
+            ),
+        );
         let link = self.new_link(kind, kind, width, "Ngb")?;
         let datum = self.datum_mut(link.id)?;
         datum.host = bytemuck::cast_slice(&ngb).to_vec();
+        datum.neighbours_of = Some(kind);
         Ok(link)
     }
 

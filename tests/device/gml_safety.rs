@@ -894,6 +894,38 @@ fn a_second_set_neighbours_retires_the_first_link() {
         Err(GmlError::Retired { ref data, .. }) if data == "Ngb"
     ));
     assert_eq!(g.link_line(second, 0).unwrap().len(), 4);
+
+    // New element nodes retire the neighbour link computed from the old ones, and a kernel
+    // reading through it refuses to launch.
+    let id = g
+        .new_solution::<f32>(MeshKind::Tetrahedra, 1, "Id")
+        .unwrap();
+    let out = g
+        .new_solution::<f32>(MeshKind::Tetrahedra, 1, "Out")
+        .unwrap();
+    let k = g
+        .compile(
+            KernelSpec::new("through_ngb", MeshKind::Tetrahedra)
+                .access(Access::read(id).via(second))
+                .access(Access::write(out))
+                .body("TetOut = TetId[1];"),
+        )
+        .unwrap();
+    g.launch(k).unwrap();
+    let (nodes, _) = g.element_line(MeshKind::Tetrahedra, 0).unwrap();
+    let swapped = [nodes[1], nodes[0], nodes[2], nodes[3]];
+    g.set_elements(MeshKind::Tetrahedra, 0, &swapped, None)
+        .unwrap();
+    assert!(g.is_current(id), "same entities, same count: fields stay");
+    match g.launch(k) {
+        Err(GmlError::Retired { data, why }) => {
+            assert_eq!(data, "Ngb");
+            assert!(why.contains("set_elements"), "{why}");
+        }
+        other => panic!("expected Retired, got {other:?}"),
+    }
+    let third = g.set_neighbours(MeshKind::Tetrahedra).unwrap();
+    assert_eq!(g.link_line(third, 0).unwrap().len(), 4);
 }
 
 /// Vertex → triangle ball tables of the same widths (8 and 16) but other rows and contiguity:
