@@ -337,7 +337,9 @@ impl Gml {
         let datum = self.datum_mut_quiet(id)?;
         let end = line_range("vertices", first, count, datum.lines)?;
         datum.download()?;
-        let lines: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&datum.host[first * 16..end * 16]);
+        let line = datum.role.line_bytes();
+        let lines: Vec<[f32; 4]> =
+            bytemuck::pod_collect_to_vec(&datum.host[first * line..end * line]);
         Ok((
             lines.iter().map(|p| [p[0], p[1], p[2]]).collect(),
             datum.refs[first..end].to_vec(),
@@ -461,7 +463,7 @@ impl Gml {
                 self.mesh.remove(&kind);
                 self.links.invalidate(kind);
                 self.mesh_log
-                    .remove(kind, &format!("replacing the vertices ({cause})"));
+                    .remove(kind, &format!("{cause} of the vertices"));
             }
         }
         self.touch();

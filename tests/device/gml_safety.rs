@@ -863,7 +863,7 @@ fn extract_edges_new_mesh_and_free_retire_their_dependents() {
         "T",
         MeshKind::Triangles,
         None,
-        "replacing the vertices (new_mesh) removed them",
+        "new_mesh of the vertices removed them",
     );
     assert!(!g.is_current(old_tets));
 
