@@ -145,10 +145,29 @@ impl Role {
     }
 }
 
+/// The mesh data a datum was made for: a kind, the generation of its mesh data at the time,
+/// and its entity count then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub kind: MeshKind,
+    pub generation: u64,
+    pub lines: usize,
+}
+
 /// One datum: its role, host mirror and device buffers.
 pub(crate) struct Datum {
     pub role: Role,
     pub lines: usize,
+    /// The mesh data (of its own kind, a link's source and destination, an element kind's
+    /// vertices) this datum was made for. Once one of them is replaced or removed the datum is
+    /// stale: its memory is released and every use of its handle is an error.
+    pub made_for: Vec<Stamp>,
+    /// Why the datum was retired though its mesh data are current (a newer `set_neighbours`,
+    /// new element nodes under a neighbour link).
+    pub retired: Option<String>,
+    /// For a link built by `set_neighbours`: the kind whose element nodes it was computed
+    /// from, so that changing them retires it.
+    pub neighbours_of: Option<MeshKind>,
     /// Line-major bytes, exactly what the device holds.
     pub host: Vec<u8>,
     /// References of mesh entities (empty for other data).
@@ -175,6 +194,9 @@ impl Datum {
         Self {
             role,
             lines,
+            made_for: Vec::new(),
+            retired: None,
+            neighbours_of: None,
             host: vec![0; bytes],
             refs,
             device: None,
@@ -213,6 +235,19 @@ impl Datum {
             self.device_newer = false;
         }
         Ok(())
+    }
+
+    /// Releases the host and device memory of a stale datum and drops its liveness token, so
+    /// that [`super::FieldBuffer`]s made from it go stale too. The role and stamps stay, to
+    /// explain the error.
+    pub fn release(&mut self) {
+        self.host = Vec::new();
+        self.refs = Vec::new();
+        self.device = None;
+        self.device_refs = None;
+        self.host_dirty = false;
+        self.device_newer = false;
+        self.alive = std::sync::Arc::new(());
     }
 
     /// Element nodes without the padding lanes (mesh data of an element kind).

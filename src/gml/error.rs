@@ -51,6 +51,9 @@ pub enum GmlError {
         /// Number of vertices.
         vertices: usize,
     },
+    /// An element call was given the vertices.
+    #[error("{0} are not elements: use the vertex calls (set_vertices, vertex_line, …)")]
+    NotElements(MeshKind),
     /// Mesh data of this kind was not created.
     #[error("the mesh has no {0}: create or import them first")]
     MissingMesh(MeshKind),
@@ -201,9 +204,45 @@ pub enum GmlError {
         /// The struct's size.
         size: usize,
     },
+    /// A datum (solution, user link, mesh data) or kernel was made for mesh data that have
+    /// since been replaced or removed: its lines no longer match the entities.
+    #[error(
+        "{}`{data}` was made for the {kind} of generation {made_for} ({lines} entities), but \
+         {change}; its memory was released: create it again (and compile again the kernels \
+         that use it)",
+        kernel_prefix(.kernel)
+    )]
+    StaleData {
+        /// The kernel that uses the datum, when compiling or launching one found it stale.
+        kernel: Option<String>,
+        /// The datum's name.
+        data: String,
+        /// The mesh kind whose data changed.
+        kind: MeshKind,
+        /// The generation of that kind's mesh data the datum was made for.
+        made_for: u64,
+        /// Entities of that kind then.
+        lines: usize,
+        /// What happened since, e.g. "import_mesh replaced them (generation 9, 120 entities)".
+        change: String,
+    },
+    /// A datum was replaced by a newer one of the same name (a second `set_neighbours`).
+    #[error("`{data}` is no longer current: {why}")]
+    Retired {
+        /// The datum's name.
+        data: String,
+        /// What replaced it.
+        why: String,
+    },
     /// The kernel handle does not belong to this instance.
     #[error("kernel handle {0} does not belong to this gml instance")]
     UnknownKernel(usize),
+}
+
+fn kernel_prefix(kernel: &Option<String>) -> String {
+    kernel
+        .as_ref()
+        .map_or_else(String::new, |k| format!("kernel `{k}`: "))
 }
 
 /// Result of gml calls.

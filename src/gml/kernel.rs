@@ -140,8 +140,10 @@ pub(crate) struct Compiled {
     spec: KernelSpec,
     loop_kind: MeshKind,
     uplink: Option<MeshKind>,
-    /// Uplink table widths the variants were generated for.
-    widths: Vec<usize>,
+    /// Version of the uplink's tables the variants were generated for.
+    uplink_version: Option<u64>,
+    /// How many times the programs were built (1 at compilation).
+    pub builds: usize,
     accesses: Vec<Resolved>,
     variants: Vec<CompiledVariant>,
 }
@@ -346,7 +348,7 @@ fn check_identifier(name: &str) -> Result<()> {
 /// Generates and builds every variant of `spec`.
 fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
     check_identifier(&spec.name)?;
-    let (accesses, uplink) = resolve(gml, spec)?;
+    let (accesses, uplink) = resolve(gml, spec).map_err(|e| in_kernel(&spec.name, e))?;
     build_links(gml, spec.loop_kind, &accesses)?;
     let toolkit = Source::embedded(
         "gml_toolkit.cl",
@@ -369,7 +371,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         gml.options
     );
     let mut compiled_variants = Vec::new();
-    let mut widths = Vec::new();
+    let uplink_version = uplink.and_then(|up| gml.links.version(spec.loop_kind, up));
     for (variant, table) in variants(gml, spec.loop_kind, uplink) {
         let generated = codegen::generate(
             &spec.name,
@@ -421,9 +423,6 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
                 ),
                 code,
             })?;
-        if let Some(w) = variant.width {
-            widths.push(w);
-        }
         compiled_variants.push(CompiledVariant {
             kernel,
             args: generated.args,
@@ -441,7 +440,8 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         spec: spec.clone(),
         loop_kind: spec.loop_kind,
         uplink,
-        widths,
+        uplink_version,
+        builds: 1,
         accesses,
         variants: compiled_variants,
     })
@@ -464,21 +464,24 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
     if gml.kernels[id.index].prepared == Some(gml.generation) {
         return Ok(());
     }
-    // The mesh may have changed since compilation: rebuild links, and the variants if the
-    // uplink's table widths changed.
+    // The mesh may have changed since compilation: rebuild links, and the programs whenever
+    // the uplink's tables were rebuilt (their widths, number and contiguity are compiled in).
+    // Every datum must still be current: a stale one is an error, never a launch over
+    // buffers sized for other entities.
     let (loop_kind, uplink) = {
         let k = &gml.kernels[id.index];
         (k.loop_kind, k.uplink)
     };
     let accesses = gml.kernels[id.index].accesses.clone();
+    check_current(gml, id, &accesses)?;
     build_links(gml, loop_kind, &accesses)?;
-    let widths: Vec<usize> = variants(gml, loop_kind, uplink)
-        .iter()
-        .filter_map(|(v, _)| v.width)
-        .collect();
-    if widths != gml.kernels[id.index].widths {
+    let version = uplink.and_then(|up| gml.links.version(loop_kind, up));
+    if version != gml.kernels[id.index].uplink_version {
         let spec = gml.kernels[id.index].spec.clone();
-        gml.kernels[id.index] = build(gml, &spec)?;
+        let builds = gml.kernels[id.index].builds;
+        let mut rebuilt = build(gml, &spec)?;
+        rebuilt.builds = builds + 1;
+        gml.kernels[id.index] = rebuilt;
     }
     // Upload what changed on the host.
     let context = gml.context.clone();
@@ -519,6 +522,43 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
     // Generation is read after the uploads and link builds above, which may bump it.
     kernel.prepared = Some(gml.generation);
     Ok(())
+}
+
+/// Every datum and user link the kernel accesses must still be current, and the loop kind's
+/// mesh data must exist.
+fn check_current(gml: &Gml, id: KernelId, accesses: &[Resolved]) -> Result<()> {
+    let kernel = &gml.kernels[id.index];
+    for a in accesses {
+        gml.datum(a.data).map_err(|e| in_kernel(&kernel.name, e))?;
+        if let Relation::User { link, .. } = a.relation {
+            gml.datum(link).map_err(|e| in_kernel(&kernel.name, e))?;
+        }
+    }
+    gml.mesh(kernel.loop_kind)
+        .map_err(|e| in_kernel(&kernel.name, e))?;
+    Ok(())
+}
+
+/// Says which kernel met a stale datum.
+fn in_kernel(name: &str, error: GmlError) -> GmlError {
+    match error {
+        GmlError::StaleData {
+            kernel: None,
+            data,
+            kind,
+            made_for,
+            lines,
+            change,
+        } => GmlError::StaleData {
+            kernel: Some(name.to_string()),
+            data,
+            kind,
+            made_for,
+            lines,
+            change,
+        },
+        other => other,
+    }
 }
 
 /// Enqueues every link table's variant of `id` into `timeline` without waiting.

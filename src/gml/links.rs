@@ -64,15 +64,34 @@ pub(crate) enum Auto {
 }
 
 /// The links built so far, by (source, destination).
+///
+/// Every link built gets a new version number, so that a kernel compiled over a link's tables
+/// knows when they were rebuilt (new rows, new degree classes, new contiguity) and builds its
+/// programs again.
 #[derive(Default)]
 pub(crate) struct Cache {
     links: HashMap<(MeshKind, MeshKind), Auto>,
+    versions: HashMap<(MeshKind, MeshKind), u64>,
+    serial: u64,
 }
 
 impl Cache {
     /// Forgets every link touching `kind` (its entities changed).
     pub fn invalidate(&mut self, kind: MeshKind) {
         self.links.retain(|&(a, b), _| a != kind && b != kind);
+        self.versions.retain(|&(a, b), _| a != kind && b != kind);
+    }
+
+    /// Stores a link just built, under a new version.
+    pub fn insert(&mut self, from: MeshKind, to: MeshKind, auto: Auto) {
+        self.serial += 1;
+        self.links.insert((from, to), auto);
+        self.versions.insert((from, to), self.serial);
+    }
+
+    /// The version of the link from `from` to `to`, `None` when it is not built.
+    pub fn version(&self, from: MeshKind, to: MeshKind) -> Option<u64> {
+        self.versions.get(&(from, to)).copied()
     }
 
     pub fn get(&self, from: MeshKind, to: MeshKind) -> Option<&Auto> {
@@ -178,6 +197,6 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
             max_degree: incidence.max_degree(),
         }
     };
-    gml.links.links.insert((from, to), auto);
+    gml.links.insert(from, to, auto);
     Ok(())
 }

@@ -7,6 +7,21 @@
 //! into degree classes, neighbours), launches the kernel once per link table, and stores back
 //! only the data opened for writing.
 //!
+//! # Replacing mesh data
+//!
+//! Each kind's mesh data have a generation, new each time they are created, replaced
+//! ([`Gml::new_mesh`], an import, [`Gml::extract_edges`]/[`Gml::extract_faces`]) or removed
+//! ([`Gml::free`], an import whose mesh lacks the kind). Solutions, user links, element tables
+//! and [`FieldBuffer`]s record the generations they were made for (an element table those of
+//! the vertices it indexes, a link those of both ends). Once one is no longer current the datum
+//! is *stale*: gml releases its memory at once but keeps its handle known, so that compiling,
+//! launching or enqueueing a kernel over it, reading or writing it, or exposing its buffer is a
+//! [`GmlError::StaleData`] naming the datum and what changed, never an access sized for other
+//! entities. An import replaces the whole mesh: element kinds the new mesh lacks are removed.
+//! Changing lines in place (`set_vertices`, `set_elements`) keeps every datum current (same
+//! entities, same count); automatic links are rebuilt when element nodes change, and kernels
+//! over an uplink build their programs again whenever its tables were rebuilt.
+//!
 //! ```no_run
 //! use snowsim::cl::DeviceSelector;
 //! use snowsim::gml::{Access, Gml, KernelSpec, MeshKind};
@@ -29,6 +44,7 @@ mod codegen;
 mod data;
 mod error;
 mod field;
+mod generation;
 mod kernel;
 mod kind;
 mod links;
@@ -69,6 +85,7 @@ pub struct Gml {
     context: Context,
     data: Vec<Option<Datum>>,
     mesh: HashMap<MeshKind, DataId>,
+    mesh_log: generation::MeshLog,
     links: links::Cache,
     toolkit: String,
     params: Option<params::Block>,
@@ -95,6 +112,7 @@ impl Gml {
             context,
             data: Vec::new(),
             mesh: HashMap::new(),
+            mesh_log: generation::MeshLog::default(),
             links: links::Cache::default(),
             toolkit: String::new(),
             params: None,
@@ -145,15 +163,15 @@ impl Gml {
 
     // ----- mesh data -----------------------------------------------------------------------
 
-    /// Creates (or replaces) the mesh data of `kind` with `count` entities, all zero.
+    /// Creates (or replaces) the mesh data of `kind` with `count` entities, all zero
+    /// (`GmlNewMeshData`).
+    ///
+    /// Replacing mesh data gives the kind a new generation: the solutions and user links made
+    /// for the old entities (and, when the vertices are replaced, every element table, which
+    /// indexes them) become stale. Their memory is released and every later use of their
+    /// handles is a [`GmlError::StaleData`] saying what changed.
     pub fn new_mesh(&mut self, kind: MeshKind, count: usize) -> Result<DataId> {
-        if let Some(old) = self.mesh.remove(&kind) {
-            self.data[old.index as usize] = None;
-        }
-        self.links.invalidate(kind);
-        let id = self.insert(Datum::new(Role::Mesh(kind), count));
-        self.mesh.insert(kind, id);
-        Ok(id)
+        self.replace_mesh(kind, count, "new_mesh")
     }
 
     /// The mesh data of `kind`, to pass to a kernel.
@@ -171,13 +189,27 @@ impl Gml {
         self.data[id.index as usize].as_ref().map(|d| d.lines)
     }
 
+    /// The generation of the current mesh data of `kind`: a number that changes each time they
+    /// are created, replaced or removed (0 before any). Data made for another generation are
+    /// stale.
+    pub fn mesh_generation(&self, kind: MeshKind) -> u64 {
+        self.mesh_log.generation(kind)
+    }
+
+    /// Whether `data` can still be used: it exists and the mesh data it was made for are still
+    /// current.
+    pub fn is_current(&self, data: impl Data) -> bool {
+        self.datum(data.id()).is_ok()
+    }
+
     /// Sets vertices `first..first + coordinates.len()`: coordinates (stored as `float4` with
-    /// w = 0) and references.
+    /// w = 0) and, when given, references (one per vertex); without references the vertices
+    /// keep theirs (0 for new data) (`GmlSetDataBlock` on vertices).
     pub fn set_vertices(
         &mut self,
         first: usize,
         coordinates: &[[f64; 3]],
-        refs: &[i32],
+        refs: Option<&[i32]>,
     ) -> Result<()> {
         let lines: Vec<[f32; 4]> = coordinates
             .iter()
@@ -186,37 +218,42 @@ impl Gml {
         self.set_mesh_lines(
             MeshKind::Vertices,
             first,
+            coordinates.len(),
             bytemuck::cast_slice(&lines),
             refs,
         )
     }
 
     /// Sets elements of `kind` from `first` on: `nodes` holds `kind.nodes()` 0-based vertex
-    /// indices per element, `refs` one reference per element. Indices are checked against the
-    /// vertex count.
+    /// indices per element and, when given, `refs` one reference per element (without, the
+    /// elements keep theirs). Indices are checked against the vertex count.
     pub fn set_elements(
         &mut self,
         kind: MeshKind,
         first: usize,
         nodes: &[u32],
-        refs: &[i32],
+        refs: Option<&[i32]>,
     ) -> Result<()> {
+        if kind == MeshKind::Vertices {
+            return Err(GmlError::NotElements(kind));
+        }
         let n = kind.nodes();
-        if kind == MeshKind::Vertices || nodes.len() != refs.len() * n {
+        if !nodes.len().is_multiple_of(n) {
             return Err(GmlError::WrongLength {
                 what: format!("{kind} nodes"),
-                expected: refs.len() * n,
+                expected: nodes.len().div_ceil(n) * n,
                 got: nodes.len(),
             });
         }
+        let count = nodes.len() / n;
         let vertices = self.count(MeshKind::Vertices).unwrap_or(0);
         let width = kind.node_vector_width();
-        let mut lines = Vec::with_capacity(refs.len() * width);
+        let mut lines = Vec::with_capacity(count * width);
         for (e, element) in nodes.chunks_exact(n).enumerate() {
             if let Some(&bad) = element.iter().find(|&&v| v as usize >= vertices) {
                 return Err(GmlError::NodeOutOfRange {
                     kind,
-                    element: first + e,
+                    element: first.saturating_add(e),
                     index: i64::from(bad),
                     vertices,
                 });
@@ -224,89 +261,212 @@ impl Gml {
             lines.extend(element.iter().map(|&v| v as i32));
             lines.extend(std::iter::repeat_n(element[0] as i32, width - n));
         }
-        self.set_mesh_lines(kind, first, bytemuck::cast_slice(&lines), refs)
+        self.set_mesh_lines(kind, first, count, bytemuck::cast_slice(&lines), refs)
     }
 
     fn set_mesh_lines(
         &mut self,
         kind: MeshKind,
         first: usize,
+        count: usize,
         bytes: &[u8],
-        refs: &[i32],
+        refs: Option<&[i32]>,
     ) -> Result<()> {
-        let id = self.mesh(kind)?;
-        let datum = self.datum_mut(id)?;
-        let end = first + refs.len();
-        if end > datum.lines {
-            return Err(GmlError::LineOutOfRange {
-                what: kind.to_string(),
-                first,
-                end,
-                lines: datum.lines,
+        if let Some(refs) = refs
+            && refs.len() != count
+        {
+            return Err(GmlError::WrongLength {
+                what: format!("{kind} references"),
+                expected: count,
+                got: refs.len(),
             });
         }
+        let id = self.mesh(kind)?;
+        let datum = self.datum_mut(id)?;
+        let end = line_range(kind.name(), first, count, datum.lines)?;
         datum.download()?;
         let line = datum.role.line_bytes();
         datum.host[first * line..end * line].copy_from_slice(bytes);
-        datum.refs[first..end].copy_from_slice(refs);
+        if let Some(refs) = refs {
+            datum.refs[first..end].copy_from_slice(refs);
+        }
         datum.host_dirty = true;
-        self.links.invalidate(kind);
+        // Links depend on element nodes and on the vertex count, not on coordinates.
+        if kind != MeshKind::Vertices {
+            self.links.invalidate(kind);
+            self.retire_neighbours(
+                kind,
+                &format!(
+                    "set_elements changed {kind} nodes after set_neighbours({kind}) built it: \
+                     call set_neighbours again"
+                ),
+            );
+        }
         Ok(())
     }
 
-    /// Vertex coordinates and references, from the device if kernels changed them.
+    /// Retires the links `set_neighbours` built for `kind`, saying `why`.
+    fn retire_neighbours(&mut self, kind: MeshKind, why: &str) {
+        let mut any = false;
+        for datum in self.data.iter_mut().flatten() {
+            if datum.retired.is_none() && datum.neighbours_of == Some(kind) {
+                datum.retired = Some(why.to_string());
+                datum.release();
+                any = true;
+            }
+        }
+        if any {
+            self.touch();
+        }
+    }
+
+    /// Every vertex's coordinates and reference, from the device if kernels changed them.
     pub fn vertices(&mut self) -> Result<(Vec<[f32; 3]>, Vec<i32>)> {
+        let count = self.count(MeshKind::Vertices).unwrap_or(0);
+        self.vertex_block(0, count)
+    }
+
+    /// Coordinates and references of vertices `first..first + count`, from the device if
+    /// kernels changed them (`GmlGetDataBlock` on vertices).
+    pub fn vertex_block(
+        &mut self,
+        first: usize,
+        count: usize,
+    ) -> Result<(Vec<[f32; 3]>, Vec<i32>)> {
         let id = self.mesh(MeshKind::Vertices)?;
         let datum = self.datum_mut_quiet(id)?;
+        let end = line_range("vertices", first, count, datum.lines)?;
         datum.download()?;
-        let lines: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&datum.host);
+        let line = datum.role.line_bytes();
+        let lines: Vec<[f32; 4]> =
+            bytemuck::pod_collect_to_vec(&datum.host[first * line..end * line]);
         Ok((
             lines.iter().map(|p| [p[0], p[1], p[2]]).collect(),
-            datum.refs.clone(),
+            datum.refs[first..end].to_vec(),
         ))
     }
 
-    /// Element nodes (`kind.nodes()` per element, 0-based) and references.
+    /// One vertex's coordinates and reference (`GmlGetDataLine` on vertices).
+    pub fn vertex_line(&mut self, line: usize) -> Result<([f32; 3], i32)> {
+        let (coordinates, refs) = self.vertex_block(line, 1)?;
+        Ok((coordinates[0], refs[0]))
+    }
+
+    /// Every element's nodes (`kind.nodes()` per element, 0-based) and references.
     pub fn elements(&mut self, kind: MeshKind) -> Result<(Vec<u32>, Vec<i32>)> {
+        let count = self.count(kind).ok_or(GmlError::MissingMesh(kind))?;
+        self.element_block(kind, 0, count)
+    }
+
+    /// Nodes (`kind.nodes()` per element, 0-based) and references of elements
+    /// `first..first + count` (`GmlGetDataBlock` on elements).
+    pub fn element_block(
+        &mut self,
+        kind: MeshKind,
+        first: usize,
+        count: usize,
+    ) -> Result<(Vec<u32>, Vec<i32>)> {
+        if kind == MeshKind::Vertices {
+            return Err(GmlError::NotElements(kind));
+        }
         let id = self.mesh(kind)?;
-        let datum = self.datum_mut_quiet(id)?;
-        datum.download()?;
+        let datum = self.datum(id)?;
+        let end = line_range(kind.name(), first, count, datum.lines)?;
+        let (n, width) = (kind.nodes(), kind.node_vector_width());
+        let line = datum.role.line_bytes();
+        let all: Vec<i32> = bytemuck::pod_collect_to_vec(&datum.host[first * line..end * line]);
         Ok((
-            datum.nodes().iter().map(|&v| v as u32).collect(),
-            datum.refs.clone(),
+            all.chunks_exact(width)
+                .flat_map(|l| l[..n].iter().map(|&v| v as u32))
+                .collect(),
+            datum.refs[first..end].to_vec(),
         ))
     }
 
-    /// Loads every kind present in `mesh` (`GmlImportMesh`).
+    /// One element's nodes and reference (`GmlGetDataLine` on elements).
+    pub fn element_line(&mut self, kind: MeshKind, line: usize) -> Result<(Vec<u32>, i32)> {
+        let (nodes, refs) = self.element_block(kind, line, 1)?;
+        Ok((nodes, refs[0]))
+    }
+
+    /// Loads every kind present in `mesh` (`GmlImportMesh`), replacing the whole mesh: element
+    /// kinds `mesh` lacks are removed, and every solution and link made for the old mesh data
+    /// becomes stale (see [`new_mesh`](Self::new_mesh)).
     pub fn import_mesh(&mut self, mesh: &meshio::Mesh) -> Result<()> {
         self.import_kinds(mesh, &meshio::ElementKind::ALL)
     }
 
     /// Loads the vertices of `mesh` and only the element kinds listed (those it has), so that
-    /// a kernel over one kind does not upload the others.
+    /// a kernel over one kind does not upload the others. Like [`import_mesh`](Self::import_mesh)
+    /// it replaces the whole mesh: kinds not loaded are removed.
     pub fn import_kinds(
         &mut self,
         mesh: &meshio::Mesh,
         kinds: &[meshio::ElementKind],
     ) -> Result<()> {
-        self.new_mesh(MeshKind::Vertices, mesh.vertices.len())?;
-        self.set_vertices(0, &mesh.vertices, &mesh.vertex_refs)?;
+        // New vertices retire every element table (they index the old vertices).
+        self.replace_mesh(MeshKind::Vertices, mesh.vertices.len(), "import_mesh")?;
+        self.set_vertices(0, &mesh.vertices, Some(&mesh.vertex_refs))?;
         for &element in kinds {
             let elements = mesh.elements(element);
             if elements.is_empty() {
                 continue;
             }
             let kind = MeshKind::from_element(element);
-            self.new_mesh(kind, elements.len())?;
-            self.set_elements(kind, 0, elements.node_slice(), elements.refs())?;
+            self.replace_mesh(kind, elements.len(), "import_mesh")?;
+            self.set_elements(kind, 0, elements.node_slice(), Some(elements.refs()))?;
         }
         Ok(())
     }
 
-    /// Reads a `.mesh`/`.meshb` file and loads it.
+    /// Reads a `.mesh`/`.meshb` file and loads it, replacing the whole mesh.
     pub fn import_file(&mut self, path: &Path) -> Result<()> {
         let file = meshio::read(path)?;
         self.import_mesh(&file.mesh)
+    }
+
+    /// Creates the mesh data of `kind`, retiring the old ones and what was made for them.
+    fn replace_mesh(&mut self, kind: MeshKind, count: usize, cause: &str) -> Result<DataId> {
+        self.mesh.remove(&kind);
+        self.links.invalidate(kind);
+        self.mesh_log.replace(kind, count, cause);
+        self.retire_stale(cause);
+        let id = self.insert(Datum::new(Role::Mesh(kind), count));
+        self.mesh.insert(kind, id);
+        Ok(id)
+    }
+
+    /// Releases the memory of every datum whose mesh data changed. Element tables made for
+    /// replaced vertices are removed from the mesh, which retires what was made for them in
+    /// turn.
+    fn retire_stale(&mut self, cause: &str) {
+        loop {
+            for datum in self.data.iter_mut().flatten() {
+                if !self.mesh_log.is_current(datum) {
+                    datum.release();
+                }
+            }
+            let orphans: Vec<MeshKind> = self
+                .mesh
+                .iter()
+                .filter(|&(_, id)| {
+                    self.data[id.index as usize]
+                        .as_ref()
+                        .is_none_or(|d| !self.mesh_log.is_current(d))
+                })
+                .map(|(&kind, _)| kind)
+                .collect();
+            if orphans.is_empty() {
+                break;
+            }
+            for kind in orphans {
+                self.mesh.remove(&kind);
+                self.links.invalidate(kind);
+                self.mesh_log
+                    .remove(kind, &format!("{cause} of the vertices"));
+            }
+        }
+        self.touch();
     }
 
     // ----- solutions -----------------------------------------------------------------------
@@ -393,15 +553,7 @@ impl Gml {
                 got: values.len(),
             });
         }
-        let end = first + values.len() / items;
-        if end > datum.lines {
-            return Err(GmlError::LineOutOfRange {
-                what: name,
-                first,
-                end,
-                lines: datum.lines,
-            });
-        }
+        let end = line_range(&name, first, values.len() / items, datum.lines)?;
         datum.download()?;
         let line = datum.role.line_bytes();
         datum.host[first * line..end * line].copy_from_slice(bytemuck::cast_slice(values));
@@ -417,15 +569,7 @@ impl Gml {
         count: usize,
     ) -> Result<Vec<T>> {
         let datum = self.datum_mut_quiet(field.id)?;
-        let end = first + count;
-        if end > datum.lines {
-            return Err(GmlError::LineOutOfRange {
-                what: datum.role.name().to_string(),
-                first,
-                end,
-                lines: datum.lines,
-            });
-        }
+        let end = line_range(datum.role.name(), first, count, datum.lines)?;
         datum.download()?;
         let line = datum.role.line_bytes();
         Ok(bytemuck::pod_collect_to_vec(
@@ -444,16 +588,19 @@ impl Gml {
         self.block(field, 0, lines)
     }
 
-    /// Frees a datum on the host and the device (`GmlFreeData`). Its handle is refused
-    /// afterwards.
+    /// Frees a datum on the host and the device (`GmlFreeData`), stale or not. Its handle is
+    /// refused afterwards. Freeing mesh data removes the kind from the mesh: what was made for
+    /// it becomes stale (and, for the vertices, every element table with it).
     pub fn free(&mut self, data: impl Data) -> Result<()> {
         let id = data.id();
-        let kind = self.datum(id)?.role.kind();
+        let kind = self.datum_any(id)?.role.kind();
+        self.data[id.index as usize] = None;
         if self.mesh.get(&kind) == Some(&id) {
             self.mesh.remove(&kind);
             self.links.invalidate(kind);
+            self.mesh_log.remove(kind, "free");
+            self.retire_stale("free");
         }
-        self.data[id.index as usize] = None;
         self.touch();
         Ok(())
     }
@@ -470,6 +617,7 @@ impl Gml {
         name: &str,
     ) -> Result<Link> {
         let lines = self.count(from).ok_or(GmlError::MissingMesh(from))?;
+        self.count(to).ok_or(GmlError::MissingMesh(to))?;
         self.check_name(from, name)?;
         let role = Role::Link {
             from,
@@ -483,41 +631,82 @@ impl Gml {
         Ok(Link { id })
     }
 
-    /// Sets line `line` of a user link: `width` entity numbers of the destination kind, -1 for
-    /// none. Every entry is checked against the destination's count.
+    /// Sets line `line` of a user link (`GmlSetDataLine`): `width` entity numbers of the
+    /// destination kind, -1 for none. Every entry is checked against the destination's count.
     pub fn set_link_line(&mut self, link: Link, line: usize, targets: &[i32]) -> Result<()> {
-        let Role::Link { to, width, .. } = self.datum(link.id)?.role.clone() else {
-            return Err(GmlError::UnknownData(link.id.index as usize));
-        };
-        let count = self.count(to).unwrap_or(0);
+        let (_, _, width, name) = self.link_role(link)?;
         if targets.len() != width {
             return Err(GmlError::WrongLength {
-                what: self.datum(link.id)?.role.name().to_string(),
+                what: name,
                 expected: width,
                 got: targets.len(),
             });
         }
-        if let Some(&bad) = targets.iter().find(|&&t| t < -1 || t >= count as i32) {
+        self.set_link_block(link, line, targets)
+    }
+
+    /// Sets lines `first..` of a user link in one go (`GmlSetDataBlock`): `width` entity
+    /// numbers of the destination kind per line, -1 for none; `targets.len()` must be a
+    /// multiple of the width. Every entry is checked against the destination's count.
+    pub fn set_link_block(&mut self, link: Link, first: usize, targets: &[i32]) -> Result<()> {
+        let (_, to, width, name) = self.link_role(link)?;
+        if !targets.len().is_multiple_of(width) {
+            return Err(GmlError::WrongLength {
+                what: name,
+                expected: targets.len().div_ceil(width) * width,
+                got: targets.len(),
+            });
+        }
+        let count = self.count(to).unwrap_or(0);
+        if let Some(at) = targets.iter().position(|&t| t < -1 || t >= count as i32) {
             return Err(GmlError::NodeOutOfRange {
                 kind: to,
-                element: line,
-                index: i64::from(bad),
+                element: first.saturating_add(at / width),
+                index: i64::from(targets[at]),
                 vertices: count,
             });
         }
         let datum = self.datum_mut(link.id)?;
-        if line >= datum.lines {
-            return Err(GmlError::LineOutOfRange {
-                what: datum.role.name().to_string(),
-                first: line,
-                end: line + 1,
-                lines: datum.lines,
-            });
-        }
+        let end = line_range(&name, first, targets.len() / width, datum.lines)?;
         let bytes = width * 4;
-        datum.host[line * bytes..(line + 1) * bytes].copy_from_slice(bytemuck::cast_slice(targets));
+        datum.host[first * bytes..end * bytes].copy_from_slice(bytemuck::cast_slice(targets));
         datum.host_dirty = true;
         Ok(())
+    }
+
+    /// Lines `first..first + count` of a user link, `width` entries each, -1 for none
+    /// (`GmlGetDataBlock`).
+    pub fn link_block(&mut self, link: Link, first: usize, count: usize) -> Result<Vec<i32>> {
+        let (_, _, width, name) = self.link_role(link)?;
+        let datum = self.datum(link.id)?;
+        let end = line_range(&name, first, count, datum.lines)?;
+        let bytes = width * 4;
+        Ok(bytemuck::pod_collect_to_vec(
+            &datum.host[first * bytes..end * bytes],
+        ))
+    }
+
+    /// One line of a user link (`GmlGetDataLine`).
+    pub fn link_line(&mut self, link: Link, line: usize) -> Result<Vec<i32>> {
+        self.link_block(link, line, 1)
+    }
+
+    /// Source kind, destination kind and width of a user link.
+    pub fn link_shape(&self, link: Link) -> Result<(MeshKind, MeshKind, usize)> {
+        let (from, to, width, _) = self.link_role(link)?;
+        Ok((from, to, width))
+    }
+
+    fn link_role(&self, link: Link) -> Result<(MeshKind, MeshKind, usize, String)> {
+        match &self.datum(link.id)?.role {
+            Role::Link {
+                from,
+                to,
+                width,
+                name,
+            } => Ok((*from, *to, *width, name.clone())),
+            _ => Err(GmlError::UnknownData(link.id.index as usize)),
+        }
     }
 
     /// Builds the neighbour link of `kind`: for each element, the element across each face
@@ -529,24 +718,16 @@ impl Gml {
         let ngb = topology::neighbours(kind, face, &nodes)
             .map_err(|nodes| GmlError::NonManifold { kind, nodes })?;
         let width = kind.sub_entities(face).len();
-        let stale: Vec<DataId> = self
-            .data
-            .iter()
-            .enumerate()
-            .filter_map(|(i, d)| d.as_ref().map(|d| (i, d)))
-            .filter(|(_, d)| matches!(&d.role, Role::Link { from, name, .. } if *from == kind && name == "Ngb"))
-            .map(|(i, _)| DataId {
-                instance: self.instance,
-                index: i as u32,
-            })
-            .collect();
-        for id in stale {
-            self.data[id.index as usize] = None;
-        }
-        self.touch();
+        self.retire_neighbours(
+            kind,
+            &format!(
+                "a later set_neighbours({kind}) built a new `Ngb` link: use the handle it returned"
+            ),
+        );
         let link = self.new_link(kind, kind, width, "Ngb")?;
         let datum = self.datum_mut(link.id)?;
         datum.host = bytemuck::cast_slice(&ngb).to_vec();
+        datum.neighbours_of = Some(kind);
         Ok(link)
     }
 
@@ -605,9 +786,14 @@ impl Gml {
             sources.iter().map(|(k, n)| (*k, n.as_slice())).collect();
         let (nodes, refs) = topology::extract(sub, (&existing, &refs), &borrowed);
         let count = refs.len();
-        self.new_mesh(sub, count)?;
+        let cause = if sub == MeshKind::Edges {
+            "extract_edges"
+        } else {
+            "extract_faces"
+        };
+        self.replace_mesh(sub, count, cause)?;
         let nodes: Vec<u32> = nodes.iter().map(|&v| v as u32).collect();
-        self.set_elements(sub, 0, &nodes, &refs)?;
+        self.set_elements(sub, 0, &nodes, Some(&refs))?;
         Ok(count)
     }
 
@@ -632,6 +818,12 @@ impl Gml {
     /// when no data or link changed on the host.
     pub fn enqueue(&mut self, kernel: KernelId, timeline: &mut cl::Timeline) -> Result<()> {
         kernel::enqueue(self, kernel, timeline)
+    }
+
+    /// How many times the programs of `kernel` were built: 1 at compilation, plus one each
+    /// time the tables of its uplink were rebuilt (the mesh changed) before a launch.
+    pub fn kernel_builds(&self, kernel: KernelId) -> Result<usize> {
+        Ok(self.kernel(kernel)?.builds)
     }
 
     /// The generated source of a kernel (one per link table), as compiled.
@@ -731,8 +923,19 @@ impl Gml {
 
     // ----- internals -----------------------------------------------------------------------
 
-    fn insert(&mut self, datum: Datum) -> DataId {
+    fn insert(&mut self, mut datum: Datum) -> DataId {
         self.generation += 1;
+        let mut kinds = match &datum.role {
+            Role::Mesh(MeshKind::Vertices) => vec![MeshKind::Vertices],
+            Role::Mesh(kind) => vec![*kind, MeshKind::Vertices],
+            Role::Solution { kind, .. } => vec![*kind],
+            Role::Link { from, to, .. } => vec![*from, *to],
+        };
+        kinds.dedup();
+        datum.made_for = kinds
+            .into_iter()
+            .filter_map(|k| self.mesh_log.stamp(k))
+            .collect();
         self.data.push(Some(datum));
         DataId {
             instance: self.instance,
@@ -740,7 +943,15 @@ impl Gml {
         }
     }
 
+    /// The datum, if it exists and the mesh data it was made for are current.
     pub(crate) fn datum(&self, id: DataId) -> Result<&Datum> {
+        let datum = self.datum_any(id)?;
+        self.mesh_log.check(datum)?;
+        Ok(datum)
+    }
+
+    /// The datum, stale or not.
+    fn datum_any(&self, id: DataId) -> Result<&Datum> {
         if id.instance != self.instance {
             return Err(GmlError::UnknownData(id.index as usize));
         }
@@ -759,9 +970,7 @@ impl Gml {
 
     /// The datum, for a change that kernels need not know about (device-side flags).
     pub(crate) fn datum_mut_quiet(&mut self, id: DataId) -> Result<&mut Datum> {
-        if id.instance != self.instance {
-            return Err(GmlError::UnknownData(id.index as usize));
-        }
+        self.datum(id)?;
         self.data
             .get_mut(id.index as usize)
             .and_then(Option::as_mut)
@@ -789,7 +998,7 @@ impl Gml {
             .data
             .iter()
             .flatten()
-            .any(|d| d.role.kind() == kind && d.role.name() == name)
+            .any(|d| d.role.kind() == kind && d.role.name() == name && self.mesh_log.is_current(d))
         {
             return Err(GmlError::DuplicateName(name.to_string()));
         }
@@ -803,6 +1012,19 @@ impl Gml {
     /// Records that the mesh or its links changed.
     pub(crate) fn touch(&mut self) {
         self.generation += 1;
+    }
+}
+
+/// One past the last line of `first..first + count`, checked against the data's `lines`.
+fn line_range(what: &str, first: usize, count: usize, lines: usize) -> Result<usize> {
+    match first.checked_add(count) {
+        Some(end) if end <= lines => Ok(end),
+        end => Err(GmlError::LineOutOfRange {
+            what: what.to_string(),
+            first,
+            end: end.unwrap_or(usize::MAX),
+            lines,
+        }),
     }
 }
 

@@ -426,7 +426,7 @@ fn misuse_is_a_clear_error() {
         Err(GmlError::LineOutOfRange { .. })
     ));
     assert!(matches!(
-        g.set_elements(MeshKind::Tetrahedra, 0, &[0, 1, 2, 99_999], &[1]),
+        g.set_elements(MeshKind::Tetrahedra, 0, &[0, 1, 2, 99_999], Some(&[1])),
         Err(GmlError::NodeOutOfRange { .. })
     ));
     let mut other = gml();
