@@ -306,7 +306,7 @@ fn power_of_two_below(n: usize) -> usize {
 }
 
 /// Builds (once) the programs of `plan`.
-fn programs<'g>(gml: &'g mut Gml, plan: Plan) -> Result<&'g Programs> {
+fn programs(gml: &mut Gml, plan: Plan) -> Result<&Programs> {
     if !gml.reducer.programs.contains_key(&plan) {
         let context = &gml.context;
         let source =
