@@ -142,6 +142,13 @@ static inline fp_t gml_norm(const elem_t *v)
     return m * sqrt(q);
 }
 
+// Copies one load into a private array of GML_LOAD scalars.
+#if GML_LOAD == 1
+#define GML_UNPACK(x, v) ((v)[0] = (x))
+#else
+#define GML_UNPACK(x, v) GML_VSTORE((x), 0, (v))
+#endif
+
 // Folds one load of GML_LOAD scalars into the accumulators.
 static inline void gml_take(acc_t *s, acc_t *c, const elem_t *v)
 {
@@ -203,13 +210,20 @@ __kernel void gml_reduce_first(__global const GML_TL *restrict input,
         s[j] = GML_NEUTRAL;
         c[j] = 0;
     }
-    elem_t v[GML_LOAD];
-    for (size_t k = get_global_id(0); k < loads; k += get_global_size(0)) {
-#if GML_LOAD == 1
-        v[0] = input[k];
-#else
-        GML_VSTORE(input[k], 0, v);
-#endif
+    elem_t v[GML_LOAD], w[GML_LOAD];
+    const size_t stride = get_global_size(0);
+    size_t k = get_global_id(0);
+    // Two loads in flight per work-item, then the odd one.
+    for (; k + stride < loads; k += 2 * stride) {
+        const GML_TL a = input[k];
+        const GML_TL b = input[k + stride];
+        GML_UNPACK(a, v);
+        GML_UNPACK(b, w);
+        gml_take(s, c, v);
+        gml_take(s, c, w);
+    }
+    if (k < loads) {
+        GML_UNPACK(input[k], v);
         gml_take(s, c, v);
     }
 #if !GML_NORM
