@@ -294,6 +294,7 @@ const RESULT_BYTES: usize = 2 * 16 * 8;
 const GROUPS_PER_UNIT: usize = 8;
 
 impl Reducer {
+    /// Accumulates f32 and i32 sums in compensated float even on fp64 devices (or not).
     pub(crate) fn set_float_only(&mut self, on: bool) {
         self.float_only = on;
     }
@@ -457,6 +458,12 @@ fn enqueue(
             lines: len,
         });
     }
+    let index_u32 = u32::try_from(index).map_err(|_| GmlError::LineOutOfRange {
+        what: "reduction output (a 32-bit index)".into(),
+        first: index,
+        end: index + plan.outs,
+        lines: len.min(u32::MAX as usize),
+    })?;
     if scalar == Some(Scalar::F64) && !fp64 {
         return Err(GmlError::NoFp64(format!(
             "a double result of reducing `{name}`"
@@ -530,7 +537,7 @@ fn enqueue(
                 }
                 .arg(&groups)?
                 .local::<u8>(scratch)?
-                .arg(&(index as u32))?;
+                .arg(&index_u32)?;
             }
             second.enqueue_into(&context, work(1), timeline)?;
         }
