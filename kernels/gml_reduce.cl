@@ -2,7 +2,8 @@
 //
 // gml_reduce_first: every work-item reads whole loads of GML_LOAD scalars (a float4, a double2,
 // a float16: one 16-byte or wider load) with a grid-stride loop, so consecutive work-items read
-// consecutive memory; it transforms each value (|x| for L1 and Linf, x*x for L2, x != 0 for L0,
+// consecutive memory (on a GPU; with GML_CHUNKED, on a CPU, each work-item reads a contiguous
+// run instead); it transforms each value (|x| for L1 and Linf, x*x for L2, x != 0 for L0,
 // the Euclidean norm of each vector in norm mode) and folds it into its accumulators, one per
 // lane of the load. The lanes are then folded into GML_OUTS results (one per component of a
 // vector field, or one), the work-group folds its work-items' results in local memory and
@@ -23,7 +24,7 @@
 //              device has fp64; float with Neumaier compensation (GML_COMP 1) where it has not)
 //   GML_ACC_INT 1 when GML_ACC is an integer, GML_FP the floating type of norms
 //   GML_OP_MIN, GML_OP_MAX, GML_OP_SUM, GML_OP_L0, GML_OP_L1, GML_OP_L2 or GML_OP_LINF
-//   GML_FP64   when double is used anywhere.
+//   GML_FP64   when the device has fp64; GML_CHUNKED 1 on CPU devices.
 // min, max and Linf test for NaN explicitly (fmin and fmax would drop it): one NaN makes the
 // result NaN. Infinities follow IEEE arithmetic (+inf + -inf is NaN).
 
@@ -81,11 +82,9 @@ static inline void gml_add(acc_t *s, acc_t *c, const acc_t x)
 static inline void gml_fold(acc_t *s, acc_t *c, const acc_t x)
 {
 #if defined(GML_OP_MIN)
-    if (x < *s || GML_ISNAN(x))
-        *s = x;
+    *s = ((x < *s) | GML_ISNAN(x)) ? x : *s;
 #elif defined(GML_OP_MAX) || defined(GML_OP_LINF)
-    if (x > *s || GML_ISNAN(x))
-        *s = x;
+    *s = ((x > *s) | GML_ISNAN(x)) ? x : *s;
 #else
     gml_add(s, c, x);
 #endif
@@ -212,7 +211,19 @@ __kernel void gml_reduce_first(__global const GML_TL *restrict input,
     }
     elem_t v[GML_LOAD], w[GML_LOAD];
     const size_t stride = get_global_size(0);
+#if GML_CHUNKED
+    // On a CPU each work-item reads its own contiguous run: whole cache lines, in order.
+    const size_t per = (loads + stride - 1) / stride;
+    const size_t start = min(get_global_id(0) * per, (size_t)loads);
+    const size_t end = min(start + per, (size_t)loads);
+    for (size_t i = start; i < end; i++) {
+        GML_UNPACK(input[i], v);
+        gml_take(s, c, v);
+    }
+    size_t k = loads; // nothing left for the grid-stride loop
+#else
     size_t k = get_global_id(0);
+#endif
     // Two loads in flight per work-item, then the odd one.
     for (; k + stride < loads; k += 2 * stride) {
         const GML_TL a = input[k];

@@ -50,7 +50,9 @@ pub use kernel::{Access, KernelId, KernelSpec, Mode};
 pub use kind::MeshKind;
 pub use links::{LinkInfo, LinkTable};
 pub use params::{Parameters, PendingParameters};
-pub use reduce::{ReduceOutput, Reducible, ReducibleScalar, Reduction, VectorMode};
+pub use reduce::{
+    ReduceLayout, ReduceOptions, ReduceOutput, Reducible, ReducibleScalar, Reduction, VectorMode,
+};
 pub use value::{Scalar, Value, ValueType};
 
 use crate::cl::{self, Context, DeviceInfo, DeviceSelector};
@@ -662,11 +664,11 @@ impl Gml {
         reduce::reduce(self, field.id, op, mode)
     }
 
-    /// Accumulates the float sums of `f32` and `i32` fields (sum, L1, L2, norms) in
-    /// compensated float even where the device has fp64, as devices without fp64 do: to test
-    /// that path or compare. Off by default.
-    pub fn set_float_reductions(&mut self, on: bool) {
-        self.reducer.set_float_only(on);
+    /// Sets how the reductions that follow run: float accumulators where the device has
+    /// fp64, the first pass's memory layout. The defaults suit the device; other settings are
+    /// for tests and benchmarks.
+    pub fn set_reduce_options(&mut self, options: ReduceOptions) {
+        self.reducer.set_options(options);
     }
 
     /// Enqueues a reduction of a scalar field whose result stays on the device, at byte

@@ -129,6 +129,26 @@ impl ReduceOutput for f64 {
     const SCALAR: Scalar = Scalar::F64;
 }
 
+/// How the first pass walks the field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceLayout {
+    /// Work-item `i` reads loads `i`, `i + G`, `i + 2G`, … (`G` work-items in all): consecutive
+    /// work-items read consecutive memory, as GPUs coalesce it.
+    GridStride,
+    /// Each work-item reads one contiguous run, as CPUs stream it.
+    Contiguous,
+}
+
+/// How reductions run; the defaults suit the device. For tests and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReduceOptions {
+    /// Accumulate the float sums of `f32` and `i32` fields (sum, L1, L2, norms) in compensated
+    /// float even where the device has fp64, as devices without fp64 do.
+    pub float_accumulators: bool,
+    /// The first pass's layout; `None`: grid stride, contiguous runs on CPU devices.
+    pub layout: Option<ReduceLayout>,
+}
+
 /// The accumulator type of a reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Acc {
@@ -184,6 +204,8 @@ struct Plan {
     outs: usize,
     /// Whether the device has fp64 (enables `double` in the program).
     fp64: bool,
+    /// Each work-item reads a contiguous run (CPUs) rather than a grid stride (GPUs).
+    chunked: bool,
 }
 
 impl Plan {
@@ -228,6 +250,7 @@ impl Plan {
             },
             outs: if norm { 1 } else { value.width },
             fp64,
+            chunked: false,
         }
     }
 
@@ -253,7 +276,8 @@ impl Plan {
         };
         format!(
             "-DGML_T={t} -DGML_TL={tl} -DGML_LOAD={} {vstore} -DGML_W={} -DGML_NORM={} \
-             -DGML_OUTS={} -DGML_ACC={} -DGML_ACC_INT={} -DGML_FP={} -DGML_COMP={} {}{}",
+             -DGML_OUTS={} -DGML_ACC={} -DGML_ACC_INT={} -DGML_FP={} -DGML_COMP={} \
+             -DGML_CHUNKED={} {}{}",
             self.load,
             self.value.width,
             u8::from(self.norm),
@@ -262,6 +286,7 @@ impl Plan {
             u8::from(self.acc == Acc::Long),
             self.fp.opencl(),
             u8::from(self.compensated),
+            u8::from(self.chunked),
             self.op.define(),
             if self.fp64 { " -DGML_FP64" } else { "" },
         )
@@ -283,8 +308,7 @@ pub(crate) struct Reducer {
     programs: HashMap<Plan, Programs>,
     partials: Option<DeviceBuffer<u8>>,
     result: Option<DeviceBuffer<u8>>,
-    /// Accumulate f32 and i32 sums in compensated float even on fp64 devices.
-    float_only: bool,
+    options: ReduceOptions,
 }
 
 /// Bytes of the host result buffer: value and compensation of up to 16 outputs of 8 bytes.
@@ -294,9 +318,9 @@ const RESULT_BYTES: usize = 2 * 16 * 8;
 const GROUPS_PER_UNIT: usize = 8;
 
 impl Reducer {
-    /// Accumulates f32 and i32 sums in compensated float even on fp64 devices (or not).
-    pub(crate) fn set_float_only(&mut self, on: bool) {
-        self.float_only = on;
+    /// Sets how the next reductions run.
+    pub(crate) fn set_options(&mut self, options: ReduceOptions) {
+        self.options = options;
     }
 }
 
@@ -387,7 +411,15 @@ fn enqueue(
         return Err(GmlError::EmptyReduction(name));
     }
     let fp64 = gml.has_fp64();
-    let plan = Plan::new(op, value, mode, fp64 && !gml.reducer.float_only, fp64);
+    let options = gml.reducer.options;
+    let layout = options.layout.unwrap_or(match gml.device().device_type {
+        cl::DeviceType::Cpu => ReduceLayout::Contiguous,
+        _ => ReduceLayout::GridStride,
+    });
+    let plan = Plan {
+        chunked: layout == ReduceLayout::Contiguous,
+        ..Plan::new(op, value, mode, fp64 && !options.float_accumulators, fp64)
+    };
     let context = gml.context.clone();
     gml.datum_mut_quiet(id)?.upload(&context)?;
     gml.ensure_params()?;

@@ -4,7 +4,8 @@
 
 use snowsim::cl;
 use snowsim::gml::{
-    Gml, GmlError, MeshKind, Parameters, Reducible, Reduction, Solution, VectorMode,
+    Gml, GmlError, MeshKind, Parameters, ReduceLayout, ReduceOptions, Reducible, Reduction,
+    Solution, VectorMode,
 };
 
 use crate::common::gml;
@@ -169,6 +170,17 @@ fn check_width<S>(
     }
 }
 
+/// Both layouts of the first pass: the device's default is only one of them.
+const LAYOUTS: [ReduceLayout; 2] = [ReduceLayout::GridStride, ReduceLayout::Contiguous];
+
+/// Options with `layout`, and float accumulators when `float`.
+fn options(layout: ReduceLayout, float: bool) -> ReduceOptions {
+    ReduceOptions {
+        float_accumulators: float,
+        layout: Some(layout),
+    }
+}
+
 /// An instance with a mesh of every tested length.
 fn instance() -> Gml {
     let mut g = gml();
@@ -190,7 +202,10 @@ where
     for (kind, n) in LENGTHS {
         for width in [1, 2, 4] {
             let values: Vec<S> = (0..n * width).map(|i| value(&mut rng, i)).collect();
-            check_width(g, kind, width, &values, &|_, _| tol);
+            for layout in LAYOUTS {
+                g.set_reduce_options(options(layout, false));
+                check_width(g, kind, width, &values, &|_, _| tol);
+            }
         }
     }
 }
@@ -241,7 +256,10 @@ fn i32_fields_match_the_cpu_and_integer_sums_are_exact() {
                 (Reduction::L2, _) | (_, VectorMode::Norm) => tol,
                 _ => 0.0,
             };
-            check_width(&mut g, kind, width, &values, &exact);
+            for layout in LAYOUTS {
+                g.set_reduce_options(options(layout, false));
+                check_width(&mut g, kind, width, &values, &exact);
+            }
         }
     }
     // A sum far beyond i32 and f32: (2^31 − 1) · (2^20 + 7).
@@ -268,7 +286,11 @@ fn sixteen_wide_vectors_match_the_cpu() {
         let values: Vec<f32> = (0..n * 16)
             .map(|i| float_value(&mut rng, i) as f32)
             .collect();
-        check_width(&mut g, kind, 16, &values, &|_, _| tol);
+        for layout in LAYOUTS {
+            g.set_reduce_options(options(layout, false));
+            check_width(&mut g, kind, 16, &values, &|_, _| tol);
+        }
+        g.set_reduce_options(ReduceOptions::default());
         if g.has_fp64() {
             let values: Vec<f64> = (0..n * 16).map(|i| float_value(&mut rng, i)).collect();
             check_width(&mut g, kind, 16, &values, &|_, _| tol);
@@ -328,10 +350,16 @@ fn check_specials(g: &mut Gml, what: &str) {
 #[test]
 fn nan_and_infinities_follow_ieee() {
     let mut g = instance();
-    check_specials(&mut g, "accumulated as the device allows");
-    // The compensated float path must not turn +inf into NaN.
-    g.set_float_reductions(true);
-    check_specials(&mut g, "compensated float");
+    for layout in LAYOUTS {
+        g.set_reduce_options(options(layout, false));
+        check_specials(
+            &mut g,
+            &format!("{layout:?}, accumulated as the device allows"),
+        );
+        // The compensated float path must not turn +inf into NaN.
+        g.set_reduce_options(options(layout, true));
+        check_specials(&mut g, &format!("{layout:?}, compensated float"));
+    }
 }
 
 #[test]
@@ -347,25 +375,30 @@ fn float_sums_are_accumulated_in_double_or_compensated() {
     let want = accurate_sum(values.iter().map(|&x| f64::from(x)));
     let want_l2 = accurate_sum(values.iter().map(|&x| f64::from(x).powi(2))).sqrt();
     if g.has_fp64() {
-        let got = g.reduce(field, Reduction::Sum).unwrap();
-        assert!(
-            ((got - want) / want).abs() <= 1e-12,
-            "double: {got} vs {want}"
-        );
-        let got = g.reduce(field, Reduction::L2).unwrap();
-        assert!(((got - want_l2) / want_l2).abs() <= 1e-12);
+        for layout in LAYOUTS {
+            g.set_reduce_options(options(layout, false));
+            let got = g.reduce(field, Reduction::Sum).unwrap();
+            assert!(
+                ((got - want) / want).abs() <= 1e-12,
+                "double, {layout:?}: {got} vs {want}"
+            );
+            let got = g.reduce(field, Reduction::L2).unwrap();
+            assert!(((got - want_l2) / want_l2).abs() <= 1e-12, "{layout:?}");
+        }
     }
     // Compensated float, as on devices without fp64: within a few ulps of f32.
-    g.set_float_reductions(true);
     let ulp = f64::from(f32::EPSILON);
-    let got = g.reduce(field, Reduction::Sum).unwrap();
-    assert!(
-        ((got - want) / want).abs() <= 4.0 * ulp,
-        "compensated: {got} vs {want}, {:e} relative",
-        (got - want) / want
-    );
-    let got = g.reduce(field, Reduction::L2).unwrap();
-    assert!(((got - want_l2) / want_l2).abs() <= 4.0 * ulp);
+    for layout in LAYOUTS {
+        g.set_reduce_options(options(layout, true));
+        let got = g.reduce(field, Reduction::Sum).unwrap();
+        assert!(
+            ((got - want) / want).abs() <= 4.0 * ulp,
+            "compensated, {layout:?}: {got} vs {want}, {:e} relative",
+            (got - want) / want
+        );
+        let got = g.reduce(field, Reduction::L2).unwrap();
+        assert!(((got - want_l2) / want_l2).abs() <= 4.0 * ulp, "{layout:?}");
+    }
     // A naive float sum is far off: the test would catch its absence.
     let naive = values.iter().sum::<f32>();
     assert!(((f64::from(naive) - want) / want).abs() > 100.0 * ulp);
