@@ -166,6 +166,55 @@ static inline void gml_take(acc_t *s, acc_t *c, const elem_t *v)
 #endif
 }
 
+#if GML_CHUNKED && !GML_NORM
+// The contiguous loop of per-component mode keeps its GML_LOAD lanes of accumulators in one
+// OpenCL vector (double4, float4, long4, …), which CPUs run with SIMD instructions; the lanes
+// are split into the private arrays afterwards.
+#define GML_CAT2(a, b) a##b
+#define GML_CAT(a, b) GML_CAT2(a, b)
+typedef GML_CAT(GML_ACC, GML_LOAD) accl_t;
+#define GML_CONVERT_L GML_CAT(convert_, GML_CAT(GML_ACC, GML_LOAD))
+#define GML_VSTORE_ACC GML_CAT(vstore, GML_LOAD)
+#if GML_ACC_INT
+#define GML_ISNAN_L(x) ((x) != (x))
+#define GML_ABS_L(x) select((x), -(x), (x) < (accl_t)0)
+#else
+#define GML_ISNAN_L(x) isnan(x)
+#define GML_ABS_L(x) fabs(x)
+#endif
+
+static inline accl_t gml_transform_l(const GML_TL v)
+{
+#if defined(GML_OP_L0)
+    return GML_CONVERT_L(v != (GML_TL)0) & (accl_t)1; // -1 where not zero (NaN is not zero)
+#else
+    const accl_t x = GML_CONVERT_L(v);
+#if defined(GML_OP_L1) || defined(GML_OP_LINF)
+    return GML_ABS_L(x);
+#elif defined(GML_OP_L2)
+    return x * x;
+#else
+    return x;
+#endif
+#endif
+}
+
+static inline void gml_fold_l(accl_t *s, accl_t *c, const accl_t x)
+{
+#if defined(GML_OP_MIN)
+    *s = select(*s, x, (x < *s) | GML_ISNAN_L(x));
+#elif defined(GML_OP_MAX) || defined(GML_OP_LINF)
+    *s = select(*s, x, (x > *s) | GML_ISNAN_L(x));
+#elif GML_COMP
+    const accl_t t = *s + x;
+    *c += select((x - t) + *s, (*s - t) + x, fabs(*s) >= fabs(x));
+    *s = t;
+#else
+    *s += x;
+#endif
+}
+#endif
+
 // Folds every work-item's GML_OUTS accumulators in local memory; work-item 0 ends with the
 // group's result in scratch[0 .. GML_OUTS * GML_CS).
 static void gml_group(const acc_t *s, const acc_t *c, __local acc_t *scratch)
@@ -216,10 +265,19 @@ __kernel void gml_reduce_first(__global const GML_TL *restrict input,
     const size_t per = (loads + stride - 1) / stride;
     const size_t start = min(get_global_id(0) * per, (size_t)loads);
     const size_t end = min(start + per, (size_t)loads);
+#if GML_NORM
     for (size_t i = start; i < end; i++) {
         GML_UNPACK(input[i], v);
         gml_take(s, c, v);
     }
+#else
+    accl_t sl = (accl_t)GML_NEUTRAL, cl = (accl_t)0;
+    for (size_t i = start; i < end; i++)
+        gml_fold_l(&sl, &cl, gml_transform_l(input[i]));
+    // Split into lanes (the grid-stride loop below has nothing left to add).
+    GML_VSTORE_ACC(sl, 0, s);
+    GML_VSTORE_ACC(cl, 0, c);
+#endif
     size_t k = loads; // nothing left for the grid-stride loop
 #else
     size_t k = get_global_id(0);
