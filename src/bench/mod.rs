@@ -4,3 +4,4 @@
 pub mod copy;
 pub mod gml_bandwidth;
 pub mod launch;
+pub mod reduce;

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use snowsim::bench::{gml_bandwidth, launch};
+use snowsim::bench::{gml_bandwidth, launch, reduce};
 use snowsim::budget::{Estimate, bytes_of, check_host_and_device};
 use snowsim::cl::{Context, list_devices};
 use snowsim::gml::Gml;
@@ -20,6 +20,26 @@ pub enum Command {
     /// against the same kernels launched one by one, with profiling on and off: host µs per
     /// enqueue, device µs per kernel and the gap between kernels.
     Launch(LaunchArgs),
+    /// gml's reductions (min, max, sum, L0, L1, L2, L∞) over a scalar f32 field and, on fp64
+    /// devices, an f64 one: device time of both passes, and bytes read per second over the
+    /// device's copy bandwidth.
+    Reduce(ReduceArgs),
+}
+
+/// Options of `snowsim bench reduce`.
+#[derive(Debug, clap::Args)]
+pub struct ReduceArgs {
+    #[command(flatten)]
+    device: DeviceArg,
+    /// Values per field, as a power of two (24: 16 777 216 values).
+    #[arg(long, default_value_t = 24)]
+    log2: u32,
+    /// Timed reductions per operator and type, after one warm-up.
+    #[arg(long, default_value_t = 20)]
+    launches: u32,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `snowsim bench launch`.
@@ -58,7 +78,80 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Gml(args) => gml(args),
         Command::Launch(args) => launches(args),
+        Command::Reduce(args) => reductions(args),
     }
+}
+
+fn reductions(args: ReduceArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        (1..=28).contains(&args.log2),
+        "--log2 must be between 1 and 28, not {}",
+        args.log2
+    );
+    anyhow::ensure!(
+        (1..=10_000).contains(&args.launches),
+        "--launches must be between 1 and 10000, not {}",
+        args.launches
+    );
+    let devices = list_devices()?;
+    let entry = args.device.device.select(&devices)?;
+    let n = 1u64 << args.log2;
+    // The vertex mesh (float4 + ref, never uploaded), one field at a time on the host and the
+    // device (8 bytes a value at most), and the copy benchmark's two buffers.
+    let setting = format!("`--log2 {}`", args.log2);
+    check_host_and_device(
+        &Estimate::new(
+            setting.clone(),
+            "the vertex mesh and a field of 2^log2 values",
+            bytes_of(&[n, 20]).saturating_add(bytes_of(&[n, 16])),
+        ),
+        &Estimate::new(
+            setting,
+            "a field of 2^log2 values and the copy benchmark's buffers",
+            bytes_of(&[n, 8]).saturating_add(bytes_of(&[n, 16])),
+        )
+        .with_largest_allocation(bytes_of(&[n, 8])),
+        &entry.info,
+    )?;
+    let mut gml = Gml::with_context(Context::new(entry)?);
+    if !args.json {
+        outln!(
+            "device: {}; fields of 2^{} values, {} reductions per operator",
+            gml.device().label(),
+            args.log2,
+            args.launches
+        )?;
+    }
+    let report = reduce::run(&mut gml, 1 << args.log2, args.launches)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "device copy bandwidth: {:.1} GB/s",
+        report.copy_bytes_per_second / 1e9
+    )?;
+    outln!(
+        "{:<6} {:<6} {:>10} {:>10} {:>10} {:>10}",
+        "type",
+        "op",
+        "mean ms",
+        "best ms",
+        "GB/s",
+        "/copy"
+    )?;
+    for r in &report.results {
+        outln!(
+            "{:<6} {:<6} {:>10.3} {:>10.3} {:>10.1} {:>10.2}",
+            r.scalar,
+            r.op,
+            r.mean_seconds * 1e3,
+            r.best_seconds * 1e3,
+            r.bytes_per_second / 1e9,
+            r.over_copy
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {

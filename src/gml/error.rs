@@ -172,9 +172,10 @@ pub enum GmlError {
     /// The device lacks double precision but a kernel or datum needs it.
     #[error("{0} needs double precision, which the device does not offer (cl_khr_fp64)")]
     NoFp64(String),
-    /// Reductions work on scalar float data.
+    /// Reductions work on f32, f64 and i32 solution data of one value per line.
     #[error(
-        "reduction of `{0}`: only scalar f32 solution data (one value per line) can be reduced"
+        "reduction of `{0}`: only f32, f64 and i32 solution data of one value (scalar or \
+         vector) per line can be reduced"
     )]
     NotReducible(String),
     /// The OpenCL parameter struct does not have the Rust struct's size.
@@ -237,6 +238,25 @@ pub enum GmlError {
     /// The kernel handle does not belong to this instance.
     #[error("kernel handle {0} does not belong to this gml instance")]
     UnknownKernel(usize),
+    /// A reduction over a field of no lines.
+    #[error("reduction of `{0}`: the field has no values")]
+    EmptyReduction(String),
+    /// A reduction's result was sent to a place outside the parameter struct.
+    #[error(
+        "a reduction cannot write its {bytes}-byte result(s) at byte {offset} of the parameter \
+         struct ({size} bytes): the offset must be a multiple of {bytes} inside the struct"
+    )]
+    ReductionOffset {
+        /// The offset asked for.
+        offset: usize,
+        /// Bytes of one result: 4 (float) or 8 (double, for f64 fields).
+        bytes: usize,
+        /// The struct's size.
+        size: usize,
+    },
+    /// A reduction's programs or work buffers are missing (an internal error).
+    #[error("a reduction's programs or work buffers are missing (an internal error)")]
+    NoResultBuffer,
 }
 
 fn kernel_prefix(kernel: &Option<String>) -> String {

@@ -66,7 +66,9 @@ pub use kernel::{Access, KernelId, KernelSpec, Mode};
 pub use kind::MeshKind;
 pub use links::{LinkInfo, LinkTable};
 pub use params::{Parameters, PendingParameters};
-pub use reduce::Reduction;
+pub use reduce::{
+    ReduceLayout, ReduceOptions, ReduceOutput, Reducible, ReducibleScalar, Reduction, VectorMode,
+};
 pub use value::{Scalar, Value, ValueType};
 
 use crate::cl::{self, Context, DeviceInfo, DeviceSelector};
@@ -831,18 +833,45 @@ impl Gml {
         Ok(self.kernel(kernel)?.sources())
     }
 
-    /// Reduces a scalar `f32` solution on the device (`GmlReduceVector`): min, max, sum, L1,
-    /// L2 (the square root of the sum of squares) or L∞, and waits for the result.
-    pub fn reduce(&mut self, field: Solution<f32>, op: Reduction) -> Result<f64> {
-        reduce::reduce(self, field.id, op)
+    /// Reduces a scalar `f32`, `f64` or `i32` solution on the device (`GmlReduceVector`) and
+    /// waits for the result: min, max, sum, L0 (the count of non-zeros), L1, L2 (the square
+    /// root of the sum of squares) or L∞. Every value counts; min, max and L∞ are NaN when a
+    /// value is NaN. Integer sums are exact (64-bit); float sums accumulate in double where the
+    /// device has fp64, in compensated float where it has not.
+    pub fn reduce<T: ReducibleScalar>(&mut self, field: Solution<T>, op: Reduction) -> Result<f64> {
+        let values = reduce::reduce(self, field.id, op, VectorMode::PerComponent)?;
+        values.first().copied().ok_or(GmlError::NoResultBuffer)
     }
 
-    /// Enqueues a reduction whose result stays on the device, as the `f32` at byte `offset`
-    /// of the parameter struct, where the kernels enqueued after it read it (`GmlPar->alpha`):
-    /// a solver's scalars never visit the host. Its two passes go into `timeline`.
-    pub fn reduce_into_parameters<P: bytemuck::Pod>(
+    /// Reduces a solution of scalars or vectors (`[f32; 4]`, `[i32; 16]`, …) on the device and
+    /// waits: one result per component ([`VectorMode::PerComponent`]), or one result over the
+    /// Euclidean norm of each vector ([`VectorMode::Norm`]). A scalar field gives one result
+    /// either way (its norm is the absolute value).
+    pub fn reduce_vector<T: Reducible>(
         &mut self,
-        field: Solution<f32>,
+        field: Solution<T>,
+        op: Reduction,
+        mode: VectorMode,
+    ) -> Result<Vec<f64>> {
+        reduce::reduce(self, field.id, op, mode)
+    }
+
+    /// Sets how the reductions that follow run: float accumulators where the device has
+    /// fp64, the first pass's memory layout. The defaults suit the device; other settings are
+    /// for tests and benchmarks.
+    pub fn set_reduce_options(&mut self, options: ReduceOptions) {
+        self.reducer.set_options(options);
+    }
+
+    /// Enqueues a reduction of a scalar field whose result stays on the device, at byte
+    /// `offset` of the parameter struct, where the kernels enqueued after it read it
+    /// (`GmlPar->alpha`): a solver's scalars never visit the host. The result is a `float` for
+    /// `f32` and `i32` fields, a `double` for `f64` fields (`offset` a multiple of its size).
+    /// Its two passes go into `timeline`. For a vector field, reduce per component or over
+    /// norms into a buffer with [`reduce_vector_into`](Self::reduce_vector_into).
+    pub fn reduce_into_parameters<T: ReducibleScalar, P: bytemuck::Pod>(
+        &mut self,
+        field: Solution<T>,
         op: Reduction,
         parameters: &Parameters<P>,
         offset: usize,
@@ -851,16 +880,35 @@ impl Gml {
         reduce::reduce_into_parameters(self, field.id, op, parameters, offset, timeline)
     }
 
-    /// Enqueues a reduction whose result goes to `output[index]` on the device.
-    pub fn reduce_into(
+    /// Enqueues a reduction of a scalar field whose result goes to `output[index]` on the
+    /// device, as a `float` or (on fp64 devices) a `double`. Its two passes go into
+    /// `timeline`.
+    pub fn reduce_into<T: ReducibleScalar, R: ReduceOutput>(
         &mut self,
-        field: Solution<f32>,
+        field: Solution<T>,
         op: Reduction,
-        output: &cl::DeviceBuffer<f32>,
+        output: &cl::DeviceBuffer<R>,
         index: usize,
         timeline: &mut cl::Timeline,
     ) -> Result<()> {
-        reduce::reduce_into_buffer(self, field.id, op, output, index, timeline)
+        let mode = VectorMode::PerComponent;
+        reduce::reduce_into_buffer(self, field.id, op, mode, output, index, timeline)
+    }
+
+    /// Enqueues a reduction of a scalar or vector field whose results stay on the device:
+    /// per component, the `width` results go to `output[index..index + width]`; over norms,
+    /// the one result to `output[index]`. Its two passes go into `timeline`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_vector_into<T: Reducible, R: ReduceOutput>(
+        &mut self,
+        field: Solution<T>,
+        op: Reduction,
+        mode: VectorMode,
+        output: &cl::DeviceBuffer<R>,
+        index: usize,
+        timeline: &mut cl::Timeline,
+    ) -> Result<()> {
+        reduce::reduce_into_buffer(self, field.id, op, mode, output, index, timeline)
     }
 
     /// Declares the parameter struct shared by every kernel compiled from now on: `P` on the

@@ -334,6 +334,7 @@ fn reductions_match_the_cpu() {
             Reduction::Min => v.fold(f64::INFINITY, f64::min),
             Reduction::Max => v.fold(f64::NEG_INFINITY, f64::max),
             Reduction::Sum => v.sum(),
+            Reduction::L0 => v.filter(|&x| x != 0.0).count() as f64,
             Reduction::L1 => v.map(f64::abs).sum(),
             Reduction::L2 => v.map(|x| x * x).sum::<f64>().sqrt(),
             Reduction::Linf => v.map(f64::abs).fold(0.0, f64::max),
@@ -352,7 +353,7 @@ fn reductions_match_the_cpu() {
         reductions
             .filter(|s| s.stage.starts_with("reduce."))
             .count(),
-        6
+        Reduction::ALL.len()
     );
     let pairs = g
         .new_solution::<f32>(MeshKind::Vertices, 2, "Pairs")
