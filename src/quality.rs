@@ -3,7 +3,9 @@
 //! The quality of a tetrahedron is `12·(3V)^(2/3) / Σ edge²`, signed like its volume `V`
 //! (negative for an inverted tetrahedron); that of a triangle is `4√3·area / Σ edge²`. Both are 1
 //! for the regular element and tend to 0 as it flattens. The kernel calls the toolkit's
-//! `CalTetQal` and `CalTriQal` (kernels/gml_toolkit.cl) in single precision.
+//! `CalTetQal` and `CalTriQal` (kernels/gml_toolkit.cl) in single precision by default, or
+//! `CalTetQalF64` and `CalTriQalF64` (kernels/gml_toolkit_f64.cl) on double-precision
+//! coordinates with [`Precision::F64`] (`snowsim mesh quality --precision f64`).
 //!
 //! Only one kind is measured: the tetrahedra when the mesh has any, the triangles otherwise
 //! (planar meshes lie in z = 0). The minimum, maximum and sum of the qualities are gml
@@ -28,6 +30,17 @@ use crate::meshio::{CoordinateError, ElementKind, Mesh};
 /// and a tetrahedron's volume is a product of three coordinate differences, which overflows
 /// `f32` (3.4e38) beyond about 7e12. Larger coordinates would give `inf`, `NaN` or zeros.
 pub const MAX_COORDINATE: f64 = 1e12;
+
+/// The precision the qualities are computed in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// `float`: GMlib's `float4` coordinates, single-precision arithmetic.
+    #[default]
+    F32,
+    /// `double`: the mesh's coordinates as `double4`, double-precision arithmetic and
+    /// reductions (needs FP64 on the device).
+    F64,
+}
 
 /// Number of histogram bins over `[0, 1]`, each 0.1 wide.
 pub const HISTOGRAM_BINS: usize = 10;
@@ -83,8 +96,11 @@ pub fn measured_kind(mesh: &Mesh) -> Option<ElementKind> {
 pub struct Quality {
     /// The kind measured: [`ElementKind::Tetrahedra`] or [`ElementKind::Triangles`].
     pub kind: ElementKind,
-    /// One quality per element, in the mesh's element order, as the device computed it.
-    pub values: Vec<f32>,
+    /// One quality per element, in the mesh's element order, as the device computed it (in
+    /// the precision asked for; f32 values are exact in f64).
+    pub values: Vec<f64>,
+    /// The precision they were computed in.
+    pub precision: Precision,
     /// Smallest quality (a device reduction).
     pub min: f64,
     /// Mean quality: the device's sum reduction divided by the element count.
@@ -100,11 +116,11 @@ pub struct Quality {
 /// Bin `i` holds `[i/10, (i+1)/10)`, and the last bin also holds 1. Values outside `[0, 1]`
 /// are clamped into the end bins: negative ones (inverted tetrahedra) and NaN count in the first
 /// bin, values above 1 in the last.
-pub fn histogram(values: &[f32]) -> [usize; HISTOGRAM_BINS] {
+pub fn histogram<T: Copy + Into<f64>>(values: &[T]) -> [usize; HISTOGRAM_BINS] {
     let mut bins = [0; HISTOGRAM_BINS];
     let last = HISTOGRAM_BINS - 1;
     for &q in values {
-        let x = (f64::from(q) * HISTOGRAM_BINS as f64).floor();
+        let x = (q.into() * HISTOGRAM_BINS as f64).floor();
         // `as usize` saturates: negative values and NaN become 0.
         let bin = (x as usize).min(last);
         bins[bin] += 1;
@@ -119,6 +135,16 @@ pub fn histogram(values: &[f32]) -> [usize; HISTOGRAM_BINS] {
 /// [`QualityError::Coordinates`] when a coordinate is not finite or exceeds
 /// [`MAX_COORDINATE`].
 pub fn measure(context: &Context, mesh: &Mesh) -> Result<Quality, QualityError> {
+    measure_with(context, mesh, Precision::F32)
+}
+
+/// Like [`measure`], in the precision asked for; [`Precision::F64`] on a device without FP64
+/// is [`GmlError::NoFp64`].
+pub fn measure_with(
+    context: &Context,
+    mesh: &Mesh,
+    precision: Precision,
+) -> Result<Quality, QualityError> {
     let kind = measured_kind(mesh).ok_or_else(|| QualityError::NoElements {
         present: present_kinds(mesh),
     })?;
@@ -127,26 +153,50 @@ pub fn measure(context: &Context, mesh: &Mesh) -> Result<Quality, QualityError> 
     let mut gml = Gml::with_context(context.clone());
     // Only the vertices and the measured kind go to the device.
     gml.import_kinds(mesh, &[kind])?;
-
-    let values = gml.new_solution::<f32>(loop_kind, 1, "Qal")?;
-    let vertices = gml.mesh(MeshKind::Vertices)?;
-    let body = match kind {
-        ElementKind::Tetrahedra => {
-            "TetQal = CalTetQal(TetCrd[0], TetCrd[1], TetCrd[2], TetCrd[3]);"
+    let tetrahedra = kind == ElementKind::Tetrahedra;
+    let (values, min, max, sum) = match precision {
+        Precision::F32 => {
+            let values = gml.new_solution::<f32>(loop_kind, 1, "Qal")?;
+            let vertices = gml.mesh(MeshKind::Vertices)?;
+            let body = if tetrahedra {
+                "TetQal = CalTetQal(TetCrd[0], TetCrd[1], TetCrd[2], TetCrd[3]);"
+            } else {
+                "TriQal = CalTriQal(TriCrd[0], TriCrd[1], TriCrd[2]);"
+            };
+            let kernel = gml.compile(
+                KernelSpec::new("element_quality", loop_kind)
+                    .access(Access::read(vertices))
+                    .access(Access::write(values))
+                    .body(body),
+            )?;
+            gml.launch(kernel)?;
+            let min = gml.reduce(values, Reduction::Min)?;
+            let max = gml.reduce(values, Reduction::Max)?;
+            let sum = gml.reduce(values, Reduction::Sum)?;
+            let values: Vec<f64> = gml.read_all(values)?.into_iter().map(f64::from).collect();
+            (values, min, max, sum)
         }
-        _ => "TriQal = CalTriQal(TriCrd[0], TriCrd[1], TriCrd[2]);",
+        Precision::F64 => {
+            let coordinates = gml.new_coordinates_f64("Crd64", &mesh.vertices)?;
+            let values = gml.new_solution::<f64>(loop_kind, 1, "Qal")?;
+            let body = if tetrahedra {
+                "TetQal = CalTetQalF64(TetCrd64[0], TetCrd64[1], TetCrd64[2], TetCrd64[3]);"
+            } else {
+                "TriQal = CalTriQalF64(TriCrd64[0], TriCrd64[1], TriCrd64[2]);"
+            };
+            let kernel = gml.compile(
+                KernelSpec::new("element_quality_f64", loop_kind)
+                    .access(Access::read(coordinates))
+                    .access(Access::write(values))
+                    .body(body),
+            )?;
+            gml.launch(kernel)?;
+            let min = gml.reduce(values, Reduction::Min)?;
+            let max = gml.reduce(values, Reduction::Max)?;
+            let sum = gml.reduce(values, Reduction::Sum)?;
+            (gml.read_all(values)?, min, max, sum)
+        }
     };
-    let kernel = gml.compile(
-        KernelSpec::new("element_quality", loop_kind)
-            .access(Access::read(vertices))
-            .access(Access::write(values))
-            .body(body),
-    )?;
-    gml.launch(kernel)?;
-    let min = gml.reduce(values, Reduction::Min)?;
-    let max = gml.reduce(values, Reduction::Max)?;
-    let sum = gml.reduce(values, Reduction::Sum)?;
-    let values = gml.read_all(values)?;
     Ok(Quality {
         kind,
         min,
@@ -154,5 +204,6 @@ pub fn measure(context: &Context, mesh: &Mesh) -> Result<Quality, QualityError> 
         max,
         histogram: histogram(&values),
         values,
+        precision,
     })
 }

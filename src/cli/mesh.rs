@@ -134,10 +134,22 @@ pub struct QualityArgs {
     file: PathBuf,
     #[command(flatten)]
     device: DeviceArg,
-    /// Print a JSON object {"kind", "count", "min", "mean", "max", "histogram"} instead of text
+    /// Print a JSON object {"kind", "precision", "count", "min", "mean", "max", "histogram"}
+    /// instead of text
     /// (kind "tetrahedra" or "triangles", histogram an array of 10 counts).
     #[arg(long)]
     json: bool,
+    /// Compute in `f32` (GMlib's float coordinates) or `f64` (double coordinates and
+    /// arithmetic, reductions in double; needs a device with FP64).
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
+    precision: PrecisionArg,
+}
+
+/// `--precision` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PrecisionArg {
+    F32,
+    F64,
 }
 
 /// Options of `snowsim mesh smooth`.
@@ -401,11 +413,16 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
 fn measure_quality(args: QualityArgs) -> anyhow::Result<ExitCode> {
     let file = meshio::read(&args.file)?;
     let context = Context::from_selector(&args.device.device)?;
-    let q = quality::measure(&context, &file.mesh)
+    let precision = match args.precision {
+        PrecisionArg::F32 => quality::Precision::F32,
+        PrecisionArg::F64 => quality::Precision::F64,
+    };
+    let q = quality::measure_with(&context, &file.mesh, precision)
         .with_context(|| format!("{}", args.file.display()))?;
     if args.json {
         let report = QualityJson {
             kind: q.kind.name(),
+            precision: precision_name(q.precision),
             count: q.values.len(),
             min: q.min,
             mean: q.mean,
@@ -425,6 +442,7 @@ fn measure_quality(args: QualityArgs) -> anyhow::Result<ExitCode> {
 #[derive(serde::Serialize)]
 struct QualityJson {
     kind: &'static str,
+    precision: &'static str,
     count: usize,
     min: f64,
     mean: f64,
@@ -435,8 +453,17 @@ struct QualityJson {
 /// Widest histogram bar, in characters.
 const BAR_WIDTH: usize = 40;
 
+/// `f32` or `f64`.
+fn precision_name(precision: quality::Precision) -> &'static str {
+    match precision {
+        quality::Precision::F32 => "f32",
+        quality::Precision::F64 => "f64",
+    }
+}
+
 fn print_quality(q: &Quality) -> Result<(), ConsoleError> {
     outln!("kind:       {}", q.kind.name())?;
+    outln!("precision:  {}", precision_name(q.precision))?;
     outln!("count:      {}", q.values.len())?;
     outln!("min:        {:.6}", q.min)?;
     outln!("mean:       {:.6}", q.mean)?;

@@ -226,6 +226,32 @@ impl Gml {
         )
     }
 
+    /// A vertex field holding `coordinates` (one per vertex) in double precision, as `double4`
+    /// with w = 0, named `name` in kernels (`VerCrd64`, `TetCrd64[i]` for the name `Crd64`):
+    /// the coordinates for kernels that compute geometry in double, since GMlib's `VerCrd` is a
+    /// `float4`. Needs FP64.
+    pub fn new_coordinates_f64(
+        &mut self,
+        name: &str,
+        coordinates: &[[f64; 3]],
+    ) -> Result<Solution<[f64; 4]>> {
+        let vertices = self.count(MeshKind::Vertices).unwrap_or(0);
+        if coordinates.len() != vertices {
+            return Err(GmlError::WrongLength {
+                what: format!("{name} (double-precision coordinates)"),
+                expected: vertices,
+                got: coordinates.len(),
+            });
+        }
+        let field = self.new_solution::<[f64; 4]>(MeshKind::Vertices, 1, name)?;
+        let lines: Vec<[f64; 4]> = coordinates
+            .iter()
+            .map(|p| [p[0], p[1], p[2], 0.0])
+            .collect();
+        self.set_block(field, 0, &lines)?;
+        Ok(field)
+    }
+
     /// Sets elements of `kind` from `first` on: `nodes` holds `kind.nodes()` 0-based vertex
     /// indices per element and, when given, `refs` one reference per element (without, the
     /// elements keep theirs). Indices are checked against the vertex count.

@@ -74,29 +74,35 @@ fn check_histogram(got: &[usize; HISTOGRAM_BINS], cpu: &[f64], tolerance: f64) {
 
 /// Measures `name` on the device and compares everything with the CPU.
 fn check_sample(name: &str, kind: ElementKind) {
-    const TOLERANCE: f64 = 1e-4;
+    check_sample_in(name, kind, quality::Precision::F32, 1e-4);
+}
+
+/// Measures `name` on the device in `precision` and compares everything with the CPU within
+/// `tolerance`.
+fn check_sample_in(name: &str, kind: ElementKind, precision: quality::Precision, tolerance: f64) {
     let mesh = sample(name);
-    let q = quality::measure(&context(), &mesh).unwrap();
+    let q = quality::measure_with(&context(), &mesh, precision).unwrap();
+    assert_eq!(q.precision, precision);
     assert_eq!(q.kind, kind);
     let cpu = cpu_qualities(&mesh, kind);
     assert_eq!(q.values.len(), cpu.len());
     for (i, (&got, &expected)) in q.values.iter().zip(&cpu).enumerate() {
         assert!(
-            (f64::from(got) - expected).abs() <= TOLERANCE,
+            (f64::from(got) - expected).abs() <= tolerance,
             "{name}: {kind} {i}: device {got}, CPU {expected}"
         );
     }
     let min = cpu.iter().copied().fold(f64::INFINITY, f64::min);
     let max = cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
-    assert!((q.min - min).abs() <= TOLERANCE, "min {} vs {min}", q.min);
-    assert!((q.max - max).abs() <= TOLERANCE, "max {} vs {max}", q.max);
+    assert!((q.min - min).abs() <= tolerance, "min {} vs {min}", q.min);
+    assert!((q.max - max).abs() <= tolerance, "max {} vs {max}", q.max);
     assert!(
-        (q.mean - mean).abs() <= TOLERANCE,
+        (q.mean - mean).abs() <= tolerance,
         "mean {} vs {mean}",
         q.mean
     );
-    check_histogram(&q.histogram, &cpu, TOLERANCE);
+    check_histogram(&q.histogram, &cpu, tolerance);
 }
 
 #[test]
@@ -234,7 +240,15 @@ fn cli_json_has_exactly_the_documented_keys() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let object = value.as_object().expect("a JSON object");
-    let documented = ["kind", "count", "min", "mean", "max", "histogram"];
+    let documented = [
+        "kind",
+        "precision",
+        "count",
+        "min",
+        "mean",
+        "max",
+        "histogram",
+    ];
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
     let mut expected = documented.to_vec();
     keys.sort_unstable();
@@ -362,4 +376,58 @@ fn cli_errors_name_the_file() {
         stderr.contains("no-such-device") && !stderr.contains("panicked"),
         "{stderr}"
     );
+}
+
+#[test]
+fn double_precision_qualities_match_the_cpu_to_double_rounding() {
+    let context = context();
+    if !context.info().fp64 {
+        println!("SKIPPED: {} has no FP64", context.info().label());
+        return;
+    }
+    // f32 coordinates and arithmetic lose up to ~1e-5 on these meshes; f64 keeps ~1e-12.
+    check_sample_in(
+        "cube.meshb",
+        ElementKind::Tetrahedra,
+        quality::Precision::F64,
+        1e-11,
+    );
+    check_sample_in(
+        "sphere_surface.meshb",
+        ElementKind::Triangles,
+        quality::Precision::F64,
+        1e-11,
+    );
+}
+
+#[test]
+fn cli_precision_f64_computes_in_double() {
+    let context = context();
+    if !context.info().fp64 {
+        println!("SKIPPED: {} has no FP64", context.info().label());
+        return;
+    }
+    let path = sample_path("cube.meshb");
+    let run = |precision: &str| {
+        let out = snowsim(&[
+            "mesh",
+            "quality",
+            path.to_str().unwrap(),
+            "--json",
+            "--precision",
+            precision,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (single, double) = (run("f32"), run("f64"));
+    assert_eq!(
+        (single["precision"].as_str(), double["precision"].as_str()),
+        (Some("f32"), Some("f64"))
+    );
+    let cpu = cpu_qualities(&sample("cube.meshb"), ElementKind::Tetrahedra);
+    let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
+    let error = |v: &serde_json::Value| (v["mean"].as_f64().unwrap() - mean).abs();
+    assert!(error(&double) < 1e-12, "f64 mean off by {}", error(&double));
+    assert!(error(&double) <= error(&single), "f64 is no worse than f32");
 }
