@@ -88,7 +88,7 @@ fn check_sample_in(name: &str, kind: ElementKind, precision: quality::Precision,
     assert_eq!(q.values.len(), cpu.len());
     for (i, (&got, &expected)) in q.values.iter().zip(&cpu).enumerate() {
         assert!(
-            (f64::from(got) - expected).abs() <= tolerance,
+            (got - expected).abs() <= tolerance,
             "{name}: {kind} {i}: device {got}, CPU {expected}"
         );
     }
@@ -160,7 +160,7 @@ fn regular_elements_give_one_and_inverted_ones_a_negative_quality() {
     );
     assert_eq!(q.values[2], 0.0, "flat");
     assert!(
-        q.values[3] > 0.0 && (f64::from(q.values[3]) - cpu[3]).abs() < 1e-5,
+        q.values[3] > 0.0 && (q.values[3] - cpu[3]).abs() < 1e-5,
         "needle: {} vs {}",
         q.values[3],
         cpu[3]
