@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::Gml;
+use super::data::Datum;
 use super::error::{GmlError, Result};
 use super::kind::MeshKind;
 use super::topology::{self, SubEntityIndex};
@@ -119,9 +122,9 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
     }
     let from_count = gml.count(from).ok_or(GmlError::MissingMesh(from))?;
     let to_id = gml.mesh(to)?;
-    let to_nodes = gml.datum(to_id)?.nodes();
     let context = gml.context.clone();
     let auto = if from.dimension() > to.dimension() {
+        let to_nodes = gml.datum(to_id)?.nodes();
         let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
         let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
         let index = SubEntityIndex::new(vertices, to, &to_nodes);
@@ -151,14 +154,16 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
         }
     } else {
         let incidence = if from == MeshKind::Vertices {
-            topology::vertex_ball(from_count, to, &to_nodes)
+            ball(from_count, to, gml.datum(to_id)?)
         } else {
+            let to_nodes = gml.datum(to_id)?.nodes();
             let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
             let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
             let index = SubEntityIndex::new(vertices, from, &from_nodes);
             topology::shell(from_count, to, &to_nodes, from, &index)
         };
         let degrees: Vec<i32> = (0..incidence.rows())
+            .into_par_iter()
             .map(|i| incidence.degree(i) as i32)
             .collect();
         let mut tables = Vec::new();
@@ -180,4 +185,14 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
     };
     gml.links.links.insert((from, to), auto);
     Ok(())
+}
+
+/// The ball of each vertex in the elements of `kind`, read from the datum's padded lines in
+/// place (no copy of the element table) when they are aligned as `i32`.
+fn ball(vertices: usize, kind: MeshKind, datum: &Datum) -> topology::Incidence {
+    let width = kind.node_vector_width();
+    match bytemuck::try_cast_slice::<u8, i32>(&datum.host) {
+        Ok(lines) => topology::vertex_ball_of_lines(vertices, lines, width, kind.nodes()),
+        Err(_) => topology::vertex_ball(vertices, kind, &datum.nodes()),
+    }
 }

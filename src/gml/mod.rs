@@ -43,6 +43,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
+
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
 pub use field::FieldBuffer;
@@ -180,7 +182,7 @@ impl Gml {
         refs: &[i32],
     ) -> Result<()> {
         let lines: Vec<[f32; 4]> = coordinates
-            .iter()
+            .par_iter()
             .map(|p| [p[0] as f32, p[1] as f32, p[2] as f32, 0.0])
             .collect();
         self.set_mesh_lines(
@@ -211,19 +213,33 @@ impl Gml {
         }
         let vertices = self.count(MeshKind::Vertices).unwrap_or(0);
         let width = kind.node_vector_width();
-        let mut lines = Vec::with_capacity(refs.len() * width);
-        for (e, element) in nodes.chunks_exact(n).enumerate() {
-            if let Some(&bad) = element.iter().find(|&&v| v as usize >= vertices) {
+        // Whole blocks are checked with a vectorised maximum; the first bad block is searched.
+        const BLOCK: usize = 1 << 14;
+        let bad_block = nodes
+            .par_chunks(BLOCK)
+            .position_first(|block| block.iter().max().is_some_and(|&v| v as usize >= vertices));
+        if let Some(b) = bad_block {
+            let block = &nodes[b * BLOCK..nodes.len().min((b + 1) * BLOCK)];
+            if let Some(i) = block.iter().position(|&v| v as usize >= vertices) {
+                let at = b * BLOCK + i;
                 return Err(GmlError::NodeOutOfRange {
                     kind,
-                    element: first + e,
-                    index: i64::from(bad),
+                    element: first + at / n,
+                    index: i64::from(nodes[at]),
                     vertices,
                 });
             }
-            lines.extend(element.iter().map(|&v| v as i32));
-            lines.extend(std::iter::repeat_n(element[0] as i32, width - n));
         }
+        let mut lines = vec![0i32; refs.len() * width];
+        lines
+            .par_chunks_mut(width)
+            .zip(nodes.par_chunks_exact(n))
+            .for_each(|(line, element)| {
+                for (to, &v) in line.iter_mut().zip(element) {
+                    *to = v as i32;
+                }
+                line[n..].fill(element[0] as i32);
+            });
         self.set_mesh_lines(kind, first, bytemuck::cast_slice(&lines), refs)
     }
 

@@ -11,6 +11,7 @@ mod common;
 mod cl;
 mod gml;
 mod gml_examples;
+mod gml_links;
 mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;
