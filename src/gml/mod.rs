@@ -263,8 +263,8 @@ impl Gml {
         }
         datum.download()?;
         let line = datum.role.line_bytes();
-        datum.host[first * line..end * line].copy_from_slice(bytes);
-        datum.refs[first..end].copy_from_slice(refs);
+        copy_in_parallel(&mut datum.host[first * line..end * line], bytes);
+        copy_in_parallel(&mut datum.refs[first..end], refs);
         datum.host_dirty = true;
         self.links.invalidate(kind);
         Ok(())
@@ -826,4 +826,22 @@ impl Gml {
 pub fn wall_clock() -> f64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// `to.copy_from_slice(from)` in blocks on the cores: a whole mesh is hundreds of MB of fresh
+/// pages.
+///
+/// # Panics
+/// If the lengths differ, as `copy_from_slice` does.
+fn copy_in_parallel<T: Copy + Send + Sync>(to: &mut [T], from: &[T]) {
+    const BLOCK_BYTES: usize = 1 << 20;
+    assert_eq!(
+        to.len(),
+        from.len(),
+        "copy between slices of different lengths"
+    );
+    let block = (BLOCK_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    to.par_chunks_mut(block)
+        .zip(from.par_chunks(block))
+        .for_each(|(to, from)| to.copy_from_slice(from));
 }
