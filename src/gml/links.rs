@@ -153,21 +153,26 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
             rows: from_count,
         }
     } else {
-        let incidence = if from == MeshKind::Vertices {
-            ball(from_count, to, gml.datum(to_id)?)
+        let base = topology::base_width(from, to);
+        let ball = if from == MeshKind::Vertices {
+            ball(from_count, to, gml.datum(to_id)?, base)
         } else {
             let to_nodes = gml.datum(to_id)?.nodes();
             let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
             let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
             let index = SubEntityIndex::new(vertices, from, &from_nodes);
-            topology::shell(from_count, to, &to_nodes, from, &index)
+            let incidence = topology::shell(from_count, to, &to_nodes, from, &index);
+            topology::BallTables {
+                degrees: (0..incidence.rows())
+                    .into_par_iter()
+                    .map(|i| incidence.degree(i) as i32)
+                    .collect(),
+                max_degree: incidence.max_degree(),
+                classes: topology::degree_classes(&incidence, base),
+            }
         };
-        let degrees: Vec<i32> = (0..incidence.rows())
-            .into_par_iter()
-            .map(|i| incidence.degree(i) as i32)
-            .collect();
         let mut tables = Vec::new();
-        for class in topology::degree_classes(&incidence, topology::base_width(from, to)) {
+        for class in &ball.classes {
             tables.push(UpTable {
                 width: class.width,
                 rows: class.rows.len(),
@@ -178,21 +183,22 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
             });
         }
         Auto::Up {
-            degree: DeviceBuffer::from_slice(&context, &degrees)?,
+            degree: DeviceBuffer::from_slice(&context, &ball.degrees)?,
             tables,
-            max_degree: incidence.max_degree(),
+            max_degree: ball.max_degree,
         }
     };
     gml.links.links.insert((from, to), auto);
     Ok(())
 }
 
-/// The ball of each vertex in the elements of `kind`, read from the datum's padded lines in
-/// place (no copy of the element table) when they are aligned as `i32`.
-fn ball(vertices: usize, kind: MeshKind, datum: &Datum) -> topology::Incidence {
-    let width = kind.node_vector_width();
+/// The ball of each vertex in the elements of `kind`, split into degree classes of base width
+/// `base`, read from the datum's padded lines in place (no copy of the element table) when
+/// they are aligned as `i32`.
+fn ball(vertices: usize, kind: MeshKind, datum: &Datum, base: usize) -> topology::BallTables {
+    let (width, n) = (kind.node_vector_width(), kind.nodes());
     match bytemuck::try_cast_slice::<u8, i32>(&datum.host) {
-        Ok(lines) => topology::vertex_ball_of_lines(vertices, lines, width, kind.nodes()),
-        Err(_) => topology::vertex_ball(vertices, kind, &datum.nodes()),
+        Ok(lines) => topology::vertex_ball_tables(vertices, lines, width, n, base),
+        Err(_) => topology::vertex_ball_tables(vertices, &datum.nodes(), n, n, base),
     }
 }

@@ -13,6 +13,11 @@ use rayon::prelude::*;
 
 use super::kind::MeshKind;
 
+mod ball;
+
+use ball::BLOCK;
+pub use ball::{BallTables, vertex_ball_of_lines, vertex_ball_tables};
+
 /// For each source entity, the destination entities that contain it and where (the local index
 /// of the source inside the destination), stored as compressed rows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -74,145 +79,6 @@ impl Incidence {
 /// The ball of each vertex: the elements of `kind` (nodes in `nodes`) that use it.
 pub fn vertex_ball(vertices: usize, kind: MeshKind, nodes: &[i32]) -> Incidence {
     vertex_ball_of_lines(vertices, nodes, kind.nodes(), kind.nodes())
-}
-
-/// The ball of each vertex, from element lines of `stride` ints whose first `nodes` are the
-/// element's vertices (gml's padded `int2`/`int4`/`int8` lines read in place).
-///
-/// A counting sort on the cores of the current rayon pool: the elements are cut into chunks,
-/// each counts its vertices, and each chunk then writes its entries after those of the chunks
-/// before it, so rows list their elements in increasing order whatever the number of threads.
-///
-/// # Panics
-/// If a node is negative or not below `vertices` (gml checks nodes when they are set).
-pub fn vertex_ball_of_lines(
-    vertices: usize,
-    lines: &[i32],
-    stride: usize,
-    nodes: usize,
-) -> Incidence {
-    let stride = stride.max(1);
-    let nodes = nodes.min(stride);
-    let count = lines.len() / stride;
-    let lines = &lines[..count * stride];
-    let entries = count * nodes;
-    // A histogram per chunk costs 4 bytes per vertex: use no more chunks than entries per
-    // vertex, so the histograms never outweigh the ball itself; and no more than u32 counts.
-    let per_vertex = entries / vertices.max(1);
-    let chunks = rayon::current_num_threads()
-        .min(per_vertex)
-        .max(entries.div_ceil(u32::MAX as usize))
-        .max(1);
-    let per_chunk = count.div_ceil(chunks).max(1);
-    let parts: Vec<&[i32]> = lines.chunks(per_chunk * stride).collect();
-
-    let mut cursors: Vec<Vec<u32>> = parts
-        .par_iter()
-        .map(|part| {
-            let mut histogram = vec![0u32; vertices];
-            for line in part.chunks_exact(stride) {
-                for &v in &line[..nodes] {
-                    histogram[v as usize] += 1;
-                }
-            }
-            histogram
-        })
-        .collect();
-
-    // Turn each chunk's counts into the position of its first entry inside each row.
-    let mut degrees = vec![0usize; vertices];
-    let mut blocks: Vec<Vec<&mut [u32]>> = (0..vertices.div_ceil(BLOCK))
-        .map(|_| Vec::with_capacity(cursors.len()))
-        .collect();
-    for cursor in &mut cursors {
-        for (b, part) in cursor.chunks_mut(BLOCK).enumerate() {
-            blocks[b].push(part);
-        }
-    }
-    blocks
-        .into_par_iter()
-        .zip(degrees.par_chunks_mut(BLOCK))
-        .for_each(|(mut parts, degrees)| {
-            for (i, degree) in degrees.iter_mut().enumerate() {
-                let mut start = 0u32;
-                for part in parts.iter_mut() {
-                    let here = part[i];
-                    part[i] = start;
-                    start += here;
-                }
-                *degree = start as usize;
-            }
-        });
-    let mut offsets = Vec::with_capacity(vertices + 1);
-    let mut total = 0usize;
-    offsets.push(0);
-    for d in &degrees {
-        total += d;
-        offsets.push(total);
-    }
-    drop(degrees);
-
-    let mut elements = vec![0i32; total];
-    let mut locals = vec![0u8; total];
-    let out = Scatter {
-        elements: elements.as_mut_ptr(),
-        locals: locals.as_mut_ptr(),
-        len: total,
-    };
-    parts
-        .par_iter()
-        .zip(cursors.par_iter_mut())
-        .enumerate()
-        .for_each(|(c, (part, cursor))| {
-            let first = c * per_chunk;
-            for (i, line) in part.chunks_exact(stride).enumerate() {
-                let e = (first + i) as i32;
-                for (l, &v) in line[..nodes].iter().enumerate() {
-                    let v = v as usize;
-                    let at = offsets[v] + cursor[v] as usize;
-                    cursor[v] += 1;
-                    // SAFETY: chunk `c` owns slots `offsets[v] + start_c(v)` up to the next
-                    // chunk's start in row `v` (its own count of `v`, computed from the same
-                    // lines), so no two writes, here or in another chunk, hit one slot;
-                    // `write` checks the slot is inside both buffers.
-                    unsafe { out.write(at, e, l as u8) };
-                }
-            }
-        });
-    Incidence {
-        offsets,
-        elements,
-        locals,
-    }
-}
-
-/// Rows of vertices handled together when combining histograms or filling tables.
-const BLOCK: usize = 1 << 12;
-
-/// The ball's output buffers, written from several threads at slots they own.
-struct Scatter {
-    elements: *mut i32,
-    locals: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the buffers outlive the parallel fill, and each slot is written by one thread only
-// (see `vertex_ball_of_lines`).
-unsafe impl Sync for Scatter {}
-
-impl Scatter {
-    /// Writes entry `at`.
-    ///
-    /// # Safety
-    /// No other thread may write or read slot `at` meanwhile.
-    unsafe fn write(&self, at: usize, element: i32, local: u8) {
-        assert!(at < self.len, "ball slot {at} beyond {}", self.len);
-        // SAFETY: in bounds (checked above); exclusive by the caller's contract.
-        unsafe {
-            self.elements.add(at).write(element);
-            self.locals.add(at).write(local);
-        }
-    }
 }
 
 /// Finds entities of one kind (edges, triangles or quadrilaterals) by their node set.

@@ -2,7 +2,7 @@
 //! classes checked against a plain CPU reference written here, the same tables whatever the
 //! size of the rayon pool, and the tables a kernel reads on the device.
 
-use snowsim::gml::topology::{self, DegreeClass, Incidence, SubEntityIndex};
+use snowsim::gml::topology::{self, BallTables, DegreeClass, Incidence, SubEntityIndex};
 use snowsim::gml::{Access, GmlError, KernelSpec, MeshKind};
 use snowsim::meshio::{ElementKind, Mesh, generate::tet_grid};
 
@@ -149,23 +149,25 @@ fn vertex_balls_and_degree_classes_match_the_reference_on_any_pool() {
             let expected = reference_ball(nv, kind.nodes(), &nodes);
             let base = topology::base_width(MeshKind::Vertices, gml_kind);
             let expected_classes = reference_classes(&expected, base);
-            let sequential = on_threads(1, || {
+            let expected_tables = BallTables {
+                degrees: expected.iter().map(|r| r.len() as i32).collect(),
+                max_degree: expected.iter().map(Vec::len).max().unwrap_or(0),
+                classes: expected_classes.clone(),
+            };
+            let n = kind.nodes();
+            let build = || {
                 let ball = topology::vertex_ball(nv, gml_kind, &nodes);
                 let classes = topology::degree_classes(&ball, base);
-                (ball, classes)
-            });
+                let tables = topology::vertex_ball_tables(nv, &nodes, n, n, base);
+                (ball, classes, tables)
+            };
+            let sequential = on_threads(1, build);
             assert_eq!(rows_of(&sequential.0), expected, "{name}, {kind:?}");
             assert_eq!(sequential.1, expected_classes, "{name}, {kind:?}");
-            assert_eq!(
-                sequential.0.max_degree(),
-                expected.iter().map(Vec::len).max().unwrap_or(0)
-            );
+            assert_eq!(sequential.2, expected_tables, "{name}, {kind:?}");
+            assert_eq!(sequential.0.max_degree(), expected_tables.max_degree);
             for threads in [2, 3, 8] {
-                let parallel = on_threads(threads, || {
-                    let ball = topology::vertex_ball(nv, gml_kind, &nodes);
-                    let classes = topology::degree_classes(&ball, base);
-                    (ball, classes)
-                });
+                let parallel = on_threads(threads, build);
                 assert_eq!(parallel, sequential, "{name}, {kind:?}, {threads} threads");
             }
         }
@@ -183,13 +185,16 @@ fn padded_lines_give_the_ball_of_the_plain_nodes() {
         .collect();
     let nv = mesh.vertices.len();
     for threads in [1, 2, 5] {
-        let (plain, lines) = on_threads(threads, || {
+        let (plain, lines, plain_tables, line_tables) = on_threads(threads, || {
             (
                 topology::vertex_ball(nv, MeshKind::Triangles, &nodes),
                 topology::vertex_ball_of_lines(nv, &padded, 4, 3),
+                topology::vertex_ball_tables(nv, &nodes, 3, 3, 8),
+                topology::vertex_ball_tables(nv, &padded, 4, 3, 8),
             )
         });
         assert_eq!(lines, plain, "{threads} threads");
+        assert_eq!(line_tables, plain_tables, "{threads} threads");
     }
 }
 
@@ -199,10 +204,14 @@ fn an_element_using_a_vertex_twice_lists_it_twice_in_local_order() {
     let expected = reference_ball(4, 4, &nodes);
     assert_eq!(expected[1], vec![(0, 1), (1, 0), (1, 1)]);
     for threads in [1, 2, 4] {
-        let ball = on_threads(threads, || {
-            topology::vertex_ball(4, MeshKind::Quadrilaterals, &nodes)
+        let (ball, tables) = on_threads(threads, || {
+            (
+                topology::vertex_ball(4, MeshKind::Quadrilaterals, &nodes),
+                topology::vertex_ball_tables(4, &nodes, 4, 4, 2),
+            )
         });
         assert_eq!(rows_of(&ball), expected, "{threads} threads");
+        assert_eq!(tables.classes, reference_classes(&expected, 2));
     }
 }
 
