@@ -17,7 +17,8 @@ pub(super) const BLOCK: usize = 1 << 12;
 /// element's vertices (gml's padded `int2`/`int4`/`int8` lines read in place).
 ///
 /// # Panics
-/// If a node is negative or not below `vertices` (gml checks nodes when they are set).
+/// If a node is negative or not below `vertices` (gml checks nodes when they are set), or a
+/// vertex has a degree of 2^32 or more.
 pub fn vertex_ball_of_lines(
     vertices: usize,
     lines: &[i32],
@@ -60,7 +61,7 @@ pub struct BallTables {
 /// compressed rows in between.
 ///
 /// # Panics
-/// If a node is negative or not below `vertices`.
+/// As [`vertex_ball_of_lines`].
 pub fn vertex_ball_tables(
     vertices: usize,
     lines: &[i32],
@@ -168,14 +169,12 @@ impl<'a> Counted<'a> {
         let count = lines.len() / stride;
         let lines = &lines[..count * stride];
         let entries = count * nodes;
-        assert!(
-            entries <= u32::MAX as usize,
-            "{entries} ball entries: more than u32 counts hold"
-        );
         // A histogram per chunk costs 4 bytes per vertex: use no more chunks than entries per
-        // vertex, so the histograms never outweigh the ball itself.
+        // vertex, so the histograms never outweigh the ball itself; but enough that a chunk's
+        // counts fit in u32.
         let chunks = rayon::current_num_threads()
             .min(entries / vertices.max(1))
+            .max(entries.div_ceil(u32::MAX as usize))
             .max(1);
         let per_chunk = count.div_ceil(chunks).max(1);
         let parts: Vec<&[i32]> = lines.chunks(per_chunk * stride).collect();
@@ -211,7 +210,9 @@ impl<'a> Counted<'a> {
                     for part in parts.iter_mut() {
                         let here = part[i];
                         part[i] = start;
-                        start += here;
+                        start = start
+                            .checked_add(here)
+                            .expect("a vertex in fewer than 2^32 elements");
                     }
                     *degree = start;
                 }
