@@ -94,9 +94,9 @@ impl SubEntityIndex {
     pub fn new(vertices: usize, kind: MeshKind, nodes: &[i32]) -> Self {
         let width = kind.nodes();
         let mut sorted = nodes.to_vec();
-        for t in sorted.chunks_exact_mut(width) {
-            t.sort_unstable();
-        }
+        sorted
+            .par_chunks_exact_mut(width)
+            .for_each(|t| t.sort_unstable());
         let pairs = sorted
             .chunks_exact(width)
             .enumerate()
@@ -141,17 +141,38 @@ pub fn downlink(
 ) -> Result<Vec<i32>, (usize, Vec<i32>)> {
     let locals = kind.sub_entities(sub);
     let n = kind.nodes();
-    let mut out = Vec::with_capacity(nodes.len() / n * locals.len());
-    for (e, element) in nodes.chunks_exact(n).enumerate() {
-        for local in locals {
-            let sub_nodes: Vec<i32> = local.iter().map(|&j| element[j]).collect();
-            match index.find(&sub_nodes) {
-                Some(i) => out.push(i),
-                None => return Err((e, sub_nodes)),
+    let width = locals.len();
+    let mut out = vec![0i32; nodes.len() / n * width];
+    // Each element fills its row; the first element with a missing sub-entity is the error.
+    let missing = out
+        .par_chunks_mut(width.max(1))
+        .zip(nodes.par_chunks_exact(n))
+        .enumerate()
+        .filter_map(|(e, (row, element))| {
+            for (to, local) in row.iter_mut().zip(locals) {
+                let (key, len) = sub_nodes(element, local);
+                match index.find(&key[..len]) {
+                    Some(i) => *to = i,
+                    None => return Some((e, key[..len].to_vec())),
+                }
             }
-        }
+            None
+        })
+        .min_by_key(|&(e, _)| e);
+    match missing {
+        Some(error) => Err(error),
+        None => Ok(out),
     }
-    Ok(out)
+}
+
+/// The nodes of the sub-entity `local` (local node numbers) of `element`, in local order, in
+/// a fixed array (no allocation): the first `len` entries.
+fn sub_nodes(element: &[i32], local: &[usize]) -> ([i32; 4], usize) {
+    let mut key = [0i32; 4];
+    for (k, &j) in local.iter().take(4).enumerate() {
+        key[k] = element[j];
+    }
+    (key, local.len().min(4))
 }
 
 /// The shell of each sub-entity (edge or face): the elements of `kind` that contain it, with the
@@ -168,8 +189,8 @@ pub fn shell(
     let mut triples = Vec::new();
     for (e, element) in nodes.chunks_exact(n).enumerate() {
         for (l, local) in locals.iter().enumerate() {
-            let sub_nodes: Vec<i32> = local.iter().map(|&j| element[j]).collect();
-            if let Some(i) = index.find(&sub_nodes) {
+            let (key, len) = sub_nodes(element, local);
+            if let Some(i) = index.find(&key[..len]) {
                 triples.push((i as usize, e as i32, l as u8));
             }
         }

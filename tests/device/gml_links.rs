@@ -1,6 +1,6 @@
-//! gml's automatic links built on several threads: vertex balls, shells and their degree
-//! classes checked against a plain CPU reference written here, the same tables whatever the
-//! size of the rayon pool, and the tables a kernel reads on the device.
+//! gml's automatic links built on several threads: vertex balls, shells, downlinks and
+//! degree classes checked against a plain CPU reference written here, the same tables
+//! whatever the size of the rayon pool, and the tables a kernel reads on the device.
 
 use snowsim::gml::topology::{self, BallTables, DegreeClass, Incidence, SubEntityIndex};
 use snowsim::gml::{Access, GmlError, KernelSpec, MeshKind};
@@ -243,6 +243,45 @@ fn shells_match_the_reference() {
             }
         }
         assert_eq!(rows_of(&shell), expected, "{sub}");
+
+        // The downlink is the transpose: element e's local l is the sub-entity whose shell
+        // lists (e, l).
+        let mut down = vec![-1i32; tets.len() / 4 * MeshKind::Tetrahedra.sub_entities(sub).len()];
+        let w = MeshKind::Tetrahedra.sub_entities(sub).len();
+        for (s, row) in expected.iter().enumerate() {
+            for &(e, l) in row {
+                down[e as usize * w + l as usize] = s as i32;
+            }
+        }
+        for threads in [1, 2, 5] {
+            let got = on_threads(threads, || {
+                topology::downlink(MeshKind::Tetrahedra, &tets, sub, &index)
+            });
+            assert_eq!(got, Ok(down.clone()), "{sub}, {threads} threads");
+        }
+
+        // Without the last sub-entities, the first element using one of them is the error.
+        let kept = count - 7;
+        let partial = SubEntityIndex::new(nv, sub, &subs[..kept * width]);
+        let first_missing = down
+            .iter()
+            .position(|&s| s as usize >= kept)
+            .expect("a missing sub-entity");
+        let (e, l) = (first_missing / w, first_missing % w);
+        let local_nodes: Vec<i32> = MeshKind::Tetrahedra.sub_entities(sub)[l]
+            .iter()
+            .map(|&j| tets[e * 4 + j])
+            .collect();
+        for threads in [1, 2, 5] {
+            let got = on_threads(threads, || {
+                topology::downlink(MeshKind::Tetrahedra, &tets, sub, &partial)
+            });
+            assert_eq!(
+                got,
+                Err((e, local_nodes.clone())),
+                "{sub}, {threads} threads"
+            );
+        }
     }
 }
 

@@ -145,7 +145,7 @@ pub fn vertex_ball_tables(
     tables.retain(|t| !t.rows.is_empty());
     let max_degree = counted.degrees.par_iter().max().map_or(0, |&d| d as usize);
     BallTables {
-        degrees: counted.degrees.iter().map(|&d| d as i32).collect(),
+        degrees: counted.degrees.par_iter().map(|&d| d as i32).collect(),
         max_degree,
         classes: tables,
     }
