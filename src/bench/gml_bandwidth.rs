@@ -43,12 +43,20 @@ pub struct Report {
     pub vertices: usize,
     /// Tetrahedra of the mesh.
     pub tetrahedra: usize,
+    /// Threads of the rayon pool that import and link building run on.
+    pub host_threads: usize,
     /// Host time to generate the mesh, seconds.
     pub generate_seconds: f64,
     /// Host time to load the mesh into gml (checks and copies), seconds.
     pub import_seconds: f64,
     /// Host time to build the vertex → tetrahedra ball and upload it, seconds.
     pub link_seconds: f64,
+    /// CPU time (user + system, every thread of the process) of generating the mesh, seconds.
+    pub generate_cpu_seconds: f64,
+    /// CPU time of the import, seconds.
+    pub import_cpu_seconds: f64,
+    /// CPU time of building and uploading the ball, seconds.
+    pub link_cpu_seconds: f64,
     /// Widths and rows of the ball's tables.
     pub ball_tables: Vec<(usize, usize)>,
     /// Device copy bandwidth, bytes per second.
@@ -59,20 +67,20 @@ pub struct Report {
 
 /// Runs the four kernels `launches` times each on a `cells`³ cube of 6·cells³ tetrahedra.
 pub fn run(gml: &mut Gml, cells: usize, launches: u32) -> Result<Report, GmlError> {
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mesh = tet_grid([cells, cells, cells]);
-    let generate_seconds = started.elapsed().as_secs_f64();
-    let started = Instant::now();
+    let (generate_seconds, generate_cpu_seconds) = started.read();
+    let started = Stopwatch::start();
     gml.import_mesh(&mesh)?;
-    let import_seconds = started.elapsed().as_secs_f64();
+    let (import_seconds, import_cpu_seconds) = started.read();
     let (nv, nt) = (
         mesh.vertices.len(),
         mesh.count(crate::meshio::ElementKind::Tetrahedra),
     );
     drop(mesh);
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let ball = gml.link_info(MeshKind::Vertices, MeshKind::Tetrahedra)?;
-    let link_seconds = started.elapsed().as_secs_f64();
+    let (link_seconds, link_cpu_seconds) = started.read();
 
     let vertices = gml.mesh(MeshKind::Vertices)?;
     let ver_dat = gml.new_solution::<[f32; 4]>(MeshKind::Vertices, 1, "Dat")?;
@@ -150,11 +158,51 @@ pub fn run(gml: &mut Gml, cells: usize, launches: u32) -> Result<Report, GmlErro
         cells,
         vertices: nv,
         tetrahedra: nt,
+        host_threads: rayon::current_num_threads(),
         generate_seconds,
         import_seconds,
         link_seconds,
+        generate_cpu_seconds,
+        import_cpu_seconds,
+        link_cpu_seconds,
         ball_tables: ball.tables.iter().map(|t| (t.width, t.rows)).collect(),
         copy_bytes_per_second: copy,
         kernels,
     })
+}
+
+/// Wall-clock and process CPU time since a start.
+struct Stopwatch {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Stopwatch {
+    fn start() -> Self {
+        Self {
+            wall: Instant::now(),
+            cpu: process_cpu_seconds(),
+        }
+    }
+
+    /// Elapsed (wall, CPU) seconds.
+    fn read(&self) -> (f64, f64) {
+        (
+            self.wall.elapsed().as_secs_f64(),
+            process_cpu_seconds() - self.cpu,
+        )
+    }
+}
+
+/// User + system CPU time of every thread of this process so far (0 where unknown), seconds.
+/// It includes the OpenCL runtime's threads, idle while the host prepares the mesh.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage writes one into it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer to an rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }

@@ -248,12 +248,17 @@ fn gml(args: GmlArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{} vertices, {} tetrahedra; host: generate {:.2} s, import {:.2} s, vertex ball {:.2} s ({})",
+        "{} vertices, {} tetrahedra; host ({} threads), wall / CPU: generate {:.2} / {:.2} s, \
+         import {:.2} / {:.2} s, vertex ball {:.2} / {:.2} s ({})",
         report.vertices,
         report.tetrahedra,
+        report.host_threads,
         report.generate_seconds,
+        report.generate_cpu_seconds,
         report.import_seconds,
+        report.import_cpu_seconds,
         report.link_seconds,
+        report.link_cpu_seconds,
         report
             .ball_tables
             .iter()

@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::Gml;
+use super::data::Datum;
 use super::error::{GmlError, Result};
 use super::kind::MeshKind;
 use super::topology::{self, SubEntityIndex};
@@ -138,9 +141,9 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
     }
     let from_count = gml.count(from).ok_or(GmlError::MissingMesh(from))?;
     let to_id = gml.mesh(to)?;
-    let to_nodes = gml.datum(to_id)?.nodes();
     let context = gml.context.clone();
     let auto = if from.dimension() > to.dimension() {
+        let to_nodes = gml.datum(to_id)?.nodes();
         let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
         let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
         let index = SubEntityIndex::new(vertices, to, &to_nodes);
@@ -169,19 +172,26 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
             rows: from_count,
         }
     } else {
-        let incidence = if from == MeshKind::Vertices {
-            topology::vertex_ball(from_count, to, &to_nodes)
+        let base = topology::base_width(from, to);
+        let ball = if from == MeshKind::Vertices {
+            ball(from_count, to, gml.datum(to_id)?, base)
         } else {
+            let to_nodes = gml.datum(to_id)?.nodes();
             let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
             let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
             let index = SubEntityIndex::new(vertices, from, &from_nodes);
-            topology::shell(from_count, to, &to_nodes, from, &index)
+            let incidence = topology::shell(from_count, to, &to_nodes, from, &index);
+            topology::BallTables {
+                degrees: (0..incidence.rows())
+                    .into_par_iter()
+                    .map(|i| incidence.degree(i) as i32)
+                    .collect(),
+                max_degree: incidence.max_degree(),
+                classes: topology::degree_classes(&incidence, base),
+            }
         };
-        let degrees: Vec<i32> = (0..incidence.rows())
-            .map(|i| incidence.degree(i) as i32)
-            .collect();
         let mut tables = Vec::new();
-        for class in topology::degree_classes(&incidence, topology::base_width(from, to)) {
+        for class in &ball.classes {
             tables.push(UpTable {
                 width: class.width,
                 rows: class.rows.len(),
@@ -192,11 +202,22 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
             });
         }
         Auto::Up {
-            degree: DeviceBuffer::from_slice(&context, &degrees)?,
+            degree: DeviceBuffer::from_slice(&context, &ball.degrees)?,
             tables,
-            max_degree: incidence.max_degree(),
+            max_degree: ball.max_degree,
         }
     };
     gml.links.insert(from, to, auto);
     Ok(())
+}
+
+/// The ball of each vertex in the elements of `kind`, split into degree classes of base width
+/// `base`, read from the datum's padded lines in place (no copy of the element table) when
+/// they are aligned as `i32`.
+fn ball(vertices: usize, kind: MeshKind, datum: &Datum, base: usize) -> topology::BallTables {
+    let (width, n) = (kind.node_vector_width(), kind.nodes());
+    match bytemuck::try_cast_slice::<u8, i32>(&datum.host) {
+        Ok(lines) => topology::vertex_ball_tables(vertices, lines, width, n, base),
+        Err(_) => topology::vertex_ball_tables(vertices, &datum.nodes(), n, n, base),
+    }
 }

@@ -59,6 +59,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
+
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
 pub use field::FieldBuffer;
@@ -214,7 +216,7 @@ impl Gml {
         refs: Option<&[i32]>,
     ) -> Result<()> {
         let lines: Vec<[f32; 4]> = coordinates
-            .iter()
+            .par_iter()
             .map(|p| [p[0] as f32, p[1] as f32, p[2] as f32, 0.0])
             .collect();
         self.set_mesh_lines(
@@ -276,19 +278,33 @@ impl Gml {
         let count = nodes.len() / n;
         let vertices = self.count(MeshKind::Vertices).unwrap_or(0);
         let width = kind.node_vector_width();
-        let mut lines = Vec::with_capacity(count * width);
-        for (e, element) in nodes.chunks_exact(n).enumerate() {
-            if let Some(&bad) = element.iter().find(|&&v| v as usize >= vertices) {
+        // Whole blocks are checked with a vectorised maximum; the first bad block is searched.
+        const BLOCK: usize = 1 << 14;
+        let bad_block = nodes
+            .par_chunks(BLOCK)
+            .position_first(|block| block.iter().max().is_some_and(|&v| v as usize >= vertices));
+        if let Some(b) = bad_block {
+            let block = &nodes[b * BLOCK..nodes.len().min((b + 1) * BLOCK)];
+            if let Some(i) = block.iter().position(|&v| v as usize >= vertices) {
+                let at = b * BLOCK + i;
                 return Err(GmlError::NodeOutOfRange {
                     kind,
-                    element: first.saturating_add(e),
-                    index: i64::from(bad),
+                    element: first.saturating_add(at / n),
+                    index: i64::from(nodes[at]),
                     vertices,
                 });
             }
-            lines.extend(element.iter().map(|&v| v as i32));
-            lines.extend(std::iter::repeat_n(element[0] as i32, width - n));
         }
+        let mut lines = vec![0i32; count * width];
+        lines
+            .par_chunks_mut(width)
+            .zip(nodes.par_chunks_exact(n))
+            .for_each(|(line, element)| {
+                for (to, &v) in line.iter_mut().zip(element) {
+                    *to = v as i32;
+                }
+                line[n..].fill(element[0] as i32);
+            });
         self.set_mesh_lines(kind, first, count, bytemuck::cast_slice(&lines), refs)
     }
 
@@ -314,9 +330,9 @@ impl Gml {
         let end = line_range(kind.name(), first, count, datum.lines)?;
         datum.download()?;
         let line = datum.role.line_bytes();
-        datum.host[first * line..end * line].copy_from_slice(bytes);
+        copy_in_parallel(&mut datum.host[first * line..end * line], bytes);
         if let Some(refs) = refs {
-            datum.refs[first..end].copy_from_slice(refs);
+            copy_in_parallel(&mut datum.refs[first..end], refs);
         }
         datum.host_dirty = true;
         // Links depend on element nodes and on the vertex count, not on coordinates.
@@ -1106,4 +1122,22 @@ fn line_range(what: &str, first: usize, count: usize, lines: usize) -> Result<us
 pub fn wall_clock() -> f64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// `to.copy_from_slice(from)` in blocks on the cores: a whole mesh is hundreds of MB of fresh
+/// pages.
+///
+/// # Panics
+/// If the lengths differ, as `copy_from_slice` does.
+fn copy_in_parallel<T: Copy + Send + Sync>(to: &mut [T], from: &[T]) {
+    const BLOCK_BYTES: usize = 1 << 20;
+    assert_eq!(
+        to.len(),
+        from.len(),
+        "copy between slices of different lengths"
+    );
+    let block = (BLOCK_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    to.par_chunks_mut(block)
+        .zip(from.par_chunks(block))
+        .for_each(|(to, from)| to.copy_from_slice(from));
 }

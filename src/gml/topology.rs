@@ -3,11 +3,20 @@
 //! uplink into degree classes.
 //!
 //! Everything works on flat node lists (`nodes.len() == count × nodes per entity`, 0-based
-//! `i32`), in O(n) or O(n log n), and is checked against brute force in the tests.
+//! `i32`), in O(n) or O(n log n), and is checked against brute force in the tests. Vertex balls
+//! and degree classes are built on the cores of the current rayon pool, with results that do
+//! not depend on its size.
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::kind::MeshKind;
+
+mod ball;
+
+use ball::BLOCK;
+pub use ball::{BallTables, vertex_ball_of_lines, vertex_ball_tables};
 
 /// For each source entity, the destination entities that contain it and where (the local index
 /// of the source inside the destination), stored as compressed rows.
@@ -34,7 +43,11 @@ impl Incidence {
 
     /// Largest degree, 0 when empty.
     pub fn max_degree(&self) -> usize {
-        (0..self.rows()).map(|i| self.degree(i)).max().unwrap_or(0)
+        (0..self.rows())
+            .into_par_iter()
+            .map(|i| self.degree(i))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Builds rows from `(source, element, local)` triples given in increasing element order.
@@ -65,14 +78,7 @@ impl Incidence {
 
 /// The ball of each vertex: the elements of `kind` (nodes in `nodes`) that use it.
 pub fn vertex_ball(vertices: usize, kind: MeshKind, nodes: &[i32]) -> Incidence {
-    let n = kind.nodes();
-    let pairs = nodes.chunks_exact(n).enumerate().flat_map(|(e, element)| {
-        element
-            .iter()
-            .enumerate()
-            .map(move |(l, &v)| (v as usize, e as i32, l as u8))
-    });
-    Incidence::from_pairs(vertices, pairs)
+    vertex_ball_of_lines(vertices, nodes, kind.nodes(), kind.nodes())
 }
 
 /// Finds entities of one kind (edges, triangles or quadrilaterals) by their node set.
@@ -88,9 +94,9 @@ impl SubEntityIndex {
     pub fn new(vertices: usize, kind: MeshKind, nodes: &[i32]) -> Self {
         let width = kind.nodes();
         let mut sorted = nodes.to_vec();
-        for t in sorted.chunks_exact_mut(width) {
-            t.sort_unstable();
-        }
+        sorted
+            .par_chunks_exact_mut(width)
+            .for_each(|t| t.sort_unstable());
         let pairs = sorted
             .chunks_exact(width)
             .enumerate()
@@ -135,17 +141,38 @@ pub fn downlink(
 ) -> Result<Vec<i32>, (usize, Vec<i32>)> {
     let locals = kind.sub_entities(sub);
     let n = kind.nodes();
-    let mut out = Vec::with_capacity(nodes.len() / n * locals.len());
-    for (e, element) in nodes.chunks_exact(n).enumerate() {
-        for local in locals {
-            let sub_nodes: Vec<i32> = local.iter().map(|&j| element[j]).collect();
-            match index.find(&sub_nodes) {
-                Some(i) => out.push(i),
-                None => return Err((e, sub_nodes)),
+    let width = locals.len();
+    let mut out = vec![0i32; nodes.len() / n * width];
+    // Each element fills its row; the first element with a missing sub-entity is the error.
+    let missing = out
+        .par_chunks_mut(width.max(1))
+        .zip(nodes.par_chunks_exact(n))
+        .enumerate()
+        .filter_map(|(e, (row, element))| {
+            for (to, local) in row.iter_mut().zip(locals) {
+                let (key, len) = sub_nodes(element, local);
+                match index.find(&key[..len]) {
+                    Some(i) => *to = i,
+                    None => return Some((e, key[..len].to_vec())),
+                }
             }
-        }
+            None
+        })
+        .min_by_key(|&(e, _)| e);
+    match missing {
+        Some(error) => Err(error),
+        None => Ok(out),
     }
-    Ok(out)
+}
+
+/// The nodes of the sub-entity `local` (local node numbers) of `element`, in local order, in
+/// a fixed array (no allocation): the first `len` entries.
+fn sub_nodes(element: &[i32], local: &[usize]) -> ([i32; 4], usize) {
+    let mut key = [0i32; 4];
+    for (k, &j) in local.iter().take(4).enumerate() {
+        key[k] = element[j];
+    }
+    (key, local.len().min(4))
 }
 
 /// The shell of each sub-entity (edge or face): the elements of `kind` that contain it, with the
@@ -162,8 +189,8 @@ pub fn shell(
     let mut triples = Vec::new();
     for (e, element) in nodes.chunks_exact(n).enumerate() {
         for (l, local) in locals.iter().enumerate() {
-            let sub_nodes: Vec<i32> = local.iter().map(|&j| element[j]).collect();
-            if let Some(i) = index.find(&sub_nodes) {
+            let (key, len) = sub_nodes(element, local);
+            if let Some(i) = index.find(&key[..len]) {
                 triples.push((i as usize, e as i32, l as u8));
             }
         }
@@ -284,34 +311,27 @@ impl DegreeClass {
 
 /// Splits an incidence into tables of widths `base`, `2·base`, `4·base`, … so that each entity
 /// sits in the narrowest table its degree fits. Empty tables are left out; no degree is too
-/// large.
+/// large. Runs on the current rayon pool; the tables do not depend on its size.
 pub fn degree_classes(incidence: &Incidence, base: usize) -> Vec<DegreeClass> {
     let base = base.max(1).next_power_of_two();
-    let class_of = |d: usize| -> u32 { u32::from(degree_class(d, base)) };
-    let classes = (0..incidence.rows())
-        .map(|i| class_of(incidence.degree(i)))
-        .max()
-        .map_or(0, |c| c as usize + 1);
+    let class: Vec<u8> = (0..incidence.rows())
+        .into_par_iter()
+        .map(|i| degree_class(incidence.degree(i), base))
+        .collect();
+    let classes = class.par_iter().max().map_or(0, |&c| usize::from(c) + 1);
     let mut out = Vec::new();
     for c in 0..classes {
         let width = base << c;
-        let rows: Vec<i32> = (0..incidence.rows())
-            .filter(|&i| class_of(incidence.degree(i)) as usize == c)
-            .map(|i| i as i32)
+        let rows: Vec<i32> = class
+            .par_iter()
+            .enumerate()
+            .filter(|&(_, &k)| usize::from(k) == c)
+            .map(|(i, _)| i as i32)
             .collect();
         if rows.is_empty() {
             continue;
         }
-        let n = rows.len();
-        let mut ball = vec![0i32; width * n];
-        let mut locals = vec![0i8; width * n];
-        for (r, &i) in rows.iter().enumerate() {
-            let span = incidence.offsets[i as usize]..incidence.offsets[i as usize + 1];
-            for (k, j) in span.enumerate() {
-                ball[k * n + r] = incidence.elements[j];
-                locals[k * n + r] = incidence.locals[j] as i8;
-            }
-        }
+        let (ball, locals) = fill_class(incidence, &rows, width);
         out.push(DegreeClass {
             width,
             rows,
@@ -320,6 +340,43 @@ pub fn degree_classes(incidence: &Incidence, base: usize) -> Vec<DegreeClass> {
         });
     }
     out
+}
+
+/// The column-major ball and locals of the entities `rows`, all of degree at most `width`:
+/// blocks of rows in parallel, each writing its part of every column.
+fn fill_class(incidence: &Incidence, rows: &[i32], width: usize) -> (Vec<i32>, Vec<i8>) {
+    let n = rows.len();
+    let mut ball = vec![0i32; width * n];
+    let mut locals = vec![0i8; width * n];
+    let blocks = n.div_ceil(BLOCK);
+    let mut ball_blocks: Vec<Vec<&mut [i32]>> =
+        (0..blocks).map(|_| Vec::with_capacity(width)).collect();
+    let mut local_blocks: Vec<Vec<&mut [i8]>> =
+        (0..blocks).map(|_| Vec::with_capacity(width)).collect();
+    for column in ball.chunks_mut(n) {
+        for (b, part) in column.chunks_mut(BLOCK).enumerate() {
+            ball_blocks[b].push(part);
+        }
+    }
+    for column in locals.chunks_mut(n) {
+        for (b, part) in column.chunks_mut(BLOCK).enumerate() {
+            local_blocks[b].push(part);
+        }
+    }
+    ball_blocks
+        .into_par_iter()
+        .zip(local_blocks)
+        .zip(rows.par_chunks(BLOCK))
+        .for_each(|((mut ball, mut locals), rows)| {
+            for (r, &i) in rows.iter().enumerate() {
+                let span = incidence.offsets[i as usize]..incidence.offsets[i as usize + 1];
+                for (k, j) in span.enumerate() {
+                    ball[k][r] = incidence.elements[j];
+                    locals[k][r] = incidence.locals[j] as i8;
+                }
+            }
+        });
+    (ball, locals)
 }
 
 /// The degree class of an entity of `degree` in an uplink of base width `base`: 0 when the

@@ -12,6 +12,7 @@ mod cl;
 mod gml;
 mod gml_examples;
 mod gml_f64;
+mod gml_links;
 mod gml_reduce;
 mod gml_safety;
 mod mesh_quality;
