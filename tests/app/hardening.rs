@@ -646,7 +646,13 @@ fn scene_check_refuses_a_domain_beyond_memory_with_its_line() {
     let run = snowsim_limited(4_000_000, &["scene", "check", s(&path)]);
     let err = run.expect(1);
     assert!(err.contains("domain.cells"), "{err}");
-    assert!(err.contains("host memory for the domain mesh"), "{err}");
+    // The domain mesh's estimate, or the run's ground's where less address space is left (a
+    // 16-core machine's threads reserve more of the 4 GB limit).
+    assert!(
+        err.contains("host memory for the domain mesh")
+            || err.contains("host memory for the ground of a run"),
+        "{err}"
+    );
 }
 
 #[test]
