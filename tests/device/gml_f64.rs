@@ -47,3 +47,195 @@ fn a_kernel_over_f64_data_keeps_double_literals_and_helpers() {
         assert!(v.abs() < 1e-13, "quality − 1 = {v}");
     }
 }
+
+/// The scalars of conjugate gradients, left on the device by reductions: `p·q`, and `r·r` of
+/// the current and the next iteration (alternating slots, so no kernel reads a slot that a
+/// reduction of the same iteration writes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct CgScalars {
+    pq: f64,
+    rr: [f64; 2],
+}
+
+const CG_PARAMETERS: &str = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n\
+                             typedef struct { double pq; double rr[2]; } GmlParSct;\n";
+
+/// The 7-point Laplacian of an `n³` grid with zero Dirichlet values around it, applied on the
+/// host in f64: `(A x)_i = 6 x_i − Σ x_neighbour`.
+fn poisson_apply(n: usize, x: &[f64]) -> Vec<f64> {
+    let at = |i: usize, j: usize, k: usize| (k * n + j) * n + i;
+    let mut y = vec![0.0; x.len()];
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                let mut sum = 0.0;
+                for (di, dj, dk) in [
+                    (-1i64, 0, 0),
+                    (1, 0, 0),
+                    (0, -1, 0),
+                    (0, 1, 0),
+                    (0, 0, -1),
+                    (0, 0, 1),
+                ] {
+                    let (a, b, c) = (i as i64 + di, j as i64 + dj, k as i64 + dk);
+                    if (0..n as i64).contains(&a)
+                        && (0..n as i64).contains(&b)
+                        && (0..n as i64).contains(&c)
+                    {
+                        sum += x[at(a as usize, b as usize, c as usize)];
+                    }
+                }
+                y[at(i, j, k)] = 6.0 * x[at(i, j, k)] - sum;
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn conjugate_gradients_in_f64_reach_a_true_residual_of_1e_10() {
+    use snowsim::gml::Reduction;
+    let Some(mut g) = gml() else { return };
+    let n = 20;
+    let count = n * n * n;
+    let at = |i: usize, j: usize, k: usize| ((k * n + j) * n + i) as i32;
+    g.new_mesh(MeshKind::Vertices, count).unwrap();
+    // Each grid point's six neighbours, -1 outside the grid (the Dirichlet boundary).
+    let mut targets = Vec::with_capacity(6 * count);
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                let inside =
+                    |a: usize, b: usize, c: usize, ok: bool| if ok { at(a, b, c) } else { -1 };
+                targets.extend([
+                    inside(i.wrapping_sub(1), j, k, i > 0),
+                    inside(i + 1, j, k, i + 1 < n),
+                    inside(i, j.wrapping_sub(1), k, j > 0),
+                    inside(i, j + 1, k, j + 1 < n),
+                    inside(i, j, k.wrapping_sub(1), k > 0),
+                    inside(i, j, k + 1, k + 1 < n),
+                ]);
+            }
+        }
+    }
+    let ngb = g
+        .new_link(MeshKind::Vertices, MeshKind::Vertices, 6, "Ngb")
+        .unwrap();
+    g.set_link_block(ngb, 0, &targets).unwrap();
+    let params = g.new_parameters::<CgScalars>(CG_PARAMETERS).unwrap();
+    let field =
+        |g: &mut Gml, name: &str| g.new_solution::<f64>(MeshKind::Vertices, 1, name).unwrap();
+    let (x, r, p, q, pq, rr) = (
+        field(&mut g, "X"),
+        field(&mut g, "R"),
+        field(&mut g, "P"),
+        field(&mut g, "Q"),
+        field(&mut g, "PQ"),
+        field(&mut g, "RR"),
+    );
+    let b: Vec<f64> = (0..count).map(|i| 1.0 + (i as f64 * 0.37).sin()).collect();
+    g.set_block(r, 0, &b).unwrap();
+    g.set_block(p, 0, &b).unwrap();
+    g.set_block(rr, 0, &b.iter().map(|v| v * v).collect::<Vec<_>>())
+        .unwrap();
+
+    let apply = g
+        .compile(
+            KernelSpec::new("apply", MeshKind::Vertices)
+                .access(Access::read(p).via(ngb))
+                .access(Access::write(q))
+                .access(Access::write(pq))
+                .body(
+                    "VerQ = 6.0 * VerP[0] - (VerP[1] + VerP[2] + VerP[3] + VerP[4] + VerP[5] + VerP[6]);\n\
+                     VerPQ = VerP[0] * VerQ;",
+                ),
+        )
+        .unwrap();
+    // One update and one direction kernel per parity of the iteration.
+    let [update, direction] = ["update", "direction"];
+    let compile = |g: &mut Gml, e: usize| {
+        let up = g
+            .compile(
+                KernelSpec::new(&format!("{update}{e}"), MeshKind::Vertices)
+                    .access(Access::read_write(x))
+                    .access(Access::read_write(r))
+                    .access(Access::read(p))
+                    .access(Access::read(q))
+                    .access(Access::write(rr))
+                    .body(&format!(
+                        "const double alpha = GmlPar->rr[{e}] / GmlPar->pq;\n\
+                         VerX += alpha * VerP;\n\
+                         VerR -= alpha * VerQ;\n\
+                         VerRR = VerR * VerR;"
+                    )),
+            )
+            .unwrap();
+        let dir = g
+            .compile(
+                KernelSpec::new(&format!("{direction}{e}"), MeshKind::Vertices)
+                    .access(Access::read_write(p))
+                    .access(Access::read(r))
+                    .body(&format!(
+                        "VerP = VerR + (GmlPar->rr[{}] / GmlPar->rr[{e}]) * VerP;",
+                        1 - e
+                    )),
+            )
+            .unwrap();
+        (up, dir)
+    };
+    let kernels = [compile(&mut g, 0), compile(&mut g, 1)];
+
+    let mut timeline = g.context().timeline();
+    g.reduce_into_parameters(rr, Reduction::Sum, &params, 8, &mut timeline)
+        .unwrap();
+    let b_norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let mut iterations = 0;
+    let converged = loop {
+        let e = iterations % 2;
+        let (up, dir) = kernels[e];
+        g.enqueue(apply, &mut timeline).unwrap();
+        g.reduce_into_parameters(pq, Reduction::Sum, &params, 0, &mut timeline)
+            .unwrap();
+        g.enqueue(up, &mut timeline).unwrap();
+        g.reduce_into_parameters(rr, Reduction::Sum, &params, 8 + 8 * (1 - e), &mut timeline)
+            .unwrap();
+        g.enqueue(dir, &mut timeline).unwrap();
+        iterations += 1;
+        // The residual is read every 10 iterations, without stopping the queue before it.
+        if iterations % 10 == 0 {
+            let scalars = g
+                .download_parameters_async(&params)
+                .unwrap()
+                .wait()
+                .unwrap();
+            let rr_now = scalars.rr[iterations % 2];
+            if rr_now.sqrt() <= 1e-12 * b_norm {
+                break true;
+            }
+            timeline.resolve().unwrap();
+        }
+        if iterations >= 1000 {
+            break false;
+        }
+    };
+    assert!(converged, "no convergence in {iterations} iterations");
+    let solution = g.read_all(x).unwrap();
+    let ax = poisson_apply(n, &solution);
+    let residual = b
+        .iter()
+        .zip(&ax)
+        .map(|(b, ax)| (b - ax) * (b - ax))
+        .sum::<f64>()
+        .sqrt()
+        / b_norm;
+    println!(
+        "CG on a {n}³ Poisson grid: {iterations} iterations, true relative residual {residual:e}"
+    );
+    assert!(
+        residual <= 1e-10,
+        "true relative residual {residual:e} after {iterations} iterations"
+    );
+    // Conjugate gradients on this operator need about √κ · ln(2/ε) / 2 ≈ 200 iterations.
+    assert!(iterations <= 400, "{iterations} iterations");
+}
