@@ -40,6 +40,10 @@ pub struct ReduceArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Accumulate in float with compensation even where the device has FP64 (what devices
+    /// without FP64 do), to compare the two.
+    #[arg(long)]
+    float_accumulators: bool,
 }
 
 /// Options of `snowsim bench launch`.
@@ -122,6 +126,10 @@ fn reductions(args: ReduceArgs) -> anyhow::Result<ExitCode> {
             args.launches
         )?;
     }
+    gml.set_reduce_options(snowsim::gml::ReduceOptions {
+        float_accumulators: args.float_accumulators,
+        ..Default::default()
+    });
     let report = reduce::run(&mut gml, 1 << args.log2, args.launches)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;

@@ -547,3 +547,43 @@ fn counters_name_each_operator_and_empty_fields_are_refused() {
         Err(GmlError::NotReducible(_))
     ));
 }
+
+/// Float values whose sums or squares overflow `float` but not `double`: where the device has
+/// FP64 the results are the double ones (the GPU layout sums in float first, and must carry a
+/// partial that would overflow into the double accumulator).
+#[test]
+fn float_sums_and_squares_beyond_float_range_stay_finite_in_double() {
+    let mut g = gml();
+    if !g.has_fp64() {
+        println!("SKIPPED: {} has no FP64", g.device().label());
+        return;
+    }
+    let n = 4099;
+    g.new_mesh(MeshKind::Vertices, n).unwrap();
+    let big = g.new_solution::<f32>(MeshKind::Vertices, 1, "Big").unwrap();
+    g.set_block(big, 0, &vec![3.0e38f32; n]).unwrap();
+    let wide = g
+        .new_solution::<f32>(MeshKind::Vertices, 1, "Wide")
+        .unwrap();
+    g.set_block(wide, 0, &vec![-1.0e20f32; n]).unwrap();
+    for layout in LAYOUTS {
+        g.set_reduce_options(options(layout, false));
+        let sum = g.reduce(big, Reduction::Sum).unwrap();
+        let want = n as f64 * f64::from(3.0e38f32);
+        assert!(
+            (sum - want).abs() <= 1e-12 * want,
+            "{layout:?}: sum {sum:e} vs {want:e}"
+        );
+        let l1 = g.reduce(wide, Reduction::L1).unwrap();
+        assert!(
+            (l1 - n as f64 * 1e20).abs() <= 1e-6 * n as f64 * 1e20,
+            "{layout:?}: L1 {l1:e}"
+        );
+        let l2 = g.reduce(wide, Reduction::L2).unwrap();
+        let want = (n as f64).sqrt() * f64::from(1.0e20f32);
+        assert!(
+            (l2 - want).abs() <= 1e-12 * want,
+            "{layout:?}: L2 {l2:e} vs {want:e}"
+        );
+    }
+}
