@@ -23,7 +23,7 @@
 //! ```
 
 use crate::cl::Context;
-use crate::gml::{Access, Gml, GmlError, KernelSpec, MeshKind, Reduction};
+use crate::gml::{Access, Data, Gml, GmlError, KernelSpec, MeshKind, ReducibleScalar, Reduction};
 use crate::meshio::{CoordinateError, ElementKind, Mesh};
 
 /// The largest coordinate magnitude measured or smoothed: the kernels compute in 32-bit reals,
@@ -156,45 +156,28 @@ pub fn measure_with(
     let tetrahedra = kind == ElementKind::Tetrahedra;
     let (values, min, max, sum) = match precision {
         Precision::F32 => {
-            let values = gml.new_solution::<f32>(loop_kind, 1, "Qal")?;
             let vertices = gml.mesh(MeshKind::Vertices)?;
             let body = if tetrahedra {
                 "TetQal = CalTetQal(TetCrd[0], TetCrd[1], TetCrd[2], TetCrd[3]);"
             } else {
                 "TriQal = CalTriQal(TriCrd[0], TriCrd[1], TriCrd[2]);"
             };
-            let kernel = gml.compile(
-                KernelSpec::new("element_quality", loop_kind)
-                    .access(Access::read(vertices))
-                    .access(Access::write(values))
-                    .body(body),
-            )?;
-            gml.launch(kernel)?;
-            let min = gml.reduce(values, Reduction::Min)?;
-            let max = gml.reduce(values, Reduction::Max)?;
-            let sum = gml.reduce(values, Reduction::Sum)?;
-            let values: Vec<f64> = gml.read_all(values)?.into_iter().map(f64::from).collect();
-            (values, min, max, sum)
+            qualities::<f32>(&mut gml, loop_kind, vertices, "element_quality", body)?
         }
         Precision::F64 => {
             let coordinates = gml.new_coordinates_f64("Crd64", &mesh.vertices)?;
-            let values = gml.new_solution::<f64>(loop_kind, 1, "Qal")?;
             let body = if tetrahedra {
                 "TetQal = CalTetQalF64(TetCrd64[0], TetCrd64[1], TetCrd64[2], TetCrd64[3]);"
             } else {
                 "TriQal = CalTriQalF64(TriCrd64[0], TriCrd64[1], TriCrd64[2]);"
             };
-            let kernel = gml.compile(
-                KernelSpec::new("element_quality_f64", loop_kind)
-                    .access(Access::read(coordinates))
-                    .access(Access::write(values))
-                    .body(body),
-            )?;
-            gml.launch(kernel)?;
-            let min = gml.reduce(values, Reduction::Min)?;
-            let max = gml.reduce(values, Reduction::Max)?;
-            let sum = gml.reduce(values, Reduction::Sum)?;
-            (gml.read_all(values)?, min, max, sum)
+            qualities::<f64>(
+                &mut gml,
+                loop_kind,
+                coordinates,
+                "element_quality_f64",
+                body,
+            )?
         }
     };
     Ok(Quality {
@@ -206,4 +189,29 @@ pub fn measure_with(
         values,
         precision,
     })
+}
+
+/// Runs the quality kernel `body` (which writes `<Loop>Qal` from the `coordinates` it reads)
+/// over `loop_kind` into a field of `T`, and returns the values with their device min, max
+/// and sum.
+fn qualities<T: ReducibleScalar + Into<f64>>(
+    gml: &mut Gml,
+    loop_kind: MeshKind,
+    coordinates: impl Data,
+    name: &str,
+    body: &str,
+) -> Result<(Vec<f64>, f64, f64, f64), GmlError> {
+    let values = gml.new_solution::<T>(loop_kind, 1, "Qal")?;
+    let kernel = gml.compile(
+        KernelSpec::new(name, loop_kind)
+            .access(Access::read(coordinates))
+            .access(Access::write(values))
+            .body(body),
+    )?;
+    gml.launch(kernel)?;
+    let min = gml.reduce(values, Reduction::Min)?;
+    let max = gml.reduce(values, Reduction::Max)?;
+    let sum = gml.reduce(values, Reduction::Sum)?;
+    let values = gml.read_all(values)?.into_iter().map(Into::into).collect();
+    Ok((values, min, max, sum))
 }
