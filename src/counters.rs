@@ -31,11 +31,11 @@ pub struct StageTime {
     pub launches: u64,
     /// Sum of the kernels' device times (`CL_PROFILING_COMMAND_START..END`), or the wall time
     /// of a host stage.
-    #[serde(serialize_with = "as_ms")]
+    #[serde(serialize_with = "as_ms", rename = "busy_ms")]
     pub busy: Duration,
     /// From the first kernel's start to the last one's end: `span − busy` is what the gaps
     /// between launches cost. Equal to `busy` for host stages.
-    #[serde(serialize_with = "as_ms")]
+    #[serde(serialize_with = "as_ms", rename = "span_ms")]
     pub span: Duration,
 }
 

@@ -349,7 +349,7 @@ pub struct RunSummary {
     pub draw_ms: f64,
     /// Mean time to swap buffers (window only), in ms.
     pub present_ms: f64,
-    /// Every stage, host and device, as a mean per measured frame (times in ms in JSON):
+    /// Every stage, host and device, as a mean per measured frame (`busy_ms`, `span_ms` in JSON):
     /// the device stages' `span − busy` is what the gaps between their launches cost.
     pub stages: Vec<StageTime>,
     /// Total time spent reading frames back and writing PNG files, in seconds.
