@@ -321,3 +321,39 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
             .count_release((self.len.max(1) * size_of::<T>()) as u64);
     }
 }
+
+/// A `cl_mem` held with its own reference (`clRetainMemObject`, released on drop): the object
+/// cannot be freed, and its handle reused for another allocation, while this lives.
+pub struct RetainedMem(cl_mem);
+
+impl RetainedMem {
+    /// Takes a reference to the memory object `mem`.
+    ///
+    /// # Safety
+    /// `mem` must be a live memory object.
+    pub(crate) unsafe fn retain(mem: cl_mem) -> Result<Self> {
+        // SAFETY: the caller guarantees `mem` is live; retaining it keeps it alive for as long
+        // as this handle.
+        unsafe { cl3::memory::retain_mem_object(mem) }
+            .map_err(opencl3::error_codes::ClError)
+            .during("clRetainMemObject")?;
+        Ok(Self(mem))
+    }
+
+    /// The handle.
+    pub fn get(&self) -> cl_mem {
+        self.0
+    }
+}
+
+impl Drop for RetainedMem {
+    fn drop(&mut self) {
+        // SAFETY: this handle retained the object once and releases it once.
+        let _ = unsafe { cl3::memory::release_mem_object(self.0) };
+    }
+}
+
+// SAFETY: OpenCL memory objects may be used and released from any thread.
+unsafe impl Send for RetainedMem {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for RetainedMem {}

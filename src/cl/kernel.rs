@@ -69,13 +69,21 @@ impl Param {
     }
 }
 
+/// An argument as last set: its bytes, and for a buffer a reference to it, so that the buffer
+/// cannot be freed and its handle reused by another allocation while the kernel may still
+/// hold it (some drivers resolve the handle when the argument is set).
+struct SetArg {
+    bytes: Vec<u8>,
+    _buffer: Option<super::buffer::RetainedMem>,
+}
+
 /// A kernel of a built program, with its declaration and the arguments it was last given.
 pub struct Kernel {
     kernel: ClKernel,
     name: Arc<str>,
     file: String,
     params: Vec<Param>,
-    last: Mutex<Vec<Option<Vec<u8>>>>,
+    last: Mutex<Vec<Option<SetArg>>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -107,7 +115,7 @@ impl Kernel {
             name: name.into(),
             file: file.to_string(),
             params,
-            last: Mutex::new(vec![None; count as usize]),
+            last: Mutex::new((0..count).map(|_| None).collect()),
         })
     }
 
@@ -148,7 +156,7 @@ impl Kernel {
     }
 
     /// The arguments last set, per index.
-    fn last(&self) -> MutexGuard<'_, Vec<Option<Vec<u8>>>> {
+    fn last(&self) -> MutexGuard<'_, Vec<Option<SetArg>>> {
         // A poisoned cache only means a panic elsewhere; forget what was set.
         self.last.lock().unwrap_or_else(|poisoned| {
             let mut guard = poisoned.into_inner();
@@ -203,12 +211,18 @@ impl KernelCall<'_> {
         })
     }
 
-    /// Sets the next argument to `bytes`, unless it already holds them.
-    fn set_bytes(&mut self, bytes: &[u8], local: Option<usize>) -> Result<&mut Self> {
+    /// Sets the next argument to `bytes` (a buffer's handle when `mem` is given), unless it
+    /// already holds them.
+    fn set_bytes(
+        &mut self,
+        bytes: &[u8],
+        local: Option<usize>,
+        mem: Option<cl_mem>,
+    ) -> Result<&mut Self> {
         let index = self.next;
         let mut last = self.kernel.last();
         let slot = &mut last[index as usize];
-        let unchanged = local.is_none() && slot.as_deref() == Some(bytes);
+        let unchanged = local.is_none() && slot.as_ref().is_some_and(|s| s.bytes == bytes);
         if !unchanged {
             let (size, value) = match local {
                 Some(size) => (size, ptr::null()),
@@ -236,7 +250,18 @@ impl KernelCall<'_> {
                     ),
                 ));
             }
-            *slot = local.is_none().then(|| bytes.to_vec());
+            *slot = match (local, mem) {
+                (Some(_), _) => None,
+                (None, Some(mem)) => Some(SetArg {
+                    bytes: bytes.to_vec(),
+                    // SAFETY: the handle was just accepted by clSetKernelArg: a live object.
+                    _buffer: Some(unsafe { super::buffer::RetainedMem::retain(mem)? }),
+                }),
+                (None, None) => Some(SetArg {
+                    bytes: bytes.to_vec(),
+                    _buffer: None,
+                }),
+            };
         }
         self.next += 1;
         Ok(self)
@@ -268,7 +293,7 @@ impl KernelCall<'_> {
             );
             return Err(self.kernel.error(Some(self.next), problem));
         }
-        self.set_bytes(bytemuck::bytes_of(value), None)
+        self.set_bytes(bytemuck::bytes_of(value), None, None)
     }
 
     /// Sets the next argument to a buffer handle.
@@ -297,7 +322,7 @@ impl KernelCall<'_> {
             );
             return Err(self.kernel.error(Some(self.next), problem));
         }
-        self.set_bytes(bytemuck::bytes_of(&(mem as usize)), None)
+        self.set_bytes(bytemuck::bytes_of(&(mem as usize)), None, Some(mem))
     }
 
     /// Sets the next argument to a buffer: a [`DeviceBuffer`](super::DeviceBuffer), a
@@ -325,7 +350,7 @@ impl KernelCall<'_> {
             );
             return Err(self.kernel.error(Some(self.next), problem));
         }
-        self.set_bytes(&[], Some(count.max(1) * size_of::<T>()))
+        self.set_bytes(&[], Some(count.max(1) * size_of::<T>()), None)
     }
 
     fn check_complete(&self) -> Result<()> {

@@ -17,7 +17,7 @@ mod program;
 mod timeline;
 mod timing;
 
-pub use buffer::{BufferArg, DeviceBuffer, PendingRead};
+pub use buffer::{BufferArg, DeviceBuffer, PendingRead, RetainedMem};
 pub use context::{Context, ContextOptions, TransferCounters};
 pub use device::{DeviceEntry, DeviceInfo, DeviceSelector, DeviceType, list_devices};
 pub use error::{Error, Result};

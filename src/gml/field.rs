@@ -10,7 +10,7 @@ use super::Gml;
 use super::data::Solution;
 use super::error::{GmlError, Result};
 use super::value::Value;
-use crate::cl::{self, BufferArg};
+use crate::cl::{self, BufferArg, RetainedMem};
 
 /// The device buffer of one [`Solution`]: `len()` values of `T`, line-major, exactly what gml
 /// kernels read and write.
@@ -67,40 +67,13 @@ impl<T: Value> BufferArg<T> for FieldBuffer<T> {
                 self.name, self.generation
             )));
         }
-        Ok(self.mem.0)
+        Ok(self.mem.get())
     }
 
     fn len(&self) -> usize {
         self.len
     }
 }
-
-/// A `cl_mem` this handle holds a reference to (`clRetainMemObject`, released on drop).
-struct RetainedMem(cl_mem);
-
-impl RetainedMem {
-    fn retain(mem: cl_mem) -> cl::Result<Self> {
-        // SAFETY: `mem` is a live memory object (the datum's buffer); retaining it keeps it
-        // alive for as long as this handle.
-        unsafe { cl3::memory::retain_mem_object(mem) }.map_err(|code| cl::Error::Api {
-            call: "clRetainMemObject".into(),
-            code: opencl3::error_codes::ClError(code),
-        })?;
-        Ok(Self(mem))
-    }
-}
-
-impl Drop for RetainedMem {
-    fn drop(&mut self) {
-        // SAFETY: this handle retained the object once and releases it once.
-        let _ = unsafe { cl3::memory::release_mem_object(self.0) };
-    }
-}
-
-// SAFETY: OpenCL memory objects may be used and released from any thread.
-unsafe impl Send for RetainedMem {}
-// SAFETY: as above; the handle is never mutated.
-unsafe impl Sync for RetainedMem {}
 
 /// Uploads `field` if needed and returns its buffer handle.
 pub(crate) fn field_buffer<T: Value>(gml: &mut Gml, field: Solution<T>) -> Result<FieldBuffer<T>> {
@@ -115,7 +88,8 @@ pub(crate) fn field_buffer<T: Value>(gml: &mut Gml, field: Solution<T>) -> Resul
         .as_ref()
         .ok_or(GmlError::UnknownData(field.id.index as usize))?;
     Ok(FieldBuffer {
-        mem: RetainedMem::retain(buffer.cl_mem())?,
+        // SAFETY: the datum's device buffer is alive (borrowed just above).
+        mem: unsafe { RetainedMem::retain(buffer.cl_mem())? },
         len: datum.lines * datum.role.items(),
         name: datum.role.name().to_string(),
         generation,
