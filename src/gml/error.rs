@@ -6,6 +6,20 @@ use crate::cl;
 /// What went wrong in a gml call.
 #[derive(Debug, thiserror::Error)]
 pub enum GmlError {
+    /// Generated kernels index with 32-bit `int`s: a table of more entries than that cannot be
+    /// addressed.
+    #[error(
+        "{what} would hold {entries} entries, more than the {limit} that gml's generated \
+         kernels can index with a 32-bit int"
+    )]
+    IndexRange {
+        /// The datum or table, e.g. `solution `U` (3 values per vertex)`.
+        what: String,
+        /// Entries it would hold.
+        entries: u128,
+        /// The largest count (`i32::MAX`).
+        limit: i32,
+    },
     /// The OpenCL layer failed (device, allocation, build, launch).
     #[error(transparent)]
     Cl(#[from] cl::Error),

@@ -143,6 +143,11 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
     let to_id = gml.mesh(to)?;
     let context = gml.context.clone();
     let auto = if from.dimension() > to.dimension() {
+        super::check_index_range(
+            || format!("the {from} → {to} downlink"),
+            from_count,
+            from.sub_entities(to).len(),
+        )?;
         let to_nodes = gml.datum(to_id)?.nodes();
         let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
         let vertices = gml.count(MeshKind::Vertices).unwrap_or(0);
@@ -192,6 +197,11 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
         };
         let mut tables = Vec::new();
         for class in &ball.classes {
+            super::check_index_range(
+                || format!("a {from} → {to} uplink table of width {}", class.width),
+                class.rows.len(),
+                class.width,
+            )?;
             tables.push(UpTable {
                 width: class.width,
                 rows: class.rows.len(),

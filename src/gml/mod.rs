@@ -471,6 +471,7 @@ impl Gml {
 
     /// Creates the mesh data of `kind`, retiring the old ones and what was made for them.
     fn replace_mesh(&mut self, kind: MeshKind, count: usize, cause: &str) -> Result<DataId> {
+        check_index_range(|| format!("{kind} mesh data"), count, 1)?;
         self.mesh.remove(&kind);
         self.links.invalidate(kind);
         self.mesh_log.replace(kind, count, cause);
@@ -533,6 +534,7 @@ impl Gml {
         if T::TYPE.scalar == Scalar::F64 && !self.has_fp64() {
             return Err(GmlError::NoFp64(format!("solution `{name}`")));
         }
+        check_index_range(|| format!("solution `{name}`"), lines, items.max(1))?;
         let role = Role::Solution {
             kind,
             items: items.max(1),
@@ -663,6 +665,7 @@ impl Gml {
         let lines = self.count(from).ok_or(GmlError::MissingMesh(from))?;
         self.count(to).ok_or(GmlError::MissingMesh(to))?;
         self.check_name(from, name)?;
+        check_index_range(|| format!("link `{name}`"), lines, width.max(1))?;
         let role = Role::Link {
             from,
             to,
@@ -1140,4 +1143,22 @@ fn copy_in_parallel<T: Copy + Send + Sync>(to: &mut [T], from: &[T]) {
     to.par_chunks_mut(block)
         .zip(from.par_chunks(block))
         .for_each(|(to, from)| to.copy_from_slice(from));
+}
+
+/// Refuses a table of `lines × per_line` entries that generated kernels, which index with
+/// 32-bit `int`s, could not address.
+pub(crate) fn check_index_range(
+    what: impl FnOnce() -> String,
+    lines: usize,
+    per_line: usize,
+) -> Result<()> {
+    let entries = lines as u128 * per_line as u128;
+    if entries > i32::MAX as u128 {
+        return Err(GmlError::IndexRange {
+            what: what(),
+            entries,
+            limit: i32::MAX,
+        });
+    }
+    Ok(())
 }

@@ -1135,3 +1135,49 @@ fn two_instances_on_two_devices() {
     assert!(matches!(b.read_all(bar_a), Err(GmlError::UnknownData(_))));
     assert!(matches!(a.launch(kb), Err(GmlError::UnknownKernel(_))));
 }
+
+/// Generated kernels index with 32-bit ints: tables they could not address are refused when
+/// they are declared, naming the count, before anything is allocated.
+#[test]
+fn tables_beyond_32_bit_indices_are_refused_with_their_count() {
+    let mut g = gml();
+    let err = g
+        .new_mesh(MeshKind::Vertices, i32::MAX as usize + 1)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            GmlError::IndexRange {
+                entries: 2147483648,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("2147483648"), "{err}");
+    g.new_mesh(MeshKind::Vertices, 1 << 22).unwrap();
+    // 2^22 lines × 513 values = 2 151 677 952 entries.
+    let err = g
+        .new_solution::<f32>(MeshKind::Vertices, 513, "Wide")
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            GmlError::IndexRange {
+                entries: 2151677952,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("solution `Wide`"), "{err}");
+    let err = g
+        .new_link(MeshKind::Vertices, MeshKind::Vertices, 513, "Many")
+        .unwrap_err();
+    assert!(matches!(err, GmlError::IndexRange { .. }), "{err}");
+    // A narrower field of the same mesh is fine.
+    assert!(
+        g.new_solution::<f32>(MeshKind::Vertices, 4, "Narrow")
+            .is_ok()
+    );
+}
