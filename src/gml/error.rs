@@ -84,6 +84,12 @@ pub enum GmlError {
     /// A name that cannot be used in generated OpenCL code.
     #[error("`{0}` is not a valid data name: use letters, digits and `_`, starting with a letter")]
     BadName(String),
+    /// A kernel name that OpenCL C reserves (a type, a qualifier, a keyword).
+    #[error(
+        "`{0}` cannot name a kernel: OpenCL C reserves it (a type, qualifier or keyword); \
+         choose another name"
+    )]
+    ReservedName(String),
     /// Two data with the same name would produce the same generated variable.
     #[error("a datum named `{0}` already exists")]
     DuplicateName(String),
