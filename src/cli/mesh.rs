@@ -24,9 +24,11 @@ use super::console::{ConsoleError, errln, outln};
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Print format, version, dimension, counts per kind, bounding box and references of a
-    /// .mesh/.meshb file; with --check, also validate it.
+    /// .mesh/.meshb file; with --check, also validate it. For a .sol/.solb solution file, list
+    /// each SolAt… keyword with its count and field types.
     Info(InfoArgs),
-    /// Convert between ASCII .mesh and binary .meshb (chosen by each file's extension).
+    /// Convert between ASCII .mesh and binary .meshb, or between ASCII .sol and binary .solb
+    /// solution files (chosen by each file's extension).
     Convert(ConvertArgs),
     /// Element quality, computed on a device: of the tetrahedra, or of the triangles when the
     /// mesh has no tetrahedra. Prints count, min, mean, max and a histogram.
@@ -98,7 +100,7 @@ pub enum Command {
 /// Options of `snowsim mesh info`.
 #[derive(Debug, clap::Args)]
 pub struct InfoArgs {
-    /// The .mesh or .meshb file.
+    /// The .mesh or .meshb file (or a .sol or .solb solution file).
     file: PathBuf,
     /// Print a JSON object instead of text.
     #[arg(long)]
@@ -113,9 +115,9 @@ pub struct InfoArgs {
 /// Options of `snowsim mesh convert`.
 #[derive(Debug, clap::Args)]
 pub struct ConvertArgs {
-    /// Input file (.mesh or .meshb).
+    /// Input file (.mesh or .meshb; or .sol or .solb).
     input: PathBuf,
-    /// Output file (.mesh or .meshb).
+    /// Output file (.mesh or .meshb; or .sol or .solb for a solution input).
     output: PathBuf,
     /// Format version of the output: 1 (32-bit reals), 2 (64-bit reals), 3 (64-bit positions),
     /// 4 (64-bit integers). Default: the input's version.
@@ -130,7 +132,7 @@ pub struct ConvertArgs {
 /// Options of `snowsim mesh quality`.
 #[derive(Debug, clap::Args)]
 pub struct QualityArgs {
-    /// The .mesh or .meshb file.
+    /// The .mesh or .meshb file (or a .sol or .solb solution file).
     file: PathBuf,
     #[command(flatten)]
     device: DeviceArg,
@@ -250,6 +252,15 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    if is_solution(&args.file) {
+        if args.check {
+            bail!(
+                "--check validates meshes; {} is a solution file",
+                args.file.display()
+            );
+        }
+        return solution_info(&args.file, args.json);
+    }
     let file = meshio::read(&args.file)?;
     let summary = Summary::of(&file);
     let report = args.check.then(|| check(&file.mesh));
@@ -356,6 +367,15 @@ fn print_report(report: &CheckReport) -> Result<(), ConsoleError> {
 }
 
 fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
+    if is_solution(&args.input) {
+        if args.dimension.is_some() {
+            bail!(
+                "--dimension applies to meshes; {} is a solution file",
+                args.input.display()
+            );
+        }
+        return convert_solution(&args.input, &args.output, args.version);
+    }
     check_mesh_output(&args.input, &args.output)?;
     let mut file = meshio::read(&args.input)?;
     if let Some(dimension) = args.dimension {
@@ -829,4 +849,125 @@ fn progress_bar(entities: usize) -> indicatif::ProgressBar {
     }
     bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
+}
+
+/// Whether `path` names a solution file (`.sol` or `.solb`).
+fn is_solution(path: &Path) -> bool {
+    meshio::solution_format(path).is_ok()
+}
+
+/// `mesh info FILE.sol[b]`: each solution keyword with its count and field types.
+fn solution_info(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
+    let file = meshio::read_solution(path)?;
+    let dim = file.solutions.dimension;
+    let format = match file.format {
+        meshio::Format::Ascii => "sol",
+        meshio::Format::Binary => "solb",
+    };
+    if as_json {
+        let blocks: Vec<_> = file
+            .solutions
+            .blocks
+            .iter()
+            .map(|b| {
+                json!({
+                    "keyword": b.support.keyword(),
+                    "support": b.support.name(),
+                    "count": b.count(dim),
+                    "types": b.types.iter().map(|t| t.name()).collect::<Vec<_>>(),
+                    "width": b.width(dim),
+                })
+            })
+            .collect();
+        let value = json!({
+            "file": path.display().to_string(),
+            "format": format,
+            "version": file.version.number(),
+            "dimension": dim,
+            "big_endian": file.big_endian,
+            "solutions": blocks,
+            "skipped_keywords": file.skipped_keywords,
+        });
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("file:       {}", path.display())?;
+    outln!(
+        "format:     {format} ({}), version {}, dimension {dim}",
+        if file.format == meshio::Format::Binary {
+            "binary"
+        } else {
+            "ASCII"
+        },
+        file.version.number()
+    )?;
+    for b in &file.solutions.blocks {
+        let types: Vec<_> = b.types.iter().map(|t| t.name()).collect();
+        outln!(
+            "{:<20} {:>10}   types: {} ({} reals per line)",
+            b.support.keyword(),
+            b.count(dim),
+            types.join(", "),
+            b.width(dim)
+        )?;
+    }
+    if file.solutions.blocks.is_empty() {
+        outln!("no solution keyword")?;
+    }
+    if !file.skipped_keywords.is_empty() {
+        outln!("skipped:    {}", file.skipped_keywords.join(", "))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mesh convert IN.sol[b] OUT.sol[b]`: as for meshes, the input's version by default, except
+/// version 1 when a value does not fit a 32-bit real.
+fn convert_solution(input: &Path, output: &Path, version: Option<u32>) -> anyhow::Result<ExitCode> {
+    meshio::solution_format(output)?;
+    output::check_writable(output)?;
+    output::check_distinct(&[("the input", input), ("the output", output)])?;
+    let file = meshio::read_solution(input)?;
+    let rounded = file
+        .solutions
+        .blocks
+        .iter()
+        .flat_map(|b| &b.values)
+        .filter(|&&x| f64::from(x as f32) != x)
+        .count();
+    let version = match version {
+        Some(n) => Version::from_number(n).with_context(|| format!("unknown version {n}"))?,
+        None if file.version == Version::V1 && rounded > 0 => {
+            errln!(
+                "note: {rounded} values of {} do not fit 32-bit reals; writing version 2 \
+                 (pass --version 1 to round them)",
+                input.display()
+            )?;
+            Version::V2
+        }
+        None => file.version,
+    };
+    if version == Version::V1 && rounded > 0 {
+        errln!("warning: {rounded} values rounded to 32-bit reals (version 1)")?;
+    }
+    meshio::write_solution(output, &file.solutions, version)?;
+    let dim = file.solutions.dimension;
+    let blocks: Vec<_> = file
+        .solutions
+        .blocks
+        .iter()
+        .map(|b| format!("{} {}", b.count(dim), b.support.keyword()))
+        .collect();
+    outln!(
+        "wrote {} (version {}): {}",
+        output.display(),
+        version.number(),
+        blocks.join(", ")
+    )?;
+    if !file.skipped_keywords.is_empty() {
+        errln!(
+            "note: keywords not carried over: {}",
+            file.skipped_keywords.join(", ")
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

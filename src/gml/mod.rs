@@ -634,6 +634,68 @@ impl Gml {
         self.block(field, 0, lines)
     }
 
+    /// Creates field `name` from a solution file's block (`GmlImportSolution`, which GMlib
+    /// lacks): on the block's kind, one line of `block.width(dimension)` values per entity, the
+    /// fields of the line one after another, as `f32` or `f64` (`T`). The mesh data of that kind
+    /// must exist and have as many entities as the block has lines.
+    pub fn import_solution<T: SolutionReal>(
+        &mut self,
+        block: &meshio::SolutionBlock,
+        dimension: u8,
+        name: &str,
+    ) -> Result<Solution<T>> {
+        let kind = match block.support {
+            meshio::Support::Vertices => MeshKind::Vertices,
+            meshio::Support::Elements(kind) => MeshKind::from_element(kind),
+        };
+        let width = block.width(dimension).max(1);
+        if let Some(lines) = self.count(kind)
+            && block.values.len() != lines * width
+        {
+            return Err(GmlError::WrongLength {
+                what: format!("{name} (from {})", block.support.keyword()),
+                expected: lines * width,
+                got: block.values.len(),
+            });
+        }
+        let field = self.new_solution::<T>(kind, width, name)?;
+        let values: Vec<T> = block.values.iter().map(|&x| T::from_f64(x)).collect();
+        self.set_block(field, 0, &values)?;
+        Ok(field)
+    }
+
+    /// A solution file's block from `field` (`GmlExportSolution` writes one per field): its
+    /// kind's `SolAt…` keyword, `types` describing each line (their widths in `dimension` must
+    /// add up to the field's values per line; GMlib writes one scalar per value), the values
+    /// read back from the device if kernels wrote them.
+    pub fn export_solution<T: SolutionReal>(
+        &mut self,
+        field: Solution<T>,
+        types: &[meshio::SolType],
+        dimension: u8,
+    ) -> Result<meshio::SolutionBlock> {
+        let role = &self.datum(field.id)?.role;
+        let (kind, items) = (role.kind(), role.items());
+        let width: usize = types.iter().map(|t| t.width(dimension)).sum();
+        if width != items {
+            return Err(GmlError::WrongLength {
+                what: format!("{} (types of its solution block)", role.name()),
+                expected: items,
+                got: width,
+            });
+        }
+        let support = match kind.element() {
+            Some(element) => meshio::Support::Elements(element),
+            None => meshio::Support::Vertices,
+        };
+        let values = self.read_all(field)?.into_iter().map(Into::into).collect();
+        Ok(meshio::SolutionBlock {
+            support,
+            types: types.to_vec(),
+            values,
+        })
+    }
+
     /// Frees a datum on the host and the device (`GmlFreeData`), stale or not. Its handle is
     /// refused afterwards. Freeing mesh data removes the kind from the mesh: what was made for
     /// it becomes stale (and, for the vertices, every element table with it).
@@ -1161,4 +1223,23 @@ pub(crate) fn check_index_range(
         });
     }
     Ok(())
+}
+
+/// A real type solution file values are stored in on the device: `f32` or `f64`
+/// ([`Gml::import_solution`], [`Gml::export_solution`]).
+pub trait SolutionReal: Value + Into<f64> {
+    /// `x` in this type (rounded to nearest for `f32`).
+    fn from_f64(x: f64) -> Self;
+}
+
+impl SolutionReal for f32 {
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+}
+
+impl SolutionReal for f64 {
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
 }

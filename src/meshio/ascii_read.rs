@@ -24,13 +24,13 @@ use super::mesh::{Mesh, first_out_of_range};
 
 /// Header values found by the first pass.
 #[derive(Debug, Clone, Copy)]
-struct Header {
-    version: Version,
-    dimension: u8,
+pub(super) struct Header {
+    pub(super) version: Version,
+    pub(super) dimension: u8,
 }
 
 /// The UTF-8 byte-order mark some editors put first; skipped.
-const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+pub(super) const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// Reads a whole ASCII file.
 pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
@@ -57,16 +57,16 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
     })
 }
 
-fn parse_int(text: &[u8]) -> Option<i64> {
+pub(super) fn parse_int(text: &[u8]) -> Option<i64> {
     std::str::from_utf8(text).ok()?.parse().ok()
 }
 
-fn parse_real(text: &[u8]) -> Option<f64> {
+pub(super) fn parse_real(text: &[u8]) -> Option<f64> {
     std::str::from_utf8(text).ok()?.parse().ok()
 }
 
 /// First pass: the header keywords, wherever they are (up to `End`).
-fn prescan(bytes: &[u8], path: &Path) -> Result<Header, MeshError> {
+pub(super) fn prescan(bytes: &[u8], path: &Path) -> Result<Header, MeshError> {
     let mut tokens = Tokens::new(bytes);
     let mut version = None;
     let mut dimension = None;

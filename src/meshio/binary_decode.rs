@@ -231,6 +231,17 @@ fn elements_as<O: ByteOrder, const I: usize>(
     ok
 }
 
+/// Decodes every real of `data` (its length is a multiple of the real size), appending them
+/// widened exactly to `f64`.
+pub(crate) fn reals(layout: Layout, data: &[u8], out: &mut Vec<f64>) {
+    match (layout.big, layout.real) {
+        (false, Width::Four) => out.extend(data.chunks_exact(4).map(|w| real::<Little, 4>(w, 0))),
+        (false, Width::Eight) => out.extend(data.chunks_exact(8).map(|w| real::<Little, 8>(w, 0))),
+        (true, Width::Four) => out.extend(data.chunks_exact(4).map(|w| real::<Big, 4>(w, 0))),
+        (true, Width::Eight) => out.extend(data.chunks_exact(8).map(|w| real::<Big, 8>(w, 0))),
+    }
+}
+
 /// Index of the first line of `data` whose integer at `offset` does not fit in `i32`.
 pub(crate) fn first_wide_ref(
     data: &[u8],

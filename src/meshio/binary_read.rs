@@ -18,38 +18,38 @@ use super::mesh::{Mesh, first_out_of_range};
 
 /// A keyword found in the chain that the reader interprets.
 #[derive(Debug, Clone, Copy)]
-struct Block {
-    code: i32,
+pub(super) struct Block {
+    pub(super) code: i32,
     /// Offset of the first field after the code and position (count, or value).
-    fields: u64,
+    pub(super) fields: u64,
     /// Position of the next keyword, 0 if none.
-    next: u64,
+    pub(super) next: u64,
 }
 
 /// A block's data, after its count was checked against the file.
-struct Data<'a> {
-    count: u64,
+pub(super) struct Data<'a> {
+    pub(super) count: u64,
     /// Offset of the count field (where count errors point).
-    count_at: u64,
-    start: u64,
-    bytes: &'a [u8],
+    pub(super) count_at: u64,
+    pub(super) start: u64,
+    pub(super) bytes: &'a [u8],
 }
 
 /// The file being read, with what is known of its layout.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    path: &'a Path,
-    big: bool,
-    version: Version,
+pub(super) struct Reader<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) path: &'a Path,
+    pub(super) big: bool,
+    pub(super) version: Version,
 }
 
 impl<'a> Reader<'a> {
-    fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.bytes.len() as u64
     }
 
     /// `size` bytes at `at`, or a truncation error naming `what`.
-    fn field(
+    pub(super) fn field(
         &self,
         at: u64,
         size: usize,
@@ -68,24 +68,29 @@ impl<'a> Reader<'a> {
     }
 
     /// Signed integer of `width` at `at`, in the file's byte order.
-    fn int(&self, at: u64, width: Width, what: &dyn Fn() -> String) -> Result<i64, MeshError> {
+    pub(super) fn int(
+        &self,
+        at: u64,
+        width: Width,
+        what: &dyn Fn() -> String,
+    ) -> Result<i64, MeshError> {
         let bytes = self.field(at, width.bytes(), what)?;
         Ok(binary_decode::int_at(bytes, 0, width, self.big).unwrap_or_default())
     }
 
-    fn i32(&self, at: u64, what: &dyn Fn() -> String) -> Result<i32, MeshError> {
+    pub(super) fn i32(&self, at: u64, what: &dyn Fn() -> String) -> Result<i32, MeshError> {
         // A 4-byte integer always fits in i32.
         Ok(self.int(at, Width::Four, what)? as i32)
     }
 
-    fn position(&self, at: u64, keyword: &str) -> Result<i64, MeshError> {
+    pub(super) fn position(&self, at: u64, keyword: &str) -> Result<i64, MeshError> {
         let width = Width::of(self.version.position_bytes());
         self.int(at, width, &|| format!("next-keyword position of {keyword}"))
     }
 
     /// Checks a next-keyword position read at `at`: 0 (none) or after `header_end`, within the
     /// file.
-    fn check_next(
+    pub(super) fn check_next(
         &self,
         keyword: &str,
         at: u64,
@@ -113,10 +118,22 @@ impl<'a> Reader<'a> {
 
     /// Reads a block's count and checks that `count * line` bytes follow it, within the file
     /// and before the next keyword.
-    fn data(
+    pub(super) fn data(
         &self,
         block: Block,
         keyword: &'static str,
+        line: usize,
+    ) -> Result<Data<'a>, MeshError> {
+        self.data_after(block, keyword, 0, line)
+    }
+
+    /// As [`Reader::data`], for lines that start `skip` bytes after the count (a solution
+    /// keyword's type header lies between them).
+    pub(super) fn data_after(
+        &self,
+        block: Block,
+        keyword: &'static str,
+        skip: u64,
         line: usize,
     ) -> Result<Data<'a>, MeshError> {
         let path = || self.path.to_path_buf();
@@ -130,7 +147,7 @@ impl<'a> Reader<'a> {
             keyword,
             count,
         })?;
-        let start = count_at + count_width.bytes() as u64;
+        let start = (count_at + count_width.bytes() as u64).saturating_add(skip);
         let available = self.len().saturating_sub(start);
         let needed = u128::from(count) * line as u128;
         if needed > u128::from(available) {
@@ -163,8 +180,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads a whole binary file.
-pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
+/// The header of a binary mesh or solution file: the reader (byte order and version known),
+/// the dimension (2 or 3) and the position of the first keyword after Dimension (0 if none).
+pub(super) fn header<'a>(
+    bytes: &'a [u8],
+    path: &'a Path,
+) -> Result<(Reader<'a>, u8, u64), MeshError> {
     let mut r = Reader {
         bytes,
         path,
@@ -214,6 +235,13 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         });
     }
     let next = r.check_next("Dimension", 12, raw_next, dim_at + 4)?;
+    // dimension is 2 or 3 here.
+    Ok((r, dimension as u8, next))
+}
+
+/// Reads a whole binary file.
+pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
+    let (r, dimension, next) = header(bytes, path)?;
     let (blocks, skipped_keywords) = walk_chain(&r, next)?;
 
     let int = Width::of(r.version.int_bytes());
@@ -227,8 +255,7 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         int,
     };
 
-    // dimension is 2 or 3 here.
-    let mut mesh = Mesh::new(dimension as u8);
+    let mut mesh = Mesh::new(dimension);
     if let Some(block) = find(&blocks, keywords::VERTICES) {
         read_vertices(&r, block, layout, &mut mesh)?;
     }
@@ -291,7 +318,7 @@ fn find(blocks: &[Block], code: i32) -> Option<Block> {
 }
 
 /// The real width set by a FloatingPointPrecision block (an integer, 32 or 64).
-fn precision(r: &Reader<'_>, block: Block, int: Width) -> Result<Width, MeshError> {
+pub(super) fn precision(r: &Reader<'_>, block: Block, int: Width) -> Result<Width, MeshError> {
     let value = r.int(block.fields, int, &|| {
         "FloatingPointPrecision value".to_owned()
     })?;

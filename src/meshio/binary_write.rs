@@ -18,18 +18,18 @@ pub(crate) const WRITE_ORDER: [ElementKind; 7] = [
 ];
 
 /// Appends fields of one version's sizes.
-struct Out {
-    buf: Vec<u8>,
-    version: Version,
+pub(super) struct Out {
+    pub(super) buf: Vec<u8>,
+    pub(super) version: Version,
 }
 
 impl Out {
-    fn i32(&mut self, v: i32) {
+    pub(super) fn i32(&mut self, v: i32) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
     /// A 4- or 8-byte little-endian word (values were checked to fit).
-    fn word(&mut self, v: i64, bytes: usize) {
+    pub(super) fn word(&mut self, v: i64, bytes: usize) {
         if bytes == 4 {
             self.i32(v as i32);
         } else {
@@ -38,11 +38,11 @@ impl Out {
     }
 
     /// An integer of the version's int size.
-    fn int(&mut self, v: i64) {
+    pub(super) fn int(&mut self, v: i64) {
         self.word(v, self.version.int_bytes());
     }
 
-    fn real(&mut self, v: f64) {
+    pub(super) fn real(&mut self, v: f64) {
         if self.version.real_bytes() == 4 {
             self.buf.extend_from_slice(&(v as f32).to_le_bytes());
         } else {
@@ -51,16 +51,16 @@ impl Out {
     }
 
     /// A next-keyword position (checked to fit by the caller).
-    fn position(&mut self, v: u64) {
+    pub(super) fn position(&mut self, v: u64) {
         self.word(v as i64, self.version.position_bytes());
     }
 
-    fn count(&mut self, v: usize) {
+    pub(super) fn count(&mut self, v: usize) {
         self.word(v as i64, self.version.count_bytes());
     }
 
     /// Keyword code, next position (end of this block's data), count.
-    fn block_header(&mut self, code: i32, count: usize, data_bytes: usize) {
+    pub(super) fn block_header(&mut self, code: i32, count: usize, data_bytes: usize) {
         let header = 4 + self.version.position_bytes() + self.version.count_bytes();
         let next = self.buf.len() + header + data_bytes;
         self.i32(code);

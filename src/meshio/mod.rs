@@ -46,6 +46,10 @@ mod format;
 pub mod generate;
 mod keywords;
 mod mesh;
+mod solution;
+mod solution_ascii;
+mod solution_binary;
+mod solution_error;
 mod topology;
 
 use std::io::Read;
@@ -55,6 +59,11 @@ pub use element::{ElementKind, Elements};
 pub use error::{EncodeError, Location, MeshError, PositionProblem};
 pub use format::{Format, Version};
 pub use mesh::{CoordinateError, IndexError, Mesh};
+pub use solution::{
+    SolType, SolutionBlock, SolutionFile, Solutions, Support, read_solution, read_solution_bytes,
+    solution_format, solution_to_bytes, write_solution,
+};
+pub use solution_error::{SolutionEncodeError, SolutionError};
 
 use crate::budget::{Budget, ByteSize, Estimate};
 use crate::input;
@@ -85,6 +94,12 @@ pub struct MeshFile {
 /// host memory available ([`Budget::host`]) is refused before it is read.
 pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
     let format = Format::from_path(path)?;
+    let bytes = read_file_bytes(path)?;
+    read_bytes(&bytes, format, path)
+}
+
+/// The bytes of a regular file no larger than the host memory available (see [`read`]).
+fn read_file_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
     let read_error = |error| MeshError::Read {
         path: path.to_path_buf(),
         error,
@@ -103,7 +118,7 @@ pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
         })?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.read_to_end(&mut bytes).map_err(read_error)?;
-    read_bytes(&bytes, format, path)
+    Ok(bytes)
 }
 
 /// Reads a mesh file held in memory; `source` is the name used in errors.

@@ -15,6 +15,7 @@ mod gml_f64;
 mod gml_links;
 mod gml_reduce;
 mod gml_safety;
+mod gml_solution;
 mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;

@@ -14,4 +14,5 @@ mod meshio;
 mod meshio_errors;
 mod meshio_fuzz;
 mod scene;
+mod solution;
 mod terrain;

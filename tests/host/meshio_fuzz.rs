@@ -92,6 +92,13 @@ fn samples() -> &'static Samples {
     })
 }
 
+/// Runs `f` and returns its result with the largest single allocation it made (this thread).
+pub(crate) fn peak_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    PEAK.with(|p| p.set(0));
+    let result = f();
+    (result, PEAK.with(|p| p.get()))
+}
+
 fn read_measured(bytes: &[u8], format: Format) -> (Result<MeshFile, MeshError>, usize) {
     let name = match format {
         Format::Binary => "fuzz.meshb",
