@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::MeshFile;
+use super::ascii_cursor::Cursor;
 use super::ascii_tokens::{Token, Tokens, show};
 use super::binary_decode::to_index;
 use super::element::{ElementKind, Elements};
@@ -37,14 +38,11 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
     let bytes = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
     let header = prescan(bytes, path)?;
     let mut parser = Parser {
-        tokens: Tokens::new(bytes),
-        path,
+        cursor: Cursor::new(bytes, path),
         header,
         mesh: Mesh::new(header.dimension),
         seen: HashSet::new(),
         element_starts: Vec::new(),
-        skipped: Vec::new(),
-        skipped_set: HashSet::new(),
     };
     parser.keywords()?;
     parser.check_indices()?;
@@ -53,7 +51,7 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         format: Format::Ascii,
         version: header.version,
         big_endian: false,
-        skipped_keywords: parser.skipped,
+        skipped_keywords: parser.cursor.into_skipped(),
     })
 }
 
@@ -150,21 +148,18 @@ pub(super) fn prescan(bytes: &[u8], path: &Path) -> Result<Header, MeshError> {
 
 /// Second pass over the keywords in file order.
 struct Parser<'a> {
-    tokens: Tokens<'a>,
-    path: &'a Path,
+    cursor: Cursor<'a>,
     header: Header,
     mesh: Mesh,
     /// Codes of the Vertices and element keywords already read.
     seen: HashSet<i32>,
     /// Where each element keyword's data starts, to find an element's line on error.
     element_starts: Vec<(ElementKind, Tokens<'a>)>,
-    skipped: Vec<String>,
-    skipped_set: HashSet<String>,
 }
 
 impl<'a> Parser<'a> {
     fn keywords(&mut self) -> Result<(), MeshError> {
-        while let Some(tok) = self.tokens.next_token() {
+        while let Some(tok) = self.cursor.tokens.next_token() {
             match keywords::code(tok.text) {
                 Some(
                     keywords::MESH_VERSION_FORMATTED
@@ -172,7 +167,7 @@ impl<'a> Parser<'a> {
                     | keywords::FLOATING_POINT_PRECISION,
                 ) => {
                     // Checked by the first pass.
-                    self.tokens.next_token();
+                    self.cursor.tokens.next_token();
                 }
                 Some(keywords::END) => break,
                 Some(keywords::VERTICES) => {
@@ -184,15 +179,15 @@ impl<'a> Parser<'a> {
                         self.first_time(code, kind.keyword(), tok)?;
                         self.elements(kind)?;
                     }
-                    None => self.skip(keywords::describe(code))?,
+                    None => self.cursor.skip(keywords::describe(code))?,
                 },
                 None if tok.text.first().is_some_and(u8::is_ascii_alphabetic) => {
-                    self.check_not_cut(tok)?;
-                    self.skip(show(tok.text))?
+                    self.cursor.check_not_cut(tok)?;
+                    self.cursor.skip(show(tok.text))?
                 }
                 None => {
                     return Err(MeshError::UnexpectedToken {
-                        path: self.path.to_path_buf(),
+                        path: self.cursor.path.to_path_buf(),
                         at: Location::Line(tok.line),
                         token: show(tok.text),
                     });
@@ -212,90 +207,35 @@ impl<'a> Parser<'a> {
             Ok(())
         } else {
             Err(MeshError::DuplicateKeyword {
-                path: self.path.to_path_buf(),
+                path: self.cursor.path.to_path_buf(),
                 at: Location::Line(tok.line),
                 keyword,
             })
         }
     }
 
-    /// Records a skipped keyword and moves to the next known keyword name.
-    fn skip(&mut self, name: String) -> Result<(), MeshError> {
-        if self.skipped_set.insert(name.clone()) {
-            self.skipped.push(name);
-        }
-        while let Some(tok) = self.tokens.peek() {
-            if keywords::code(tok.text).is_some() {
-                break;
-            }
-            self.tokens.next_token();
-            self.check_not_cut(tok)?;
-        }
-        Ok(())
-    }
-
-    /// An error when `tok`, just read, is the file's last token and the beginning of a keyword
-    /// (`Tetra`): the file was cut inside that keyword, and what followed it is lost.
-    fn check_not_cut(&self, tok: Token<'_>) -> Result<(), MeshError> {
-        if self.tokens.peek().is_some() {
-            return Ok(());
-        }
-        match keywords::completion(tok.text) {
-            Some(keyword) => Err(MeshError::UnexpectedEnd {
-                path: self.path.to_path_buf(),
-                at: Location::Line(tok.line),
-                what: format!(
-                    "a keyword: `{}` looks like the beginning of {keyword}; the file was cut",
-                    show(tok.text)
-                ),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The next token, or an end-of-file error naming what was being read.
-    fn next(&mut self, what: &dyn Fn() -> String) -> Result<Token<'a>, MeshError> {
-        self.tokens
-            .next_token()
-            .ok_or_else(|| MeshError::UnexpectedEnd {
-                path: self.path.to_path_buf(),
-                at: Location::Line(self.tokens.last_line()),
-                what: what(),
-            })
-    }
-
-    fn bad_token(&self, tok: Token<'_>, expected: &'static str, context: String) -> MeshError {
-        MeshError::BadToken {
-            path: self.path.to_path_buf(),
-            at: Location::Line(tok.line),
-            token: show(tok.text),
-            expected,
-            context,
-        }
-    }
-
     fn int(&mut self, keyword: &'static str, entity: usize) -> Result<(i64, Token<'a>), MeshError> {
         let context = || format!("{keyword} {}", entity + 1);
-        let tok = self.next(&context)?;
+        let tok = self.cursor.next(&context)?;
         match parse_int(tok.text) {
             Some(v) => Ok((v, tok)),
-            None => Err(self.bad_token(tok, "an integer", context())),
+            None => Err(self.cursor.bad_token(tok, "an integer", context())),
         }
     }
 
     fn real(&mut self, entity: usize) -> Result<f64, MeshError> {
         let context = || format!("Vertices {}", entity + 1);
-        let tok = self.next(&context)?;
+        let tok = self.cursor.next(&context)?;
         match parse_real(tok.text) {
             Some(v) => Ok(v),
-            None => Err(self.bad_token(tok, "a real number", context())),
+            None => Err(self.cursor.bad_token(tok, "a real number", context())),
         }
     }
 
     fn reference(&mut self, keyword: &'static str, entity: usize) -> Result<i32, MeshError> {
         let (value, tok) = self.int(keyword, entity)?;
         i32::try_from(value).map_err(|_| MeshError::RefOutOfRange {
-            path: self.path.to_path_buf(),
+            path: self.cursor.path.to_path_buf(),
             at: Location::Line(tok.line),
             keyword,
             entity: entity as u64 + 1,
@@ -306,22 +246,24 @@ impl<'a> Parser<'a> {
     /// Reads a count and checks that the rest of the file can hold `count * per_line` numbers.
     fn count(&mut self, keyword: &'static str, per_line: usize) -> Result<usize, MeshError> {
         let context = || format!("the {keyword} count");
-        let tok = self.next(&context)?;
+        let tok = self.cursor.next(&context)?;
         let at = Location::Line(tok.line);
-        let value = parse_int(tok.text)
-            .ok_or_else(|| self.bad_token(tok, "a count (an integer)", context()))?;
+        let value = parse_int(tok.text).ok_or_else(|| {
+            self.cursor
+                .bad_token(tok, "a count (an integer)", context())
+        })?;
         let count = u64::try_from(value).map_err(|_| MeshError::NegativeCount {
-            path: self.path.to_path_buf(),
+            path: self.cursor.path.to_path_buf(),
             at,
             keyword,
             count: value,
         })?;
         let values = u128::from(count) * per_line as u128;
-        let remaining = self.tokens.remaining() as u64;
+        let remaining = self.cursor.tokens.remaining() as u64;
         // Each number needs at least one character and one separator before it.
         if values > u128::from(remaining).div_ceil(2) {
             return Err(MeshError::CountTooLargeText {
-                path: self.path.to_path_buf(),
+                path: self.cursor.path.to_path_buf(),
                 at,
                 keyword,
                 count,
@@ -355,7 +297,7 @@ impl<'a> Parser<'a> {
         let n = kind.nodes();
         let keyword = kind.keyword();
         let count = self.count(keyword, n + 1)?;
-        self.element_starts.push((kind, self.tokens));
+        self.element_starts.push((kind, self.cursor.tokens));
         let mut nodes = Vec::with_capacity(count * n);
         let mut refs = Vec::with_capacity(count);
         for i in 0..count {
@@ -389,7 +331,7 @@ impl<'a> Parser<'a> {
             }
             let index = tokens.next_token().and_then(|t| parse_int(t.text));
             return Err(MeshError::NodeIndex {
-                path: self.path.to_path_buf(),
+                path: self.cursor.path.to_path_buf(),
                 at: Location::Line(first.map_or(0, |t| t.line)),
                 kind,
                 element: element as u64 + 1,

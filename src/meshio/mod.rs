@@ -34,6 +34,7 @@
 //! # Ok::<(), meshio::MeshError>(())
 //! ```
 
+mod ascii_cursor;
 mod ascii_read;
 mod ascii_tokens;
 mod ascii_write;

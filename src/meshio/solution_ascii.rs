@@ -5,12 +5,12 @@
 //! reals of every line. Other keywords are skipped up to the next libMeshb keyword name, as in
 //! meshes.
 
-use std::collections::HashSet;
 use std::fmt::{self, Write};
 use std::path::Path;
 
+use super::ascii_cursor::Cursor;
 use super::ascii_read::{BYTE_ORDER_MARK, parse_int, parse_real, prescan};
-use super::ascii_tokens::{Token, Tokens, show};
+use super::ascii_tokens::{Token, show};
 use super::ascii_write::write_real;
 use super::error::{EncodeError, Location, MeshError};
 use super::format::{Format, Version};
@@ -23,12 +23,9 @@ pub(super) fn read(bytes: &[u8], path: &Path) -> Result<SolutionFile, SolutionEr
     let bytes = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
     let header = prescan(bytes, path)?;
     let mut parser = Parser {
-        tokens: Tokens::new(bytes),
-        path,
+        cursor: Cursor::new(bytes, path),
         dimension: header.dimension,
         blocks: Vec::new(),
-        skipped: Vec::new(),
-        skipped_set: HashSet::new(),
     };
     parser.keywords()?;
     Ok(SolutionFile {
@@ -39,23 +36,20 @@ pub(super) fn read(bytes: &[u8], path: &Path) -> Result<SolutionFile, SolutionEr
         format: Format::Ascii,
         version: header.version,
         big_endian: false,
-        skipped_keywords: parser.skipped,
+        skipped_keywords: parser.cursor.into_skipped(),
     })
 }
 
 /// The pass over the keywords in file order.
 struct Parser<'a> {
-    tokens: Tokens<'a>,
-    path: &'a Path,
+    cursor: Cursor<'a>,
     dimension: u8,
     blocks: Vec<SolutionBlock>,
-    skipped: Vec<String>,
-    skipped_set: HashSet<String>,
 }
 
 impl<'a> Parser<'a> {
     fn keywords(&mut self) -> Result<(), SolutionError> {
-        while let Some(tok) = self.tokens.next_token() {
+        while let Some(tok) = self.cursor.tokens.next_token() {
             match keywords::code(tok.text) {
                 Some(
                     keywords::MESH_VERSION_FORMATTED
@@ -63,14 +57,14 @@ impl<'a> Parser<'a> {
                     | keywords::FLOATING_POINT_PRECISION,
                 ) => {
                     // Checked by the header scan.
-                    self.tokens.next_token();
+                    self.cursor.tokens.next_token();
                 }
                 Some(keywords::END) => break,
                 Some(code) => match Support::from_code(code) {
                     Some(support) => {
                         if self.blocks.iter().any(|b| b.support == support) {
                             return Err(MeshError::DuplicateKeyword {
-                                path: self.path.to_path_buf(),
+                                path: self.cursor.path.to_path_buf(),
                                 at: Location::Line(tok.line),
                                 keyword: support.keyword(),
                             }
@@ -79,15 +73,15 @@ impl<'a> Parser<'a> {
                         let block = self.block(support)?;
                         self.blocks.push(block);
                     }
-                    None => self.skip(keywords::describe(code))?,
+                    None => self.cursor.skip(keywords::describe(code))?,
                 },
                 None if tok.text.first().is_some_and(u8::is_ascii_alphabetic) => {
-                    self.check_not_cut(tok)?;
-                    self.skip(show(tok.text))?;
+                    self.cursor.check_not_cut(tok)?;
+                    self.cursor.skip(show(tok.text))?;
                 }
                 None => {
                     return Err(MeshError::UnexpectedToken {
-                        path: self.path.to_path_buf(),
+                        path: self.cursor.path.to_path_buf(),
                         at: Location::Line(tok.line),
                         token: show(tok.text),
                     }
@@ -98,77 +92,23 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// Records a skipped keyword and moves to the next known keyword name.
-    fn skip(&mut self, name: String) -> Result<(), MeshError> {
-        if self.skipped_set.insert(name.clone()) {
-            self.skipped.push(name);
-        }
-        while let Some(tok) = self.tokens.peek() {
-            if keywords::code(tok.text).is_some() {
-                break;
-            }
-            self.tokens.next_token();
-            self.check_not_cut(tok)?;
-        }
-        Ok(())
-    }
-
-    /// An error when `tok`, just read, is the last token and the beginning of a keyword name.
-    fn check_not_cut(&self, tok: Token<'_>) -> Result<(), MeshError> {
-        if self.tokens.peek().is_some() {
-            return Ok(());
-        }
-        match keywords::completion(tok.text) {
-            Some(keyword) => Err(MeshError::UnexpectedEnd {
-                path: self.path.to_path_buf(),
-                at: Location::Line(tok.line),
-                what: format!(
-                    "a keyword: `{}` looks like the beginning of {keyword}; the file was cut",
-                    show(tok.text)
-                ),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The next token, or an end-of-file error naming what was being read.
-    fn next(&mut self, what: &dyn Fn() -> String) -> Result<Token<'a>, MeshError> {
-        self.tokens
-            .next_token()
-            .ok_or_else(|| MeshError::UnexpectedEnd {
-                path: self.path.to_path_buf(),
-                at: Location::Line(self.tokens.last_line()),
-                what: what(),
-            })
-    }
-
-    fn bad_token(&self, tok: Token<'_>, expected: &'static str, context: String) -> MeshError {
-        MeshError::BadToken {
-            path: self.path.to_path_buf(),
-            at: Location::Line(tok.line),
-            token: show(tok.text),
-            expected,
-            context,
-        }
-    }
-
     /// An integer for `context`, with its token.
     fn int(
         &mut self,
         expected: &'static str,
         context: &dyn Fn() -> String,
     ) -> Result<(i64, Token<'a>), MeshError> {
-        let tok = self.next(context)?;
+        let tok = self.cursor.next(context)?;
         match parse_int(tok.text) {
             Some(v) => Ok((v, tok)),
-            None => Err(self.bad_token(tok, expected, context())),
+            None => Err(self.cursor.bad_token(tok, expected, context())),
         }
     }
 
     /// Whether the rest of the file can hold `values` numbers (one character and one separator
     /// each at least).
     fn fits(&self, values: u128) -> bool {
-        values <= u128::from(self.tokens.remaining() as u64).div_ceil(2)
+        values <= u128::from(self.cursor.tokens.remaining() as u64).div_ceil(2)
     }
 
     fn block(&mut self, support: Support) -> Result<SolutionBlock, SolutionError> {
@@ -176,18 +116,18 @@ impl<'a> Parser<'a> {
         let (value, tok) = self.int("a count (an integer)", &|| format!("the {keyword} count"))?;
         let count_at = Location::Line(tok.line);
         let count = u64::try_from(value).map_err(|_| MeshError::NegativeCount {
-            path: self.path.to_path_buf(),
+            path: self.cursor.path.to_path_buf(),
             at: count_at,
             keyword,
             count: value,
         })?;
         let (n, tok) = self.int("an integer", &|| format!("the {keyword} type count"))?;
-        let max = (self.tokens.remaining() as u64).div_ceil(2);
+        let max = (self.cursor.tokens.remaining() as u64).div_ceil(2);
         let n = match u64::try_from(n) {
             Ok(k) if k >= 1 && k <= max => k as usize,
             _ => {
                 return Err(SolutionError::BadTypeCount {
-                    path: self.path.to_path_buf(),
+                    path: self.cursor.path.to_path_buf(),
                     at: Location::Line(tok.line),
                     keyword,
                     count: n,
@@ -200,7 +140,7 @@ impl<'a> Parser<'a> {
             let (code, tok) = self.int("an integer", &|| format!("{keyword} type {index}"))?;
             types.push(
                 SolType::from_code(code).ok_or_else(|| SolutionError::BadType {
-                    path: self.path.to_path_buf(),
+                    path: self.cursor.path.to_path_buf(),
                     at: Location::Line(tok.line),
                     keyword,
                     index,
@@ -212,12 +152,12 @@ impl<'a> Parser<'a> {
         let values = u128::from(count) * width as u128;
         if !self.fits(values) {
             return Err(MeshError::CountTooLargeText {
-                path: self.path.to_path_buf(),
+                path: self.cursor.path.to_path_buf(),
                 at: count_at,
                 keyword,
                 count,
                 values,
-                remaining: self.tokens.remaining() as u64,
+                remaining: self.cursor.tokens.remaining() as u64,
             }
             .into());
         }
@@ -226,9 +166,9 @@ impl<'a> Parser<'a> {
         for line in 0..count {
             for _ in 0..width {
                 let context = || format!("{keyword} {}", line + 1);
-                let tok = self.next(&context)?;
+                let tok = self.cursor.next(&context)?;
                 let v = parse_real(tok.text)
-                    .ok_or_else(|| self.bad_token(tok, "a real number", context()))?;
+                    .ok_or_else(|| self.cursor.bad_token(tok, "a real number", context()))?;
                 out.push(v);
             }
         }
