@@ -173,6 +173,19 @@ fn launches(args: LaunchArgs) -> anyhow::Result<ExitCode> {
     }
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
+    // One instance at a time: the vertices (float4 + ref) and the f32 field on the host, the
+    // field (and the vertices, never uploaded by this kernel) on the device.
+    let largest = args.vertices.iter().copied().max().unwrap_or(0) as u64;
+    let setting = format!("`--vertices {largest}`");
+    check_host_and_device(
+        &Estimate::new(
+            setting.clone(),
+            "the vertices and their field",
+            bytes_of(&[largest, 24]),
+        ),
+        &Estimate::new(setting, "the kernel's field", bytes_of(&[largest, 4])),
+        &entry.info,
+    )?;
     if !args.json {
         outln!(
             "device: {}; {} launches of a direct loop per configuration",
