@@ -433,6 +433,26 @@ impl Gml {
         Ok((nodes, refs[0]))
     }
 
+    /// The numbering score of the mesh as the instance holds it now, after extraction,
+    /// replacement or edits (GMlib's `GmlEvaluateNumbering`): for each element kind, the share
+    /// of vertex reads a GPU's L1 cache would serve, as [`crate::renumber::numbering_score`]
+    /// computes it for a file.
+    pub fn numbering_score(&mut self) -> Result<crate::renumber::NumberingScore> {
+        let mut tables = Vec::new();
+        for element in meshio::ElementKind::ALL {
+            let kind = MeshKind::from_element(element);
+            if self.count(kind).is_some_and(|n| n > 0) {
+                tables.push((element, self.elements(kind)?.0));
+            }
+        }
+        let borrowed: Vec<(meshio::ElementKind, &[u32])> =
+            tables.iter().map(|(k, n)| (*k, n.as_slice())).collect();
+        Ok(crate::renumber::numbering_score_of_tables(
+            &borrowed,
+            &crate::renumber::CacheModel::default(),
+        ))
+    }
+
     /// Loads every kind present in `mesh` (`GmlImportMesh`), replacing the whole mesh: element
     /// kinds `mesh` lacks are removed, and every solution and link made for the old mesh data
     /// becomes stale (see [`new_mesh`](Self::new_mesh)).

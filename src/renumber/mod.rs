@@ -40,7 +40,10 @@ mod score;
 use glam::DVec3;
 use rayon::prelude::*;
 
-pub use score::{CacheModel, KindScore, NumberingScore, numbering_score, numbering_score_with};
+pub use score::{
+    CacheModel, KindScore, NumberingScore, numbering_score, numbering_score_of_tables,
+    numbering_score_with,
+};
 
 use crate::gml::MeshKind;
 use crate::meshio::{ElementKind, Elements, IndexError, Mesh};

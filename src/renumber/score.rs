@@ -131,11 +131,25 @@ pub fn numbering_score(mesh: &Mesh) -> NumberingScore {
 /// The numbering score of `mesh` with `model`. Node indices are only used as addresses, so
 /// out-of-range ones are not an error here.
 pub fn numbering_score_with(mesh: &Mesh, model: &CacheModel) -> NumberingScore {
-    let kinds = ElementKind::ALL
+    let tables: Vec<(ElementKind, &[u32])> = ElementKind::ALL
         .into_iter()
         .filter(|&k| mesh.count(k) > 0)
-        .map(|kind| {
-            let (reads, hits) = simulate(mesh.elements(kind).node_slice(), kind.nodes(), model);
+        .map(|kind| (kind, mesh.elements(kind).node_slice()))
+        .collect();
+    numbering_score_of_tables(&tables, model)
+}
+
+/// The numbering score of element tables given directly: `(kind, nodes)` with `kind.nodes()`
+/// vertex indices per element, in [`ElementKind::ALL`] order (a gml instance's tables, say).
+pub fn numbering_score_of_tables(
+    tables: &[(ElementKind, &[u32])],
+    model: &CacheModel,
+) -> NumberingScore {
+    let kinds = tables
+        .iter()
+        .filter(|(_, nodes)| !nodes.is_empty())
+        .map(|&(kind, nodes)| {
+            let (reads, hits) = simulate(nodes, kind.nodes(), model);
             KindScore { kind, reads, hits }
         })
         .collect();

@@ -1181,3 +1181,34 @@ fn tables_beyond_32_bit_indices_are_refused_with_their_count() {
             .is_ok()
     );
 }
+
+/// The numbering score of a loaded instance equals the file's, and follows the mesh as it
+/// changes (issue 15, item 5).
+#[test]
+fn the_numbering_score_of_an_instance_follows_its_mesh() {
+    use snowsim::renumber;
+    let mesh = sample("cube.meshb");
+    let mut g = gml();
+    g.import_mesh(&mesh).unwrap();
+    let file = renumber::numbering_score(&mesh);
+    let loaded = g.numbering_score().unwrap();
+    assert_eq!(loaded, file);
+    assert!(loaded.percent().unwrap() > 0.0);
+
+    let edges = g.extract_edges().unwrap();
+    let after = g.numbering_score().unwrap();
+    let edge_score = after
+        .kinds
+        .iter()
+        .find(|k| k.kind == ElementKind::Edges)
+        .expect("the extracted edges are scored");
+    assert_eq!(
+        edge_score.reads,
+        2 * edges as u64,
+        "two vertex reads per edge"
+    );
+    // The other kinds are unchanged.
+    for k in &file.kinds {
+        assert!(after.kinds.contains(k), "{k:?}");
+    }
+}
