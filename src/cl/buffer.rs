@@ -26,6 +26,17 @@ pub trait BufferArg<T: Pod> {
     }
 }
 
+/// Refuses to move `values` values into or out of a buffer of `buffer` values.
+pub(super) fn check_fits(values: usize, buffer: usize) -> Result<()> {
+    if values > buffer {
+        return Err(Error::WriteTooLong {
+            data: values,
+            buffer,
+        });
+    }
+    Ok(())
+}
+
 /// A buffer of `len` values of `T` in a device's global memory.
 ///
 /// `T` is plain old data (`bytemuck::Pod`), so its bytes are what the kernel sees: use
@@ -200,12 +211,7 @@ impl<T: Pod> DeviceBuffer<T> {
     ///
     /// `data` longer than the buffer is an error (never a write out of bounds).
     pub fn write(&mut self, data: &[T]) -> Result<()> {
-        if data.len() > self.len {
-            return Err(Error::WriteTooLong {
-                data: data.len(),
-                buffer: self.len,
-            });
-        }
+        check_fits(data.len(), self.len)?;
         if data.is_empty() {
             return Ok(());
         }
@@ -225,12 +231,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Reads the first `out.len()` values into `out`, blocking until done (straight into a
     /// mapped GL buffer, say).
     pub fn read_into(&self, out: &mut [T]) -> Result<()> {
-        if out.len() > self.len {
-            return Err(Error::WriteTooLong {
-                data: out.len(),
-                buffer: self.len,
-            });
-        }
+        check_fits(out.len(), self.len)?;
         if out.is_empty() {
             return Ok(());
         }

@@ -88,12 +88,7 @@ impl<T: Pod> GlBuffer<T> {
     /// Writes `data` to the start of the buffer, blocking until done (the buffer must be
     /// acquired).
     pub fn write(&mut self, data: &[T]) -> Result<()> {
-        if data.len() > self.len {
-            return Err(Error::WriteTooLong {
-                data: data.len(),
-                buffer: self.len,
-            });
-        }
+        super::buffer::check_fits(data.len(), self.len)?;
         if data.is_empty() {
             return Ok(());
         }

@@ -678,14 +678,14 @@ pub(crate) fn enqueue(gml: &mut Gml, id: KernelId, timeline: &mut Timeline) -> R
             timeline,
         )?;
     }
-    let writes: Vec<DataId> = kernel
-        .accesses
-        .iter()
-        .filter(|a| a.mode != Mode::Read)
-        .map(|a| a.data)
-        .collect();
-    for data in writes {
-        gml.datum_mut_quiet(data)?.device_newer = true;
+    // By index: the kernel borrows `gml`, which marking needs mutably (and a list of the
+    // written data would allocate on every launch).
+    for i in 0..gml.kernels[id.index].accesses.len() {
+        let access = &gml.kernels[id.index].accesses[i];
+        if access.mode != Mode::Read {
+            let data = access.data;
+            gml.datum_mut_quiet(data)?.device_newer = true;
+        }
     }
     Ok(())
 }

@@ -5,7 +5,9 @@
 
 use glam::Vec3;
 
-use crate::cl::{Context, DeviceBuffer, Kernel, OutputBuffer, Program, Source, Timeline};
+use crate::cl::{
+    Context, DeviceBuffer, Kernel, KernelCall, OutputBuffer, Program, Source, Timeline,
+};
 use crate::scene::{Wind, WindProfile};
 use crate::terrain::{Heightfield, SceneBox};
 
@@ -93,6 +95,18 @@ struct GroundBuffer {
 }
 
 impl GroundBuffer {
+    /// Sets the next three arguments, the `ground`, `ground_dims` and `ground_rect` that every
+    /// kernel of flakes.cl ends with.
+    fn bind(&self, call: &mut KernelCall<'_>) -> crate::cl::Result<()> {
+        // SAFETY: the kernels read at most dims.x · dims.y heights, what the buffer holds.
+        unsafe {
+            call.buffer(&self.heights)?
+                .arg(&self.dims)?
+                .arg(&self.rect)?;
+        }
+        Ok(())
+    }
+
     fn new(context: &Context, ground: &Heightfield) -> Result<Self> {
         Ok(Self {
             heights: DeviceBuffer::from_slice(context, &ground.heights)?,
@@ -267,11 +281,9 @@ impl ParticleSource for Flakes {
                 .arg(&c.seed)?
                 .arg(&lo)?
                 .arg(&hi)?
-                .arg(&c.radius)?
-                .buffer(&g.heights)?
-                .arg(&g.dims)?
-                .arg(&g.rect)?;
+                .arg(&c.radius)?;
         }
+        g.bind(&mut call)?;
         call.enqueue_into(context, work, timeline)?;
         Ok(())
     }
@@ -308,11 +320,9 @@ impl ParticleSource for Flakes {
                 .arg(&hi)?
                 .arg(&wind)?
                 .arg(&profile)?
-                .arg(&fall)?
-                .buffer(&g.heights)?
-                .arg(&g.dims)?
-                .arg(&g.rect)?;
+                .arg(&fall)?;
         }
+        g.bind(&mut call)?;
         call.enqueue_into(context, work, timeline)?;
         Ok(())
     }
@@ -488,11 +498,9 @@ impl FieldSource for ProfileWind {
                 .arg(&wind)?
                 .arg(&profile)?
                 .arg(&SEA_LEVEL_KPA)?
-                .arg(&self.scale_height)?
-                .buffer(&ground.heights)?
-                .arg(&ground.dims)?
-                .arg(&ground.rect)?;
+                .arg(&self.scale_height)?;
         }
+        ground.bind(&mut call)?;
         call.enqueue_into(context, work, timeline)?;
         Ok(())
     }

@@ -132,6 +132,32 @@ __kernel void scale(__global float *out, __global const float *a, const float k,
 }
 ";
 
+/// A call of `scale` with every argument set: `out = a · k + offset` over `n` values.
+fn scale_call<'k>(
+    kernel: &'k cl::Kernel,
+    out: &DeviceBuffer<f32>,
+    a: &DeviceBuffer<f32>,
+    k: f32,
+    n: u32,
+    offset: f32,
+) -> cl::KernelCall<'k> {
+    let mut call = kernel.call();
+    // SAFETY: the tests make both buffers hold at least `n` floats; the kernel guards i < n.
+    unsafe {
+        call.buffer(out)
+            .unwrap()
+            .buffer(a)
+            .unwrap()
+            .arg(&k)
+            .unwrap()
+            .arg(&n)
+            .unwrap()
+            .arg(&offset)
+            .unwrap();
+    }
+    call
+}
+
 fn scale_kernel(ctx: &Context) -> cl::Kernel {
     let program = Program::build(ctx, &[Source::new("scale.cl", SCALE)], "").unwrap();
     program.kernel("scale").unwrap()
@@ -221,19 +247,7 @@ fn arguments_that_do_not_match_the_declaration_are_errors_naming_kernel_argument
     );
 
     // After all that, a correct call still runs (nothing stale is kept from failed ones).
-    let mut call = kernel.call();
-    unsafe {
-        call.buffer(&out)
-            .unwrap()
-            .buffer(&a)
-            .unwrap()
-            .arg(&3.0f32)
-            .unwrap()
-            .arg(&64u32)
-            .unwrap()
-            .arg(&0.5f32)
-            .unwrap();
-    }
+    let call = scale_call(&kernel, &out, &a, 3.0f32, 64u32, 0.5f32);
     call.enqueue(&ctx, work).unwrap().wait().unwrap();
     assert_eq!(out.read().unwrap(), vec![3.5f32; 64]);
 }
@@ -248,19 +262,7 @@ fn unchanged_arguments_are_kept_and_changed_ones_set_again() {
     let other = DeviceBuffer::<f32>::zeroed(&ctx, 100).unwrap();
     let work = kernel.work_size(&ctx, 100).unwrap();
     let run = |target: &DeviceBuffer<f32>, k: f32| {
-        let mut call = kernel.call();
-        unsafe {
-            call.buffer(target)
-                .unwrap()
-                .buffer(&a)
-                .unwrap()
-                .arg(&k)
-                .unwrap()
-                .arg(&100u32)
-                .unwrap()
-                .arg(&1.0f32)
-                .unwrap();
-        }
+        let call = scale_call(&kernel, target, &a, k, 100u32, 1.0f32);
         call.enqueue(&ctx, work).unwrap().wait().unwrap();
     };
     run(&out, 2.0);
@@ -289,19 +291,7 @@ fn a_timeline_times_stages_once_without_waiting_per_launch() {
     for (stage, launches) in [("first.stage", 3), ("second.stage", 2)] {
         timeline.stage(stage);
         for _ in 0..launches {
-            let mut call = kernel.call();
-            unsafe {
-                call.buffer(&out)
-                    .unwrap()
-                    .buffer(&a)
-                    .unwrap()
-                    .arg(&2.0f32)
-                    .unwrap()
-                    .arg(&(n as u32))
-                    .unwrap()
-                    .arg(&0.0f32)
-                    .unwrap();
-            }
+            let call = scale_call(&kernel, &out, &a, 2.0f32, n as u32, 0.0f32);
             call.enqueue_into(&ctx, work, &mut timeline).unwrap();
         }
     }
@@ -324,19 +314,7 @@ fn a_timeline_times_stages_once_without_waiting_per_launch() {
 
     // A timeline that records no events still launches, and counts.
     let mut quiet = Timeline::new(false);
-    let mut call = kernel.call();
-    unsafe {
-        call.buffer(&out)
-            .unwrap()
-            .buffer(&a)
-            .unwrap()
-            .arg(&4.0f32)
-            .unwrap()
-            .arg(&(n as u32))
-            .unwrap()
-            .arg(&0.0f32)
-            .unwrap();
-    }
+    let call = scale_call(&kernel, &out, &a, 4.0f32, n as u32, 0.0f32);
     call.enqueue_into(&ctx, work, &mut quiet).unwrap();
     ctx.finish().unwrap();
     assert_eq!((quiet.len(), quiet.resolve().unwrap().len()), (1, 0));
@@ -357,19 +335,7 @@ fn a_context_without_profiling_runs_kernels_and_says_so() {
     let out = DeviceBuffer::<f32>::zeroed(&ctx, 8).unwrap();
     let a = DeviceBuffer::from_slice(&ctx, &[2.0f32; 8]).unwrap();
     let kernel = scale_kernel(&ctx);
-    let mut call = kernel.call();
-    unsafe {
-        call.buffer(&out)
-            .unwrap()
-            .buffer(&a)
-            .unwrap()
-            .arg(&2.0f32)
-            .unwrap()
-            .arg(&8u32)
-            .unwrap()
-            .arg(&1.0f32)
-            .unwrap();
-    }
+    let call = scale_call(&kernel, &out, &a, 2.0f32, 8u32, 1.0f32);
     let mut timeline = ctx.timeline();
     call.enqueue_into(&ctx, kernel.work_size(&ctx, 8).unwrap(), &mut timeline)
         .unwrap();
