@@ -29,3 +29,4 @@ pub mod sim;
 pub mod smoothing;
 pub mod sort;
 pub mod terrain;
+pub mod wind;
