@@ -521,12 +521,29 @@ impl Checker<'_> {
             0 => return Err(self.error("wind.pressure_iterations", "must be at least 1, got 0")),
             n => n,
         };
+        let pressure_tolerance = self.number(
+            "wind.pressure_tolerance",
+            w.pressure_tolerance,
+            1e-2,
+            Range::open(0.0, 1.0, ""),
+        )?;
+        let step = match w.step {
+            None => None,
+            Some(_) => Some(self.number(
+                "wind.step",
+                w.step,
+                1.0,
+                Range::open(0.0, 3600.0, "s"),
+            )?),
+        };
         Ok(Wind {
             direction: [dx / length, dy / length],
             speed,
             reference_height,
             profile,
             pressure_iterations,
+            pressure_tolerance,
+            step,
         })
     }
 

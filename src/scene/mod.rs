@@ -24,7 +24,10 @@
 //! profile = "log"          # log (default), power or uniform
 //! roughness = 0.1          # log profile: u(z) ∝ ln((z + z0) / z0) (default 0.1)
 //! # exponent = 0.143       # power profile: u(z) ∝ z^exponent (default 1/7)
-//! pressure_iterations = 50 # pressure solver iterations per step (default 50)
+//! pressure_iterations = 50 # most pressure solver (CG) iterations per wind step (default 50)
+//! pressure_tolerance = 0.01 # stop at this × the RMS divergence of the profile (default 0.01)
+//! # step = 0.8             # the wind's own time step, s (default: Courant number ~1 near
+//! #                        # the ground)
 //!
 //! [snow]
 //! particles = 1048576      # (default 2^20)

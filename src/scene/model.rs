@@ -137,8 +137,14 @@ pub struct Wind {
     pub reference_height: f64,
     /// Speed against height.
     pub profile: WindProfile,
-    /// Pressure solver iterations per time step.
+    /// Most pressure solver iterations per wind step.
     pub pressure_iterations: u32,
+    /// The pressure solve stops when the RMS divergence is below this times the RMS
+    /// divergence of the initial profile field.
+    pub pressure_tolerance: f64,
+    /// The wind's own time step, s; `None` for a Courant number of about 1 in the bottom
+    /// layer.
+    pub step: Option<f64>,
 }
 
 impl Wind {

@@ -72,6 +72,8 @@ pub struct RawWind {
     pub roughness: Option<f64>,
     pub exponent: Option<f64>,
     pub pressure_iterations: Option<u32>,
+    pub pressure_tolerance: Option<f64>,
+    pub step: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -155,6 +155,8 @@ impl FlakesConfig {
                 reference_height: 10.0,
                 profile: WindProfile::Uniform,
                 pressure_iterations: 1,
+                pressure_tolerance: 1e-2,
+                step: None,
             },
             flutter: 0.15,
             fall_speed: 1.0,
@@ -538,6 +540,8 @@ mod tests {
             reference_height: 10.0,
             profile: WindProfile::Log { roughness: 0.1 },
             pressure_iterations: 1,
+            pressure_tolerance: 1e-2,
+            step: None,
         };
         let (v, p) = wind_args(&wind);
         assert!(
@@ -561,6 +565,8 @@ mod tests {
             reference_height: 10.0,
             profile: WindProfile::Power { exponent: 0.2 },
             pressure_iterations: 1,
+            pressure_tolerance: 1e-2,
+            step: None,
         };
         let field = ProfileWind::new([4, 2, 5], bounds, None, wind, 9.81).unwrap();
         assert_eq!(field.samples(), 40);

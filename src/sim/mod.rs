@@ -12,7 +12,7 @@
 //! apart from drawing, and [`crate::interop`] only moves buffers between the two APIs.
 
 pub mod flakes;
-mod scene;
+pub(crate) mod scene;
 mod session;
 mod source;
 

@@ -174,7 +174,7 @@ fn domain_error(scene: &Scene, key: &str, message: impl std::fmt::Display) -> Sc
 }
 
 /// The ground surface, the ground grid and the box of air of a scene's domain.
-fn ground_of(scene: &Scene) -> Result<(TerrainMesh, Heightfield, SceneBox)> {
+pub(crate) fn ground_of(scene: &Scene) -> Result<(TerrainMesh, Heightfield, SceneBox)> {
     match &scene.domain {
         Domain::Terrain { spec, image, .. } => {
             let terrain = Terrain::new(*spec, image.as_ref())

@@ -47,3 +47,15 @@
 //!   the cost. The mesh is fixed: deposited snow does not change the flow domain.
 
 pub mod profile;
+
+pub mod boundary;
+mod diagonal;
+pub mod error;
+pub mod geometry;
+pub mod kernels;
+pub mod setup;
+pub mod solver;
+
+pub use boundary::{Boundary, Kind};
+pub use error::{Result, WindError};
+pub use solver::{AIR_DENSITY, Settings, Solver, StepStats};

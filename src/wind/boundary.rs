@@ -1,0 +1,291 @@
+//! Boundary conditions from the boundary triangles' references: which side is inflow, outflow
+//! or slip for the wind's direction, and what that makes of each vertex.
+
+use std::collections::HashMap;
+
+use glam::DVec3;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::error::{Result, WindError};
+use crate::scene::BoundaryRefs;
+use crate::terrain::Side;
+
+/// How the flow meets a boundary reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// The wind blows out: the pressure is fixed (zero).
+    Outflow,
+    /// Neither in nor out (within 2°), the ground and the top: no flow through it.
+    Slip,
+    /// The wind blows in: the velocity is the inflow profile.
+    Inflow,
+}
+
+/// One boundary reference and what it is.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reference {
+    /// The reference number.
+    pub reference: i32,
+    /// The side it stands for.
+    #[serde(serialize_with = "side_name")]
+    pub side: Side,
+    /// Its kind for the wind's direction.
+    pub kind: Kind,
+    /// Its area, m².
+    pub area: f64,
+    /// Its outward unit normal (the area-weighted mean of its triangles').
+    pub normal: [f64; 3],
+}
+
+fn side_name<S: serde::Serializer>(side: &Side, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(side.name())
+}
+
+/// Vertex flag: the velocity is prescribed (inflow).
+pub const FIXED_VELOCITY: i32 = 1;
+/// Vertex flag: the pressure is prescribed (zero).
+pub const FIXED_PRESSURE: i32 = 2;
+
+/// The boundary conditions of a mesh for one wind direction.
+#[derive(Clone, Debug)]
+pub struct Boundary {
+    /// Every boundary reference of the mesh.
+    pub references: Vec<Reference>,
+    /// Per vertex, [`FIXED_VELOCITY`] and [`FIXED_PRESSURE`] flags.
+    pub flags: Vec<i32>,
+    /// Per vertex, the symmetric velocity projector `P` as `(xx, xy, xz, yy, yz, zz)`.
+    pub projector: Vec<[f64; 6]>,
+    /// Per vertex, the prescribed inflow flux `F_j` (m³/s, negative where the wind enters).
+    pub inflow_flux: Vec<f64>,
+    /// Per boundary triangle, its outward unit normal times its area (m²).
+    pub triangle_normals: Vec<DVec3>,
+}
+
+/// `sin 2°`: within this of parallel a side is slip.
+pub const SLIP_SINE: f64 = 0.034_899_496_702_500_97;
+
+impl Boundary {
+    /// Classifies the references of `triangles` (boundary triangles of `tets`) for a wind
+    /// blowing along `direction` (horizontal), and derives the vertex conditions. `inflow` is
+    /// the inflow velocity at every vertex. Errors: a triangle that is not a face of exactly
+    /// one tetrahedron, a reference that is no side's, no inflow or no outflow side.
+    pub fn new(
+        vertices: &[[f64; 3]],
+        tets: &[[u32; 4]],
+        triangles: &[([u32; 3], i32)],
+        sides: &BoundaryRefs,
+        direction: [f64; 2],
+        inflow: &[[f64; 3]],
+    ) -> Result<Self> {
+        let normals = outward_normals(vertices, tets, triangles)?;
+        let references = classify(triangles, &normals, sides, direction)?;
+        let kind_of: HashMap<i32, Kind> =
+            references.iter().map(|r| (r.reference, r.kind)).collect();
+
+        let n = vertices.len();
+        let mut on_kind = vec![[false; 3]; n];
+        let mut slip_normals: HashMap<(u32, i32), DVec3> = HashMap::new();
+        let mut inflow_flux = vec![0.0; n];
+        for ((nodes, reference), &an) in triangles.iter().zip(&normals) {
+            let kind = kind_of[reference];
+            for &v in nodes {
+                on_kind[v as usize][kind as usize] = true;
+            }
+            match kind {
+                Kind::Slip => {
+                    for &v in nodes {
+                        *slip_normals.entry((v, *reference)).or_default() += an;
+                    }
+                }
+                Kind::Inflow => {
+                    let mean = nodes
+                        .iter()
+                        .map(|&v| DVec3::from(inflow[v as usize]))
+                        .sum::<DVec3>()
+                        / 3.0;
+                    for &v in nodes {
+                        inflow_flux[v as usize] += mean.dot(an) / 3.0;
+                    }
+                }
+                Kind::Outflow => {}
+            }
+        }
+        let mut per_vertex: Vec<Vec<(i32, DVec3)>> = vec![Vec::new(); n];
+        for ((v, r), sum) in slip_normals {
+            per_vertex[v as usize].push((r, sum));
+        }
+        let mut flags = vec![0; n];
+        let mut projector = vec![IDENTITY; n];
+        for v in 0..n {
+            let [outflow, slip, inflow] = on_kind[v];
+            if inflow {
+                flags[v] |= FIXED_VELOCITY;
+                projector[v] = [0.0; 6];
+            } else if slip {
+                let normals = &mut per_vertex[v];
+                normals.sort_by_key(|(r, _)| *r);
+                projector[v] = slip_projector(normals.iter().map(|(_, n)| *n));
+            }
+            if outflow && !inflow {
+                flags[v] |= FIXED_PRESSURE;
+            }
+        }
+        Ok(Self {
+            references,
+            flags,
+            projector,
+            inflow_flux,
+            triangle_normals: normals,
+        })
+    }
+
+    /// The references of `kind`.
+    pub fn of_kind(&self, kind: Kind) -> impl Iterator<Item = &Reference> {
+        self.references.iter().filter(move |r| r.kind == kind)
+    }
+}
+
+const IDENTITY: [f64; 6] = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0];
+
+/// `I − n₁n₁ᵀ − n₂'n₂'ᵀ …` for the area-weighted normal sums of a vertex's slip references;
+/// zero when the normals span three directions or nearly so.
+fn slip_projector(sums: impl Iterator<Item = DVec3>) -> [f64; 6] {
+    let mut basis: Vec<DVec3> = Vec::new();
+    for sum in sums {
+        let Some(mut n) = sum.try_normalize() else {
+            continue;
+        };
+        for b in &basis {
+            n -= *b * b.dot(n);
+        }
+        if n.length() < SLIP_SINE {
+            continue;
+        }
+        basis.push(n.normalize());
+        if basis.len() == 3 {
+            return [0.0; 6];
+        }
+    }
+    let mut p = IDENTITY;
+    for b in basis {
+        p[0] -= b.x * b.x;
+        p[1] -= b.x * b.y;
+        p[2] -= b.x * b.z;
+        p[3] -= b.y * b.y;
+        p[4] -= b.y * b.z;
+        p[5] -= b.z * b.z;
+    }
+    p
+}
+
+/// Each triangle's outward normal times its area, oriented away from the tetrahedron it
+/// bounds.
+fn outward_normals(
+    vertices: &[[f64; 3]],
+    tets: &[[u32; 4]],
+    triangles: &[([u32; 3], i32)],
+) -> Result<Vec<DVec3>> {
+    let key = |mut k: [u32; 3]| {
+        k.sort_unstable();
+        k
+    };
+    let index: HashMap<[u32; 3], usize> = triangles
+        .iter()
+        .enumerate()
+        .map(|(i, (nodes, _))| (key(*nodes), i))
+        .collect();
+    // For each triangle, the vertex of its tetrahedron opposite it, and how many tetrahedra
+    // it bounds.
+    let found: Vec<(usize, u32)> = tets
+        .par_iter()
+        .flat_map_iter(|t| {
+            (0..4).filter_map(|j| {
+                let face = key([t[(j + 1) % 4], t[(j + 2) % 4], t[(j + 3) % 4]]);
+                index.get(&face).map(|&i| (i, t[j]))
+            })
+        })
+        .collect();
+    let mut opposite: Vec<Option<u32>> = vec![None; triangles.len()];
+    let mut count = vec![0u32; triangles.len()];
+    for (i, v) in found {
+        opposite[i] = Some(v);
+        count[i] += 1;
+    }
+    let p = |i: u32| DVec3::from(vertices[i as usize]);
+    triangles
+        .iter()
+        .enumerate()
+        .map(|(i, (nodes, reference))| {
+            let inside = match (opposite[i], count[i]) {
+                (Some(v), 1) => v,
+                (_, c) => {
+                    return Err(WindError::Mesh(format!(
+                        "boundary triangle {} (1-based, reference {reference}) is a face of \
+                         {c} tetrahedra, not of one",
+                        i + 1
+                    )));
+                }
+            };
+            let [a, b, c] = nodes.map(p);
+            let n = (b - a).cross(c - a) / 2.0;
+            Ok(if n.dot(p(inside) - a) > 0.0 { -n } else { n })
+        })
+        .collect()
+}
+
+/// Each reference's side, area, normal and kind.
+fn classify(
+    triangles: &[([u32; 3], i32)],
+    normals: &[DVec3],
+    sides: &BoundaryRefs,
+    direction: [f64; 2],
+) -> Result<Vec<Reference>> {
+    let mut sums: std::collections::BTreeMap<i32, (DVec3, f64)> = Default::default();
+    for ((_, reference), n) in triangles.iter().zip(normals) {
+        let entry = sums.entry(*reference).or_default();
+        entry.0 += *n;
+        entry.1 += n.length();
+    }
+    let wind = DVec3::new(direction[0], direction[1], 0.0).normalize_or_zero();
+    let mut references = Vec::new();
+    for (reference, (sum, area)) in sums {
+        let side = sides.side(reference).ok_or_else(|| {
+            WindError::Boundary(format!(
+                "boundary triangles have reference {reference}, which is no side's"
+            ))
+        })?;
+        let normal = sum.normalize_or_zero();
+        let along = wind.dot(normal);
+        let kind = match side {
+            Side::Ground | Side::Top => Kind::Slip,
+            _ if along < -SLIP_SINE => Kind::Inflow,
+            _ if along > SLIP_SINE => Kind::Outflow,
+            _ => Kind::Slip,
+        };
+        references.push(Reference {
+            reference,
+            side,
+            kind,
+            area,
+            normal: normal.to_array(),
+        });
+    }
+    for (kind, what) in [(Kind::Inflow, "in"), (Kind::Outflow, "out")] {
+        if !references.iter().any(|r| r.kind == kind) {
+            return Err(WindError::Boundary(format!(
+                "no side lets the wind {what} for the direction ({:.3}, {:.3}): the pressure \
+                 problem has {}",
+                direction[0],
+                direction[1],
+                if kind == Kind::Inflow {
+                    "no flow to carry"
+                } else {
+                    "no unique solution (nothing fixes the pressure)"
+                }
+            )));
+        }
+    }
+    Ok(references)
+}

@@ -1,0 +1,61 @@
+//! The diagonal of the pressure operator `A = Gᵀ P M_L⁻¹ G`, for the Jacobi preconditioner.
+
+use glam::DVec3;
+use rayon::prelude::*;
+
+use super::boundary::Boundary;
+use super::geometry::Geometry;
+
+/// `A_jj = Σ_i (G_ij · P_i G_ij) / m_i`, with `G_ij = Σ_{T∋i,j} (V_T/4) ∇φ_j`: for every
+/// vertex `j`, the column of `G` over the vertices `i` that share a tetrahedron with it.
+pub fn jacobi(tets: &[[u32; 4]], geometry: &Geometry, boundary: &Boundary) -> Vec<f64> {
+    let n = geometry.lumped.len();
+    // Vertex → tetrahedra incidence.
+    let mut start = vec![0usize; n + 1];
+    for t in tets {
+        for &v in t {
+            start[v as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut ball = vec![0u32; start[n]];
+    for (e, t) in tets.iter().enumerate() {
+        for &v in t {
+            ball[fill[v as usize]] = e as u32;
+            fill[v as usize] += 1;
+        }
+    }
+    (0..n)
+        .into_par_iter()
+        .map(|j| {
+            let mut column: Vec<(u32, DVec3)> = Vec::with_capacity(32);
+            for &e in &ball[start[j]..start[j + 1]] {
+                let t = tets[e as usize];
+                let local = t.iter().position(|&v| v as usize == j).unwrap_or(0);
+                let c = geometry.coefficients[4 * e as usize + local];
+                let c = DVec3::new(c[0].into(), c[1].into(), c[2].into());
+                for &i in &t {
+                    match column.iter_mut().find(|(v, _)| *v == i) {
+                        Some((_, g)) => *g += c,
+                        None => column.push((i, c)),
+                    }
+                }
+            }
+            column
+                .iter()
+                .map(|(i, g)| {
+                    let p = boundary.projector[*i as usize];
+                    let pg = DVec3::new(
+                        p[0] * g.x + p[1] * g.y + p[2] * g.z,
+                        p[1] * g.x + p[3] * g.y + p[4] * g.z,
+                        p[2] * g.x + p[4] * g.y + p[5] * g.z,
+                    );
+                    g.dot(pg) / geometry.lumped[*i as usize]
+                })
+                .sum()
+        })
+        .collect()
+}

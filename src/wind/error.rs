@@ -1,0 +1,42 @@
+//! What can go wrong setting up or running the wind.
+
+use thiserror::Error;
+
+/// A wind error.
+#[derive(Debug, Error)]
+pub enum WindError {
+    /// The mesh cannot carry the flow: degenerate or inverted tetrahedra, a face of three.
+    #[error("wind mesh: {0}")]
+    Mesh(String),
+    /// The boundary conditions leave the pressure problem without a solution, or without a
+    /// unique one.
+    #[error("wind boundary: {0}")]
+    Boundary(String),
+    /// The scene cannot be set up (its domain mesh or ground).
+    #[error("{0}")]
+    Scene(String),
+    /// A setting the solver cannot use.
+    #[error("wind setting: {0}")]
+    Setting(String),
+    /// A field went non-finite.
+    #[error("wind: {field} is not finite at vertex {vertex} (0-based) after the {stage} stage of step {step}")]
+    NotFinite {
+        /// The stage that produced it.
+        stage: &'static str,
+        /// The step (1-based).
+        step: u64,
+        /// The field.
+        field: &'static str,
+        /// The vertex.
+        vertex: usize,
+    },
+    /// The device or gml failed.
+    #[error(transparent)]
+    Gml(#[from] crate::gml::GmlError),
+    /// The OpenCL layer failed.
+    #[error(transparent)]
+    Cl(#[from] crate::cl::Error),
+}
+
+/// A wind result.
+pub type Result<T> = std::result::Result<T, WindError>;

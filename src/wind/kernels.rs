@@ -1,0 +1,368 @@
+//! The wind's gml kernels: their loop bodies, and the fields they read and write.
+//!
+//! The helper functions the bodies call (`wind_project`, `wind_pick`, the walk) are in
+//! `kernels/wind.cl` and `kernels/tet_walk.cl`, pasted before every kernel as gml's toolkit.
+
+use crate::gml::{Access, Gml, KernelId, KernelSpec, MeshKind, Solution};
+
+use super::error::Result;
+
+/// The device parameter struct (`GmlParSct`), mirrored by [`PARAMETERS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Params {
+    /// `r·z` of the conjugate gradients, in two slots used in turn (even and odd iterations).
+    pub rz: [f32; 2],
+    /// `d·A d` of the current iteration.
+    pub pq: f32,
+    /// `Σ r²/m` at the last convergence check.
+    pub rr: f32,
+    /// The wind's time step, s.
+    pub dt: f32,
+    /// Its inverse.
+    pub inv_dt: f32,
+    /// The walk's inside tolerance, m.
+    pub tolerance: f32,
+    /// The walk's hop limit.
+    pub max_hops: i32,
+}
+
+/// The OpenCL side of [`Params`].
+pub const PARAMETERS: &str = "typedef struct { float rz[2]; float pq; float rr; float dt; \
+     float inv_dt; float tolerance; int max_hops; } GmlParSct;\n";
+
+/// Byte offset of `rz[slot]` in [`Params`].
+pub fn rz_offset(slot: usize) -> usize {
+    4 * slot
+}
+/// Byte offset of `pq`.
+pub const PQ_OFFSET: usize = 8;
+/// Byte offset of `rr`.
+pub const RR_OFFSET: usize = 12;
+
+/// Every field of the solver.
+#[derive(Clone, Copy, Debug)]
+pub struct Fields {
+    /// Velocity (xyz m/s, w 0): the state.
+    pub vel: Solution<[f32; 4]>,
+    /// Velocity after advection, before projection.
+    pub star: Solution<[f32; 4]>,
+    /// The inflow profile at every vertex.
+    pub inflow: Solution<[f32; 4]>,
+    /// Per vertex: `P` (xx, xy, xz, yy, yz, zz), `1/m`, `F`.
+    pub bnd: Solution<[f32; 8]>,
+    /// Per vertex: the fixed-velocity and fixed-pressure flags.
+    pub flags: Solution<i32>,
+    /// Per vertex: 1 / diag(A), zero where the pressure is fixed.
+    pub inv_diag: Solution<f32>,
+    /// Pressure times 1/ρ (m²/s²), the solution of the projection.
+    pub pressure: Solution<f32>,
+    /// Right-hand side `−(D u* + F)/dt`.
+    pub rhs: Solution<f32>,
+    /// CG residual, preconditioned residual, direction, `A d`.
+    pub r: Solution<f32>,
+    /// Preconditioned residual.
+    pub z: Solution<f32>,
+    /// Search direction.
+    pub dir: Solution<f32>,
+    /// `A d`.
+    pub q: Solution<f32>,
+    /// `d·q` per vertex.
+    pub pq: Solution<f32>,
+    /// `r·z` per vertex.
+    pub rz: Solution<f32>,
+    /// `r²/m` per vertex.
+    pub rr: Solution<f32>,
+    /// Vertex gradient `P M⁻¹ G x` of a CG vector.
+    pub grad: Solution<[f32; 4]>,
+    /// Divergence (1/s), zero where the pressure is fixed.
+    pub div: Solution<f32>,
+    /// `m · div²` per vertex.
+    pub div_sq: Solution<f32>,
+    /// `m |u|² / 2` per vertex (m⁵/s²; times ρ it is the kinetic energy).
+    pub energy: Solution<f32>,
+    /// 1 where the advection walk hit its hop limit.
+    pub lost: Solution<i32>,
+    /// Per tetrahedron, `(V/4) ∇φ_j` for j = 0..3.
+    pub coef: Solution<[f32; 16]>,
+    /// Per tetrahedron, the neighbours across its faces.
+    pub ngb: Solution<[i32; 4]>,
+    /// Per tetrahedron, `(V/4) ∇x_T` of a vertex scalar.
+    pub tet_grad: Solution<[f32; 4]>,
+    /// Per tetrahedron, `V ∇φ_j · v̄_T` for j = 0..3 of a vertex vector.
+    pub tet_div: Solution<[f32; 4]>,
+}
+
+impl Fields {
+    /// Creates every field on the instance's vertices and tetrahedra.
+    pub fn new(gml: &mut Gml) -> Result<Self> {
+        let ver = MeshKind::Vertices;
+        let tet = MeshKind::Tetrahedra;
+        Ok(Self {
+            vel: gml.new_solution(ver, 1, "Vel")?,
+            star: gml.new_solution(ver, 1, "Str")?,
+            inflow: gml.new_solution(ver, 1, "Inf")?,
+            bnd: gml.new_solution(ver, 1, "Bnd")?,
+            flags: gml.new_solution(ver, 1, "Flg")?,
+            inv_diag: gml.new_solution(ver, 1, "Dia")?,
+            pressure: gml.new_solution(ver, 1, "X")?,
+            rhs: gml.new_solution(ver, 1, "B")?,
+            r: gml.new_solution(ver, 1, "R")?,
+            z: gml.new_solution(ver, 1, "Z")?,
+            dir: gml.new_solution(ver, 1, "Dir")?,
+            q: gml.new_solution(ver, 1, "Q")?,
+            pq: gml.new_solution(ver, 1, "PQ")?,
+            rz: gml.new_solution(ver, 1, "RZ")?,
+            rr: gml.new_solution(ver, 1, "RR")?,
+            grad: gml.new_solution(ver, 1, "G")?,
+            div: gml.new_solution(ver, 1, "Div")?,
+            div_sq: gml.new_solution(ver, 1, "Dsq")?,
+            energy: gml.new_solution(ver, 1, "Ke")?,
+            lost: gml.new_solution(ver, 1, "Lost")?,
+            coef: gml.new_solution(tet, 1, "Cof")?,
+            ngb: gml.new_solution(tet, 1, "Ngb")?,
+            tet_grad: gml.new_solution(tet, 1, "Gp")?,
+            tet_div: gml.new_solution(tet, 1, "Dv")?,
+        })
+    }
+}
+
+/// The compiled kernels.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernels {
+    /// Advection into `Str`, with the boundary conditions.
+    pub advect: KernelId,
+    /// `(V/4)∇d_T` of the search direction.
+    pub grad_dir: KernelId,
+    /// `(V/4)∇p_T` of the pressure.
+    pub grad_pressure: KernelId,
+    /// Vertex gradient `P M⁻¹ G` gathered into `G`.
+    pub gather_grad: KernelId,
+    /// Tetrahedron divergence terms of `G`, `Str` and `Vel`.
+    pub tet_div_grad: KernelId,
+    /// Of `Str`.
+    pub tet_div_star: KernelId,
+    /// Of `Vel`.
+    pub tet_div_vel: KernelId,
+    /// `q = A d` and `d·q`.
+    pub gather_q: KernelId,
+    /// Divergence, its square and the right-hand side.
+    pub gather_div: KernelId,
+    /// CG start: `r = b − A x`, `z`, `d`, `r·z`, `r²/m` (from `Q = A x`).
+    pub cg_start: KernelId,
+    /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`.
+    pub cg_update: [KernelId; 2],
+    /// CG direction with `β = rz[1]/rz[0]` / `rz[0]/rz[1]`.
+    pub cg_direction: [KernelId; 2],
+    /// `u = u* − dt P M⁻¹ G p`, and the kinetic energy.
+    pub project: KernelId,
+    /// Sets `Vel`, `Str` to the inflow profile with the boundary conditions applied.
+    pub reset: KernelId,
+}
+
+impl Kernels {
+    /// Compiles every kernel over `f`.
+    pub fn new(gml: &mut Gml, f: &Fields) -> Result<Self> {
+        let ver = MeshKind::Vertices;
+        let tet = MeshKind::Tetrahedra;
+        let vertices = gml.mesh(ver)?;
+        let tets = gml.mesh(tet)?;
+        let grad = |gml: &mut Gml, name: &str, x: Solution<f32>, var: &str| {
+            gml.compile(
+                KernelSpec::new(name, tet)
+                    .access(Access::read(x))
+                    .access(Access::read(f.coef))
+                    .access(Access::write(f.tet_grad))
+                    .body(&format!(
+                        "TetGp = TetCof.s0123 * Tet{var}[0] + TetCof.s4567 * Tet{var}[1]
+                               + TetCof.s89ab * Tet{var}[2] + TetCof.scdef * Tet{var}[3];"
+                    )),
+            )
+        };
+        let tet_div = |gml: &mut Gml, name: &str, v: Solution<[f32; 4]>, var: &str| {
+            gml.compile(
+                KernelSpec::new(name, tet)
+                    .access(Access::read(v))
+                    .access(Access::read(f.coef))
+                    .access(Access::write(f.tet_div))
+                    .body(&format!(
+                        "float4 s = Tet{var}[0] + Tet{var}[1] + Tet{var}[2] + Tet{var}[3];
+                         s.w = 0.0f;
+                         TetDv = (float4)(dot(TetCof.s0123, s), dot(TetCof.s4567, s),
+                                          dot(TetCof.s89ab, s), dot(TetCof.scdef, s));"
+                    )),
+            )
+        };
+        let advect = gml.compile(
+            KernelSpec::new("wind_advect", ver)
+                .access(Access::read(vertices))
+                .access(Access::read(tets))
+                .access(Access::read(f.ngb))
+                .access(Access::read(f.vel))
+                .access(Access::read(f.inflow))
+                .access(Access::read(f.bnd))
+                .access(Access::read(f.flags))
+                .access(Access::write(f.star))
+                .access(Access::write(f.lost))
+                .body(
+                    "const float3 q = VerCrd.xyz - GmlPar->dt * VerVel.xyz;
+                     const TetWalk w = tet_walk(TetVerTab, VerCrdTab, TetNgbTab, VerTet[0], q,
+                                                GmlPar->tolerance, GmlPar->max_hops,
+                                                (uint)VerIdx);
+                     const int4 n = TetVerTab[w.tet];
+                     const float4 u = w.bary.x * VerVelTab[n.x] + w.bary.y * VerVelTab[n.y]
+                                    + w.bary.z * VerVelTab[n.z] + w.bary.w * VerVelTab[n.w];
+                     VerLost = w.status == TET_WALK_LOST;
+                     VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, u);",
+                ),
+        )?;
+        let grad_dir = grad(gml, "wind_grad_dir", f.dir, "Dir")?;
+        let grad_pressure = grad(gml, "wind_grad_pressure", f.pressure, "X")?;
+        let gather_grad = gml.compile(
+            KernelSpec::new("wind_gather_grad", ver)
+                .access(Access::read(f.tet_grad))
+                .access(Access::read(f.bnd))
+                .access(Access::write(f.grad))
+                .body(
+                    "float4 s = 0.0f;
+                     for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
+                     VerG = wind_project(VerBnd, s) * VerBnd.s6;",
+                ),
+        )?;
+        let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad, "G")?;
+        let tet_div_star = tet_div(gml, "wind_tet_div_star", f.star, "Str")?;
+        let tet_div_vel = tet_div(gml, "wind_tet_div_vel", f.vel, "Vel")?;
+        let gather_q = gml.compile(
+            KernelSpec::new("wind_gather_q", ver)
+                .access(Access::read(f.tet_div).with_voyeurs())
+                .access(Access::read(f.flags))
+                .access(Access::read(f.dir))
+                .access(Access::write(f.q))
+                .access(Access::write(f.pq))
+                .body(
+                    "float q = 0.0f;
+                     for (int i = 0; i < VerTetDegMax; i++) q += wind_pick(VerTetDv[i], VerTetVoy[i]);
+                     if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0f;
+                     VerQ = q;
+                     VerPQ = VerDir * q;",
+                ),
+        )?;
+        let gather_div = gml.compile(
+            KernelSpec::new("wind_gather_div", ver)
+                .access(Access::read(f.tet_div).with_voyeurs())
+                .access(Access::read(f.flags))
+                .access(Access::read(f.bnd))
+                .access(Access::write(f.div))
+                .access(Access::write(f.div_sq))
+                .access(Access::write(f.rhs))
+                .body(
+                    "float s = 0.0f;
+                     for (int i = 0; i < VerTetDegMax; i++) s += wind_pick(VerTetDv[i], VerTetVoy[i]);
+                     const float w = VerBnd.s7 - s;
+                     const bool fixed = (VerFlg & WIND_FIXED_PRESSURE) != 0;
+                     VerDiv = fixed ? 0.0f : w * VerBnd.s6;
+                     VerDsq = fixed ? 0.0f : w * w * VerBnd.s6;
+                     VerB = fixed ? 0.0f : -w * GmlPar->inv_dt;",
+                ),
+        )?;
+        let cg_start = gml.compile(
+            KernelSpec::new("wind_cg_start", ver)
+                .access(Access::read(f.rhs))
+                .access(Access::read(f.q))
+                .access(Access::read(f.inv_diag))
+                .access(Access::read(f.bnd))
+                .access(Access::write(f.r))
+                .access(Access::write(f.z))
+                .access(Access::write(f.dir))
+                .access(Access::write(f.rz))
+                .access(Access::write(f.rr))
+                .body(
+                    "VerR = VerB - VerQ;
+                     VerZ = VerR * VerDia;
+                     VerDir = VerZ;
+                     VerRZ = VerR * VerZ;
+                     VerRR = VerR * VerR * VerBnd.s6;",
+                ),
+        )?;
+        let update = |gml: &mut Gml, slot: usize| {
+            gml.compile(
+                KernelSpec::new(&format!("wind_cg_update{slot}"), ver)
+                    .access(Access::read_write(f.pressure))
+                    .access(Access::read_write(f.r))
+                    .access(Access::read(f.dir))
+                    .access(Access::read(f.q))
+                    .access(Access::read(f.inv_diag))
+                    .access(Access::read(f.bnd))
+                    .access(Access::write(f.z))
+                    .access(Access::write(f.rz))
+                    .access(Access::write(f.rr))
+                    .body(&format!(
+                        "const float alpha = GmlPar->pq > 0.0f ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0f;
+                         VerX += alpha * VerDir;
+                         VerR -= alpha * VerQ;
+                         VerZ = VerR * VerDia;
+                         VerRZ = VerR * VerZ;
+                         VerRR = VerR * VerR * VerBnd.s6;"
+                    )),
+            )
+        };
+        let cg_update = [update(gml, 0)?, update(gml, 1)?];
+        let direction = |gml: &mut Gml, slot: usize| {
+            let (new, old) = (1 - slot, slot);
+            gml.compile(
+                KernelSpec::new(&format!("wind_cg_direction{slot}"), ver)
+                    .access(Access::read_write(f.dir))
+                    .access(Access::read(f.z))
+                    .body(&format!(
+                        "const float beta = GmlPar->rz[{old}] > 0.0f ? GmlPar->rz[{new}] / GmlPar->rz[{old}] : 0.0f;
+                         VerDir = VerZ + beta * VerDir;"
+                    )),
+            )
+        };
+        let cg_direction = [direction(gml, 0)?, direction(gml, 1)?];
+        let project = gml.compile(
+            KernelSpec::new("wind_project", ver)
+                .access(Access::read(f.tet_grad))
+                .access(Access::read(f.bnd))
+                .access(Access::read(f.star))
+                .access(Access::write(f.vel))
+                .access(Access::write(f.energy))
+                .body(
+                    "float4 s = 0.0f;
+                     for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
+                     const float4 u = VerStr - GmlPar->dt * VerBnd.s6 * wind_project(VerBnd, s);
+                     VerVel = u;
+                     VerKe = 0.5f * dot(u, u) / VerBnd.s6;",
+                ),
+        )?;
+        let reset = gml.compile(
+            KernelSpec::new("wind_reset", ver)
+                .access(Access::read(f.inflow))
+                .access(Access::read(f.bnd))
+                .access(Access::read(f.flags))
+                .access(Access::write(f.vel))
+                .access(Access::write(f.star))
+                .body(
+                    "const float4 u = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, VerInf);
+                     VerVel = u;
+                     VerStr = u;",
+                ),
+        )?;
+        Ok(Self {
+            advect,
+            grad_dir,
+            grad_pressure,
+            gather_grad,
+            tet_div_grad,
+            tet_div_star,
+            tet_div_vel,
+            gather_q,
+            gather_div,
+            cg_start,
+            cg_update,
+            cg_direction,
+            project,
+            reset,
+        })
+    }
+}

@@ -1,0 +1,38 @@
+//! A wind solver for a scene: its domain mesh, boundary sides, profile and settings.
+
+use super::error::{Result, WindError};
+use super::profile;
+use super::solver::{Settings, Solver};
+use crate::cl::Context;
+use crate::scene::Scene;
+
+/// The solver settings a scene asks for (`[wind]`), with `profile` deciding whether stages
+/// are timed.
+pub fn settings(scene: &Scene, profile: bool) -> Settings {
+    Settings {
+        step: scene.wind.step,
+        tolerance: scene.wind.pressure_tolerance,
+        iterations: scene.wind.pressure_iterations,
+        profile,
+        ..Settings::default()
+    }
+}
+
+/// Builds the scene's domain mesh (renumbered for the device) and sets a solver up on it,
+/// on `context`, starting from the scene's inflow profile.
+pub fn from_scene(context: Context, scene: &Scene, settings: Settings) -> Result<Solver> {
+    let domain = scene
+        .build_domain(true)
+        .map_err(|e| WindError::Scene(e.to_string()))?;
+    let (_, ground, _) =
+        crate::sim::scene::ground_of(scene).map_err(|e| WindError::Scene(e.to_string()))?;
+    let inflow = profile::vertex_velocities(&domain.mesh.vertices, &ground, &scene.wind);
+    Solver::new(
+        context,
+        &domain.mesh,
+        &domain.boundary,
+        scene.wind.direction,
+        &inflow,
+        settings,
+    )
+}

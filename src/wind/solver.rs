@@ -1,0 +1,706 @@
+//! `wind::Solver`: the wind's fields on a gml instance, and its time step.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::boundary::{Boundary, FIXED_PRESSURE};
+use super::error::{Result, WindError};
+use super::geometry::{self, Geometry};
+use super::kernels::{self, Fields, Kernels, Params};
+use crate::budget::{self, Estimate};
+use crate::cl::{self, Context, DeviceBuffer, Timeline};
+use crate::counters::Counters;
+use crate::gml::{Gml, Parameters, Reduction, VectorMode};
+use crate::meshio::{ElementKind, Mesh};
+use crate::scene::BoundaryRefs;
+
+/// Air density, kg/m³: pressure in Pa is ρ times the solver's kinematic pressure.
+pub const AIR_DENSITY: f64 = 1.2;
+
+/// How the solver runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Settings {
+    /// The wind's time step, s (`wind.step`); `None` for the default from the mesh.
+    pub step: Option<f64>,
+    /// Convergence: the pressure solve stops when the RMS divergence is below this times the
+    /// RMS divergence of the initial profile field (`wind.pressure_tolerance`).
+    pub tolerance: f64,
+    /// Most CG iterations per step (`wind.pressure_iterations`).
+    pub iterations: u32,
+    /// Most CG iterations of the start-up solve, which starts cold.
+    pub startup_iterations: u32,
+    /// The convergence is read every this many iterations, without waiting.
+    pub check_every: u32,
+    /// The advection walk's hop limit.
+    pub max_hops: u32,
+    /// The walk's inside tolerance, m.
+    pub walk_tolerance: f64,
+    /// Time every stage with profiling events (costs ~8 µs per launch on NVIDIA).
+    pub profile: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            step: None,
+            tolerance: 1e-2,
+            iterations: 50,
+            startup_iterations: 2000,
+            check_every: 8,
+            max_hops: 64,
+            walk_tolerance: 1e-3,
+            profile: false,
+        }
+    }
+}
+
+impl Settings {
+    fn check(&self) -> Result<()> {
+        let bad = |what: &str| Err(WindError::Setting(what.to_string()));
+        if self.iterations == 0 {
+            return bad("pressure_iterations is 0: the pressure would never be solved");
+        }
+        if !(self.tolerance > 0.0 && self.tolerance.is_finite()) {
+            return bad(&format!(
+                "pressure_tolerance = {} must be positive and finite",
+                self.tolerance
+            ));
+        }
+        if let Some(dt) = self.step
+            && !(dt > 0.0 && dt.is_finite())
+        {
+            return bad(&format!("step = {dt} s must be positive and finite"));
+        }
+        if self.check_every == 0 || self.max_hops == 0 || self.startup_iterations == 0 {
+            return bad("check_every, max_hops and startup_iterations must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// What one step (or the start-up solve) did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StepStats {
+    /// Step number, 0 for the start-up solve.
+    pub step: u64,
+    /// CG iterations run.
+    pub iterations: u32,
+    /// Whether the pressure reached the tolerance.
+    pub converged: bool,
+    /// RMS divergence (1/s) before the projection.
+    pub divergence_before: f64,
+    /// RMS divergence (1/s) after it, measured on the new field.
+    pub divergence_after: f64,
+    /// Kinetic energy of the air, J.
+    pub kinetic_energy: f64,
+    /// Largest speed, m/s.
+    pub max_speed: f64,
+    /// Advection walks that hit their hop limit.
+    pub lost_walks: u64,
+    /// RMS divergence estimated from the CG residual at each convergence check
+    /// `(iteration, 1/s)`.
+    pub residuals: Vec<(u32, f64)>,
+    /// Wall-clock time of the step, s.
+    pub wall: f64,
+}
+
+/// The wind solver: a gml instance holding the air mesh, the fields and the kernels.
+pub struct Solver {
+    gml: Gml,
+    fields: Fields,
+    kernels: Kernels,
+    params: Parameters<Params>,
+    host: Params,
+    settings: Settings,
+    dt: f64,
+    volume: f64,
+    initial_divergence: f64,
+    boundary: Boundary,
+    vertices: Vec<[f64; 3]>,
+    tets: Vec<([u32; 4], i32)>,
+    triangles: Vec<([u32; 3], i32)>,
+    stats: DeviceBuffer<f64>,
+    timeline: Timeline,
+    counters: Counters,
+    steps: u64,
+}
+
+/// Slots of the per-step statistics buffer.
+mod slot {
+    pub const DIV_BEFORE: usize = 0;
+    pub const DIV_AFTER: usize = 1;
+    pub const ENERGY: usize = 2;
+    pub const MAX_SPEED: usize = 3;
+    pub const LOST: usize = 4;
+    pub const COUNT: usize = 5;
+}
+
+impl Solver {
+    /// Sets the solver up on `context` for `mesh` (tetrahedra and boundary triangles whose
+    /// references `sides` names), the wind along `direction` and `inflow` (the profile at
+    /// every vertex, xyz m/s). Checks the mesh, the boundary and the device's memory, uploads
+    /// everything and compiles the kernels; the field starts as the profile, not yet projected
+    /// (see [`startup`](Self::startup)).
+    pub fn new(
+        context: Context,
+        mesh: &Mesh,
+        sides: &BoundaryRefs,
+        direction: [f64; 2],
+        inflow: &[[f32; 4]],
+        settings: Settings,
+    ) -> Result<Self> {
+        settings.check()?;
+        let tets: Vec<([u32; 4], i32)> = mesh
+            .elements(ElementKind::Tetrahedra)
+            .iter()
+            .map(|(n, r)| ([n[0], n[1], n[2], n[3]], r))
+            .collect();
+        let triangles: Vec<([u32; 3], i32)> = mesh
+            .elements(ElementKind::Triangles)
+            .iter()
+            .map(|(n, r)| ([n[0], n[1], n[2]], r))
+            .collect();
+        let vertices = mesh.vertices.clone();
+        if inflow.len() != vertices.len() {
+            return Err(WindError::Setting(format!(
+                "{} inflow values for {} vertices",
+                inflow.len(),
+                vertices.len()
+            )));
+        }
+        check_memory(context.info(), vertices.len(), tets.len())?;
+        let nodes: Vec<[u32; 4]> = tets.iter().map(|t| t.0).collect();
+        let geometry = Geometry::new(&vertices, &nodes)?;
+        let neighbours = geometry::neighbours(&nodes)?;
+        let inflow64: Vec<[f64; 3]> = inflow
+            .iter()
+            .map(|v| [v[0].into(), v[1].into(), v[2].into()])
+            .collect();
+        let boundary = Boundary::new(
+            &vertices,
+            &nodes,
+            &triangles,
+            sides,
+            direction,
+            &inflow64,
+        )?;
+        let diagonal = super::diagonal::jacobi(&nodes, &geometry, &boundary);
+        let dt = match settings.step {
+            Some(dt) => dt,
+            None => default_step(&nodes, &geometry, inflow, &boundary)?,
+        };
+
+        let mut gml = Gml::with_context(context);
+        gml.include_toolkit(include_str!("../../kernels/tet_walk.cl"));
+        gml.include_toolkit(include_str!("../../kernels/wind.cl"));
+        let mut upload = Mesh::new(3);
+        upload.vertices = vertices.clone();
+        upload.vertex_refs = mesh.vertex_refs.clone();
+        if upload.vertex_refs.len() != upload.vertices.len() {
+            upload.vertex_refs = vec![0; upload.vertices.len()];
+        }
+        *upload.elements_mut(ElementKind::Tetrahedra) = mesh.elements(ElementKind::Tetrahedra).clone();
+        gml.import_mesh(&upload)?;
+        let params = gml.new_parameters::<Params>(kernels::PARAMETERS)?;
+        let fields = Fields::new(&mut gml)?;
+        let bnd: Vec<[f32; 8]> = boundary
+            .projector
+            .iter()
+            .zip(&geometry.lumped)
+            .zip(&boundary.inflow_flux)
+            .map(|((p, m), f)| {
+                [
+                    p[0] as f32,
+                    p[1] as f32,
+                    p[2] as f32,
+                    p[3] as f32,
+                    p[4] as f32,
+                    p[5] as f32,
+                    (1.0 / m) as f32,
+                    *f as f32,
+                ]
+            })
+            .collect();
+        let coef: Vec<[f32; 16]> = geometry
+            .coefficients
+            .chunks_exact(4)
+            .map(|c| {
+                let mut out = [0.0; 16];
+                for (j, v) in c.iter().enumerate() {
+                    out[4 * j..4 * j + 4].copy_from_slice(v);
+                }
+                out
+            })
+            .collect();
+        let inv_diag: Vec<f32> = diagonal
+            .iter()
+            .zip(&boundary.flags)
+            .map(|(d, f)| {
+                if f & FIXED_PRESSURE != 0 || *d <= 0.0 {
+                    0.0
+                } else {
+                    (1.0 / d) as f32
+                }
+            })
+            .collect();
+        gml.set_block(fields.inflow, 0, inflow)?;
+        gml.set_block(fields.bnd, 0, &bnd)?;
+        gml.set_block(fields.flags, 0, &boundary.flags)?;
+        gml.set_block(fields.inv_diag, 0, &inv_diag)?;
+        gml.set_block(fields.coef, 0, &coef)?;
+        gml.set_block(fields.ngb, 0, &neighbours)?;
+        let kernels = Kernels::new(&mut gml, &fields)?;
+        let host = Params {
+            dt: dt as f32,
+            inv_dt: (1.0 / dt) as f32,
+            tolerance: settings.walk_tolerance as f32,
+            max_hops: settings.max_hops as i32,
+            ..Params::default()
+        };
+        gml.upload_parameters(&params, &host)?;
+        let stats = DeviceBuffer::zeroed(gml.context(), slot::COUNT)?;
+        let mut solver = Self {
+            gml,
+            fields,
+            kernels,
+            params,
+            host,
+            settings,
+            dt,
+            volume: geometry.volume,
+            initial_divergence: 0.0,
+            boundary,
+            vertices,
+            tets,
+            triangles,
+            stats,
+            timeline: Timeline::new(settings.profile),
+            counters: Counters::default(),
+            steps: 0,
+        };
+        solver.reset()?;
+        Ok(solver)
+    }
+
+    /// Sets the field back to the inflow profile (boundary conditions applied, not
+    /// projected) and the pressure to zero, and measures the profile's RMS divergence, the
+    /// scale of the pressure tolerance.
+    pub fn reset(&mut self) -> Result<()> {
+        let zeros = vec![0.0f32; self.vertices.len()];
+        self.gml.set_block(self.fields.pressure, 0, &zeros)?;
+        let mut tl = Timeline::new(false);
+        tl.stage("wind.reset");
+        self.gml.enqueue(self.kernels.reset, &mut tl)?;
+        self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, &mut tl)?;
+        tl.wait()?;
+        let stats = self.stats.read()?;
+        self.initial_divergence = (stats[slot::DIV_BEFORE] / self.volume).sqrt();
+        self.steps = 0;
+        Ok(())
+    }
+
+    /// The start-up solve: projects the profile field cold, with its own iteration cap.
+    pub fn startup(&mut self) -> Result<StepStats> {
+        let start = Instant::now();
+        let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
+        let result = self.project_star(self.settings.startup_iterations, 0, &mut tl, start);
+        self.finish_timeline(tl)?;
+        result
+    }
+
+    /// One wind step: advection, divergence, pressure solve, projection, statistics.
+    pub fn step(&mut self) -> Result<StepStats> {
+        let start = Instant::now();
+        self.steps += 1;
+        let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
+        let result = (|| {
+            tl.stage("wind.advect");
+            self.gml.enqueue(self.kernels.advect, &mut tl)?;
+            self.project_star(self.settings.iterations, self.steps, &mut tl, start)
+        })();
+        self.finish_timeline(tl)?;
+        result
+    }
+
+    fn finish_timeline(&mut self, mut tl: Timeline) -> Result<()> {
+        if tl.records_events() {
+            let times = tl.resolve()?;
+            self.counters.add_frame(&times);
+        }
+        self.timeline = Timeline::new(self.settings.profile);
+        Ok(())
+    }
+
+    /// Divergence of `Str`, pressure solve, projection into `Vel`, statistics.
+    fn project_star(
+        &mut self,
+        max_iterations: u32,
+        step: u64,
+        tl: &mut Timeline,
+        start: Instant,
+    ) -> Result<StepStats> {
+        tl.stage("wind.divergence");
+        self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, tl)?;
+        tl.stage("wind.pressure");
+        let (iterations, residuals, converged) = self.solve(max_iterations, tl)?;
+        tl.stage("wind.project");
+        self.gml.enqueue(self.kernels.grad_pressure, tl)?;
+        self.gml.enqueue(self.kernels.project, tl)?;
+        tl.stage("wind.check");
+        self.enqueue_divergence(self.kernels.tet_div_vel, slot::DIV_AFTER, tl)?;
+        let f = self.fields;
+        self.gml
+            .reduce_into(f.energy, Reduction::Sum, &self.stats, slot::ENERGY, tl)?;
+        self.gml.reduce_vector_into(
+            f.vel,
+            Reduction::Linf,
+            VectorMode::Norm,
+            &self.stats,
+            slot::MAX_SPEED,
+            tl,
+        )?;
+        self.gml
+            .reduce_into(f.lost, Reduction::Sum, &self.stats, slot::LOST, tl)?;
+        let s = self.stats.read()?;
+        let stats = StepStats {
+            step,
+            iterations,
+            converged,
+            divergence_before: (s[slot::DIV_BEFORE] / self.volume).sqrt(),
+            divergence_after: (s[slot::DIV_AFTER] / self.volume).sqrt(),
+            kinetic_energy: s[slot::ENERGY] * AIR_DENSITY,
+            max_speed: s[slot::MAX_SPEED],
+            lost_walks: s[slot::LOST].max(0.0) as u64,
+            residuals,
+            wall: start.elapsed().as_secs_f64(),
+        };
+        if !(stats.divergence_before.is_finite()) {
+            return Err(self.not_finite("advect", step, self.fields.star, "velocity"));
+        }
+        if !(stats.max_speed.is_finite() && stats.divergence_after.is_finite()) {
+            let f = self.fields;
+            let p = self.gml.read_all(f.pressure)?;
+            if let Some(v) = p.iter().position(|x| !x.is_finite()) {
+                return Err(WindError::NotFinite {
+                    stage: "pressure",
+                    step,
+                    field: "pressure",
+                    vertex: v,
+                });
+            }
+            return Err(self.not_finite("project", step, f.vel, "velocity"));
+        }
+        Ok(stats)
+    }
+
+    fn not_finite(
+        &mut self,
+        stage: &'static str,
+        step: u64,
+        field: crate::gml::Solution<[f32; 4]>,
+        name: &'static str,
+    ) -> WindError {
+        let vertex = self
+            .gml
+            .read_all(field)
+            .ok()
+            .and_then(|v| v.iter().position(|u| !u.iter().all(|x| x.is_finite())))
+            .unwrap_or(0);
+        WindError::NotFinite {
+            stage,
+            step,
+            field: name,
+            vertex,
+        }
+    }
+
+    /// Enqueues the divergence of the field `tet_div` reads into `Div`, `Dsq`, `B`, and the
+    /// sum of `Dsq` into the statistics slot.
+    fn enqueue_divergence(
+        &mut self,
+        tet_div: crate::gml::KernelId,
+        slot: usize,
+        tl: &mut Timeline,
+    ) -> Result<()> {
+        self.gml.enqueue(tet_div, tl)?;
+        self.gml.enqueue(self.kernels.gather_div, tl)?;
+        self.gml
+            .reduce_into(self.fields.div_sq, Reduction::Sum, &self.stats, slot, tl)?;
+        Ok(())
+    }
+
+    /// Enqueues `q = A d` (or `A x` for the start) into `Q`.
+    fn enqueue_operator(&mut self, grad: crate::gml::KernelId, tl: &mut Timeline) -> Result<()> {
+        let k = self.kernels;
+        self.gml.enqueue(grad, tl)?;
+        self.gml.enqueue(k.gather_grad, tl)?;
+        self.gml.enqueue(k.tet_div_grad, tl)?;
+        self.gml.enqueue(k.gather_q, tl)?;
+        Ok(())
+    }
+
+    /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
+    /// scalars stay on the device, the convergence is read every `check_every` iterations
+    /// without waiting for the queue to drain.
+    fn solve(
+        &mut self,
+        max_iterations: u32,
+        tl: &mut Timeline,
+    ) -> Result<(u32, Vec<(u32, f64)>, bool)> {
+        let k = self.kernels;
+        let f = self.fields;
+        let threshold = self.settings.tolerance * self.initial_divergence;
+        let rms = |rr: f32, dt: f64, volume: f64| dt * (f64::from(rr).max(0.0) / volume).sqrt();
+        self.enqueue_operator(k.grad_pressure, tl)?;
+        self.gml.enqueue(k.cg_start, tl)?;
+        self.gml
+            .reduce_into_parameters(f.rz, Reduction::Sum, &self.params, kernels::rz_offset(0), tl)?;
+        self.gml
+            .reduce_into_parameters(f.rr, Reduction::Sum, &self.params, kernels::RR_OFFSET, tl)?;
+        let mut pending = Some((0u32, self.gml.download_parameters_async(&self.params)?));
+        let mut residuals = Vec::new();
+        let mut converged = false;
+        let mut slot = 0usize;
+        let mut iterations = 0;
+        while iterations < max_iterations {
+            if iterations % self.settings.check_every == 0
+                && let Some((at, read)) = pending.take()
+            {
+                let p = read.wait()?;
+                let r = rms(p.rr, self.dt, self.volume);
+                residuals.push((at, r));
+                if r <= threshold {
+                    converged = true;
+                    break;
+                }
+            }
+            self.enqueue_operator(k.grad_dir, tl)?;
+            self.gml
+                .reduce_into_parameters(f.pq, Reduction::Sum, &self.params, kernels::PQ_OFFSET, tl)?;
+            self.gml.enqueue(k.cg_update[slot], tl)?;
+            self.gml.reduce_into_parameters(
+                f.rz,
+                Reduction::Sum,
+                &self.params,
+                kernels::rz_offset(1 - slot),
+                tl,
+            )?;
+            self.gml.enqueue(k.cg_direction[slot], tl)?;
+            slot = 1 - slot;
+            iterations += 1;
+            if iterations % self.settings.check_every == 0 {
+                self.gml.reduce_into_parameters(
+                    f.rr,
+                    Reduction::Sum,
+                    &self.params,
+                    kernels::RR_OFFSET,
+                    tl,
+                )?;
+                pending = Some((iterations, self.gml.download_parameters_async(&self.params)?));
+            }
+        }
+        if !converged {
+            if iterations % self.settings.check_every != 0 {
+                self.gml.reduce_into_parameters(
+                    f.rr,
+                    Reduction::Sum,
+                    &self.params,
+                    kernels::RR_OFFSET,
+                    tl,
+                )?;
+                pending = Some((iterations, self.gml.download_parameters_async(&self.params)?));
+            }
+            if let Some((at, read)) = pending.take() {
+                let p = read.wait()?;
+                let r = rms(p.rr, self.dt, self.volume);
+                residuals.push((at, r));
+                converged = r <= threshold;
+            }
+        }
+        // The CG slots must start from rz[0] next time.
+        let _ = slot;
+        Ok((iterations, residuals, converged))
+    }
+
+    /// The wind's time step, s.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// The RMS divergence of the initial profile field (1/s): the pressure tolerance's scale.
+    pub fn initial_divergence(&self) -> f64 {
+        self.initial_divergence
+    }
+
+    /// The absolute tolerance on the RMS divergence, 1/s.
+    pub fn absolute_tolerance(&self) -> f64 {
+        self.settings.tolerance * self.initial_divergence
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Steps run since the start or the last reset.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The boundary conditions.
+    pub fn boundary(&self) -> &Boundary {
+        &self.boundary
+    }
+
+    /// Total volume of the air, m³.
+    pub fn volume(&self) -> f64 {
+        self.volume
+    }
+
+    /// The mesh's vertices.
+    pub fn vertices(&self) -> &[[f64; 3]] {
+        &self.vertices
+    }
+
+    /// The tetrahedra and their references.
+    pub fn tetrahedra(&self) -> &[([u32; 4], i32)] {
+        &self.tets
+    }
+
+    /// The boundary triangles and their references.
+    pub fn triangles(&self) -> &[([u32; 3], i32)] {
+        &self.triangles
+    }
+
+    /// The velocity at every vertex (xyz m/s).
+    pub fn velocity(&mut self) -> Result<Vec<[f32; 4]>> {
+        Ok(self.gml.read_all(self.fields.vel)?)
+    }
+
+    /// The pressure at every vertex, Pa (ρ times the kinematic pressure the solver computes).
+    pub fn pressure(&mut self) -> Result<Vec<f32>> {
+        let p = self.gml.read_all(self.fields.pressure)?;
+        Ok(p.iter().map(|x| x * AIR_DENSITY as f32).collect())
+    }
+
+    /// The divergence at every vertex after the last projection, 1/s (zero where the
+    /// pressure is fixed).
+    pub fn divergence(&mut self) -> Result<Vec<f32>> {
+        Ok(self.gml.read_all(self.fields.div)?)
+    }
+
+    /// Sets the velocity (tests: a field to project or advect).
+    pub fn set_velocity(&mut self, velocity: &[[f32; 4]]) -> Result<()> {
+        self.gml.set_block(self.fields.vel, 0, velocity)?;
+        Ok(())
+    }
+
+    /// Sets the velocity after advection (tests: a field to project).
+    pub fn set_star(&mut self, velocity: &[[f32; 4]]) -> Result<()> {
+        self.gml.set_block(self.fields.star, 0, velocity)?;
+        Ok(())
+    }
+
+    /// Projects the field set by [`set_star`](Self::set_star) (tests).
+    pub fn project(&mut self, max_iterations: u32) -> Result<StepStats> {
+        let mut tl = Timeline::new(false);
+        self.project_star(max_iterations, self.steps, &mut tl, Instant::now())
+    }
+
+    /// The device velocity field, for the snow and the renderer (per vertex, xyz m/s).
+    pub fn velocity_buffer(&mut self) -> Result<crate::gml::FieldBuffer<[f32; 4]>> {
+        Ok(self.gml.field_buffer(self.fields.vel)?)
+    }
+
+    /// The gml instance (tests and samplers).
+    pub fn gml(&mut self) -> &mut Gml {
+        &mut self.gml
+    }
+
+    /// The fields (tests).
+    pub fn fields(&self) -> &Fields {
+        &self.fields
+    }
+
+    /// The kernels (tests).
+    pub fn kernels(&self) -> &Kernels {
+        &self.kernels
+    }
+
+    /// Device time per stage, summed over the steps run with `profile` on (one frame per
+    /// step).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Net flux through each boundary reference `(reference, m³/s)`, outward positive, from
+    /// the vertex velocities on its triangles.
+    pub fn fluxes(&mut self) -> Result<Vec<(i32, f64)>> {
+        let u = self.velocity()?;
+        let mut by_ref: std::collections::BTreeMap<i32, f64> = Default::default();
+        for ((nodes, r), an) in self.triangles.iter().zip(&self.boundary.triangle_normals) {
+            let mut mean = glam::DVec3::ZERO;
+            for &v in nodes {
+                let w = u[v as usize];
+                mean += glam::DVec3::new(w[0].into(), w[1].into(), w[2].into());
+            }
+            *by_ref.entry(*r).or_default() += (mean / 3.0).dot(*an);
+        }
+        Ok(by_ref.into_iter().collect())
+    }
+}
+
+/// Refuses a mesh whose fields do not fit the device.
+fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize) -> Result<()> {
+    // Per vertex: 4 float4 + 1 float8 + 14 scalars; per tetrahedron: float16, int4,
+    // 2 float4, the nodes, and gml's link tables (~2 ints per incidence).
+    let bytes = budget::bytes_of(&[vertices as u64, 4 * 16 + 32 + 14 * 4])
+        .saturating_add(budget::bytes_of(&[tets as u64, 64 + 16 + 32 + 16 + 4 * 8]));
+    let estimate = Estimate::new(
+        "the wind mesh",
+        format!("the wind's fields on {vertices} vertices and {tets} tetrahedra"),
+        bytes,
+    )
+    .with_largest_allocation(64 * tets as u64);
+    budget::Budget::device(info)
+        .check(&estimate)
+        .map_err(|e| WindError::Mesh(e.to_string()))
+}
+
+/// The default time step: a Courant number of 1 in the bottom layer, the median over the
+/// tetrahedra touching the ground of thickness over the profile's speed.
+fn default_step(
+    tets: &[[u32; 4]],
+    geometry: &Geometry,
+    inflow: &[[f32; 4]],
+    boundary: &Boundary,
+) -> Result<f64> {
+    let mut on_slip = vec![false; inflow.len()];
+    for (i, p) in boundary.projector.iter().enumerate() {
+        on_slip[i] = p[0] + p[3] + p[5] < 2.5;
+    }
+    let mut ratios: Vec<f64> = tets
+        .iter()
+        .zip(&geometry.thickness)
+        .filter(|(t, _)| t.iter().any(|&v| on_slip[v as usize]))
+        .filter_map(|(t, h)| {
+            let speed = t
+                .iter()
+                .map(|&v| {
+                    let u = inflow[v as usize];
+                    f64::from(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt()
+                })
+                .sum::<f64>()
+                / 4.0;
+            (speed > 1e-6).then(|| h / speed)
+        })
+        .collect();
+    if ratios.is_empty() {
+        return Err(WindError::Setting(
+            "the inflow profile is still near the walls: set wind.step".into(),
+        ));
+    }
+    ratios.sort_by(f64::total_cmp);
+    Ok(ratios[ratios.len() / 2])
+}
