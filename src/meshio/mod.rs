@@ -1,5 +1,6 @@
 //! Reading and writing the INRIA mesh formats as libMeshb does: ASCII `.mesh` and binary
-//! `.meshb`, versions 1 to 4, dimension 2 or 3.
+//! `.meshb`, versions 1 to 4, dimension 2 or 3; and writing VTK XML unstructured grids
+//! (`.vtu`, module [`vtu`]) that ParaView opens, with point data such as a wind field.
 //!
 //! Supported keywords are Dimension, Vertices, Edges, Triangles, Quadrilaterals, Tetrahedra,
 //! Prisms, Hexahedra, Pyramids (each element with its reference), FloatingPointPrecision (which
@@ -52,6 +53,7 @@ mod solution_ascii;
 mod solution_binary;
 mod solution_error;
 mod topology;
+pub mod vtu;
 
 use std::io::Read;
 use std::path::Path;
@@ -65,6 +67,7 @@ pub use solution::{
     solution_format, solution_to_bytes, write_solution,
 };
 pub use solution_error::{SolutionEncodeError, SolutionError};
+pub use vtu::{VtuArray, VtuData, VtuError, write_vtu, write_vtu_file};
 
 use crate::budget::{Budget, ByteSize, Estimate};
 use crate::input;

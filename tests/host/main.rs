@@ -1,5 +1,6 @@
-//! Integration tests that need no OpenCL device and no display: mesh files, scenes and the
-//! terrain mesher (some run the `snowsim` binary). `cargo test --test host` runs them anywhere.
+//! Integration tests that need no OpenCL device and no display: mesh files, `.vtu` output,
+//! scenes and the terrain mesher (some run the `snowsim` binary). `cargo test --test host` runs
+//! them anywhere.
 //!
 //! One binary rather than one per file, so a change to the library relinks it once. Each
 //! module was a test file of its own and keeps its name.
@@ -16,3 +17,4 @@ mod meshio_fuzz;
 mod scene;
 mod solution;
 mod terrain;
+mod vtu;
