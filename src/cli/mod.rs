@@ -8,6 +8,7 @@ mod run;
 mod scene;
 mod selftest;
 mod sort;
+mod wind;
 
 use std::process::ExitCode;
 
@@ -46,6 +47,9 @@ enum Command {
     /// Validate and summarise scene files (TOML), build and check their domain mesh.
     #[command(subcommand)]
     Scene(scene::Command),
+    /// Run the wind solver alone, headless, and report how well it converged; optionally
+    /// write the final state for ParaView (--vtu).
+    Wind(wind::Args),
 }
 
 /// Which device a command runs on.
@@ -68,6 +72,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sort(command) => sort::run(command),
         Command::Run(args) => run::run(args),
         Command::Scene(command) => scene::run(command),
+        Command::Wind(args) => wind::run(args),
     }
 }
 

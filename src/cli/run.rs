@@ -92,7 +92,7 @@ impl From<InteropArg> for InteropMode {
 }
 
 /// The scene run when `--scene` is not given, relative to the current directory.
-const DEFAULT_SCENE: &str = "scenes/valley.toml";
+pub(super) const DEFAULT_SCENE: &str = "scenes/valley.toml";
 /// Frames a headless run draws when neither `--frames` nor the scene's `time.frames` says.
 const HEADLESS_FRAMES: u64 = 100;
 
@@ -129,7 +129,7 @@ struct Report<'a> {
 }
 
 /// Reads the scene, with an error that names the file and says how to pick another.
-fn load_scene(path: &Path) -> anyhow::Result<Scene> {
+pub(super) fn load_scene(path: &Path) -> anyhow::Result<Scene> {
     Scene::load(path).map_err(|e| {
         let hint = match &e {
             SceneError::Read { .. } => {

@@ -120,8 +120,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!(
             "{}: {vertices} vertices, {tetrahedra} tetrahedra on {device}",
             args.scene.display()
-        );
-        print_boundary(solver.boundary());
+        )?;
+        print_boundary(solver.boundary())?;
         outln!(
             "time step {:.3} s; pressure tolerance {:.3e} 1/s ({} × the profile's RMS \
              divergence {:.3e} 1/s), at most {} iterations per step",
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             solver.settings().tolerance,
             solver.initial_divergence(),
             solver.settings().iterations
-        );
+        )?;
     }
     let startup = solver.startup()?;
     if !args.json {
@@ -144,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
             startup.divergence_before,
             startup.divergence_after
-        );
+        )?;
     }
     let bar = progress(args.steps, args.json);
     let mut steps = Vec::with_capacity(args.steps as usize);
@@ -189,11 +189,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         wall_s: started.elapsed().as_secs_f64(),
     };
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
         if let Some(path) = &vtu {
-            outln!("wrote {}", path.display());
+            outln!("wrote {}", path.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -212,7 +212,7 @@ fn progress(steps: u64, hidden: bool) -> indicatif::ProgressBar {
     bar
 }
 
-fn print_boundary(boundary: &Boundary) {
+fn print_boundary(boundary: &Boundary) -> anyhow::Result<()> {
     for r in &boundary.references {
         outln!(
             "  ref {:>2} {:<6} {:<7} {:>12.0} m²",
@@ -220,8 +220,9 @@ fn print_boundary(boundary: &Boundary) {
             r.side.name(),
             format!("{:?}", r.kind).to_lowercase(),
             r.area
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn fluxes(solver: &mut Solver) -> anyhow::Result<Vec<Flux>> {
@@ -241,7 +242,7 @@ fn fluxes(solver: &mut Solver) -> anyhow::Result<Vec<Flux>> {
         .collect())
 }
 
-fn print_report(r: &Report) {
+fn print_report(r: &Report) -> anyhow::Result<()> {
     outln!(
         "{} steps of {:.3} s: CG iterations per step mean {:.1}, max {:.0}; {} steps not \
          converged",
@@ -250,7 +251,7 @@ fn print_report(r: &Report) {
         r.iterations.mean,
         r.iterations.max,
         r.not_converged_steps
-    );
+    )?;
     outln!(
         "RMS divergence before projection mean {:.3e}, max {:.3e} 1/s; after mean {:.3e}, max \
          {:.3e} 1/s",
@@ -258,15 +259,15 @@ fn print_report(r: &Report) {
         r.divergence_before.max,
         r.divergence_after.mean,
         r.divergence_after.max
-    );
+    )?;
     if let Some(last) = r.last {
         outln!(
             "last step: max speed {:.3} m/s, kinetic energy {:.4e} J",
             last.max_speed,
             last.kinetic_energy
-        );
+        )?;
     }
-    outln!("advection walks lost: {}", r.lost_walks);
+    outln!("advection walks lost: {}", r.lost_walks)?;
     let inflow: f64 = r
         .fluxes
         .iter()
@@ -280,22 +281,23 @@ fn print_report(r: &Report) {
             f.reference,
             f.side,
             f.flux_m3_per_s
-        );
+        )?;
     }
     outln!(
         "  net outflow {:.1} m³/s = {:.3} % of the inflow",
         net,
         100.0 * net / inflow.max(f64::MIN_POSITIVE)
-    );
+    )?;
     for s in &r.stages {
         outln!(
             "  {:<16} {:>5} launches/step {:>9.3} ms/step",
             s.stage,
             s.launches,
             s.busy.as_secs_f64() * 1e3
-        );
+        )?;
     }
-    outln!("wall {:.2} s", r.wall_s);
+    outln!("wall {:.2} s", r.wall_s)?;
+    Ok(())
 }
 
 /// Writes the final state to `path` (VTK XML).

@@ -61,7 +61,12 @@ pub struct Boundary {
     pub inflow_flux: Vec<f64>,
     /// Per boundary triangle, its outward unit normal times its area (m²).
     pub triangle_normals: Vec<DVec3>,
+    /// Vertices whose pressure [`fix_unreachable`](Self::fix_unreachable) fixed.
+    pub unreachable: usize,
 }
+
+/// Below this fraction of the largest diagonal of `A` a vertex counts as unreachable.
+const UNREACHABLE: f64 = 1e-12;
 
 /// `sin 2°`: within this of parallel a side is slip.
 pub const SLIP_SINE: f64 = 0.034_899_496_702_500_97;
@@ -128,7 +133,7 @@ impl Boundary {
                 normals.sort_by_key(|(r, _)| *r);
                 projector[v] = slip_projector(normals.iter().map(|(_, n)| *n));
             }
-            if outflow && !inflow {
+            if outflow {
                 flags[v] |= FIXED_PRESSURE;
             }
         }
@@ -138,7 +143,26 @@ impl Boundary {
             projector,
             inflow_flux,
             triangle_normals: normals,
+            unreachable: 0,
         })
+    }
+
+    /// Fixes the pressure (zero) at vertices whose divergence no free velocity reaches: where
+    /// every vertex sharing a tetrahedron with it has its velocity prescribed (`P = 0`), e.g.
+    /// the edge where two inflow sides meet, so `A`'s diagonal (`diagonal`) is zero there.
+    /// Their divergence is set by the prescribed velocities alone; leaving them unknown would
+    /// make the pressure problem inconsistent. Returns how many were fixed.
+    pub fn fix_unreachable(&mut self, diagonal: &[f64]) -> usize {
+        let largest = diagonal.iter().copied().fold(0.0, f64::max);
+        let mut fixed = 0;
+        for (flags, d) in self.flags.iter_mut().zip(diagonal) {
+            if *flags & FIXED_PRESSURE == 0 && *d <= UNREACHABLE * largest {
+                *flags |= FIXED_PRESSURE;
+                fixed += 1;
+            }
+        }
+        self.unreachable = fixed;
+        fixed
     }
 
     /// The references of `kind`.

@@ -321,7 +321,7 @@ impl Kernels {
         };
         let cg_direction = [direction(gml, 0)?, direction(gml, 1)?];
         let project = gml.compile(
-            KernelSpec::new("wind_project", ver)
+            KernelSpec::new("wind_projection", ver)
                 .access(Access::read(f.tet_grad))
                 .access(Access::read(f.bnd))
                 .access(Access::read(f.star))

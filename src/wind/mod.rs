@@ -26,8 +26,14 @@
 //!   unit normal of the vertex's triangles of slip reference `r`, `P = I − n₁n₁ᵀ` for one slip
 //!   reference, `P = I − n₁n₁ᵀ − n₂'n₂'ᵀ` for two (`n₂'` the part of `n₂` orthogonal to `n₁`,
 //!   normalised), and `P = 0` for three or more (or when `n₂'` is shorter than sin 2°).
-//!   The **pressure** is fixed, `p = 0`, at outflow vertices not on any inflow triangle; it
-//!   is unknown everywhere else.
+//!   The **pressure** is fixed, `p = 0`, at every vertex of an outflow triangle, and it is
+//!   unknown everywhere else, except where no free velocity reaches a vertex's divergence
+//!   (every vertex sharing a tetrahedron with it is an inflow vertex: the edge where two
+//!   inflow sides meet), where it is fixed too. The issue that specified this solver fixed it
+//!   only at outflow vertices *not on an inflow triangle*; on the edge where an inflow side
+//!   meets an outflow side that leaves a divergence the projection cannot remove (`D u` lacks
+//!   the outflow triangles' own flux, so even a uniform wind keeps `−Σ (A_t/3) u·n_t / m_j`
+//!   there, as the CPU reference showed), and CG stalls on it.
 //! - **Exact discrete projection**: `A p = b` with `A = Gᵀ P M_L⁻¹ G` (symmetric positive
 //!   semi-definite, restricted to the unknown vertices) and `b = −((D u*) + F) / dt`; then
 //!   `u = u* − dt P M_L⁻¹ G p`. The new field has `D u + F = 0` exactly at every unknown vertex

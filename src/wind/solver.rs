@@ -111,11 +111,11 @@ pub struct Solver {
     fields: Fields,
     kernels: Kernels,
     params: Parameters<Params>,
-    host: Params,
     settings: Settings,
     dt: f64,
     volume: f64,
     initial_divergence: f64,
+    divergence_floor: f64,
     boundary: Boundary,
     vertices: Vec<[f64; 3]>,
     tets: Vec<([u32; 4], i32)>,
@@ -185,7 +185,9 @@ impl Solver {
             direction,
             &inflow64,
         )?;
+        let mut boundary = boundary;
         let diagonal = super::diagonal::jacobi(&nodes, &geometry, &boundary);
+        boundary.fix_unreachable(&diagonal);
         let dt = match settings.step {
             Some(dt) => dt,
             None => default_step(&nodes, &geometry, inflow, &boundary)?,
@@ -260,16 +262,17 @@ impl Solver {
         };
         gml.upload_parameters(&params, &host)?;
         let stats = DeviceBuffer::zeroed(gml.context(), slot::COUNT)?;
+        let tets_len = tets.len().max(1);
         let mut solver = Self {
             gml,
             fields,
             kernels,
             params,
-            host,
             settings,
             dt,
             volume: geometry.volume,
             initial_divergence: 0.0,
+            divergence_floor: FLOOR * max_speed(inflow) / (geometry.volume / tets_len as f64).cbrt(),
             boundary,
             vertices,
             tets,
@@ -450,7 +453,7 @@ impl Solver {
     ) -> Result<(u32, Vec<(u32, f64)>, bool)> {
         let k = self.kernels;
         let f = self.fields;
-        let threshold = self.settings.tolerance * self.initial_divergence;
+        let threshold = self.absolute_tolerance();
         let rms = |rr: f32, dt: f64, volume: f64| dt * (f64::from(rr).max(0.0) / volume).sqrt();
         self.enqueue_operator(k.grad_pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
@@ -533,9 +536,19 @@ impl Solver {
         self.initial_divergence
     }
 
-    /// The absolute tolerance on the RMS divergence, 1/s.
+    /// The absolute tolerance on the RMS divergence, 1/s: the relative tolerance times the
+    /// profile's RMS divergence, but not below what f32 fields can resolve
+    /// ([`divergence_floor`](Self::divergence_floor)), which matters when the profile is
+    /// already nearly divergence-free (uniform flow over flat ground).
     pub fn absolute_tolerance(&self) -> f64 {
-        self.settings.tolerance * self.initial_divergence
+        (self.settings.tolerance * self.initial_divergence).max(self.divergence_floor)
+    }
+
+    /// The smallest RMS divergence the solve aims for, 1/s: `1e-5 · U / h` with `U` the
+    /// largest inflow speed and `h` the mean cell size (f32 velocities carry ~1e-7 of `U`,
+    /// and a divergence is a difference of them over `h`).
+    pub fn divergence_floor(&self) -> f64 {
+        self.divergence_floor
     }
 
     /// The settings.
@@ -649,6 +662,16 @@ impl Solver {
         }
         Ok(by_ref.into_iter().collect())
     }
+}
+
+/// The divergence floor's factor (see [`Solver::divergence_floor`]).
+const FLOOR: f64 = 1e-5;
+
+fn max_speed(field: &[[f32; 4]]) -> f64 {
+    field
+        .iter()
+        .map(|u| f64::from(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
+        .fold(0.0, f64::max)
 }
 
 /// Refuses a mesh whose fields do not fit the device.
