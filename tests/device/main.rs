@@ -21,3 +21,5 @@ mod mesh_smooth;
 mod pipeline;
 mod renumber;
 mod sort;
+#[allow(dead_code)]
+mod wind_reference;
