@@ -167,6 +167,8 @@ pub struct Reference {
     triangles: Vec<Triangle>,
     /// The tetrahedra of each vertex.
     ball: Vec<Vec<usize>>,
+    /// The tetrahedra by the grid cells their bounding boxes overlap.
+    grid: Grid,
     mass: Vec<f64>,
     kind: Vec<u8>,
     unknown: Vec<bool>,
@@ -262,10 +264,12 @@ impl Reference {
             })
             .collect();
 
+        let grid = Grid::new(&x, &tets);
         Reference {
             x,
             tets,
             triangles,
+            grid,
             ball,
             mass,
             kind,
@@ -513,21 +517,42 @@ impl Reference {
         (u, p)
     }
 
-    /// The velocity interpolated linearly at `y`: in the tetrahedron with the largest minimum
-    /// barycentric coordinate when that minimum is ≥ −1e-9, else on the boundary triangle whose
-    /// closest point to `y` is nearest, at that closest point.
-    pub fn interpolate(&self, u: &[DVec3], y: DVec3) -> DVec3 {
+    /// The tetrahedron with the largest minimum barycentric coordinate of `y` among all, and the
+    /// coordinates, when that minimum is ≥ −1e-9 (`y` inside); by brute force.
+    pub fn locate_brute_force(&self, y: DVec3) -> Option<(usize, [f64; 4])> {
+        self.best_of(0..self.tets.len(), y)
+    }
+
+    /// [`Reference::locate_brute_force`], the same answer (up to ties between tetrahedra that
+    /// share the point) from the tetrahedra whose bounding boxes hold `y`.
+    pub fn locate(&self, y: DVec3) -> Option<(usize, [f64; 4])> {
+        let cell = self.grid.cell(y)?;
+        self.best_of(self.grid.cells[cell].iter().copied(), y)
+    }
+
+    fn best_of(
+        &self,
+        candidates: impl Iterator<Item = usize>,
+        y: DVec3,
+    ) -> Option<(usize, [f64; 4])> {
         let mut best = (f64::NEG_INFINITY, 0, [0.0; 4]);
-        for (k, t) in self.tets.iter().enumerate() {
-            let l = t.barycentric(&self.x, y);
+        for k in candidates {
+            let l = self.tets[k].barycentric(&self.x, y);
             let min = l.iter().copied().fold(f64::INFINITY, f64::min);
             if min > best.0 {
                 best = (min, k, l);
             }
         }
-        if best.0 >= -1e-9 {
-            let t = &self.tets[best.1];
-            return (0..4).map(|k| best.2[k] * u[t.v[k]]).sum();
+        (best.0 >= -1e-9).then_some((best.1, best.2))
+    }
+
+    /// The velocity interpolated linearly at `y`: in the tetrahedron with the largest minimum
+    /// barycentric coordinate when that minimum is ≥ −1e-9, else on the boundary triangle whose
+    /// closest point to `y` is nearest (brute force), at that closest point.
+    pub fn interpolate(&self, u: &[DVec3], y: DVec3) -> DVec3 {
+        if let Some((k, l)) = self.locate(y) {
+            let t = &self.tets[k];
+            return (0..4).map(|m| l[m] * u[t.v[m]]).sum();
         }
         let mut nearest = (f64::INFINITY, 0, [0.0; 3]);
         for (k, t) in self.triangles.iter().enumerate() {
@@ -542,8 +567,8 @@ impl Reference {
         (0..3).map(|m| nearest.2[m] * u[t.v[m]]).sum()
     }
 
-    /// Semi-Lagrangian advection of u by dt: departure x_i − dt u_i, located by brute force over
-    /// all tets (see [`Reference::interpolate`] for points outside), linear interpolation; then
+    /// Semi-Lagrangian advection of u by dt: departure x_i − dt u_i, located as by brute force
+    /// over all tets (see [`Reference::interpolate`] for points outside), linear interpolation; then
     /// inflow vertices get `inflow`, others P_i · interpolated.
     pub fn advect(&self, u: &[[f64; 3]], dt: f64) -> Vec<[f64; 3]> {
         let u = to_dvec(u);
@@ -573,6 +598,70 @@ impl Reference {
             *sums.entry(t.reference).or_default() += t.area * mean.dot(t.normal);
         }
         sums.into_iter().collect()
+    }
+}
+
+/// A uniform grid over the mesh's bounding box, each cell listing the tetrahedra whose bounding
+/// boxes (padded by a millionth of their size, far more than the −1e-9 barycentric tolerance)
+/// overlap it: about one cell per tetrahedron.
+struct Grid {
+    min: DVec3,
+    max: DVec3,
+    cell: DVec3,
+    dims: [usize; 3],
+    cells: Vec<Vec<usize>>,
+}
+
+impl Grid {
+    fn new(x: &[DVec3], tets: &[Tet]) -> Self {
+        let min = x.iter().fold(DVec3::INFINITY, |a, &b| a.min(b));
+        let max = x.iter().fold(DVec3::NEG_INFINITY, |a, &b| a.max(b));
+        let extent = (max - min).max(DVec3::splat(1e-300));
+        let side = (extent.x * extent.y * extent.z / tets.len().max(1) as f64).cbrt();
+        let dims = [0, 1, 2].map(|k| ((extent[k] / side).ceil() as usize).clamp(1, 512));
+        let cell = DVec3::new(
+            extent.x / dims[0] as f64,
+            extent.y / dims[1] as f64,
+            extent.z / dims[2] as f64,
+        );
+        let mut grid = Grid {
+            min,
+            max,
+            cell,
+            dims,
+            cells: vec![Vec::new(); dims[0] * dims[1] * dims[2]],
+        };
+        for (k, t) in tets.iter().enumerate() {
+            let low = t.v.iter().fold(DVec3::INFINITY, |a, &i| a.min(x[i]));
+            let high = t.v.iter().fold(DVec3::NEG_INFINITY, |a, &i| a.max(x[i]));
+            let pad = DVec3::splat(1e-6 * (high - low).max_element());
+            let (a, b) = (grid.index(low - pad), grid.index(high + pad));
+            for i in a[0]..=b[0] {
+                for j in a[1]..=b[1] {
+                    for m in a[2]..=b[2] {
+                        grid.cells[i + dims[0] * (j + dims[1] * m)].push(k);
+                    }
+                }
+            }
+        }
+        grid
+    }
+
+    /// The cell coordinates of `y`, clamped into the grid.
+    fn index(&self, y: DVec3) -> [usize; 3] {
+        [0, 1, 2].map(|k| {
+            (((y[k] - self.min[k]) / self.cell[k]).max(0.0) as usize).min(self.dims[k] - 1)
+        })
+    }
+
+    /// The cell of `y`, `None` outside the (slightly padded) bounding box.
+    fn cell(&self, y: DVec3) -> Option<usize> {
+        let pad = 1e-6 * (self.max - self.min).max_element();
+        if (0..3).any(|k| y[k] < self.min[k] - pad || y[k] > self.max[k] + pad) {
+            return None;
+        }
+        let [i, j, m] = self.index(y);
+        Some(i + self.dims[0] * (j + self.dims[1] * m))
     }
 }
 
@@ -843,8 +932,8 @@ fn lumped_mass_sums_to_the_box_volume() {
     let volumes: f64 = r.tets.iter().map(|t| t.volume).sum();
     assert!(close(volumes, 9.0, 1e-12), "Σ V_T = {volumes}");
     assert_eq!(r.tets.len(), 6 * 3 * 4 * 5);
-    // The corner on the cubes' main diagonal belongs to all 6 tetrahedra of its cube: a quarter
-    // of the cube; an interior vertex to 24 tetrahedra: 6 quarter cubes... of 6 V/6 each.
+    // The corner on the cubes' main diagonal belongs to all 6 tetrahedra of its cube (a quarter
+    // of the cube), an interior vertex to 24 tetrahedra of 6 cubes (a whole cube).
     let cube = (2.0 / 3.0) * (3.0 / 4.0) * (1.5 / 5.0);
     assert!(close(r.lumped_mass()[0], cube / 4.0, 1e-15));
     let interior = grid_vertex(n, 1, 2, 3);
@@ -1341,4 +1430,149 @@ fn boundary_flux_of_a_uniform_field_is_zero_and_splits_by_side() {
     for ((reference, flux), e) in sides.into_iter().zip(expected) {
         assert!(close(flux, e, 1e-9), "side {reference}: {flux}");
     }
+}
+
+#[test]
+fn the_grid_locates_as_brute_force_does() {
+    let r = reference(&hill(), [1.0, 0.0]);
+    let u: Vec<DVec3> = Random(19)
+        .vectors(r.vertex_count())
+        .into_iter()
+        .map(DVec3::from)
+        .collect();
+    let mut random = Random(23);
+    let (mut inside, mut outside) = (0, 0);
+    // Random points over a box a little larger than the hill's, and the vertices themselves.
+    let points = (0..2000)
+        .map(|_| {
+            DVec3::new(
+                30.0 + 35.0 * random.next(),
+                25.0 + 30.0 * random.next(),
+                10.0 + 14.0 * random.next(),
+            )
+        })
+        .chain(r.x.clone());
+    for y in points {
+        let (grid, brute) = (r.locate(y), r.locate_brute_force(y));
+        assert_eq!(grid.is_some(), brute.is_some(), "{y}");
+        if let (Some((a, la)), Some((b, lb))) = (grid, brute) {
+            let at =
+                |k: usize, l: [f64; 4]| -> DVec3 { (0..4).map(|m| l[m] * u[r.tets[k].v[m]]).sum() };
+            assert!(at(a, la).abs_diff_eq(at(b, lb), 1e-9), "{y}");
+            inside += 1;
+        } else {
+            outside += 1;
+        }
+    }
+    assert!(
+        inside > 1000 && outside > 100,
+        "{inside} inside, {outside} outside"
+    );
+}
+
+/// The eigenvalues (ascending) and eigenvectors (over the unknown vertices, in order) of A
+/// restricted to the unknown vertices, by cyclic Jacobi on the dense matrix: small meshes only.
+fn eigen(r: &Reference) -> (Vec<usize>, Vec<(f64, Vec<f64>)>) {
+    let unknowns: Vec<usize> = (0..r.vertex_count()).filter(|&i| r.unknown()[i]).collect();
+    let m = unknowns.len();
+    let mut a = vec![vec![0.0; m]; m];
+    let mut e = vec![0.0; r.vertex_count()];
+    for (c, &j) in unknowns.iter().enumerate() {
+        e[j] = 1.0;
+        let column = r.apply(&e);
+        e[j] = 0.0;
+        for (row, &i) in unknowns.iter().enumerate() {
+            a[row][c] = column[i];
+        }
+    }
+    let mut v: Vec<Vec<f64>> = (0..m)
+        .map(|i| (0..m).map(|j| f64::from(u8::from(i == j))).collect())
+        .collect();
+    for _ in 0..100 {
+        let off: f64 = (0..m)
+            .flat_map(|p| (p + 1..m).map(move |q| (p, q)))
+            .map(|(p, q)| a[p][q] * a[p][q])
+            .sum();
+        let scale: f64 = (0..m).map(|p| a[p][p] * a[p][p]).sum();
+        if off <= 1e-32 * scale {
+            break;
+        }
+        for p in 0..m {
+            for q in p + 1..m {
+                if a[p][q] == 0.0 {
+                    continue;
+                }
+                let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for row in [&mut a, &mut v] {
+                    for r in row.iter_mut() {
+                        let (rp, rq) = (r[p], r[q]);
+                        r[p] = c * rp - s * rq;
+                        r[q] = s * rp + c * rq;
+                    }
+                }
+                let (upper, lower) = a.split_at_mut(q);
+                for (pk, qk) in upper[p].iter_mut().zip(lower[0].iter_mut()) {
+                    (*pk, *qk) = (c * *pk - s * *qk, s * *pk + c * *qk);
+                }
+            }
+        }
+    }
+    let mut pairs: Vec<(f64, Vec<f64>)> = (0..m)
+        .map(|k| (a[k][k], v.iter().map(|row| row[k]).collect()))
+        .collect();
+    pairs.sort_by(|x, y| x.0.total_cmp(&y.0));
+    (unknowns, pairs)
+}
+
+#[test]
+fn pressure_null_modes_repeat_every_four_cells_along_the_kuhn_diagonal() {
+    // A closed box (every side slip): p constant on each plane i+j+k ≡ r (mod 4) leaves
+    // P M⁻¹ G p = 0, and these four are all of A's null space.
+    let n = [3, 4, 5];
+    let r = reference(&box_mesh(n, [3.0, 4.0, 5.0]), [0.0, 0.0]);
+    let plane = |v: usize| {
+        let [i, j, k] = [
+            v % (n[0] + 1),
+            v / (n[0] + 1) % (n[1] + 1),
+            v / ((n[0] + 1) * (n[1] + 1)),
+        ];
+        (i + j + k) % 4
+    };
+    let scale = r.diagonal().iter().fold(0.0f64, |a, &d| a.max(d));
+    for residue in 0..4 {
+        let q: Vec<f64> = (0..r.vertex_count())
+            .map(|v| f64::from(u8::from(plane(v) == residue)))
+            .collect();
+        let worst = r.apply(&q).iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        assert!(
+            worst < 1e-13 * scale,
+            "residue {residue}: |A q| up to {worst}"
+        );
+        assert!(r.projected_gradient(&q).iter().all(|w| w.length() < 1e-13));
+    }
+    let (_, pairs) = eigen(&r);
+    let top = pairs.last().unwrap().0;
+    let null = pairs
+        .iter()
+        .filter(|(value, _)| *value < 1e-12 * top)
+        .count();
+    assert_eq!(null, 4);
+    // An outflow side pins them (p = 0 there): A is regular. A diagonal wind leaves a nearly
+    // null mode at the top corner where its two inflow sides meet.
+    let r = reference(&box_mesh(n, [3.0, 4.0, 5.0]), [1.0, 0.0]);
+    let (_, pairs) = eigen(&r);
+    let ratio = pairs[0].0 / pairs.last().unwrap().0;
+    assert!(ratio > 1e-4, "λ_min/λ_max = {ratio:e}");
+    let n = [4, 4, 4];
+    let r = reference(&box_mesh(n, [4.0, 4.0, 4.0]), [0.8, 0.6]);
+    let (unknowns, pairs) = eigen(&r);
+    let ratio = pairs[0].0 / pairs.last().unwrap().0;
+    assert!(ratio > 1e-9 && ratio < 1e-5, "λ_min/λ_max = {ratio:e}");
+    let peak = (0..unknowns.len())
+        .max_by(|&a, &b| pairs[0].1[a].abs().total_cmp(&pairs[0].1[b].abs()))
+        .unwrap();
+    assert_eq!(unknowns[peak], grid_vertex(n, 0, 0, 4));
 }
