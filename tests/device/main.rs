@@ -1,6 +1,7 @@
 //! Integration tests on a real OpenCL device (PoCL on the CPU in CI): the OpenCL layer, gml
 //! and the GMlib examples, mesh quality, smoothing, renumbering and the bitonic sort, each
-//! checked against a CPU reference written in the test.
+//! checked against a CPU reference written in the test; `wind_reference` is the wind solver's
+//! f64 CPU reference, with its own tests.
 //!
 //! One binary rather than one per file, so a change to the library relinks it once. Each
 //! module was a test file of its own and keeps its name.
@@ -21,3 +22,5 @@ mod mesh_smooth;
 mod pipeline;
 mod renumber;
 mod sort;
+#[allow(dead_code)]
+mod wind_reference;
