@@ -204,9 +204,9 @@ fn progress(steps: u64, hidden: bool) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(steps);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{elapsed:>4} [{bar:30}] step {pos}/{len} {msg}",
-    ) {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] step {pos}/{len} {msg}")
+    {
         bar.set_style(style.progress_chars("=> "));
     }
     bar

@@ -529,12 +529,9 @@ impl Checker<'_> {
         )?;
         let step = match w.step {
             None => None,
-            Some(_) => Some(self.number(
-                "wind.step",
-                w.step,
-                1.0,
-                Range::open(0.0, 3600.0, "s"),
-            )?),
+            Some(_) => {
+                Some(self.number("wind.step", w.step, 1.0, Range::open(0.0, 3600.0, "s"))?)
+            }
         };
         Ok(Wind {
             direction: [dx / length, dy / length],

@@ -19,7 +19,9 @@ pub enum WindError {
     #[error("wind setting: {0}")]
     Setting(String),
     /// A field went non-finite.
-    #[error("wind: {field} is not finite at vertex {vertex} (0-based) after the {stage} stage of step {step}")]
+    #[error(
+        "wind: {field} is not finite at vertex {vertex} (0-based) after the {stage} stage of step {step}"
+    )]
     NotFinite {
         /// The stage that produced it.
         stage: &'static str,

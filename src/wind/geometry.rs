@@ -89,7 +89,7 @@ fn tet_terms(
     let volume = det.abs() / 6.0;
     let edges = [e1, e2, e3, e2 - e1, e3 - e1, e3 - e2];
     let mean_edge = edges.iter().map(|e| e.length()).sum::<f64>() / 6.0;
-    if !(volume > DEGENERATE * mean_edge.powi(3)) {
+    if volume.is_nan() || volume <= DEGENERATE * mean_edge.powi(3) {
         return Err(WindError::Mesh(format!(
             "tetrahedron {} (1-based) is degenerate: volume {volume:.3e} m³ for edges of \
              {mean_edge:.3e} m",
@@ -123,12 +123,13 @@ fn tet_terms(
 pub fn neighbours(tets: &[[u32; 4]]) -> Result<Vec<[i32; 4]>> {
     use crate::gml::{MeshKind, topology};
     let nodes: Vec<i32> = tets.iter().flatten().map(|&v| v as i32).collect();
-    let flat = topology::neighbours(MeshKind::Tetrahedra, MeshKind::Triangles, &nodes)
-        .map_err(|face| {
+    let flat = topology::neighbours(MeshKind::Tetrahedra, MeshKind::Triangles, &nodes).map_err(
+        |face| {
             WindError::Mesh(format!(
                 "the face with vertices {face:?} (0-based) belongs to more than two tetrahedra"
             ))
-        })?;
+        },
+    )?;
     Ok(flat
         .chunks_exact(4)
         .map(|c| [c[0], c[1], c[2], c[3]])

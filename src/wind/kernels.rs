@@ -150,6 +150,9 @@ pub struct Kernels {
     pub gather_div: KernelId,
     /// CG start: `r = b − A x`, `z`, `d`, `r·z`, `r²/m` (from `Q = A x`).
     pub cg_start: KernelId,
+    /// Residual replacement at a convergence check: `r = b − A x` (from `Q = A x`), `z`,
+    /// `r²/m`; the recursive f32 residual drifts from the true one by ~2× over a solve.
+    pub cg_residual: KernelId,
     /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`.
     pub cg_update: [KernelId; 2],
     /// CG direction with `β = rz[1]/rz[0]` / `rz[0]/rz[1]`.
@@ -284,6 +287,21 @@ impl Kernels {
                      VerRR = VerR * VerR * VerBnd.s6;",
                 ),
         )?;
+        let cg_residual = gml.compile(
+            KernelSpec::new("wind_cg_residual", ver)
+                .access(Access::read(f.rhs))
+                .access(Access::read(f.q))
+                .access(Access::read(f.inv_diag))
+                .access(Access::read(f.bnd))
+                .access(Access::write(f.r))
+                .access(Access::write(f.z))
+                .access(Access::write(f.rr))
+                .body(
+                    "VerR = VerB - VerQ;
+                     VerZ = VerR * VerDia;
+                     VerRR = VerR * VerR * VerBnd.s6;",
+                ),
+        )?;
         let update = |gml: &mut Gml, slot: usize| {
             gml.compile(
                 KernelSpec::new(&format!("wind_cg_update{slot}"), ver)
@@ -359,6 +377,7 @@ impl Kernels {
             gather_q,
             gather_div,
             cg_start,
+            cg_residual,
             cg_update,
             cg_direction,
             project,

@@ -114,6 +114,7 @@ pub struct Solver {
     settings: Settings,
     dt: f64,
     volume: f64,
+    unknown_volume: f64,
     initial_divergence: f64,
     divergence_floor: f64,
     boundary: Boundary,
@@ -177,17 +178,17 @@ impl Solver {
             .iter()
             .map(|v| [v[0].into(), v[1].into(), v[2].into()])
             .collect();
-        let boundary = Boundary::new(
-            &vertices,
-            &nodes,
-            &triangles,
-            sides,
-            direction,
-            &inflow64,
-        )?;
+        let boundary = Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
         let mut boundary = boundary;
         let diagonal = super::diagonal::jacobi(&nodes, &geometry, &boundary);
         boundary.fix_unreachable(&diagonal);
+        let unknown_volume: f64 = geometry
+            .lumped
+            .iter()
+            .zip(&boundary.flags)
+            .filter(|(_, f)| *f & FIXED_PRESSURE == 0)
+            .map(|(m, _)| m)
+            .sum();
         let dt = match settings.step {
             Some(dt) => dt,
             None => default_step(&nodes, &geometry, inflow, &boundary)?,
@@ -202,7 +203,8 @@ impl Solver {
         if upload.vertex_refs.len() != upload.vertices.len() {
             upload.vertex_refs = vec![0; upload.vertices.len()];
         }
-        *upload.elements_mut(ElementKind::Tetrahedra) = mesh.elements(ElementKind::Tetrahedra).clone();
+        *upload.elements_mut(ElementKind::Tetrahedra) =
+            mesh.elements(ElementKind::Tetrahedra).clone();
         gml.import_mesh(&upload)?;
         let params = gml.new_parameters::<Params>(kernels::PARAMETERS)?;
         let fields = Fields::new(&mut gml)?;
@@ -271,8 +273,10 @@ impl Solver {
             settings,
             dt,
             volume: geometry.volume,
+            unknown_volume,
             initial_divergence: 0.0,
-            divergence_floor: FLOOR * max_speed(inflow) / (geometry.volume / tets_len as f64).cbrt(),
+            divergence_floor: FLOOR * max_speed(inflow)
+                / (geometry.volume / tets_len as f64).cbrt(),
             boundary,
             vertices,
             tets,
@@ -298,7 +302,7 @@ impl Solver {
         self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, &mut tl)?;
         tl.wait()?;
         let stats = self.stats.read()?;
-        self.initial_divergence = (stats[slot::DIV_BEFORE] / self.volume).sqrt();
+        self.initial_divergence = (stats[slot::DIV_BEFORE] / self.unknown_volume).sqrt();
         self.steps = 0;
         Ok(())
     }
@@ -370,8 +374,8 @@ impl Solver {
             step,
             iterations,
             converged,
-            divergence_before: (s[slot::DIV_BEFORE] / self.volume).sqrt(),
-            divergence_after: (s[slot::DIV_AFTER] / self.volume).sqrt(),
+            divergence_before: (s[slot::DIV_BEFORE] / self.unknown_volume).sqrt(),
+            divergence_after: (s[slot::DIV_AFTER] / self.unknown_volume).sqrt(),
             kinetic_energy: s[slot::ENERGY] * AIR_DENSITY,
             max_speed: s[slot::MAX_SPEED],
             lost_walks: s[slot::LOST].max(0.0) as u64,
@@ -445,22 +449,30 @@ impl Solver {
 
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
     /// scalars stay on the device, the convergence is read every `check_every` iterations
-    /// without waiting for the queue to drain.
-    fn solve(
-        &mut self,
-        max_iterations: u32,
-        tl: &mut Timeline,
-    ) -> Result<(u32, Vec<(u32, f64)>, bool)> {
+    /// without waiting for the queue to drain. At each check the residual is recomputed from
+    /// `x` (residual replacement), so the check measures the true divergence, not the f32
+    /// recursion's estimate of it.
+    fn solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
         let k = self.kernels;
         let f = self.fields;
         let threshold = self.absolute_tolerance();
         let rms = |rr: f32, dt: f64, volume: f64| dt * (f64::from(rr).max(0.0) / volume).sqrt();
         self.enqueue_operator(k.grad_pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
-        self.gml
-            .reduce_into_parameters(f.rz, Reduction::Sum, &self.params, kernels::rz_offset(0), tl)?;
-        self.gml
-            .reduce_into_parameters(f.rr, Reduction::Sum, &self.params, kernels::RR_OFFSET, tl)?;
+        self.gml.reduce_into_parameters(
+            f.rz,
+            Reduction::Sum,
+            &self.params,
+            kernels::rz_offset(0),
+            tl,
+        )?;
+        self.gml.reduce_into_parameters(
+            f.rr,
+            Reduction::Sum,
+            &self.params,
+            kernels::RR_OFFSET,
+            tl,
+        )?;
         let mut pending = Some((0u32, self.gml.download_parameters_async(&self.params)?));
         let mut residuals = Vec::new();
         let mut converged = false;
@@ -471,7 +483,7 @@ impl Solver {
                 && let Some((at, read)) = pending.take()
             {
                 let p = read.wait()?;
-                let r = rms(p.rr, self.dt, self.volume);
+                let r = rms(p.rr, self.dt, self.unknown_volume);
                 residuals.push((at, r));
                 if r <= threshold {
                     converged = true;
@@ -479,8 +491,13 @@ impl Solver {
                 }
             }
             self.enqueue_operator(k.grad_dir, tl)?;
-            self.gml
-                .reduce_into_parameters(f.pq, Reduction::Sum, &self.params, kernels::PQ_OFFSET, tl)?;
+            self.gml.reduce_into_parameters(
+                f.pq,
+                Reduction::Sum,
+                &self.params,
+                kernels::PQ_OFFSET,
+                tl,
+            )?;
             self.gml.enqueue(k.cg_update[slot], tl)?;
             self.gml.reduce_into_parameters(
                 f.rz,
@@ -493,6 +510,8 @@ impl Solver {
             slot = 1 - slot;
             iterations += 1;
             if iterations % self.settings.check_every == 0 {
+                self.enqueue_operator(k.grad_pressure, tl)?;
+                self.gml.enqueue(k.cg_residual, tl)?;
                 self.gml.reduce_into_parameters(
                     f.rr,
                     Reduction::Sum,
@@ -500,11 +519,16 @@ impl Solver {
                     kernels::RR_OFFSET,
                     tl,
                 )?;
-                pending = Some((iterations, self.gml.download_parameters_async(&self.params)?));
+                pending = Some((
+                    iterations,
+                    self.gml.download_parameters_async(&self.params)?,
+                ));
             }
         }
         if !converged {
             if iterations % self.settings.check_every != 0 {
+                self.enqueue_operator(k.grad_pressure, tl)?;
+                self.gml.enqueue(k.cg_residual, tl)?;
                 self.gml.reduce_into_parameters(
                     f.rr,
                     Reduction::Sum,
@@ -512,11 +536,14 @@ impl Solver {
                     kernels::RR_OFFSET,
                     tl,
                 )?;
-                pending = Some((iterations, self.gml.download_parameters_async(&self.params)?));
+                pending = Some((
+                    iterations,
+                    self.gml.download_parameters_async(&self.params)?,
+                ));
             }
             if let Some((at, read)) = pending.take() {
                 let p = read.wait()?;
-                let r = rms(p.rr, self.dt, self.volume);
+                let r = rms(p.rr, self.dt, self.unknown_volume);
                 residuals.push((at, r));
                 converged = r <= threshold;
             }
@@ -615,6 +642,16 @@ impl Solver {
         Ok(())
     }
 
+    /// Advects the velocity by one step into the intermediate field and returns it, without
+    /// projecting (tests and diagnostics).
+    pub fn advect(&mut self) -> Result<Vec<[f32; 4]>> {
+        let mut tl = Timeline::new(false);
+        tl.stage("wind.advect");
+        self.gml.enqueue(self.kernels.advect, &mut tl)?;
+        tl.wait()?;
+        Ok(self.gml.read_all(self.fields.star)?)
+    }
+
     /// Projects the field set by [`set_star`](Self::set_star) (tests).
     pub fn project(&mut self, max_iterations: u32) -> Result<StepStats> {
         let mut tl = Timeline::new(false);
@@ -663,6 +700,9 @@ impl Solver {
         Ok(by_ref.into_iter().collect())
     }
 }
+
+/// What a pressure solve did: iterations, the residual at each check, whether it converged.
+type Solve = (u32, Vec<(u32, f64)>, bool);
 
 /// The divergence floor's factor (see [`Solver::divergence_floor`]).
 const FLOOR: f64 = 1e-5;

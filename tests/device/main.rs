@@ -22,5 +22,6 @@ mod mesh_smooth;
 mod pipeline;
 mod renumber;
 mod sort;
+mod wind;
 #[allow(dead_code)]
 mod wind_reference;

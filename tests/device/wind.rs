@@ -1,0 +1,416 @@
+//! The wind solver on PoCL, checked against the independent f64 CPU reference
+//! (`wind_reference.rs`) kernel by kernel, and for the properties the issue asks of the flow:
+//! uniform flow stays uniform, the projection removes the divergence, mass is conserved.
+
+use snowsim::meshio::{ElementKind, Mesh};
+use snowsim::scene::BoundaryRefs;
+use snowsim::wind::{Settings, Solver, WindError, boundary::FIXED_PRESSURE};
+
+use crate::common::context;
+use crate::wind_reference::{self as reference, Kind, Reference};
+
+/// A reference mesh as a meshio mesh, its tetrahedra all positively oriented (the reference
+/// mesh generator splits cubes in either orientation; the solver refuses mixed ones).
+fn to_mesh(m: &reference::Mesh) -> Mesh {
+    let mut mesh = Mesh::new(3);
+    for &v in &m.0 {
+        mesh.push_vertex(v, 0);
+    }
+    for t in &m.1 {
+        let p = t.map(|i| glam::DVec3::from(m.0[i as usize]));
+        let mut t = *t;
+        if (p[1] - p[0]).cross(p[2] - p[0]).dot(p[3] - p[0]) < 0.0 {
+            t.swap(0, 1);
+        }
+        mesh.elements_mut(ElementKind::Tetrahedra).push(&t, 0);
+    }
+    for (t, r) in &m.2 {
+        mesh.elements_mut(ElementKind::Triangles).push(t, *r);
+    }
+    mesh
+}
+
+/// The inflow: `speed` along `direction`, growing linearly from 0.5 at the ground to 1.5 at
+/// `top` when `sheared`.
+fn inflow(
+    m: &reference::Mesh,
+    direction: [f64; 2],
+    speed: f64,
+    sheared: bool,
+    top: f64,
+) -> Vec<[f64; 3]> {
+    m.0.iter()
+        .map(|p| {
+            let s = if sheared {
+                speed * (0.5 + p[2] / top)
+            } else {
+                speed
+            };
+            [s * direction[0], s * direction[1], 0.0]
+        })
+        .collect()
+}
+
+fn f32x4(v: &[[f64; 3]]) -> Vec<[f32; 4]> {
+    v.iter()
+        .map(|u| [u[0] as f32, u[1] as f32, u[2] as f32, 0.0])
+        .collect()
+}
+
+/// The solver and the reference on the same mesh and inflow, the reference's pressure mask
+/// set to the solver's (the rule is checked on its own in `boundary_matches_reference`).
+fn pair(
+    m: &reference::Mesh,
+    direction: [f64; 2],
+    inflow: &[[f64; 3]],
+    settings: Settings,
+) -> (Solver, Reference) {
+    let solver = Solver::new(
+        context(),
+        &to_mesh(m),
+        &BoundaryRefs::default(),
+        direction,
+        &f32x4(inflow),
+        settings,
+    )
+    .expect("the wind solver sets up");
+    let kinds: Vec<(i32, Kind)> = solver
+        .boundary()
+        .references
+        .iter()
+        .map(|r| {
+            let normals = reference::side_normals(&m.0, &m.1, &m.2);
+            let n = normals
+                .iter()
+                .find(|(rr, _)| *rr == r.reference)
+                .map(|x| x.1)
+                .unwrap();
+            (r.reference, reference::classify(n, direction))
+        })
+        .collect();
+    let mut cpu = Reference::new(
+        &m.0,
+        &m.1,
+        &m.2,
+        &|r| {
+            kinds
+                .iter()
+                .find(|k| k.0 == r)
+                .map(|k| k.1)
+                .unwrap_or(Kind::Slip)
+        },
+        inflow,
+    );
+    cpu.set_unknown(
+        solver
+            .boundary()
+            .flags
+            .iter()
+            .map(|f| f & FIXED_PRESSURE == 0)
+            .collect(),
+    );
+    (solver, cpu)
+}
+
+/// A deterministic pseudo-random vector field of magnitude ~`scale`.
+fn random_field(n: usize, scale: f64, seed: u64) -> Vec<[f64; 3]> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    (0..n)
+        .map(|_| [scale * next(), scale * next(), scale * next()])
+        .collect()
+}
+
+fn settings(iterations: u32, tolerance: f64, step: f64) -> Settings {
+    Settings {
+        step: Some(step),
+        tolerance,
+        iterations,
+        startup_iterations: 4000,
+        ..Settings::default()
+    }
+}
+
+#[test]
+fn boundary_matches_reference() {
+    let m = reference::hill_mesh([6, 4, 3], [600.0, 400.0, 200.0], 40.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 5.0, true, 200.0);
+    let (solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
+    let b = solver.boundary();
+    for r in &b.references {
+        let normals = reference::side_normals(&m.0, &m.1, &m.2);
+        let n = normals.iter().find(|(rr, _)| *rr == r.reference).unwrap().1;
+        let expected = format!("{:?}", reference::classify(n, dir));
+        assert_eq!(
+            format!("{:?}", r.kind),
+            expected,
+            "kind of reference {}",
+            r.reference
+        );
+    }
+    // The pressure rule, independently: along +x no inflow side meets an outflow side, so the
+    // reference's own rule (every vertex of an outflow triangle) must give the same mask.
+    let own = Reference::new(
+        &m.0,
+        &m.1,
+        &m.2,
+        &|r| match r {
+            1 => Kind::Inflow,
+            2 => Kind::Outflow,
+            _ => Kind::Slip,
+        },
+        &u_in,
+    );
+    for (i, f) in b.flags.iter().enumerate() {
+        assert_eq!(
+            f & FIXED_PRESSURE == 0,
+            own.unknown()[i],
+            "pressure mask at vertex {i}"
+        );
+        let p = cpu.projector(i);
+        let q = b.projector[i];
+        let device = [[q[0], q[1], q[2]], [q[1], q[3], q[4]], [q[2], q[4], q[5]]];
+        for r in 0..3 {
+            for c in 0..3 {
+                assert!(
+                    (p[r][c] - device[r][c]).abs() < 1e-9,
+                    "projector at vertex {i}: {p:?} vs {device:?}"
+                );
+            }
+        }
+        let (f_cpu, f_dev) = (cpu.inflow_flux()[i], b.inflow_flux[i]);
+        assert!(
+            (f_cpu - f_dev).abs() <= 1e-6 * (1.0 + f_cpu.abs()),
+            "inflow flux at {i}: {f_cpu} vs {f_dev}"
+        );
+    }
+}
+
+#[test]
+fn divergence_kernels_match_reference() {
+    let m = reference::hill_mesh([6, 5, 3], [600.0, 500.0, 200.0], 50.0);
+    let dir = [0.6, -0.8];
+    let u_in = inflow(&m, dir, 4.0, true, 200.0);
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
+    let u = random_field(m.0.len(), 3.0, 7);
+    solver.set_star(&f32x4(&u)).unwrap();
+    let stats = solver.project(0).unwrap();
+    let device = solver.divergence().unwrap();
+    let expected = cpu.divergence(&u);
+    let scale = expected.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+    assert!(scale > 1e-3, "the random field has a divergence to compare");
+    for (i, (d, e)) in device.iter().zip(&expected).enumerate() {
+        assert!(
+            (f64::from(*d) - e).abs() <= 1e-4 * scale,
+            "divergence at vertex {i}: device {d}, CPU {e}"
+        );
+    }
+    let rms = cpu.divergence_rms(&u);
+    assert!(
+        (stats.divergence_before - rms).abs() <= 1e-4 * rms,
+        "RMS {} vs {rms}",
+        stats.divergence_before
+    );
+}
+
+#[test]
+fn projection_matches_reference() {
+    let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);
+    let dir = [1.0, 0.3];
+    let u_in = inflow(&m, dir, 4.0, true, 200.0);
+    let dt = 5.0;
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(3000, 1e-5, dt));
+    // An advected-like field: the inflow plus noise, with the boundary values the advection
+    // would give (the profile at inflow vertices, P u elsewhere).
+    let noise = random_field(m.0.len(), 1.0, 11);
+    let u_star: Vec<[f64; 3]> = (0..m.0.len())
+        .map(|i| {
+            let v = [
+                u_in[i][0] + noise[i][0],
+                u_in[i][1] + noise[i][1],
+                noise[i][2],
+            ];
+            let p = cpu.projector(i);
+            if cpu.vertex_kind(i) == 3 {
+                u_in[i]
+            } else {
+                [0, 1, 2].map(|r| p[r][0] * v[0] + p[r][1] * v[1] + p[r][2] * v[2])
+            }
+        })
+        .collect();
+    solver.set_star(&f32x4(&u_star)).unwrap();
+    let stats = solver.project(3000).unwrap();
+    assert!(stats.converged, "the device solve converges: {stats:?}");
+    let (expected, _) = cpu.project(&u_star, dt, 1e-12);
+    let device = solver.velocity().unwrap();
+    let mut worst = 0.0f64;
+    for (i, (d, e)) in device.iter().zip(&expected).enumerate() {
+        for c in 0..3 {
+            let err = (f64::from(d[c]) - e[c]).abs();
+            worst = worst.max(err);
+            assert!(
+                err <= 2e-3 * 4.0,
+                "velocity at vertex {i}, component {c}: device {}, CPU {}",
+                d[c],
+                e[c]
+            );
+        }
+    }
+    assert!(
+        stats.divergence_after <= 1e-3 * stats.divergence_before,
+        "divergence {} → {}",
+        stats.divergence_before,
+        stats.divergence_after
+    );
+    eprintln!("projection: largest velocity difference from the CPU {worst:.2e} m/s");
+}
+
+#[test]
+fn advection_matches_reference_for_a_linear_field() {
+    let m = reference::hill_mesh([8, 6, 4], [800.0, 600.0, 200.0], 50.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 4.0, false, 200.0);
+    let dt = 4.0;
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, dt));
+    // u = a + B x: linear, so the interpolation is exact wherever the departure point is inside.
+    let u: Vec<[f64; 3]> =
+        m.0.iter()
+            .map(|p| [3.0 + 0.004 * p[1], -1.0 + 0.002 * p[0] - 0.003 * p[2], 0.0])
+            .collect();
+    solver.set_velocity(&f32x4(&u)).unwrap();
+    let device = solver.advect().unwrap();
+    let expected = cpu.advect(&u, dt);
+    let mut compared = 0;
+    for (i, p) in m.0.iter().enumerate() {
+        let q = glam::DVec3::from(*p) - dt * glam::DVec3::from(u[i]);
+        if cpu.locate(q).is_none() {
+            continue;
+        }
+        compared += 1;
+        for c in 0..3 {
+            let err = (f64::from(device[i][c]) - expected[i][c]).abs();
+            assert!(
+                err <= 1e-4,
+                "advected velocity at vertex {i}, component {c}: device {}, CPU {}",
+                device[i][c],
+                expected[i][c]
+            );
+        }
+    }
+    assert!(
+        compared > m.0.len() / 2,
+        "only {compared} departure points inside"
+    );
+}
+
+#[test]
+fn uniform_flow_over_flat_ground_stays_uniform() {
+    let m = reference::box_mesh([6, 4, 3], [600.0, 400.0, 150.0]);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 5.0, false, 150.0);
+    let (mut solver, _) = pair(&m, dir, &u_in, settings(50, 1e-2, 10.0));
+    solver.startup().unwrap();
+    for _ in 0..20 {
+        solver.step().unwrap();
+    }
+    for (i, u) in solver.velocity().unwrap().iter().enumerate() {
+        let dev =
+            ((f64::from(u[0]) - 5.0).powi(2) + f64::from(u[1]).powi(2) + f64::from(u[2]).powi(2))
+                .sqrt();
+        assert!(dev < 1e-4 * 5.0, "vertex {i}: {u:?} is not (5, 0, 0)");
+    }
+}
+
+#[test]
+fn steps_remove_divergence_and_conserve_mass_over_a_hill() {
+    let m = reference::hill_mesh([8, 6, 4], [800.0, 600.0, 200.0], 60.0);
+    let dir = [1.0, 0.25];
+    let u_in = inflow(&m, dir, 5.0, true, 200.0);
+    let tolerance = 1e-2;
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(200, tolerance, 10.0));
+    let startup = solver.startup().unwrap();
+    assert!(startup.converged, "start-up solve: {startup:?}");
+    let inflow_flux: f64 = -cpu.inflow_flux().iter().sum::<f64>();
+    for step in 1..=200 {
+        let s = solver.step().unwrap();
+        assert!(s.converged, "step {step}: {s:?}");
+        assert!(
+            s.divergence_after <= solver.absolute_tolerance() * 1.5,
+            "step {step}: divergence after {} above the tolerance {}",
+            s.divergence_after,
+            solver.absolute_tolerance()
+        );
+        if s.divergence_before > solver.absolute_tolerance() / tolerance {
+            assert!(
+                s.divergence_after <= 2.0 * tolerance * s.divergence_before,
+                "step {step}: divergence {} → {}",
+                s.divergence_before,
+                s.divergence_after
+            );
+        }
+        assert_eq!(s.lost_walks, 0, "step {step}");
+    }
+    let net: f64 = solver.fluxes().unwrap().iter().map(|f| f.1).sum();
+    assert!(
+        net.abs() < 0.01 * inflow_flux,
+        "net boundary flux {net} m³/s against an inflow of {inflow_flux} m³/s"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    let m = reference::box_mesh([3, 3, 2], [300.0, 300.0, 100.0]);
+    let u_in = inflow(&m, [1.0, 0.0], 5.0, false, 100.0);
+    let open = |mesh: &Mesh, dir: [f64; 2], s: Settings| {
+        Solver::new(
+            context(),
+            mesh,
+            &BoundaryRefs::default(),
+            dir,
+            &f32x4(&u_in),
+            s,
+        )
+    };
+    let mesh = to_mesh(&m);
+    match open(&mesh, [0.0, 0.0], settings(10, 1e-2, 1.0)) {
+        Err(WindError::Boundary(msg)) => assert!(msg.contains("in"), "{msg}"),
+        other => panic!("no wind direction: {:?}", other.err()),
+    }
+    match open(&mesh, [1.0, 0.0], settings(0, 1e-2, 1.0)) {
+        Err(WindError::Setting(msg)) => assert!(msg.contains("pressure_iterations"), "{msg}"),
+        other => panic!("0 iterations: {:?}", other.err()),
+    }
+    let mut flipped = to_mesh(&m);
+    let tets = flipped.elements(ElementKind::Tetrahedra).clone();
+    let mut swapped = snowsim::meshio::Elements::new(ElementKind::Tetrahedra);
+    for (e, (n, r)) in tets.iter().enumerate() {
+        let n = if e == 5 {
+            [n[1], n[0], n[2], n[3]]
+        } else {
+            [n[0], n[1], n[2], n[3]]
+        };
+        swapped.push(&n, r);
+    }
+    *flipped.elements_mut(ElementKind::Tetrahedra) = swapped;
+    match open(&flipped, [1.0, 0.0], settings(10, 1e-2, 1.0)) {
+        Err(WindError::Mesh(msg)) => assert!(
+            msg.contains("tetrahedron 6") && msg.contains("inverted"),
+            "{msg}"
+        ),
+        other => panic!("inverted tetrahedron: {:?}", other.err()),
+    }
+    let (mut solver, _) = pair(&m, [1.0, 0.0], &u_in, settings(10, 1e-2, 1.0));
+    let mut u = f32x4(&u_in);
+    u[7][1] = f32::NAN;
+    solver.set_velocity(&u).unwrap();
+    match solver.step() {
+        Err(WindError::NotFinite { stage, .. }) => assert_eq!(stage, "advect"),
+        other => panic!("NaN in the velocity: {other:?}"),
+    }
+}
