@@ -65,8 +65,9 @@ pub struct Boundary {
     pub unreachable: usize,
 }
 
-/// Below this fraction of the largest diagonal of `A` a vertex counts as unreachable.
-const UNREACHABLE: f64 = 1e-12;
+/// Below this fraction of its unconstrained diagonal, a vertex's divergence counts as out of
+/// the free velocities' reach ([`Boundary::fix_unreachable`]).
+pub const MIN_REACH: f64 = 1e-2;
 
 /// `sin 2°`: within this of parallel a side is slip.
 pub const SLIP_SINE: f64 = 0.034_899_496_702_500_97;
@@ -147,16 +148,18 @@ impl Boundary {
         })
     }
 
-    /// Fixes the pressure (zero) at vertices whose divergence no free velocity reaches: where
-    /// every vertex sharing a tetrahedron with it has its velocity prescribed (`P = 0`), e.g.
-    /// the edge where two inflow sides meet, so `A`'s diagonal (`diagonal`) is zero there.
-    /// Their divergence is set by the prescribed velocities alone; leaving them unknown would
-    /// make the pressure problem inconsistent. Returns how many were fixed.
-    pub fn fix_unreachable(&mut self, diagonal: &[f64]) -> usize {
-        let largest = diagonal.iter().copied().fold(0.0, f64::max);
+    /// Fixes the pressure (zero) at vertices whose divergence free velocities (barely)
+    /// reach: where `A`'s diagonal (`diagonal`) is below [`MIN_REACH`] of what it would be
+    /// with every velocity free (`unconstrained`). At such a vertex nearly every vertex
+    /// sharing a tetrahedron with it has its velocity prescribed (the edge where two inflow
+    /// sides meet, the ground row of an inflow side), so zeroing its divergence would take
+    /// velocities of ~1/reach times the divergence from the few free neighbours: on the
+    /// valley, 135 m/s next to the inflow corner in one step. Its divergence is left to the
+    /// prescribed velocities, as at the outflow. Returns how many were fixed.
+    pub fn fix_unreachable(&mut self, diagonal: &[f64], unconstrained: &[f64]) -> usize {
         let mut fixed = 0;
-        for (flags, d) in self.flags.iter_mut().zip(diagonal) {
-            if *flags & FIXED_PRESSURE == 0 && *d <= UNREACHABLE * largest {
+        for ((flags, d), full) in self.flags.iter_mut().zip(diagonal).zip(unconstrained) {
+            if *flags & FIXED_PRESSURE == 0 && *d <= MIN_REACH * full {
                 *flags |= FIXED_PRESSURE;
                 fixed += 1;
             }

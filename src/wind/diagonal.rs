@@ -9,6 +9,20 @@ use super::geometry::Geometry;
 /// `A_jj = Σ_i (G_ij · P_i G_ij) / m_i`, with `G_ij = Σ_{T∋i,j} (V_T/4) ∇φ_j`: for every
 /// vertex `j`, the column of `G` over the vertices `i` that share a tetrahedron with it.
 pub fn jacobi(tets: &[[u32; 4]], geometry: &Geometry, boundary: &Boundary) -> Vec<f64> {
+    column_norms(tets, geometry, |i| boundary.projector[i])
+}
+
+/// The diagonal `A` would have if every velocity were free (`P = I`): the scale against which
+/// [`jacobi`]'s value says how much of a vertex's divergence free velocities reach.
+pub fn unconstrained(tets: &[[u32; 4]], geometry: &Geometry) -> Vec<f64> {
+    column_norms(tets, geometry, |_| [1.0, 0.0, 0.0, 1.0, 0.0, 1.0])
+}
+
+fn column_norms(
+    tets: &[[u32; 4]],
+    geometry: &Geometry,
+    projector: impl Fn(usize) -> [f64; 6] + Sync,
+) -> Vec<f64> {
     let n = geometry.lumped.len();
     // Vertex → tetrahedra incidence.
     let mut start = vec![0usize; n + 1];
@@ -47,7 +61,7 @@ pub fn jacobi(tets: &[[u32; 4]], geometry: &Geometry, boundary: &Boundary) -> Ve
             column
                 .iter()
                 .map(|(i, g)| {
-                    let p = boundary.projector[*i as usize];
+                    let p = projector(*i as usize);
                     let pg = DVec3::new(
                         p[0] * g.x + p[1] * g.y + p[2] * g.z,
                         p[1] * g.x + p[3] * g.y + p[4] * g.z,

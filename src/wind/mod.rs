@@ -27,9 +27,10 @@
 //!   reference, `P = I − n₁n₁ᵀ − n₂'n₂'ᵀ` for two (`n₂'` the part of `n₂` orthogonal to `n₁`,
 //!   normalised), and `P = 0` for three or more (or when `n₂'` is shorter than sin 2°).
 //!   The **pressure** is fixed, `p = 0`, at every vertex of an outflow triangle, and it is
-//!   unknown everywhere else, except where no free velocity reaches a vertex's divergence
-//!   (every vertex sharing a tetrahedron with it is an inflow vertex: the edge where two
-//!   inflow sides meet), where it is fixed too. The issue that specified this solver fixed it
+//!   unknown everywhere else, except where free velocities barely reach a vertex's
+//!   divergence (`A_jj` below 1 % of its value with every velocity free: the edge where two
+//!   inflow sides meet, the ground row of an inflow side), where it is fixed too: zeroing the
+//!   divergence there would take the few free neighbours to ~1/reach times the flow's speed. The issue that specified this solver fixed it
 //!   only at outflow vertices *not on an inflow triangle*; on the edge where an inflow side
 //!   meets an outflow side that leaves a divergence the projection cannot remove (`D u` lacks
 //!   the outflow triangles' own flux, so even a uniform wind keeps `−Σ (A_t/3) u·n_t / m_j`
@@ -55,7 +56,7 @@
 pub mod profile;
 
 pub mod boundary;
-mod diagonal;
+pub mod diagonal;
 pub mod error;
 pub mod geometry;
 pub mod kernels;

@@ -181,7 +181,10 @@ impl Solver {
         let boundary = Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
         let mut boundary = boundary;
         let diagonal = super::diagonal::jacobi(&nodes, &geometry, &boundary);
-        boundary.fix_unreachable(&diagonal);
+        boundary.fix_unreachable(
+            &diagonal,
+            &super::diagonal::unconstrained(&nodes, &geometry),
+        );
         let unknown_volume: f64 = geometry
             .lumped
             .iter()
