@@ -5,3 +5,4 @@ pub mod copy;
 pub mod gml_bandwidth;
 pub mod launch;
 pub mod reduce;
+pub mod wind;

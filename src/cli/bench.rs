@@ -24,6 +24,10 @@ pub enum Command {
     /// devices, an f64 one: device time of both passes, and bytes read per second over the
     /// device's copy bandwidth.
     Reduce(ReduceArgs),
+    /// The wind step per mesh size: median time per step over steps 100–1 100, CG
+    /// iterations, the start-up solve and first step apart, per-stage device times and their
+    /// unique bytes over the copy bandwidth; one CSV row per size and stage with --csv.
+    Wind(super::bench_wind::WindArgs),
 }
 
 /// Options of `snowsim bench reduce`.
@@ -83,6 +87,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Gml(args) => gml(args),
         Command::Launch(args) => launches(args),
         Command::Reduce(args) => reductions(args),
+        Command::Wind(args) => super::bench_wind::run(args),
     }
 }
 

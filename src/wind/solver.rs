@@ -556,6 +556,15 @@ impl Solver {
         Ok((iterations, residuals, converged))
     }
 
+    /// Switches the per-stage timing on (clearing what was counted) or off.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.settings.profile = on;
+        self.timeline = Timeline::new(on);
+        if on {
+            self.counters.clear();
+        }
+    }
+
     /// The wind's time step, s.
     pub fn dt(&self) -> f64 {
         self.dt
