@@ -3,7 +3,7 @@
 //! The helper functions the bodies call (`wind_project`, `wind_pick`, the walk) are in
 //! `kernels/wind.cl` and `kernels/tet_walk.cl`, pasted before every kernel as gml's toolkit.
 
-use crate::gml::{Access, Gml, KernelId, KernelSpec, MeshKind, Solution};
+use crate::gml::{Access, Data, Gml, KernelId, KernelSpec, MeshKind, Solution};
 
 use super::error::Result;
 
@@ -12,11 +12,11 @@ use super::error::Result;
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
     /// `r·z` of the conjugate gradients, in two slots used in turn (even and odd iterations).
-    pub rz: [f32; 2],
+    pub rz: [f64; 2],
     /// `d·A d` of the current iteration.
-    pub pq: f32,
+    pub pq: f64,
     /// `Σ r²/m` at the last convergence check.
-    pub rr: f32,
+    pub rr: f64,
     /// The wind's time step, s.
     pub dt: f32,
     /// Its inverse.
@@ -28,17 +28,17 @@ pub struct Params {
 }
 
 /// The OpenCL side of [`Params`].
-pub const PARAMETERS: &str = "typedef struct { float rz[2]; float pq; float rr; float dt; \
+pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
      float inv_dt; float tolerance; int max_hops; } GmlParSct;\n";
 
 /// Byte offset of `rz[slot]` in [`Params`].
 pub fn rz_offset(slot: usize) -> usize {
-    4 * slot
+    8 * slot
 }
 /// Byte offset of `pq`.
-pub const PQ_OFFSET: usize = 8;
+pub const PQ_OFFSET: usize = 16;
 /// Byte offset of `rr`.
-pub const RR_OFFSET: usize = 12;
+pub const RR_OFFSET: usize = 24;
 
 /// Every field of the solver.
 #[derive(Clone, Copy, Debug)]
@@ -54,27 +54,27 @@ pub struct Fields {
     /// Per vertex: the fixed-velocity and fixed-pressure flags.
     pub flags: Solution<i32>,
     /// Per vertex: 1 / diag(A), zero where the pressure is fixed.
-    pub inv_diag: Solution<f32>,
+    pub inv_diag: Solution<f64>,
     /// Pressure times 1/ρ (m²/s²), the solution of the projection.
-    pub pressure: Solution<f32>,
+    pub pressure: Solution<f64>,
     /// Right-hand side `−(D u* + F)/dt`.
-    pub rhs: Solution<f32>,
+    pub rhs: Solution<f64>,
     /// CG residual, preconditioned residual, direction, `A d`.
-    pub r: Solution<f32>,
+    pub r: Solution<f64>,
     /// Preconditioned residual.
-    pub z: Solution<f32>,
+    pub z: Solution<f64>,
     /// Search direction.
-    pub dir: Solution<f32>,
+    pub dir: Solution<f64>,
     /// `A d`.
-    pub q: Solution<f32>,
+    pub q: Solution<f64>,
     /// `d·q` per vertex.
-    pub pq: Solution<f32>,
+    pub pq: Solution<f64>,
     /// `r·z` per vertex.
-    pub rz: Solution<f32>,
+    pub rz: Solution<f64>,
     /// `r²/m` per vertex.
-    pub rr: Solution<f32>,
+    pub rr: Solution<f64>,
     /// Vertex gradient `P M⁻¹ G x` of a CG vector.
-    pub grad: Solution<[f32; 4]>,
+    pub grad: Solution<[f64; 4]>,
     /// Divergence (1/s), zero where the pressure is fixed.
     pub div: Solution<f32>,
     /// `m · div²` per vertex.
@@ -88,9 +88,9 @@ pub struct Fields {
     /// Per tetrahedron, the neighbours across its faces.
     pub ngb: Solution<[i32; 4]>,
     /// Per tetrahedron, `(V/4) ∇x_T` of a vertex scalar.
-    pub tet_grad: Solution<[f32; 4]>,
+    pub tet_grad: Solution<[f64; 4]>,
     /// Per tetrahedron, `V ∇φ_j · v̄_T` for j = 0..3 of a vertex vector.
-    pub tet_div: Solution<[f32; 4]>,
+    pub tet_div: Solution<[f64; 4]>,
 }
 
 impl Fields {
@@ -150,8 +150,7 @@ pub struct Kernels {
     pub gather_div: KernelId,
     /// CG start: `r = b − A x`, `z`, `d`, `r·z`, `r²/m` (from `Q = A x`).
     pub cg_start: KernelId,
-    /// Residual replacement at a convergence check: `r = b − A x` (from `Q = A x`), `z`,
-    /// `r²/m`; the recursive f32 residual drifts from the true one by ~2× over a solve.
+    /// The true residual at a convergence check: `(b − A x)²/m` from `Q = A x`, into `RR`.
     pub cg_residual: KernelId,
     /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`.
     pub cg_update: [KernelId; 2],
@@ -170,29 +169,34 @@ impl Kernels {
         let tet = MeshKind::Tetrahedra;
         let vertices = gml.mesh(ver)?;
         let tets = gml.mesh(tet)?;
-        let grad = |gml: &mut Gml, name: &str, x: Solution<f32>, var: &str| {
+        let grad = |gml: &mut Gml, name: &str, x: Solution<f64>, var: &str| {
             gml.compile(
                 KernelSpec::new(name, tet)
                     .access(Access::read(x))
                     .access(Access::read(f.coef))
                     .access(Access::write(f.tet_grad))
                     .body(&format!(
-                        "TetGp = TetCof.s0123 * Tet{var}[0] + TetCof.s4567 * Tet{var}[1]
-                               + TetCof.s89ab * Tet{var}[2] + TetCof.scdef * Tet{var}[3];"
+                        "TetGp = convert_double4(TetCof.s0123) * Tet{var}[0]
+                               + convert_double4(TetCof.s4567) * Tet{var}[1]
+                               + convert_double4(TetCof.s89ab) * Tet{var}[2]
+                               + convert_double4(TetCof.scdef) * Tet{var}[3];"
                     )),
             )
         };
-        let tet_div = |gml: &mut Gml, name: &str, v: Solution<[f32; 4]>, var: &str| {
+        let tet_div = |gml: &mut Gml, name: &str, v: crate::gml::DataId, var: &str| {
             gml.compile(
                 KernelSpec::new(name, tet)
                     .access(Access::read(v))
                     .access(Access::read(f.coef))
                     .access(Access::write(f.tet_div))
                     .body(&format!(
-                        "float4 s = Tet{var}[0] + Tet{var}[1] + Tet{var}[2] + Tet{var}[3];
-                         s.w = 0.0f;
-                         TetDv = (float4)(dot(TetCof.s0123, s), dot(TetCof.s4567, s),
-                                          dot(TetCof.s89ab, s), dot(TetCof.scdef, s));"
+                        "double4 s = convert_double4(Tet{var}[0]) + convert_double4(Tet{var}[1])
+                                   + convert_double4(Tet{var}[2]) + convert_double4(Tet{var}[3]);
+                         s.w = 0.0;
+                         TetDv = (double4)(dot(convert_double4(TetCof.s0123), s),
+                                           dot(convert_double4(TetCof.s4567), s),
+                                           dot(convert_double4(TetCof.s89ab), s),
+                                           dot(convert_double4(TetCof.scdef), s));"
                     )),
             )
         };
@@ -227,14 +231,14 @@ impl Kernels {
                 .access(Access::read(f.bnd))
                 .access(Access::write(f.grad))
                 .body(
-                    "float4 s = 0.0f;
+                    "double4 s = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
-                     VerG = wind_project(VerBnd, s) * VerBnd.s6;",
+                     VerG = wind_project_d(VerBnd, s) * (double)VerBnd.s6;",
                 ),
         )?;
-        let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad, "G")?;
-        let tet_div_star = tet_div(gml, "wind_tet_div_star", f.star, "Str")?;
-        let tet_div_vel = tet_div(gml, "wind_tet_div_vel", f.vel, "Vel")?;
+        let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad.id(), "G")?;
+        let tet_div_star = tet_div(gml, "wind_tet_div_star", f.star.id(), "Str")?;
+        let tet_div_vel = tet_div(gml, "wind_tet_div_vel", f.vel.id(), "Vel")?;
         let gather_q = gml.compile(
             KernelSpec::new("wind_gather_q", ver)
                 .access(Access::read(f.tet_div).with_voyeurs())
@@ -243,9 +247,9 @@ impl Kernels {
                 .access(Access::write(f.q))
                 .access(Access::write(f.pq))
                 .body(
-                    "float q = 0.0f;
-                     for (int i = 0; i < VerTetDegMax; i++) q += wind_pick(VerTetDv[i], VerTetVoy[i]);
-                     if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0f;
+                    "double q = 0.0;
+                     for (int i = 0; i < VerTetDegMax; i++) q += wind_pick_d(VerTetDv[i], VerTetVoy[i]);
+                     if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
                      VerQ = q;
                      VerPQ = VerDir * q;",
                 ),
@@ -259,13 +263,13 @@ impl Kernels {
                 .access(Access::write(f.div_sq))
                 .access(Access::write(f.rhs))
                 .body(
-                    "float s = 0.0f;
-                     for (int i = 0; i < VerTetDegMax; i++) s += wind_pick(VerTetDv[i], VerTetVoy[i]);
-                     const float w = VerBnd.s7 - s;
+                    "double s = 0.0;
+                     for (int i = 0; i < VerTetDegMax; i++) s += wind_pick_d(VerTetDv[i], VerTetVoy[i]);
+                     const double w = (double)VerBnd.s7 - s;
                      const bool fixed = (VerFlg & WIND_FIXED_PRESSURE) != 0;
-                     VerDiv = fixed ? 0.0f : w * VerBnd.s6;
-                     VerDsq = fixed ? 0.0f : w * w * VerBnd.s6;
-                     VerB = fixed ? 0.0f : -w * GmlPar->inv_dt;",
+                     VerDiv = fixed ? 0.0f : (float)(w * VerBnd.s6);
+                     VerDsq = fixed ? 0.0f : (float)(w * w * VerBnd.s6);
+                     VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;",
                 ),
         )?;
         let cg_start = gml.compile(
@@ -284,22 +288,18 @@ impl Kernels {
                      VerZ = VerR * VerDia;
                      VerDir = VerZ;
                      VerRZ = VerR * VerZ;
-                     VerRR = VerR * VerR * VerBnd.s6;",
+                     VerRR = VerR * VerR * (double)VerBnd.s6;",
                 ),
         )?;
         let cg_residual = gml.compile(
             KernelSpec::new("wind_cg_residual", ver)
                 .access(Access::read(f.rhs))
                 .access(Access::read(f.q))
-                .access(Access::read(f.inv_diag))
                 .access(Access::read(f.bnd))
-                .access(Access::write(f.r))
-                .access(Access::write(f.z))
                 .access(Access::write(f.rr))
                 .body(
-                    "VerR = VerB - VerQ;
-                     VerZ = VerR * VerDia;
-                     VerRR = VerR * VerR * VerBnd.s6;",
+                    "const double r = VerB - VerQ;
+                     VerRR = r * r * (double)VerBnd.s6;",
                 ),
         )?;
         let update = |gml: &mut Gml, slot: usize| {
@@ -315,12 +315,12 @@ impl Kernels {
                     .access(Access::write(f.rz))
                     .access(Access::write(f.rr))
                     .body(&format!(
-                        "const float alpha = GmlPar->pq > 0.0f ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0f;
+                        "const double alpha = GmlPar->pq > 0.0 ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0;
                          VerX += alpha * VerDir;
                          VerR -= alpha * VerQ;
                          VerZ = VerR * VerDia;
                          VerRZ = VerR * VerZ;
-                         VerRR = VerR * VerR * VerBnd.s6;"
+                         VerRR = VerR * VerR * (double)VerBnd.s6;"
                     )),
             )
         };
@@ -332,7 +332,7 @@ impl Kernels {
                     .access(Access::read_write(f.dir))
                     .access(Access::read(f.z))
                     .body(&format!(
-                        "const float beta = GmlPar->rz[{old}] > 0.0f ? GmlPar->rz[{new}] / GmlPar->rz[{old}] : 0.0f;
+                        "const double beta = GmlPar->rz[{old}] > 0.0 ? GmlPar->rz[{new}] / GmlPar->rz[{old}] : 0.0;
                          VerDir = VerZ + beta * VerDir;"
                     )),
             )
@@ -346,9 +346,10 @@ impl Kernels {
                 .access(Access::write(f.vel))
                 .access(Access::write(f.energy))
                 .body(
-                    "float4 s = 0.0f;
+                    "double4 s = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
-                     const float4 u = VerStr - GmlPar->dt * VerBnd.s6 * wind_project(VerBnd, s);
+                     const float4 u = VerStr - convert_float4((double)GmlPar->dt
+                                    * (double)VerBnd.s6 * wind_project_d(VerBnd, s));
                      VerVel = u;
                      VerKe = 0.5f * dot(u, u) / VerBnd.s6;",
                 ),

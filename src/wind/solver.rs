@@ -198,6 +198,13 @@ impl Solver {
         };
 
         let mut gml = Gml::with_context(context);
+        if !gml.has_fp64() {
+            return Err(WindError::Setting(format!(
+                "the pressure solve computes in double precision, and {} has no fp64 \
+                 (cl_khr_fp64)",
+                gml.device().name
+            )));
+        }
         gml.include_toolkit(include_str!("../../kernels/tet_walk.cl"));
         gml.include_toolkit(include_str!("../../kernels/wind.cl"));
         let mut upload = Mesh::new(3);
@@ -240,14 +247,14 @@ impl Solver {
                 out
             })
             .collect();
-        let inv_diag: Vec<f32> = diagonal
+        let inv_diag: Vec<f64> = diagonal
             .iter()
             .zip(&boundary.flags)
             .map(|(d, f)| {
                 if f & FIXED_PRESSURE != 0 || *d <= 0.0 {
                     0.0
                 } else {
-                    (1.0 / d) as f32
+                    1.0 / d
                 }
             })
             .collect();
@@ -297,7 +304,7 @@ impl Solver {
     /// projected) and the pressure to zero, and measures the profile's RMS divergence, the
     /// scale of the pressure tolerance.
     pub fn reset(&mut self) -> Result<()> {
-        let zeros = vec![0.0f32; self.vertices.len()];
+        let zeros = vec![0.0f64; self.vertices.len()];
         self.gml.set_block(self.fields.pressure, 0, &zeros)?;
         let mut tl = Timeline::new(false);
         tl.stage("wind.reset");
@@ -452,14 +459,18 @@ impl Solver {
 
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
     /// scalars stay on the device, the convergence is read every `check_every` iterations
-    /// without waiting for the queue to drain. At each check the residual is recomputed from
-    /// `x` (residual replacement), so the check measures the true divergence, not the f32
-    /// recursion's estimate of it.
+    /// without waiting for the queue to drain. Each check measures the true residual
+    /// `b − A x` (one more operator every `check_every` iterations), not the recursion's
+    /// estimate of it. The vectors are double: in f32 the recursive residual drifted from
+    /// the true one by 2× within 50 iterations on a hill mesh, and replacing it (with or
+    /// without its `r·z`) broke the conjugacy. The M⁻¹-weighted residual is not monotone
+    /// under CG (it rose 1.7× for 16 iterations mid-solve there), so there is no
+    /// stagnation stop: the iteration cap ends a solve that cannot converge.
     fn solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
         let k = self.kernels;
         let f = self.fields;
         let threshold = self.absolute_tolerance();
-        let rms = |rr: f32, dt: f64, volume: f64| dt * (f64::from(rr).max(0.0) / volume).sqrt();
+        let rms = |rr: f64, dt: f64, volume: f64| dt * (rr.max(0.0) / volume).sqrt();
         self.enqueue_operator(k.grad_pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
         self.gml.reduce_into_parameters(
@@ -513,6 +524,7 @@ impl Solver {
             slot = 1 - slot;
             iterations += 1;
             if iterations % self.settings.check_every == 0 {
+                // The true residual (`Q` is free until the next iteration's operator).
                 self.enqueue_operator(k.grad_pressure, tl)?;
                 self.gml.enqueue(k.cg_residual, tl)?;
                 self.gml.reduce_into_parameters(
@@ -584,8 +596,8 @@ impl Solver {
     }
 
     /// The smallest RMS divergence the solve aims for, 1/s: `1e-5 · U / h` with `U` the
-    /// largest inflow speed and `h` the mean cell size (f32 velocities carry ~1e-7 of `U`,
-    /// and a divergence is a difference of them over `h`).
+    /// largest inflow speed and `h` the mean cell size. The velocities are f32, ~1e-7 of `U`,
+    /// and a divergence is a difference of them over `h`; the solve itself is in double.
     pub fn divergence_floor(&self) -> f64 {
         self.divergence_floor
     }
@@ -630,10 +642,16 @@ impl Solver {
         Ok(self.gml.read_all(self.fields.vel)?)
     }
 
+    /// The inflow profile at every vertex (xyz m/s): the boundary value on inflow sides and
+    /// the initial field.
+    pub fn inflow(&mut self) -> Result<Vec<[f32; 4]>> {
+        Ok(self.gml.read_all(self.fields.inflow)?)
+    }
+
     /// The pressure at every vertex, Pa (ρ times the kinematic pressure the solver computes).
     pub fn pressure(&mut self) -> Result<Vec<f32>> {
         let p = self.gml.read_all(self.fields.pressure)?;
-        Ok(p.iter().map(|x| x * AIR_DENSITY as f32).collect())
+        Ok(p.iter().map(|x| (x * AIR_DENSITY) as f32).collect())
     }
 
     /// The divergence at every vertex after the last projection, 1/s (zero where the
@@ -662,6 +680,17 @@ impl Solver {
         self.gml.enqueue(self.kernels.advect, &mut tl)?;
         tl.wait()?;
         Ok(self.gml.read_all(self.fields.star)?)
+    }
+
+    /// Applies the pressure operator `A = Gᵀ P M_L⁻¹ G` to `p` on the device (tests). Leaves
+    /// `p` as the pressure.
+    pub fn apply_operator(&mut self, p: &[f64]) -> Result<Vec<f64>> {
+        self.gml.set_block(self.fields.pressure, 0, p)?;
+        let mut tl = Timeline::new(false);
+        tl.stage("wind.pressure");
+        self.enqueue_operator(self.kernels.grad_pressure, &mut tl)?;
+        tl.wait()?;
+        Ok(self.gml.read_all(self.fields.q)?)
     }
 
     /// Projects the field set by [`set_star`](Self::set_star) (tests).
