@@ -98,7 +98,9 @@ pub struct RawSnow {
     pub gravity: Option<f64>,
     pub flutter_radius: Option<Vec<f64>>,
     pub flutter_rate: Option<Vec<f64>>,
-    pub deposit_depth: Option<f64>,
+    pub deposit_depth: Option<toml::Value>,
+    pub rate: Option<f64>,
+    pub full_sort_every: Option<u32>,
     pub sort: Option<SortName>,
     pub sort_key: Option<SortKeyName>,
     pub seed: Option<u64>,
@@ -117,6 +119,7 @@ pub struct RawGround {
 pub struct RawTime {
     pub step: Option<f64>,
     pub frames: Option<u64>,
+    pub acceleration: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -41,6 +41,9 @@ pub enum Error {
     /// The scene's ground cannot be gridded.
     #[error(transparent)]
     Terrain(#[from] crate::terrain::TerrainError),
+    /// The snow simulation failed.
+    #[error(transparent)]
+    Snow(#[from] crate::snow::Error),
     /// A parameter is out of range.
     #[error("invalid simulation parameter: {0}")]
     InvalidParameter(String),

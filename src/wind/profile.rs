@@ -10,7 +10,11 @@ use crate::terrain::Heightfield;
 /// The height is measured from `ground` bilinearly, which is exact for terrain meshes (their
 /// vertices stand in the columns of the ground grid) and a sampled approximation for mesh
 /// domains; heights below the ground count as zero.
-pub fn vertex_velocities(vertices: &[[f64; 3]], ground: &Heightfield, wind: &Wind) -> Vec<[f32; 4]> {
+pub fn vertex_velocities(
+    vertices: &[[f64; 3]],
+    ground: &Heightfield,
+    wind: &Wind,
+) -> Vec<[f32; 4]> {
     vertices
         .iter()
         .map(|p| {

@@ -20,4 +20,5 @@ mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;
 mod renumber;
+mod snow;
 mod sort;
