@@ -81,4 +81,4 @@ pub use error::{Error, Result};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use sim::{Counters, Snow};
-pub use source::SnowSource;
+pub use source::{SnowReport, SnowSetup, SnowSource};

@@ -821,7 +821,7 @@ fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
         "scene: scenes/flat.toml (Flat)",
         "flat ground (8 × 8 cells), 128 triangles",
         "air [0, 0, 0] .. [200, 200, 60] m",
-        "flakes: 4096 of 2–8 mm",
+        "snow: 4096 parcels of 2–8 mm",
         "wind 3 m/s",
         "uniform profile",
         "summary: 4096 particles",
@@ -904,7 +904,7 @@ fn a_mesh_domain_draws_its_ground_referenced_triangles() {
         "(Meshed box)",
         "ground triangles (reference 15) of ",
         "air.meshb, 32 triangles",
-        "flakes: 2000 of",
+        "snow: 2000 parcels of",
     ] {
         assert!(
             stdout.contains(needle),
