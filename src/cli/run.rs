@@ -12,7 +12,7 @@ use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_windo
 use snowsim::render::{
     Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless,
 };
-use snowsim::scene::{Domain, Scene, SceneError, WindProfile};
+use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
 use snowsim::sim::{ParticleSource, SceneSetup, Session};
 use snowsim::snow::{SnowReport, SnowSource};
 
@@ -72,6 +72,30 @@ pub struct Args {
     /// Print the final summary as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     json: bool,
+    /// How the snow particles are sorted each frame [default: the scene's snow.sort].
+    #[arg(long, value_enum, value_name = "MODE")]
+    sort: Option<SortArg>,
+}
+
+/// `--sort` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SortArg {
+    /// No sort.
+    Off,
+    /// A full bitonic sort by tetrahedron every frame.
+    Full,
+    /// The incremental partial sort, with a full sort every snow.full_sort_every frames.
+    Partial,
+}
+
+impl From<SortArg> for SortMode {
+    fn from(arg: SortArg) -> Self {
+        match arg {
+            SortArg::Off => SortMode::Off,
+            SortArg::Full => SortMode::Full,
+            SortArg::Partial => SortMode::Partial,
+        }
+    }
 }
 
 /// `--interop` values.
@@ -281,6 +305,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(snow) = setup.snow.as_mut() {
             snow.config.particles = n;
         }
+    }
+    if let (Some(sort), Some(snow)) = (args.sort, setup.snow.as_mut()) {
+        snow.config.sort.mode = sort.into();
     }
     if let Some(seed) = args.seed {
         setup.flakes.seed = seed;

@@ -208,7 +208,7 @@ impl Checker<'_> {
             },
             full_sort_every: s.full_sort_every.unwrap_or(64),
             sort: match s.sort.unwrap_or(SortName::Partial) {
-                SortName::None => SortMode::None,
+                SortName::Off => SortMode::Off,
                 SortName::Full => SortMode::Full,
                 SortName::Partial => SortMode::Partial,
             },

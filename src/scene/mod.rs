@@ -34,7 +34,7 @@
 //! flutter_radius = [0.0, 0.3]      # radius of the thesis's circular flutter motion (default)
 //! flutter_rate = [0.5, 3.0]        # its angular speed, radians/s (default)
 //! rate = 0.01              # snowfall, metres of snow per hour on open flat ground (default 0.01)
-//! sort = "partial"         # particle sort each frame: none, full, partial (default)
+//! sort = "partial"         # particle sort each frame: off, full, partial (default)
 //! full_sort_every = 64     # with partial: a full sort every this many frames (default 64)
 //! sort_key = "tetrahedron" # sorted by containing tetrahedron (default) or "hilbert" position
 //! seed = 1                 # random seed of positions, sizes and flutter (default 1)

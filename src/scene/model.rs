@@ -168,7 +168,7 @@ impl Wind {
 #[serde(rename_all = "snake_case")]
 pub enum SortMode {
     /// Not sorted.
-    None,
+    Off,
     /// A full bitonic sort every frame.
     Full,
     /// The incremental partial sort that keeps them nearly sorted.
@@ -176,10 +176,10 @@ pub enum SortMode {
 }
 
 impl SortMode {
-    /// The name used in scene files: `none`, `full`, `partial`.
+    /// The name used in scene files and on the command line: `off`, `full`, `partial`.
     pub fn name(self) -> &'static str {
         match self {
-            SortMode::None => "none",
+            SortMode::Off => "off",
             SortMode::Full => "full",
             SortMode::Partial => "partial",
         }

@@ -77,7 +77,9 @@ pub struct RawWind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SortName {
-    None,
+    /// `none` is the spelling of scenes written before `off`.
+    #[serde(alias = "none")]
+    Off,
     Full,
     Partial,
 }

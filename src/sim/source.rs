@@ -40,6 +40,15 @@ pub trait ParticleSource {
     fn set_sorting(&mut self, _on: bool) -> bool {
         false
     }
+    /// Whether the source sorts its particles now.
+    fn sorting(&self) -> bool {
+        false
+    }
+    /// The snow depth the particles have laid on each vertex of the ground surface, in
+    /// metres (blocking read), or `None` for a source that lays no snow.
+    fn ground_depth(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(None)
+    }
 }
 
 /// Writes the wind debug view: per sample point a float4 position (xyz) followed by a float4

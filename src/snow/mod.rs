@@ -50,7 +50,7 @@
 //! # Sort independence
 //!
 //! Particles are sorted by their tetrahedron every frame (`snow.sort`: `partial` by default,
-//! `full`, or `none`), every array permuted with them. **The result does not depend on the
+//! `full`, or `off`; `snowsim run --sort` overrides the scene), every array permuted with them. **The result does not depend on the
 //! sort mode, bit for bit**, as long as these conditions hold (keep them):
 //!
 //! - a particle's update is a pure function of its own state and of fields frozen for the

@@ -190,7 +190,7 @@ impl Snow {
             ..SortConfig::default()
         };
         self.sorter = match mode {
-            SortMode::None => Sorter::Off,
+            SortMode::Off => Sorter::Off,
             SortMode::Full => Sorter::Full(Box::new(BitonicSorter::with_config(context, &sort)?)),
             SortMode::Partial => Sorter::Partial {
                 partial: Box::new(PartialSorter::new(
@@ -203,7 +203,7 @@ impl Snow {
                 full: Box::new(BitonicSorter::with_config(context, &sort)?),
             },
         };
-        if mode != SortMode::None && self.scratch.is_none() {
+        if mode != SortMode::Off && self.scratch.is_none() {
             let n = self.particles.len();
             self.scratch = Some(Scratch {
                 f4: [

@@ -172,11 +172,22 @@ impl ParticleSource for SnowSource {
         Ok(())
     }
 
+    fn sorting(&self) -> bool {
+        self.setup.config.sort.mode != crate::scene::SortMode::Off
+    }
+
+    fn ground_depth(&mut self) -> sim::Result<Option<Vec<f32>>> {
+        match &self.state {
+            Some((snow, _)) => Ok(Some(snow.cover().depths()?)),
+            None => Ok(None),
+        }
+    }
+
     fn set_sorting(&mut self, on: bool) -> bool {
         let mode = if on {
             crate::scene::SortMode::Partial
         } else {
-            crate::scene::SortMode::None
+            crate::scene::SortMode::Off
         };
         self.setup.config.sort.mode = mode;
         match self.state.as_mut() {

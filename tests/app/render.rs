@@ -1159,3 +1159,51 @@ fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
         "only {drifted} of {n} flakes followed the wind"
     );
 }
+
+#[test]
+fn run_json_reports_the_snow_and_the_sort_mode_changes_nothing() {
+    let mut reports = Vec::new();
+    for mode in ["off", "full", "partial"] {
+        let out = snowsim()
+            .args([
+                "run",
+                "--headless",
+                "--frames",
+                "60",
+                "--json",
+                "--sort",
+                mode,
+            ])
+            .args(SMALL)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        let snow = report["snow"].clone();
+        for key in [
+            "landed",
+            "respawned",
+            "wrapped",
+            "lost",
+            "deposited_m3",
+            "max_depth_m",
+        ] {
+            assert!(snow[key].is_number(), "snow.{key} missing: {report}");
+        }
+        assert!(snow["landed"].as_u64().unwrap() > 0, "{snow}");
+        assert_eq!(snow["lost"], 0, "{snow}");
+        let parcel = snow["parcel_m3"].as_f64().unwrap();
+        let landed = snow["landed"].as_f64().unwrap();
+        let deposited = snow["deposited_m3"].as_f64().unwrap();
+        assert!(
+            (deposited - landed * parcel).abs() <= 1e-9 * deposited.max(1.0),
+            "{snow}"
+        );
+        reports.push(snow);
+    }
+    assert!(
+        reports.iter().all(|r| *r == reports[0]),
+        "off, full and partial disagree: {reports:?}"
+    );
+}

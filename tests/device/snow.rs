@@ -124,7 +124,7 @@ fn snow_approaches_terminal_velocity_like_tanh() {
     let mut config = SnowConfig::new(256);
     config.flake_diameter = [0.004, 0.004];
     config.flutter_radius = [0.0, 0.0];
-    config.sort.mode = SortMode::None;
+    config.sort.mode = SortMode::Off;
     let still = vec![[0.0f32; 4]; box_domain.mesh.vertices.len()];
     let mut run = Run::new(&ctx, &box_domain, config.clone(), &still);
     let (vt, g, dt) = (config.fall_speed as f64, config.gravity as f64, 0.02f32);
@@ -164,7 +164,7 @@ fn particles_stay_located_and_snow_is_conserved() {
     let ctx = context();
     let hills = hills();
     let mut config = SnowConfig::new(3000);
-    config.sort.mode = SortMode::None;
+    config.sort.mode = SortMode::Off;
     let n = config.particles;
     let w = wind(&hills, [0.8, 0.6, 0.0], 6.0);
     let mut run = Run::new(&ctx, &hills, config.clone(), &w);
@@ -225,7 +225,7 @@ fn respawns_are_uniform_over_the_top_and_independent_of_where_particles_left() {
     let ctx = context();
     let flat = domain([200.0, 200.0, 40.0], 6, 2, |_, _| 0.0);
     let mut config = SnowConfig::new(1 << 16);
-    config.sort.mode = SortMode::None;
+    config.sort.mode = SortMode::Off;
     // A gale straight up: every particle leaves through the top every step and respawns.
     let up = vec![[0.0, 0.0, 1000.0, 0.0]; flat.mesh.vertices.len()];
     let mut run = Run::new(&ctx, &flat, config.clone(), &up);
@@ -364,7 +364,7 @@ fn sort_modes_give_bit_identical_particles_and_depths() {
     let ctx = context();
     let hills = hills();
     let w = wind(&hills, [0.6, -0.8, 0.05], 5.0);
-    let mut runs: Vec<(SortMode, Run)> = [SortMode::None, SortMode::Full, SortMode::Partial]
+    let mut runs: Vec<(SortMode, Run)> = [SortMode::Off, SortMode::Full, SortMode::Partial]
         .into_iter()
         .map(|mode| {
             let mut config = SnowConfig::new(4000);
@@ -415,7 +415,7 @@ fn a_nan_particle_is_reported_with_stage_frame_and_id() {
     let ctx = context();
     let hills = hills();
     let mut config = SnowConfig::new(100);
-    config.sort.mode = SortMode::None;
+    config.sort.mode = SortMode::Off;
     let w = wind(&hills, [1.0, 0.0, 0.0], 3.0);
     let mut run = Run::new(&ctx, &hills, config, &w);
     let mut vel: Vec<[f32; 4]> = run.particles().iter().map(|p| p.vel).collect();
@@ -483,4 +483,12 @@ fn bad_snow_input_gets_clear_errors() {
     )
     .unwrap();
     assert_eq!((ok.snow.rate, ok.time.acceleration), (0.02, 60.0));
+    // `off` is the spelling; scenes written with `none` still load.
+    for spelling in ["off", "none"] {
+        let text = format!("{scene}[snow]\nsort = \"{spelling}\"\n");
+        assert_eq!(
+            Scene::from_toml(&text, path).unwrap().snow.sort,
+            SortMode::Off
+        );
+    }
 }
