@@ -79,6 +79,45 @@ inline float3 snow_wind(__global const int4 *tets, __global const float4 *wind, 
 inline float snow_lane(float4 v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
 inline int snow_ilane(int4 v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
 
+// A tetrahedron's four face planes, lane j for the face opposite local vertex j: the signed
+// distance (m, positive inside) of q is nx·r.x + ny·r.y + nz·r.z + off with r = q − a (a its
+// first vertex, so f32 keeps the precision of the tetrahedron's own size), and `height` the
+// distance of each vertex from its opposite face. Computed once per tetrahedron visited and
+// used for every point tested in it (the particle, its new position, the wind's barycentrics).
+typedef struct {
+    float3 a;
+    float4 nx, ny, nz, off, height;
+} SnowTet;
+
+inline SnowTet snow_tet(__global const int4 *tets, __global const float4 *coords, int t) {
+    const int4 n = tets[t];
+    SnowTet s;
+    s.a = coords[n.x].xyz;
+    const float3 e1 = coords[n.y].xyz - s.a;
+    const float3 e2 = coords[n.z].xyz - s.a;
+    const float3 e3 = coords[n.w].xyz - s.a;
+    const float orient = dot(cross(e1, e2), e3) >= 0.0f ? 1.0f : -1.0f;
+    float3 n0 = cross(e3 - e1, e2 - e1);
+    float3 n1 = cross(e2, e3);
+    float3 n2 = cross(e3, e1);
+    float3 n3 = cross(e1, e2);
+    n0 *= orient * rsqrt(dot(n0, n0));
+    n1 *= orient * rsqrt(dot(n1, n1));
+    n2 *= orient * rsqrt(dot(n2, n2));
+    n3 *= orient * rsqrt(dot(n3, n3));
+    s.nx = (float4)(n0.x, n1.x, n2.x, n3.x);
+    s.ny = (float4)(n0.y, n1.y, n2.y, n3.y);
+    s.nz = (float4)(n0.z, n1.z, n2.z, n3.z);
+    s.off = (float4)(-dot(e1, n0), 0.0f, 0.0f, 0.0f);
+    s.height = (float4)(-dot(e1, n0), dot(e1, n1), dot(e2, n2), dot(e3, n3));
+    return s;
+}
+
+inline float4 snow_dist(const SnowTet *s, float3 q) {
+    const float3 r = q - s->a;
+    return s->nx * r.x + s->ny * r.y + s->nz * r.z + s->off;
+}
+
 // Result of following the segment p → q through the mesh.
 typedef struct {
     int tet;    // where the walk ended
@@ -92,17 +131,20 @@ typedef struct {
 // tetrahedron, among the faces q is beyond, the segment leaves through the one it reaches
 // first (smallest crossing parameter). So a landing is a crossing of a ground face by the
 // segment itself, never a greedy walk's guess near concave ground.
+// `first` holds the planes of t, already computed by the caller.
 inline SnowSegment snow_segment(__global const int4 *tets, __global const float4 *coords,
-                                __global const int4 *neighbours, int t, float3 p, float3 q,
-                                float tolerance, int max_hops) {
+                                __global const int4 *neighbours, int t, const SnowTet *first,
+                                float3 p, float3 q, float tolerance, int max_hops) {
     SnowSegment r;
     r.tet = t;
     r.face = -1;
     r.s = 1.0f;
+    SnowTet here = *first;
     for (int hop = 0; hop <= max_hops; hop++) {
-        float4 dp, dq, h;
-        tet_walk_distances(tets, coords, r.tet, p, &dp, &h);
-        tet_walk_distances(tets, coords, r.tet, q, &dq, &h);
+        if (hop > 0)
+            here = snow_tet(tets, coords, r.tet);
+        const float4 dp = snow_dist(&here, p);
+        const float4 dq = snow_dist(&here, q);
         int face = -1;
         float best = 2.0f;
         for (int j = 0; j < 4; j++) {
@@ -224,9 +266,8 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     uint count = respawns[i];
 
     // Wind at the particle, from the barycentrics in its tetrahedron.
-    float4 dist, height;
-    tet_walk_distances(tets, coords, t, p.xyz, &dist, &height);
-    const float3 w = snow_wind(tets, wind, t, tet_walk_clamped(dist, height));
+    const SnowTet home = snow_tet(tets, coords, t);
+    const float3 w = snow_wind(tets, wind, t, tet_walk_clamped(snow_dist(&home, p.xyz), home.height));
 
     // Semi-implicit quadratic drag: v⁺ = (v + dt (k s w − g ẑ)) / (1 + dt k s), s = |w − v|.
     const float k = v.w;
@@ -243,7 +284,7 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     float3 vout = vn;
 
     const uint walk_seed = snow_bits(seed, id, count, SNOW_S_WALK);
-    SnowSegment seg = snow_segment(tets, coords, neighbours, t, p.xyz, q, tol, refs2.z);
+    SnowSegment seg = snow_segment(tets, coords, neighbours, t, &home, p.xyz, q, tol, refs2.z);
     int respawn = 0;
     if (seg.status == TET_WALK_LOST) {
         // The segment walk ran out of hops: locate q alone, greedily, from where it stopped.
@@ -262,9 +303,8 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
             // Landing: the crossing point's barycentrics on the ground triangle split the
             // parcel over its three vertices in fixed point; q3 = Q − q1 − q2.
             const float3 x = p.xyz + seg.s * (q - p.xyz);
-            float4 dx, hx;
-            tet_walk_distances(tets, coords, seg.tet, x, &dx, &hx);
-            float4 bx = fmax(dx / hx, 0.0f);
+            const SnowTet at = snow_tet(tets, coords, seg.tet);
+            const float4 bx = fmax(snow_dist(&at, x) / at.height, 0.0f);
             const int4 nd = tets[seg.tet];
             int gv[3];
             float wv[3];
