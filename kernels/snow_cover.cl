@@ -33,7 +33,8 @@ __kernel void cover_flux(__global const uint2 *restrict edges, __global const fl
         // Moving V lowers the donor by V / A_d and raises the other end by V / A_r.
         const float moved = rate * excess * (aa * ab_) / (aa + ab_) / unit;
         const float donor = ha > hb ? (float)volume[ab.x] : (float)volume[ab.y];
-        const float units = fmin(moved, donor);
+        // At most what the donor has, and within a long.
+        const float units = fmin(fmin(moved, donor), 9.0e18f);
         const long u = (long)units;
         f = ha > hb ? u : -u;
     }

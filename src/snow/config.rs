@@ -1,6 +1,6 @@
 //! The snow's settings, from a scene or set by hand.
 
-use crate::scene::{Scene, SortMode};
+use crate::scene::{Scene, SortKey, SortMode};
 
 use super::{Error, Result};
 
@@ -61,6 +61,13 @@ impl SnowConfig {
     pub fn from_scene(scene: &Scene) -> Result<Self> {
         let s = &scene.snow;
         let g = &scene.ground;
+        if s.sort_key != SortKey::Tetrahedron {
+            return Err(Error::InvalidParameter(format!(
+                "snow.sort_key = \"{}\" is not implemented yet: the snow sorts by \
+                 \"tetrahedron\"",
+                s.sort_key.name()
+            )));
+        }
         let f = |v: [f64; 2]| v.map(|x| x as f32);
         let config = Self {
             particles: usize::try_from(s.particles).map_err(|_| {
