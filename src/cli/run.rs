@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use snowsim::budget::scene::{MAX_PARTICLES, check_run};
+use snowsim::budget::scene::{MAX_PARTICLES, check_domain_mesh, check_run};
 use snowsim::budget::{Budget, Estimate, bytes_of};
 use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
@@ -298,6 +298,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let entry = args.device.device.select(&devices)?;
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
+    if scene.simulate.snow {
+        // The snow runs on the tetrahedral domain: mesh it only if the host can hold it.
+        check_domain_mesh(&scene)?;
+    }
     let mut setup = SceneSetup::new(&scene)
         .with_context(|| format!("preparing scene {}", args.scene.display()))?;
     if let Some(n) = args.particles {
