@@ -38,6 +38,8 @@ impl CoverGeometry {
     /// The tables of a ground surface.
     pub fn new(ground: &GroundSurface) -> Result<Self> {
         let mesh = &ground.mesh;
+        mesh.validate_indices()
+            .map_err(|e| Error::Mesh(format!("the ground surface: {e}")))?;
         let nv = mesh.vertices.len();
         let tris = mesh.elements(ElementKind::Triangles);
         if tris.is_empty() {
