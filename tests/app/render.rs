@@ -1207,3 +1207,35 @@ fn run_json_reports_the_snow_and_the_sort_mode_changes_nothing() {
         "off, full and partial disagree: {reports:?}"
     );
 }
+
+#[test]
+fn bench_snow_times_every_stage_per_size_and_mode() {
+    let out = snowsim()
+        .args([
+            "bench", "snow", "--scene", FLAT, "--log2", "8,10", "--frames", "2",
+        ])
+        .args(["--warmup", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON rows");
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 6, "two sizes × three modes: {rows:?}");
+    for row in rows {
+        assert!(row["update_ms"].as_f64().unwrap() > 0.0, "{row}");
+        let roofline = row["update_roofline"].as_f64().unwrap();
+        assert!(roofline > 0.0 && roofline.is_finite(), "{row}");
+        let sorted = row["sort"] != "off";
+        assert_eq!(row["sort_ms"].as_f64().unwrap() > 0.0, sorted, "{row}");
+    }
+    let bad = snowsim()
+        .args(["bench", "snow", "--scene", FLAT, "--log2", "40"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("--log2"),
+        "{}",
+        text(&bad)
+    );
+}
