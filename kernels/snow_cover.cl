@@ -59,9 +59,14 @@ __kernel void cover_ratio(__global const uint *restrict offsets, __global const 
     const ulong have = volume[v];
     uint r = COVER_FULL;
     if (out > have) {
-        // floor(have / out · 2^32) − 1 < the true ratio whatever the double rounding.
-        const double x = floor((double)have / (double)out * 4294967296.0) - 1.0;
-        r = x > 0.0 ? (uint)x : 0u;
+        // have / out · 2^32 rounded down, in integers (no fp64 needed): both shifted right
+        // until out fits 32 bits, the numerator rounded down and the denominator up, so the
+        // ratio never exceeds the true one and the outflows never exceed the volume.
+        const uint bits = 64u - (uint)clz(out);
+        const uint s = bits > 32u ? bits - 32u : 0u;
+        const ulong num = have >> s;
+        const ulong den = (out >> s) + 1ul;
+        r = (uint)min((num << 32) / den, (ulong)(COVER_FULL - 1u));
     }
     ratio[v] = r;
 }
