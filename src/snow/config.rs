@@ -204,3 +204,42 @@ impl SnowConfig {
             / (3600.0 * f64::from(self.fall_speed) * self.particles as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parcel_volume_delivers_the_snowfall_rate() {
+        // 1 km² × 100 m of air, 1 m/s, 1000 parcels, 0.036 m/h (1e-5 m/s): the air column
+        // empties in 100 s, so each of the 1000 parcels carries 1e6 m² × 1e-5 m/s × 100 s /
+        // 1000 = 1 m³.
+        let mut c = SnowConfig::new(1000);
+        c.rate = 0.036;
+        let v = c.parcel_volume(1e6 * 100.0);
+        assert!((v - 1.0).abs() < 1e-12, "{v}");
+        c.acceleration = 60.0;
+        assert!((c.parcel_volume(1e8) - 60.0).abs() < 1e-9);
+        assert_eq!(SnowConfig::new(0).parcel_volume(1e8), 0.0);
+    }
+
+    #[test]
+    fn bad_settings_are_refused_with_their_name() {
+        let check = |f: &dyn Fn(&mut SnowConfig), word: &str| {
+            let mut c = SnowConfig::new(10);
+            f(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(word), "{e}");
+        };
+        check(&|c| c.rate = -1.0, "snow.rate");
+        check(&|c| c.rate = f64::NAN, "snow.rate");
+        check(&|c| c.acceleration = 0.0, "time.acceleration");
+        check(&|c| c.flake_diameter = [0.004, 0.002], "flake diameter");
+        check(&|c| c.fall_speed = f32::INFINITY, "fall speed");
+        check(&|c| c.flutter_rate = [-1.0, 1.0], "flutter rate");
+        check(&|c| c.repose_angle = 90.0, "repose angle");
+        check(&|c| c.smoothing_rate = 1.5, "smoothing rate");
+        check(&|c| c.local_hops = 0, "hop limits");
+        assert!(SnowConfig::new(10).validate().is_ok());
+    }
+}

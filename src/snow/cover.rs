@@ -254,3 +254,41 @@ impl GroundCover {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::terrain::{Terrain, TerrainSpec};
+
+    #[test]
+    fn dual_areas_tile_the_ground_and_every_edge_is_listed_at_both_ends() {
+        let spec = TerrainSpec {
+            size: [90.0, 40.0, 30.0],
+            relief: 0.0,
+            cells: [9, 4],
+            layers: 1,
+            grading: 1.0,
+        };
+        let t = Terrain::from_fn(spec, |x, y| 0.2 * x + 0.1 * y).unwrap();
+        let c = CoverGeometry::new(&t.ground_surface()).unwrap();
+        let total: f32 = c.area.iter().sum();
+        assert!((total - 3600.0).abs() < 1e-2, "{total}");
+        // 10 × 5 grid points: 9·5 + 10·4 axis edges and 9·4 diagonals.
+        assert_eq!(c.edges.len(), 45 + 40 + 36);
+        assert_eq!(c.offsets.len(), c.len() + 1);
+        let mut seen = vec![0u8; c.edges.len()];
+        for v in 0..c.len() {
+            for &code in &c.incident[c.offsets[v] as usize..c.offsets[v + 1] as usize] {
+                let [a, b] = c.edges[(code >> 1) as usize];
+                assert_eq!(if code & 1 == 0 { a } else { b } as usize, v);
+                seen[(code >> 1) as usize] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 2));
+        assert!(
+            c.length
+                .iter()
+                .all(|&l| l == 10.0 || (l - 200f32.sqrt()).abs() < 1e-4)
+        );
+    }
+}

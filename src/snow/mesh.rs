@@ -308,6 +308,71 @@ impl SnowMesh {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terrain::{Terrain, TerrainSpec};
+
+    fn hill() -> DomainMesh {
+        let spec = TerrainSpec {
+            size: [100.0, 60.0, 50.0],
+            relief: 0.0,
+            cells: [5, 3],
+            layers: 4,
+            grading: 1.2,
+        };
+        let t = Terrain::from_fn(spec, |x, y| 5.0 + 0.1 * x - 0.05 * y).unwrap();
+        DomainMesh {
+            mesh: t.volume_mesh(),
+            ground: t.ground_surface(),
+            boundary: BoundaryRefs::default(),
+        }
+    }
+
+    #[test]
+    fn tables_of_a_terrain_domain() {
+        let d = hill();
+        let g = SnowGeometry::new(&d).unwrap();
+        let nt = g.tets.len();
+        assert_eq!(nt, 6 * 5 * 3 * 4);
+        // Neighbours are mutual, and every boundary face has its side's reference.
+        let mut count = [0usize; 7];
+        for t in 0..nt {
+            for j in 0..4 {
+                match g.neighbours[t][j] {
+                    -1 => count[g.face_refs[t][j] as usize] += 1,
+                    u => assert!(g.neighbours[u as usize].contains(&(t as i32))),
+                }
+            }
+        }
+        assert_eq!(count[0], 0, "a boundary face without a reference");
+        assert_eq!((count[5], count[6]), (30, 30), "ground and top faces");
+        assert_eq!(g.top_tris.len(), 30);
+        // The ground index maps the ground's vertices, and only them.
+        let mapped = g.ground_index.iter().filter(|&&i| i >= 0).count();
+        assert_eq!(mapped, d.ground.mesh.vertices.len());
+        // Volumes and areas: 100 × 60 of top, the air under it.
+        assert!((g.top_area - 6000.0).abs() < 1e-6, "{}", g.top_area);
+        let ground_mean = 5.0 + 0.1 * 50.0 - 0.05 * 30.0;
+        assert!((g.air_volume - 6000.0 * (50.0 - ground_mean)).abs() < 1e-6);
+        // Every column holds a tetrahedron under the top.
+        assert!(g.columns.iter().all(|&t| t >= 0 && (t as usize) < nt));
+        assert_eq!(
+            g.columns.len(),
+            (g.column_dims[0] * g.column_dims[1]) as usize
+        );
+        let on_top: std::collections::HashSet<i32> = g.top_tris.iter().map(|t| t[3]).collect();
+        assert!(g.columns.iter().all(|t| on_top.contains(t)));
+    }
+
+    #[test]
+    fn missing_ground_or_top_is_a_clear_error() {
+        let mut d = hill();
+        d.boundary.ground = 42;
+        let e = SnowGeometry::new(&d).unwrap_err().to_string();
+        assert!(e.contains("ground reference 42"), "{e}");
+        let mut d = hill();
+        d.boundary.top = 43;
+        let e = SnowGeometry::new(&d).unwrap_err().to_string();
+        assert!(e.contains("top reference 43"), "{e}");
+    }
 
     #[test]
     fn cdf_ends_at_the_top_and_skips_empty_weights() {
