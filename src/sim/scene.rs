@@ -1,10 +1,12 @@
 //! From a scene file to what a [`Session`](super::Session) shows: the ground surface with its
-//! snow cover, the air above it, the camera, the flakes and the wind view.
+//! snow cover, the air above it, the camera, the snow (or the flakes) and the wind view.
 //!
-//! Only the ground is built, never the tetrahedral domain of a terrain scene: a terrain
-//! domain's ground comes straight from [`Terrain::ground_surface`] (the heightmap sampled at
-//! the scene's `cells`), a mesh domain's from its ground-referenced boundary triangles
-//! ([`Scene::build_domain`], which reads the mesh and checks its references).
+//! The ground drawn comes straight from [`Terrain::ground_surface`] for a terrain domain (the
+//! heightmap sampled at the scene's `cells`), from its ground-referenced boundary triangles for
+//! a mesh domain ([`Scene::build_domain`], which reads the mesh and checks its references).
+//! When the scene simulates snow, the whole tetrahedral domain is built too (renumbered), with
+//! the wind profile on its vertices ([`SnowSetup`]); its ground surface has the same vertex
+//! order as the one drawn, so the snow's depths are drawn vertex for vertex.
 
 use glam::{Vec2, Vec3};
 

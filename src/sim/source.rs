@@ -4,7 +4,8 @@ use crate::cl::{Context, OutputBuffer, Timeline};
 
 use super::Result;
 
-/// Writes the particles the renderer draws: the flakes stand-in now, the snow simulation later.
+/// Writes the particles the renderer draws: the snow simulation ([`crate::snow::SnowSource`]),
+/// or the flakes stand-in.
 ///
 /// Each particle is one float4: xyz the position in metres (z up), w the radius in metres.
 /// The buffer a method receives lives in `context`: in share mode it *is* the GL buffer

@@ -10,7 +10,7 @@
 //! - [`GroundCover`]: snow volume per ground vertex in 64-bit fixed point, and its smoothing.
 //! - [`Snow`]: the whole simulation, one [`step`](Snow::step) per frame, taking the wind (a
 //!   per-vertex velocity of the domain mesh) as an argument of each step.
-//! - [`bench`]: `snowsim bench snow`, the frame per particle count and sort mode.
+//! - [`bench`](mod@bench): `snowsim bench snow`, the frame per particle count and sort mode.
 //! - [`SnowSource`]: the simulation as the [`ParticleSource`](crate::sim::ParticleSource) that
 //!   `snowsim run` draws.
 //!
