@@ -169,11 +169,39 @@ fn particles_stay_located_and_snow_is_conserved() {
     let w = wind(&hills, [0.8, 0.6, 0.0], 6.0);
     let mut run = Run::new(&ctx, &hills, config.clone(), &w);
     let mut last = Counters::default();
+    let mut before = run.particles();
+    let mut seen_wraps = 0;
     for frame in 0..40 {
         // Long steps: particles cross several tetrahedra, land, wrap and respawn.
         last = run.step(&ctx, 0.5);
         let particles = run.particles();
         assert_eq!(particles.len(), n);
+        // Unsorted, so each slot keeps its particle. One that did not respawn moved a step's
+        // worth (wind 6 m/s, falling, flutter), modulo the 200 m period of the sides.
+        for (a, b) in before.iter().zip(&particles) {
+            assert_eq!(a.id, b.id);
+            if a.respawns != b.respawns {
+                continue;
+            }
+            let mut d = [0.0f32; 3];
+            for k in 0..3 {
+                d[k] = b.pos[k] - a.pos[k];
+            }
+            if d[0].abs() > 100.0 || d[1].abs() > 100.0 {
+                seen_wraps += 1;
+            }
+            d[0] -= 200.0 * (d[0] / 200.0).round();
+            d[1] -= 200.0 * (d[1] / 200.0).round();
+            let moved = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+            assert!(
+                moved < 6.0,
+                "frame {frame}: particle {} jumped {moved} m without a respawn: {:?} -> {:?}",
+                b.id,
+                a.pos,
+                b.pos
+            );
+        }
+        before = particles.clone();
         let mut ids: Vec<u32> = particles.iter().map(|p| p.id).collect();
         ids.sort_unstable();
         assert!(
@@ -201,6 +229,10 @@ fn particles_stay_located_and_snow_is_conserved() {
     }
     assert!(last.landed > 500, "{last:?}");
     assert!(last.wrapped > 100, "{last:?}");
+    assert_eq!(
+        seen_wraps, last.wrapped,
+        "every wrap is a jump by the period, no other jump"
+    );
     assert_eq!(last.lost, 0, "{last:?}");
     assert_eq!(last.other, 0, "{last:?}");
 }
