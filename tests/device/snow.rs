@@ -183,10 +183,7 @@ fn particles_stay_located_and_snow_is_conserved() {
             if a.respawns != b.respawns {
                 continue;
             }
-            let mut d = [0.0f32; 3];
-            for k in 0..3 {
-                d[k] = b.pos[k] - a.pos[k];
-            }
+            let mut d: [f32; 3] = std::array::from_fn(|k| b.pos[k] - a.pos[k]);
             if d[0].abs() > 100.0 || d[1].abs() > 100.0 {
                 seen_wraps += 1;
             }
