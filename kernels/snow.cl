@@ -18,7 +18,8 @@
 // boundary reference of face j (opposite local vertex j) when it is on the boundary, 0 inside;
 // ground_index[v] the ground-surface vertex of volume vertex v, −1 off the ground.
 //
-// Counters (uint, cumulative, atomics, never read back into particle state): see SNOW_C_*.
+// Counters (ulong, cumulative, 64-bit atomics, never read back into particle state): see
+// SNOW_C_*; `first_bad` the smallest id of a particle whose state became non-finite.
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
@@ -28,8 +29,7 @@
 #define SNOW_C_CLOSED 3
 #define SNOW_C_LOST 4
 #define SNOW_C_NONFINITE 5
-#define SNOW_C_FIRST_BAD 6
-#define SNOW_C_OTHER 7
+#define SNOW_C_OTHER 6
 
 #define SNOW_TWO_PI 6.28318530717958647692f
 
@@ -251,7 +251,8 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global const uint *restrict top_cdf, const int top_count,
                         __global const int *restrict columns, const int4 column_dims,
                         const float4 column_map, __global const float4 *restrict wind,
-                        __global ulong *restrict deposit, __global uint *restrict counters,
+                        __global ulong *restrict deposit, __global ulong *restrict counters,
+                        __global uint *restrict first_bad,
                         const float4 params, const float4 box, const int4 refs,
                         const int4 refs2, const ulong parcel_units, const float render_scale) {
     const uint i = get_global_id(0);
@@ -292,7 +293,7 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
         if (wk.status == TET_WALK_INSIDE) {
             t = wk.tet;
         } else {
-            atomic_inc(&counters[SNOW_C_LOST]);
+            atom_inc(&counters[SNOW_C_LOST]);
             respawn = 1;
         }
     } else if (seg.status == TET_WALK_INSIDE) {
@@ -318,7 +319,7 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
             }
             const float sum = wv[0] + wv[1] + wv[2];
             if (gv[0] < 0 || gv[1] < 0 || gv[2] < 0) {
-                atomic_inc(&counters[SNOW_C_LOST]);
+                atom_inc(&counters[SNOW_C_LOST]);
             } else {
                 const float Q = (float)parcel_units;
                 const float w0 = sum > 0.0f ? wv[0] / sum : 1.0f / 3.0f;
@@ -329,7 +330,7 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                 atom_add(&deposit[gv[0]], q0);
                 atom_add(&deposit[gv[1]], q1);
                 atom_add(&deposit[gv[2]], q2);
-                atomic_inc(&counters[SNOW_C_LANDED]);
+                atom_inc(&counters[SNOW_C_LANDED]);
             }
             respawn = 1;
         } else if (ref == refs.x || ref == refs.y || ref == refs.z || ref == refs.w) {
@@ -349,16 +350,16 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
             const TetWalk wk = tet_walk(tets, coords, neighbours, start, q, tol, refs2.w, walk_seed);
             if (wk.status == TET_WALK_INSIDE) {
                 t = wk.tet;
-                atomic_inc(&counters[SNOW_C_WRAPPED]);
+                atom_inc(&counters[SNOW_C_WRAPPED]);
             } else {
-                atomic_inc(&counters[SNOW_C_CLOSED]);
+                atom_inc(&counters[SNOW_C_CLOSED]);
                 respawn = 1;
             }
         } else if (ref == refs2.y) {
-            atomic_inc(&counters[SNOW_C_TOP]);
+            atom_inc(&counters[SNOW_C_TOP]);
             respawn = 1;
         } else {
-            atomic_inc(&counters[SNOW_C_OTHER]);
+            atom_inc(&counters[SNOW_C_OTHER]);
             respawn = 1;
         }
     }
@@ -373,8 +374,8 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     }
     const int finite = all(isfinite(q)) && all(isfinite(vout)) && isfinite(phase);
     if (!finite) {
-        atomic_inc(&counters[SNOW_C_NONFINITE]);
-        atomic_min(&counters[SNOW_C_FIRST_BAD], id);
+        atom_inc(&counters[SNOW_C_NONFINITE]);
+        atomic_min(first_bad, id);
     }
     pos[i] = (float4)(q, phase);
     vel[i] = (float4)(vout, k);

@@ -39,8 +39,8 @@ pub enum Error {
         frame: u64,
         /// The smallest id of a non-finite particle.
         id: u32,
-        /// How many particles were non-finite.
-        count: u32,
+        /// How many particle updates were non-finite.
+        count: u64,
     },
     /// The wind buffer does not match the mesh.
     #[error("the wind buffer holds {got} values, the domain mesh has {expected} vertices")]

@@ -19,25 +19,25 @@ pub const STEP_STAGE: &str = "snow.step";
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
     /// Landings on the ground (each deposited one parcel).
-    pub landed: u32,
+    pub landed: u64,
     /// Respawns after rising through the top.
-    pub top: u32,
+    pub top: u64,
     /// Wraps through a side to the opposite one.
-    pub wrapped: u32,
+    pub wrapped: u64,
     /// Respawns after leaving through a side whose opposite side is closed there.
-    pub closed: u32,
+    pub closed: u64,
     /// Respawns of particles the walks could not locate.
-    pub lost: u32,
+    pub lost: u64,
     /// Particle updates that gave a non-finite position or velocity.
-    pub nonfinite: u32,
+    pub nonfinite: u64,
     /// The smallest id among them (`u32::MAX` when none).
     pub first_bad: u32,
     /// Respawns after leaving through a face of another reference.
-    pub other: u32,
+    pub other: u64,
 }
 
 impl Counters {
-    fn from_raw(c: &[u32]) -> Self {
+    fn from_raw(c: &[u64], first_bad: u32) -> Self {
         Self {
             landed: c[0],
             top: c[1],
@@ -45,19 +45,15 @@ impl Counters {
             closed: c[3],
             lost: c[4],
             nonfinite: c[5],
-            first_bad: c[6],
-            other: c[7],
+            other: c[6],
+            first_bad,
         }
     }
 
     /// Every respawn: after a landing, through the top, a closed side, a lost location or
     /// another boundary.
     pub fn respawned(&self) -> u64 {
-        u64::from(self.landed)
-            + u64::from(self.top)
-            + u64::from(self.closed)
-            + u64::from(self.lost)
-            + u64::from(self.other)
+        self.landed + self.top + self.closed + self.lost + self.other
     }
 }
 
@@ -82,7 +78,8 @@ pub struct Snow {
     mesh: SnowMesh,
     particles: Particles,
     cover: GroundCover,
-    counters: DeviceBuffer<u32>,
+    counters: DeviceBuffer<u64>,
+    first_bad: DeviceBuffer<u32>,
     init: Kernel,
     update: Kernel,
     sorter: Sorter,
@@ -119,11 +116,12 @@ impl Snow {
         let snow = Source::embedded("snow.cl", include_str!("../../kernels/snow.cl"))?;
         let program = Program::build(context, &[walk, snow], "")?;
         let n = config.particles;
-        let mut counters = DeviceBuffer::zeroed(context, 8)?;
-        counters.write(&initial_counters())?;
+        let counters = DeviceBuffer::zeroed(context, 7)?;
+        let first_bad = DeviceBuffer::from_slice(context, &[u32::MAX])?;
         let mut snow = Self {
             particles: Particles::new(context, n)?,
             counters,
+            first_bad,
             init: program.kernel("snow_init")?,
             update: program.kernel("snow_step")?,
             sorter: Sorter::Off,
@@ -238,7 +236,8 @@ impl Snow {
         let n = self.particles.len();
         check_render(render, n)?;
         self.cover.clear()?;
-        self.counters.write(&initial_counters())?;
+        self.counters.fill(0)?;
+        self.first_bad.fill(u32::MAX)?;
         self.frame = 0;
         if let Sorter::Partial { partial, .. } = &mut self.sorter {
             partial.reset();
@@ -378,6 +377,7 @@ impl Snow {
                 .buffer(wind)?
                 .buffer(&self.cover.volume)?
                 .buffer(&self.counters)?
+                .buffer(&self.first_bad)?
                 .arg(&params)?
                 .arg(&g.bounds)?
                 .arg(&refs)?
@@ -456,7 +456,8 @@ impl Snow {
     /// Reads the counters (blocking) and fails on a non-finite particle, naming the stage,
     /// the frame and the particle.
     pub fn counters(&self) -> Result<Counters> {
-        let c = Counters::from_raw(&self.counters.read()?);
+        let first_bad = self.first_bad.read()?.first().copied().unwrap_or(u32::MAX);
+        let c = Counters::from_raw(&self.counters.read()?, first_bad);
         check_counters(&c, self.frame)?;
         Ok(c)
     }
@@ -486,12 +487,6 @@ pub(crate) fn check_counters(c: &Counters, frame: u64) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn initial_counters() -> [u32; 8] {
-    let mut c = [0u32; 8];
-    c[6] = u32::MAX;
-    c
 }
 
 fn check_render(render: &impl BufferArg<[f32; 4]>, n: usize) -> Result<()> {

@@ -109,10 +109,10 @@ impl SnowSource {
         let (deposited_m3, max_depth_m) = snow.cover_summary()?;
         let report = SnowReport {
             particles: snow.particles().len(),
-            landed: u64::from(counters.landed),
+            landed: counters.landed,
             respawned: counters.respawned(),
-            wrapped: u64::from(counters.wrapped),
-            lost: u64::from(counters.lost),
+            wrapped: counters.wrapped,
+            lost: counters.lost,
             deposited_m3,
             max_depth_m,
             parcel_m3: snow.parcel_volume(),

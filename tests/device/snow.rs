@@ -292,10 +292,7 @@ fn respawns_are_uniform_over_the_top_and_independent_of_where_particles_landed()
         // All land but the few that flutter through a side on their way down (they wrap
         // into the ground there and respawn).
         assert_eq!(counters.respawned(), total);
-        assert!(
-            counters.landed as u64 >= total - total / 100,
-            "{counters:?}"
-        );
+        assert!(counters.landed >= total - total / 100, "{counters:?}");
         before = after;
     }
     let expected = vec![total as f64 / 1024.0; 1024];
