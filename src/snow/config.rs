@@ -7,6 +7,11 @@ use super::{Error, Result};
 /// Fixed-point units per parcel of snow: a landing deposits exactly this many units.
 pub const PARCEL_UNITS: u64 = 1 << 24;
 
+/// Drawn radius of a mean flake over the mean parcel spacing in `snowsim run`: parcels 26 m
+/// apart in the valley are drawn 0.5 m wide, 7 pixels at 100 m, the renderer's pixel floor
+/// further away.
+pub const DRAW_FRACTION: f32 = 0.01;
+
 /// How particles are sorted in the frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortSettings {
@@ -54,6 +59,10 @@ pub struct SnowConfig {
     pub global_hops: u32,
     /// Drawn radius over true radius (the render buffer's w).
     pub render_scale: f32,
+    /// When positive, [`Snow::new`](super::Snow::new) sets `render_scale` so that a flake of
+    /// the mean diameter is drawn with this fraction of the mean parcel spacing as its radius
+    /// (never smaller than true): at the valley's scale true flakes are invisible.
+    pub draw_fraction: f32,
 }
 
 impl SnowConfig {
@@ -88,6 +97,7 @@ impl SnowConfig {
                 full_every: s.full_sort_every,
                 block_len: None,
             },
+            draw_fraction: DRAW_FRACTION,
             ..Self::new(1)
         };
         config.validate()?;
@@ -117,6 +127,7 @@ impl SnowConfig {
             local_hops: 64,
             global_hops: 4096,
             render_scale: 1.0,
+            draw_fraction: 0.0,
         }
     }
 
@@ -184,6 +195,12 @@ impl SnowConfig {
                 self.render_scale
             ));
         }
+        if !(self.draw_fraction.is_finite() && self.draw_fraction >= 0.0) {
+            return bad(format!(
+                "draw fraction {} must be finite and not negative",
+                self.draw_fraction
+            ));
+        }
         if self.local_hops == 0 || self.global_hops == 0 || self.local_hops > i32::MAX as u32 {
             return bad("hop limits must be at least 1".into());
         }
@@ -193,6 +210,16 @@ impl SnowConfig {
     /// The mean flake diameter: the one whose terminal speed is `fall_speed`.
     pub fn reference_diameter(&self) -> f32 {
         0.5 * (self.flake_diameter[0] + self.flake_diameter[1])
+    }
+
+    /// The drawn radius over the true one for `draw_fraction` in `air_volume` m³ of air.
+    pub fn drawn_scale(&self, air_volume: f64) -> f32 {
+        if self.draw_fraction <= 0.0 || self.particles == 0 {
+            return self.render_scale;
+        }
+        let spacing = (air_volume / self.particles as f64).cbrt() as f32;
+        let radius = 0.5 * self.reference_diameter();
+        (self.draw_fraction * spacing / radius).max(1.0)
     }
 
     /// Volume of one parcel, m³: `a R V_air / (3600 v_t N)` (see the module doc).

@@ -48,6 +48,14 @@
 //! vertex is its volume over its horizontal dual area (a third of its triangles' horizontal
 //! areas): the vertical thickness of the cover.
 //!
+//! # Drawing
+//!
+//! Each step ends by packing what is drawn into the render buffer: the position, and the
+//! flake's radius times `render_scale`. A scene's snow is drawn larger than true
+//! ([`DRAW_FRACTION`]): a mean flake gets 1 % of the mean parcel spacing as its radius, so
+//! that near parcels read as flakes; the renderer's pixel floor keeps far ones visible.
+//! Drawing never touches the simulation.
+//!
 //! # Sort independence
 //!
 //! Particles are sorted by their tetrahedron every frame (`snow.sort`: `partial` by default,
@@ -77,7 +85,7 @@ mod particles;
 mod sim;
 mod source;
 
-pub use config::{PARCEL_UNITS, SnowConfig, SortSettings};
+pub use config::{DRAW_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use error::{Error, Result};
 pub use mesh::{SnowGeometry, SnowMesh};

@@ -110,6 +110,8 @@ impl Snow {
         let geometry = SnowGeometry::new(domain)?;
         let cover_geometry = CoverGeometry::new(&domain.ground)?;
         let parcel_volume = config.parcel_volume(geometry.air_volume);
+        let mut config = config;
+        config.render_scale = config.drawn_scale(geometry.air_volume);
         let mesh = SnowMesh::new(context, geometry)?;
         let cover = GroundCover::new(context, cover_geometry, parcel_volume)?;
         let walk = Source::embedded("tet_walk.cl", include_str!("../../kernels/tet_walk.cl"))?;
