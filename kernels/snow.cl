@@ -383,3 +383,53 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     respawns[i] = count;
     render[i] = (float4)(q, 0.5f * f.z * render_scale);
 }
+
+// The index of cell (x, y, z) (10 bits each) along the 3D Hilbert curve of order 10 (30
+// bits), by Skilling's transpose: undo the excess work, Gray-encode, interleave the bits.
+inline uint snow_hilbert3(uint x, uint y, uint z) {
+    for (uint q = 1u << 9; q > 1u; q >>= 1) {
+        const uint p = q - 1u;
+        // i = 0: x against itself.
+        x ^= (x & q) ? p : 0u;
+        // i = 1, 2: exchange the low bits of x and y (z) where y (z) has bit q clear, else
+        // invert x's; written without branches.
+        uint t = (x ^ y) & p;
+        const uint yq = (y & q) ? 0xffffffffU : 0u;
+        x ^= (p & yq) | (t & ~yq);
+        y ^= t & ~yq;
+        t = (x ^ z) & p;
+        const uint zq = (z & q) ? 0xffffffffU : 0u;
+        x ^= (p & zq) | (t & ~zq);
+        z ^= t & ~zq;
+    }
+    y ^= x;
+    z ^= y;
+    uint t = 0u;
+    for (uint q = 1u << 9; q > 1u; q >>= 1)
+        t ^= (z & q) ? q - 1u : 0u;
+    x ^= t;
+    y ^= t;
+    z ^= t;
+    uint key = 0u;
+    for (int b = 9; b >= 0; b--)
+        key = (key << 3) | (((x >> b) & 1u) << 2) | (((y >> b) & 1u) << 1) | ((z >> b) & 1u);
+    return key;
+}
+
+// Sort keys along a Hilbert curve over the box: cell = (pos − lo) · scale, 1024 per axis.
+__kernel void snow_hilbert_keys(__global const float4 *restrict pos, __global uint *restrict keys,
+                                const uint n, const float4 lo, const float4 scale) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 c = clamp((pos[i].xyz - lo.xyz) * scale.xyz, 0.0f, 1023.0f);
+    keys[i] = snow_hilbert3((uint)c.x, (uint)c.y, (uint)c.z);
+}
+
+// The Hilbert index of every cell of the grid [0, side)³ (side ≤ 1024), x fastest: for tests.
+__kernel void snow_hilbert_grid(__global uint *restrict keys, const uint side) {
+    const uint i = get_global_id(0);
+    if (i >= side * side * side)
+        return;
+    keys[i] = snow_hilbert3(i % side, (i / side) % side, i / (side * side));
+}

@@ -222,7 +222,7 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
     let particles = match &setup.snow {
         Some(snow) => format!(
             "snow: {} parcels of {}–{} mm flakes falling at {} m/s (mean size) in the wind, \
-             snowfall {} mm/h × {}, {} tetrahedra, sort {}",
+             snowfall {} mm/h × {}, {} tetrahedra, sort {} by {}",
             snow.config.particles,
             d0 * 1e3,
             d1 * 1e3,
@@ -232,7 +232,8 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
             snow.domain
                 .mesh
                 .count(snowsim::meshio::ElementKind::Tetrahedra),
-            snow.config.sort.mode.name()
+            snow.config.sort.mode.name(),
+            snow.config.sort.key.name()
         ),
         None => format!(
             "flakes: {} of {}–{} mm falling at {} m/s through the air above the ground",

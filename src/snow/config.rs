@@ -21,6 +21,9 @@ pub struct SortSettings {
     pub full_every: u32,
     /// Block length of the sorts (`None`: the sort's default for the device).
     pub block_len: Option<usize>,
+    /// What particles are sorted by: their tetrahedron, or their cell along a 3D Hilbert
+    /// curve over the domain's box (1024 cells per axis).
+    pub key: SortKey,
 }
 
 /// Everything the snow simulation needs besides the mesh and the wind.
@@ -70,13 +73,6 @@ impl SnowConfig {
     pub fn from_scene(scene: &Scene) -> Result<Self> {
         let s = &scene.snow;
         let g = &scene.ground;
-        if s.sort_key != SortKey::Tetrahedron {
-            return Err(Error::InvalidParameter(format!(
-                "snow.sort_key = \"{}\" is not implemented yet: the snow sorts by \
-                 \"tetrahedron\"",
-                s.sort_key.name()
-            )));
-        }
         let f = |v: [f64; 2]| v.map(|x| x as f32);
         let config = Self {
             particles: usize::try_from(s.particles).map_err(|_| {
@@ -96,6 +92,7 @@ impl SnowConfig {
                 mode: s.sort,
                 full_every: s.full_sort_every,
                 block_len: None,
+                key: s.sort_key,
             },
             draw_fraction: DRAW_FRACTION,
             ..Self::new(1)
@@ -122,6 +119,7 @@ impl SnowConfig {
                 mode: SortMode::Partial,
                 full_every: 64,
                 block_len: None,
+                key: SortKey::Tetrahedron,
             },
             tolerance: 1e-3,
             local_hops: 64,

@@ -38,6 +38,8 @@ pub struct SnowGeometry {
     pub column_map: [f32; 4],
     /// Horizontal extent (x min, y min, x max, y max): the period of the wrap.
     pub bounds: [f32; 4],
+    /// Lowest and highest vertex z.
+    pub z_range: [f32; 2],
     /// The boundary references.
     pub refs: BoundaryRefs,
     /// Volume of the air, m³.
@@ -174,9 +176,9 @@ impl SnowGeometry {
             .iter()
             .map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0])
             .collect();
-        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
         for v in &mesh.vertices {
-            for k in 0..2 {
+            for k in 0..3 {
                 lo[k] = lo[k].min(v[k]);
                 hi[k] = hi[k].max(v[k]);
             }
@@ -186,7 +188,8 @@ impl SnowGeometry {
         }
         let air_volume: f64 = volumes.iter().sum();
         let top_area: f64 = top_areas.iter().sum();
-        let (columns, column_dims, column_map) = column_grid(&top_tris, &coords, lo, hi);
+        let (columns, column_dims, column_map) =
+            column_grid(&top_tris, &coords, [lo[0], lo[1]], [hi[0], hi[1]]);
         Ok(Self {
             tet_cdf: cdf(&volumes),
             top_cdf: cdf(&top_areas),
@@ -200,6 +203,7 @@ impl SnowGeometry {
             column_dims,
             column_map,
             bounds: [lo[0] as f32, lo[1] as f32, hi[0] as f32, hi[1] as f32],
+            z_range: [lo[2] as f32, hi[2] as f32],
             refs,
             air_volume,
             top_area,

@@ -58,9 +58,12 @@
 //!
 //! # Sort independence
 //!
-//! Particles are sorted by their tetrahedron every frame (`snow.sort`: `partial` by default,
-//! `full`, or `off`; `snowsim run --sort` overrides the scene), every array permuted with them. **The result does not depend on the
-//! sort mode, bit for bit**, as long as these conditions hold (keep them):
+//! Particles are sorted every frame by their tetrahedron, or by their cell along a 3D Hilbert
+//! curve over the domain's box (`snow.sort_key`), with `snow.sort`: `partial` by default (a
+//! full sort every `snow.full_sort_every` frames), `full`, or `off` (`snowsim run --sort`
+//! overrides the scene; the `O` key toggles partial and off); every array is permuted with
+//! them. **The result depends neither on the sort mode nor on the key, bit for bit**, as long
+//! as these conditions hold (keep them):
 //!
 //! - a particle's update is a pure function of its own state and of fields frozen for the
 //!   frame: the wind buffer is only read, and landing never reads the cover the same kernel

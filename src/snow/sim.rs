@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::cl::{BufferArg, Context, DeviceBuffer, Kernel, Program, Source, Timeline};
-use crate::scene::{DomainMesh, SortMode};
+use crate::scene::{DomainMesh, SortKey, SortMode};
 use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig};
 
 use super::config::{PARCEL_UNITS, SnowConfig};
@@ -82,6 +82,7 @@ pub struct Snow {
     first_bad: DeviceBuffer<u32>,
     init: Kernel,
     update: Kernel,
+    hilbert: Kernel,
     sorter: Sorter,
     keys: DeviceBuffer<u32>,
     indices: DeviceBuffer<u32>,
@@ -126,6 +127,7 @@ impl Snow {
             first_bad,
             init: program.kernel("snow_init")?,
             update: program.kernel("snow_step")?,
+            hilbert: program.kernel("snow_hilbert_keys")?,
             sorter: Sorter::Off,
             keys: DeviceBuffer::zeroed(context, n)?,
             indices: DeviceBuffer::zeroed(context, n)?,
@@ -399,7 +401,40 @@ impl Snow {
         let Some(scratch) = self.scratch.as_mut() else {
             return Ok(());
         };
-        let copy = |keys: &mut DeviceBuffer<u32>, tet: &DeviceBuffer<u32>| keys.copy_from(tet);
+        let hilbert = (self.config.sort.key == SortKey::Hilbert).then(|| {
+            let g = &self.mesh.geometry;
+            let lo = [g.bounds[0], g.bounds[1], g.z_range[0], 0.0];
+            let size = [
+                g.bounds[2] - g.bounds[0],
+                g.bounds[3] - g.bounds[1],
+                g.z_range[1] - g.z_range[0],
+            ];
+            let scale = size.map(|s| if s > 0.0 { 1024.0 / s } else { 0.0 });
+            (&self.hilbert, lo, [scale[0], scale[1], scale[2], 0.0])
+        });
+        let context = &self.context;
+        // The keys, in the particles' current order: their tetrahedra, or their Hilbert cells.
+        let copy = |keys: &mut DeviceBuffer<u32>, p: &Particles, timeline: &mut Timeline| {
+            match &hilbert {
+                None => {
+                    keys.copy_from(&p.tet)?;
+                }
+                Some((kernel, lo, scale)) => {
+                    let n = p.len();
+                    let mut call = kernel.call();
+                    // SAFETY: pos and keys hold n values; the kernel guards i < n.
+                    unsafe {
+                        call.buffer(&p.pos)?
+                            .buffer(&*keys)?
+                            .arg(&(n as u32))?
+                            .arg(lo)?
+                            .arg(scale)?;
+                    }
+                    call.enqueue_into(context, kernel.work_size(context, n)?, timeline)?;
+                }
+            }
+            Ok::<(), Error>(())
+        };
         macro_rules! permute_all {
             ($sorter:expr) => {{
                 let s = $sorter;
@@ -421,7 +456,7 @@ impl Snow {
         match &mut self.sorter {
             Sorter::Off => {}
             Sorter::Full(full) => {
-                copy(&mut self.keys, &p.tet)?;
+                copy(&mut self.keys, p, timeline)?;
                 timeline.append(full.sort_with_indices(
                     &mut self.keys,
                     &mut self.indices,
@@ -430,7 +465,7 @@ impl Snow {
                 permute_all!(full);
             }
             Sorter::Partial { partial, full } => {
-                copy(&mut self.keys, &p.tet)?;
+                copy(&mut self.keys, p, timeline)?;
                 if frame == 0 || (every > 0 && frame.is_multiple_of(every)) {
                     timeline.append(full.sort_with_indices(
                         &mut self.keys,

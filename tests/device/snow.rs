@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use snowsim::cl::{Context, DeviceBuffer};
-use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortMode};
+use snowsim::cl::{Program, Source, WorkSize};
+use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortKey, SortMode};
 use snowsim::snow::{
     Counters, CoverGeometry, Error, GroundCover, PARCEL_UNITS, ParticleState, Snow, SnowConfig,
 };
@@ -397,18 +398,24 @@ fn sort_modes_give_bit_identical_particles_and_depths() {
     let ctx = context();
     let hills = hills();
     let w = wind(&hills, [0.6, -0.8, 0.05], 5.0);
-    let mut runs: Vec<(SortMode, Run)> = [SortMode::Off, SortMode::Full, SortMode::Partial]
-        .into_iter()
-        .map(|mode| {
-            let mut config = SnowConfig::new(4000);
-            config.sort.mode = mode;
-            config.sort.full_every = 16;
-            // Small blocks: the partial sort's odd and even phases, merges and
-            // redistributions all happen.
-            config.sort.block_len = Some(256);
-            (mode, Run::new(&ctx, &hills, config, &w))
-        })
-        .collect();
+    let mut runs: Vec<(SortMode, Run)> = [
+        (SortMode::Off, SortKey::Tetrahedron),
+        (SortMode::Full, SortKey::Tetrahedron),
+        (SortMode::Partial, SortKey::Tetrahedron),
+        (SortMode::Partial, SortKey::Hilbert),
+    ]
+    .into_iter()
+    .map(|(mode, key)| {
+        let mut config = SnowConfig::new(4000);
+        config.sort.mode = mode;
+        config.sort.key = key;
+        config.sort.full_every = 16;
+        // Small blocks: the partial sort's odd and even phases, merges and
+        // redistributions all happen.
+        config.sort.block_len = Some(256);
+        (mode, Run::new(&ctx, &hills, config, &w))
+    })
+    .collect();
     let mut counters = Counters::default();
     for frame in 0..200 {
         let mut states = Vec::new();
@@ -495,6 +502,47 @@ fn switching_the_sort_mode_mid_run_changes_nothing() {
         sorted > 0.75 && unsorted < 0.6,
         "in order: {sorted} sorted, {unsorted} unsorted"
     );
+}
+
+#[test]
+fn the_hilbert_key_walks_face_to_face_through_every_cell() {
+    let ctx = context();
+    let program = Program::build(
+        &ctx,
+        &[
+            Source::new("tet_walk.cl", include_str!("../../kernels/tet_walk.cl")),
+            Source::new("snow.cl", include_str!("../../kernels/snow.cl")),
+        ],
+        "",
+    )
+    .unwrap();
+    let kernel = program.kernel("snow_hilbert_grid").unwrap();
+    // The curve's first 16³ indices fill the 16³ cells at its start, one face step apart.
+    let side = 16u32;
+    let n = (side * side * side) as usize;
+    let keys = DeviceBuffer::<u32>::zeroed(&ctx, n).unwrap();
+    let mut call = kernel.call();
+    unsafe { call.buffer(&keys).unwrap().arg(&side).unwrap() };
+    call.enqueue(&ctx, WorkSize::for_kernel(&ctx, &kernel, n).unwrap())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let keys = keys.read().unwrap();
+    let mut cell_of = vec![usize::MAX; n];
+    for (cell, &k) in keys.iter().enumerate() {
+        assert!(
+            (k as usize) < n,
+            "cell {cell} has index {k}, beyond the first 16³"
+        );
+        assert_eq!(cell_of[k as usize], usize::MAX, "index {k} twice");
+        cell_of[k as usize] = cell;
+    }
+    let xyz = |c: usize| [c % 16, (c / 16) % 16, c / 256].map(|v| v as i64);
+    for k in 1..n {
+        let (a, b) = (xyz(cell_of[k - 1]), xyz(cell_of[k]));
+        let step: i64 = (0..3).map(|i| (a[i] - b[i]).abs()).sum();
+        assert_eq!(step, 1, "indices {} and {k}: cells {a:?} and {b:?}", k - 1);
+    }
 }
 
 #[test]
