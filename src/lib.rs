@@ -27,6 +27,7 @@ pub mod scene;
 pub mod selftest;
 pub mod sim;
 pub mod smoothing;
+pub mod snow;
 pub mod sort;
 pub mod terrain;
 pub mod wind;

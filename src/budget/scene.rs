@@ -28,6 +28,10 @@ pub const MAX_PARTICLES: u64 = (i32::MAX as u64) / PARTICLE_BYTES;
 /// Bytes of one particle: a `float4` (position and radius).
 pub const PARTICLE_BYTES: u64 = 16;
 
+/// Device bytes of one snow particle's state besides its drawn `float4`: three `float4` and
+/// three `uint` arrays, their sort scratch copies, and the sort's keys, indices and identity.
+pub const SNOW_STATE_BYTES: u64 = 2 * (3 * 16 + 3 * 4) + 3 * 4;
+
 /// The largest length (extent, height, camera coordinate) a scene may give, in metres: the
 /// kernels and shaders compute in 32-bit reals, where squared distances of much longer lengths
 /// overflow; 10 000 km is beyond any terrain.
@@ -65,7 +69,12 @@ pub fn check_run(
     }
     check_lengths(scene, &locate)?;
     let mut host = bytes_of(&[particles, PARTICLE_BYTES]);
-    let mut device_bytes = bytes_of(&[particles, PARTICLE_BYTES]);
+    let per_particle = if scene.simulate.snow {
+        PARTICLE_BYTES + SNOW_STATE_BYTES
+    } else {
+        PARTICLE_BYTES
+    };
+    let mut device_bytes = bytes_of(&[particles, per_particle]);
     if let Domain::Terrain { spec, .. } = &scene.domain {
         check_ground_buffers(spec, &locate)?;
         let [nx, ny] = spec.cells.map(|n| n as u64);

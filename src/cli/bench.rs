@@ -28,6 +28,43 @@ pub enum Command {
     /// iterations, the start-up solve and first step apart, per-stage device times and their
     /// unique bytes over the copy bandwidth; one CSV row per size and stage with --csv.
     Wind(super::bench_wind::WindArgs),
+    /// The snow's frame on a scene's domain per particle count and sort mode: the particle
+    /// update (bytes over the device's copy bandwidth), the sort, the permutation and the
+    /// cover's smoothing, from OpenCL profiling.
+    Snow(SnowArgs),
+}
+
+/// Options of `snowsim bench snow`.
+#[derive(Debug, clap::Args)]
+pub struct SnowArgs {
+    #[command(flatten)]
+    device: DeviceArg,
+    /// The scene whose domain, wind and snow settings are used.
+    #[arg(long, value_name = "FILE", default_value = "scenes/valley.toml")]
+    scene: std::path::PathBuf,
+    /// Particle counts as powers of two (20: 1 048 576).
+    #[arg(long, value_delimiter = ',', default_values_t = [16u32, 18, 20])]
+    log2: Vec<u32>,
+    /// Sort modes to time [default: off, full and partial].
+    #[arg(long, value_delimiter = ',', value_name = "MODE")]
+    sort: Vec<SortArg>,
+    /// Untimed frames first, so the partial sort reaches its steady state.
+    #[arg(long, default_value_t = 5)]
+    warmup: u32,
+    /// Timed frames per size and mode.
+    #[arg(long, default_value_t = 10)]
+    frames: u32,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--sort` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SortArg {
+    Off,
+    Full,
+    Partial,
 }
 
 /// Options of `snowsim bench reduce`.
@@ -88,7 +125,108 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Launch(args) => launches(args),
         Command::Reduce(args) => reductions(args),
         Command::Wind(args) => super::bench_wind::run(args),
+        Command::Snow(args) => snow(args),
     }
+}
+
+fn snow(args: SnowArgs) -> anyhow::Result<ExitCode> {
+    use snowsim::scene::SortMode;
+    anyhow::ensure!(
+        args.log2.iter().all(|l| (1..=27).contains(l)),
+        "--log2 values must be between 1 and 27, not {:?}",
+        args.log2
+    );
+    anyhow::ensure!(
+        (1..=10_000).contains(&args.frames) && args.warmup <= 10_000,
+        "--frames must be 1 to 10000 and --warmup at most 10000"
+    );
+    let scene = snowsim::scene::Scene::load(&args.scene)?;
+    let devices = list_devices()?;
+    let entry = args.device.device.select(&devices)?;
+    let largest = args.log2.iter().copied().max().unwrap_or(16);
+    snowsim::budget::scene::check_run(&scene, 1u64 << largest, Some(&entry.info))?;
+    snowsim::budget::scene::check_domain_mesh(&scene)?;
+    let setup = snowsim::sim::SceneSetup::new(&scene)?;
+    let Some(snow) = setup.snow else {
+        anyhow::bail!(
+            "{} does not simulate snow (simulate.snow = false)",
+            args.scene.display()
+        );
+    };
+    let modes: Vec<SortMode> = if args.sort.is_empty() {
+        vec![SortMode::Off, SortMode::Full, SortMode::Partial]
+    } else {
+        args.sort
+            .iter()
+            .map(|m| match m {
+                SortArg::Off => SortMode::Off,
+                SortArg::Full => SortMode::Full,
+                SortArg::Partial => SortMode::Partial,
+            })
+            .collect()
+    };
+    let context = Context::new(entry)?;
+    if !args.json {
+        outln!(
+            "device: {}; scene {}: {} tetrahedra; {} warm-up and {} timed frames of {} s",
+            entry.info.label(),
+            args.scene.display(),
+            snow.domain
+                .mesh
+                .count(snowsim::meshio::ElementKind::Tetrahedra),
+            args.warmup,
+            args.frames,
+            setup.dt
+        )?;
+        outln!(
+            "{:>10} {:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
+            "particles",
+            "sort",
+            "update ms",
+            "GB/s",
+            "roofline",
+            "sort ms",
+            "permute",
+            "cover",
+            "frame ms"
+        )?;
+    }
+    let counts: Vec<usize> = args.log2.iter().map(|&l| 1usize << l).collect();
+    let mut rows = Vec::new();
+    for mode in modes {
+        let done = snowsim::snow::bench::run(
+            &context,
+            &snow,
+            &counts,
+            mode,
+            args.warmup,
+            args.frames,
+            setup.dt,
+        )?;
+        if !args.json {
+            for r in &done {
+                outln!(
+                    "{:>10} {:>8} {:>10.3} {:>9.1} {:>8.1}% {:>10.3} {:>9.3} {:>9.3} {:>9.3}",
+                    r.particles,
+                    r.sort,
+                    r.update_ms,
+                    r.update_gb_per_s,
+                    100.0 * r.update_roofline,
+                    r.sort_ms,
+                    r.permute_ms,
+                    r.cover_ms,
+                    r.frame_ms
+                )?;
+            }
+        }
+        rows.extend(done);
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
+    } else if let Some(r) = rows.first() {
+        outln!("copy bandwidth: {:.1} GB/s", r.copy_gb_per_s)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn reductions(args: ReduceArgs) -> anyhow::Result<ExitCode> {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use snowsim::budget::scene::{MAX_PARTICLES, check_run};
+use snowsim::budget::scene::{MAX_PARTICLES, check_domain_mesh, check_run};
 use snowsim::budget::{Budget, Estimate, bytes_of};
 use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
@@ -12,8 +12,9 @@ use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_windo
 use snowsim::render::{
     Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless,
 };
-use snowsim::scene::{Domain, Scene, SceneError, WindProfile};
-use snowsim::sim::{SceneSetup, Session};
+use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
+use snowsim::sim::{ParticleSource, SceneSetup, Session};
+use snowsim::snow::{SnowReport, SnowSource};
 
 use super::DeviceArg;
 use super::console::{errln, outln};
@@ -71,6 +72,30 @@ pub struct Args {
     /// Print the final summary as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     json: bool,
+    /// How the snow particles are sorted each frame [default: the scene's snow.sort].
+    #[arg(long, value_enum, value_name = "MODE")]
+    sort: Option<SortArg>,
+}
+
+/// `--sort` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SortArg {
+    /// No sort.
+    Off,
+    /// A full bitonic sort by tetrahedron every frame.
+    Full,
+    /// The incremental partial sort, with a full sort every snow.full_sort_every frames.
+    Partial,
+}
+
+impl From<SortArg> for SortMode {
+    fn from(arg: SortArg) -> Self {
+        match arg {
+            SortArg::Off => SortMode::Off,
+            SortArg::Full => SortMode::Full,
+            SortArg::Partial => SortMode::Partial,
+        }
+    }
 }
 
 /// `--interop` values.
@@ -124,6 +149,9 @@ struct Report<'a> {
     width: u32,
     height: u32,
     headless: bool,
+    /// What the snow did (absent with the flakes stand-in).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snow: Option<SnowReport>,
     #[serde(flatten)]
     summary: &'a RunSummary,
 }
@@ -191,9 +219,33 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
     };
     let [d0, d1] = scene.snow.flake_diameter;
     let [sx, sy, sz] = setup.wind_samples;
+    let particles = match &setup.snow {
+        Some(snow) => format!(
+            "snow: {} parcels of {}–{} mm flakes falling at {} m/s (mean size) in the wind, \
+             snowfall {} mm/h × {}, {} tetrahedra, sort {} by {}",
+            snow.config.particles,
+            d0 * 1e3,
+            d1 * 1e3,
+            scene.snow.fall_speed,
+            scene.snow.rate * 1e3,
+            scene.time.acceleration,
+            snow.domain
+                .mesh
+                .count(snowsim::meshio::ElementKind::Tetrahedra),
+            snow.config.sort.mode.name(),
+            snow.config.sort.key.name()
+        ),
+        None => format!(
+            "flakes: {} of {}–{} mm falling at {} m/s through the air above the ground",
+            setup.flakes.count,
+            d0 * 1e3,
+            d1 * 1e3,
+            scene.snow.fall_speed
+        ),
+    };
     format!(
         "ground: {ground}, {} triangles; air [{:.0}, {:.0}, {:.0}] .. [{:.0}, {:.0}, {:.0}] m\n\
-         flakes: {} of {}–{} mm falling at {} m/s through the air above the ground; wind {} m/s \
+         {particles}; wind {} m/s \
          at {} m towards ({:.2}, {:.2}), {profile} profile; wind view {sx}x{sy}x{sz} samples",
         setup.terrain.triangles.len(),
         lo.x,
@@ -202,10 +254,6 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
         hi.x,
         hi.y,
         hi.z,
-        setup.flakes.count,
-        d0 * 1e3,
-        d1 * 1e3,
-        scene.snow.fall_speed,
         w.speed,
         w.reference_height,
         w.direction[0],
@@ -251,13 +299,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let entry = args.device.device.select(&devices)?;
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
+    if scene.simulate.snow {
+        // The snow runs on the tetrahedral domain: mesh it only if the host can hold it.
+        check_domain_mesh(&scene)?;
+    }
     let mut setup = SceneSetup::new(&scene)
         .with_context(|| format!("preparing scene {}", args.scene.display()))?;
     if let Some(n) = args.particles {
         setup.flakes.count = n;
+        if let Some(snow) = setup.snow.as_mut() {
+            snow.config.particles = n;
+        }
+    }
+    if let (Some(sort), Some(snow)) = (args.sort, setup.snow.as_mut()) {
+        snow.config.sort.mode = sort.into();
     }
     if let Some(seed) = args.seed {
         setup.flakes.seed = seed;
+        if let Some(snow) = setup.snow.as_mut() {
+            snow.config.seed = seed;
+        }
     }
     setup.views.wind |= args.wind;
     setup.views.pressure |= args.pressure;
@@ -290,9 +351,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_request(mode, &entry.info)?;
 
     let config = setup.session_config(mode, args.paused);
+    // The snow when the scene simulates it, else the flakes stand-in.
+    let snow_source = setup.snow_source()?;
+    let snow_report = snow_source.as_ref().map(SnowSource::report_handle);
+    let snow = std::cell::Cell::new(snow_source);
     let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
         say(&format!("gl: {}", gl.info))?;
-        let particles = setup.particle_source()?;
+        let particles: Box<dyn ParticleSource> = match snow.take() {
+            Some(s) => Box::new(s),
+            None => setup.particle_source()?,
+        };
         let wind = setup.field_source()?;
         let session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
         say(&format!("interop: {}", session.interop()))?;
@@ -350,11 +418,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(e) = log_error {
         return Err(e);
     }
+    let snow = snow_report.map(|r| match r.lock() {
+        Ok(r) => *r,
+        Err(poisoned) => *poisoned.into_inner(),
+    });
     let run = Ran {
         scene: &scene,
         path: &args.scene,
         particles: setup.flakes.count,
         size,
+        snow,
     };
     report(&args, &run, entry, &gl_info, &interop, &summary)?;
     Ok(ExitCode::SUCCESS)
@@ -366,6 +439,7 @@ struct Ran<'a> {
     path: &'a Path,
     particles: usize,
     size: (u32, u32),
+    snow: Option<SnowReport>,
 }
 
 fn report(
@@ -389,6 +463,7 @@ fn report(
             width: run.size.0,
             height: run.size.1,
             headless: args.headless,
+            snow: run.snow,
             summary,
         };
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
@@ -403,6 +478,19 @@ fn report(
             gl.renderer
         )?;
         outln!("{summary}")?;
+        if let Some(s) = &run.snow {
+            outln!(
+                "snow: {} landed, {} respawned, {} wrapped, {} lost; {:.6} m³ on the ground \
+                 (parcels of {:.3e} m³), deepest {:.6} m",
+                s.landed,
+                s.respawned,
+                s.wrapped,
+                s.lost,
+                s.deposited_m3,
+                s.parcel_m3,
+                s.max_depth_m
+            )?;
+        }
     }
     Ok(())
 }

@@ -204,12 +204,12 @@ fn print_scene(scene: &Scene) -> Result<(), ConsoleError> {
         s.gravity
     )?;
     outln!(
-        "          flutter radius {}–{} m at {}–{} rad/s; deposit {} mm; sort {} by {}; seed {}",
+        "          flutter radius {}–{} m at {}–{} rad/s; snowfall {} mm/h; sort {} by {}; seed {}",
         s.flutter_radius[0],
         s.flutter_radius[1],
         s.flutter_rate[0],
         s.flutter_rate[1],
-        s.deposit_depth * 1000.0,
+        s.rate * 1000.0,
         s.sort.name(),
         s.sort_key.name(),
         s.seed

@@ -33,7 +33,7 @@ Window controls:
   arrows or W A S D      pan the camera target along the ground
   Page Up / Page Down    raise / lower the camera target (also E / C)
   Space                  pause / resume the simulation (drawing goes on)
-  O                      toggle particle sorting (a flag until sorting lands)
+  O                      toggle the snow's sort (partial / off)
   V                      toggle the wind view: lines along the wind, coloured by speed
   P                      toggle the pressure view: squares, yellow low to red high
   Y                      toggle vsync

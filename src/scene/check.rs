@@ -195,14 +195,20 @@ impl Checker<'_> {
                 [0.5, 3.0],
                 Range::closed(0.0, 1000.0, "rad/s"),
             )?,
-            deposit_depth: self.number(
-                "snow.deposit_depth",
-                s.deposit_depth,
-                0.001,
-                Range::closed(0.0, 10.0, "m"),
-            )?,
+            rate: match s.deposit_depth {
+                Some(_) => {
+                    return Err(self.error(
+                        "snow.deposit_depth",
+                        "was replaced by snow.rate, the snowfall in metres of snow per hour on \
+                         open flat ground (e.g. rate = 0.01); the depth each parcel adds now \
+                         follows from it",
+                    ));
+                }
+                None => self.number("snow.rate", s.rate, 0.01, Range::closed(0.0, 10.0, "m/h"))?,
+            },
+            full_sort_every: s.full_sort_every.unwrap_or(64),
             sort: match s.sort.unwrap_or(SortName::Partial) {
-                SortName::None => SortMode::None,
+                SortName::Off => SortMode::Off,
                 SortName::Full => SortMode::Full,
                 SortName::Partial => SortMode::Partial,
             },
@@ -239,6 +245,12 @@ impl Checker<'_> {
                 Some(0) => return Err(self.error("time.frames", "must be at least 1, got 0")),
                 f => f,
             },
+            acceleration: self.number(
+                "time.acceleration",
+                raw.time.acceleration,
+                1.0,
+                Range::open(0.0, 1e6, ""),
+            )?,
         };
         let camera = self.camera(raw.camera, &domain)?;
         let simulate = Simulate {

@@ -32,12 +32,13 @@
 //! [snow]
 //! particles = 1048576      # (default 2^20)
 //! flake_diameter = [0.002, 0.008]  # range of flake sizes (default)
-//! fall_speed = 1.0         # terminal speed in still air (default 1)
+//! fall_speed = 1.0         # terminal speed in still air of a flake of the mean diameter (default 1)
 //! gravity = 9.81           # (default)
 //! flutter_radius = [0.0, 0.3]      # radius of the thesis's circular flutter motion (default)
 //! flutter_rate = [0.5, 3.0]        # its angular speed, radians/s (default)
-//! deposit_depth = 0.001    # snow depth a landing particle adds (default)
-//! sort = "partial"         # particle sort each frame: none, full, partial (default)
+//! rate = 0.01              # snowfall, metres of snow per hour on open flat ground (default 0.01)
+//! sort = "partial"         # particle sort each frame: off, full, partial (default)
+//! full_sort_every = 64     # with partial: a full sort every this many frames (default 64)
 //! sort_key = "tetrahedron" # sorted by containing tetrahedron (default) or "hilbert" position
 //! seed = 1                 # random seed of positions, sizes and flutter (default 1)
 //!
@@ -49,6 +50,7 @@
 //! [time]
 //! step = 0.02              # simulated seconds per frame (default 0.02)
 //! # frames = 600           # stop after this many frames (default: run until closed)
+//! acceleration = 1.0       # factor on the snowfall, to watch a cover grow (default 1)
 //!
 //! [camera]                 # default: from the south, above, looking at the centre
 //! position = [2000, -1500, 1300]

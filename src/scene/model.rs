@@ -174,7 +174,7 @@ impl Wind {
 #[serde(rename_all = "snake_case")]
 pub enum SortMode {
     /// Not sorted.
-    None,
+    Off,
     /// A full bitonic sort every frame.
     Full,
     /// The incremental partial sort that keeps them nearly sorted.
@@ -182,10 +182,10 @@ pub enum SortMode {
 }
 
 impl SortMode {
-    /// The name used in scene files: `none`, `full`, `partial`.
+    /// The name used in scene files and on the command line: `off`, `full`, `partial`.
     pub fn name(self) -> &'static str {
         match self {
-            SortMode::None => "none",
+            SortMode::Off => "off",
             SortMode::Full => "full",
             SortMode::Partial => "partial",
         }
@@ -227,8 +227,11 @@ pub struct Snow {
     pub flutter_radius: [f64; 2],
     /// Range of the flutter's angular speed, radians/s (the thesis's rotation).
     pub flutter_rate: [f64; 2],
-    /// Snow depth a landing particle adds to the ground, metres.
-    pub deposit_depth: f64,
+    /// Snowfall in metres of snow per hour on open flat ground; the parcel volume derives from
+    /// it ([`crate::snow`]).
+    pub rate: f64,
+    /// With the partial sort: a full sort every this many frames (0: only the first).
+    pub full_sort_every: u32,
     /// Particle sorting.
     pub sort: SortMode,
     /// What particles are sorted by.
@@ -255,6 +258,8 @@ pub struct Time {
     pub step: f64,
     /// Frames to run, `None` to run until closed.
     pub frames: Option<u64>,
+    /// Factor on the snowfall rate, to watch a cover grow (default 1).
+    pub acceleration: f64,
 }
 
 /// The camera at the start.

@@ -79,7 +79,9 @@ pub struct RawWind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SortName {
-    None,
+    /// `none` is the spelling of scenes written before `off`.
+    #[serde(alias = "none")]
+    Off,
     Full,
     Partial,
 }
@@ -100,7 +102,9 @@ pub struct RawSnow {
     pub gravity: Option<f64>,
     pub flutter_radius: Option<Vec<f64>>,
     pub flutter_rate: Option<Vec<f64>>,
-    pub deposit_depth: Option<f64>,
+    pub deposit_depth: Option<toml::Value>,
+    pub rate: Option<f64>,
+    pub full_sort_every: Option<u32>,
     pub sort: Option<SortName>,
     pub sort_key: Option<SortKeyName>,
     pub seed: Option<u64>,
@@ -119,6 +123,7 @@ pub struct RawGround {
 pub struct RawTime {
     pub step: Option<f64>,
     pub frames: Option<u64>,
+    pub acceleration: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

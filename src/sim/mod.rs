@@ -5,8 +5,10 @@
 //! context when the buffers are shared) on which every kernel of the frame runs, a
 //! [`Timeline`](crate::cl::Timeline) that collects the frame's launches by stage without
 //! waiting, and the renderer. The simulation plugs in as a [`ParticleSource`] and a
-//! [`FieldSource`]; until the wind and snow simulations land, those are the stand-ins of
-//! [`flakes`] (`kernels/flakes.cl`). [`SceneSetup`] builds everything from a scene file.
+//! [`FieldSource`]: the snow of [`crate::snow`] ([`SceneSetup::snow_source`]) when the scene
+//! simulates snow, else the stand-in flakes of [`flakes`] (`kernels/flakes.cl`); the wind view
+//! is the scene's profile until the wind solver lands. [`SceneSetup`] builds everything from a
+//! scene file.
 //!
 //! The stand-ins compute with `cl`, `scene` and `terrain` only, never `render`: physics stays
 //! apart from drawing, and [`crate::interop`] only moves buffers between the two APIs.
@@ -41,6 +43,9 @@ pub enum Error {
     /// The scene's ground cannot be gridded.
     #[error(transparent)]
     Terrain(#[from] crate::terrain::TerrainError),
+    /// The snow simulation failed.
+    #[error(transparent)]
+    Snow(#[from] crate::snow::Error),
     /// A parameter is out of range.
     #[error("invalid simulation parameter: {0}")]
     InvalidParameter(String),

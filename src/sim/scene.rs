@@ -1,16 +1,19 @@
 //! From a scene file to what a [`Session`](super::Session) shows: the ground surface with its
-//! snow cover, the air above it, the camera, the flakes and the wind view.
+//! snow cover, the air above it, the camera, the snow (or the flakes) and the wind view.
 //!
-//! Only the ground is built, never the tetrahedral domain of a terrain scene: a terrain
-//! domain's ground comes straight from [`Terrain::ground_surface`] (the heightmap sampled at
-//! the scene's `cells`), a mesh domain's from its ground-referenced boundary triangles
-//! ([`Scene::build_domain`], which reads the mesh and checks its references).
+//! The ground drawn comes straight from [`Terrain::ground_surface`] for a terrain domain (the
+//! heightmap sampled at the scene's `cells`), from its ground-referenced boundary triangles for
+//! a mesh domain ([`Scene::build_domain`], which reads the mesh and checks its references).
+//! When the scene simulates snow, the whole tetrahedral domain is built too (renumbered), with
+//! the wind profile on its vertices ([`SnowSetup`]); its ground surface has the same vertex
+//! order as the one drawn, so the snow's depths are drawn vertex for vertex.
 
 use glam::{Vec2, Vec3};
 
 use crate::interop::InteropMode;
 use crate::render::{OrbitCamera, TerrainMesh, Views};
 use crate::scene::{Domain, Scene, SceneError, Wind};
+use crate::snow::{SnowSetup, SnowSource};
 use crate::terrain::{Heightfield, SceneBox, Terrain};
 
 use super::Result;
@@ -51,6 +54,9 @@ pub struct SceneSetup {
     pub gravity: f32,
     /// Simulated seconds per frame (`time.step`).
     pub dt: f32,
+    /// The snow simulation's domain, settings and wind, when the scene simulates snow
+    /// (`simulate.snow`); `None` leaves the flakes stand-in.
+    pub snow: Option<SnowSetup>,
 }
 
 impl SceneSetup {
@@ -121,6 +127,10 @@ impl SceneSetup {
             flutter: (mean(snow.flutter_radius) * mean(snow.flutter_rate)) as f32,
             fall_speed: snow.fall_speed as f32,
         };
+        let snow = match scene.simulate.snow {
+            true => Some(SnowSetup::new(scene, &ground)?),
+            false => None,
+        };
         Ok(Self {
             terrain,
             ground,
@@ -132,6 +142,7 @@ impl SceneSetup {
             wind: scene.wind,
             gravity,
             dt: scene.time.step as f32,
+            snow,
         })
     }
 
@@ -151,6 +162,11 @@ impl SceneSetup {
     /// The flakes as a particle source.
     pub fn particle_source(&self) -> Result<Box<dyn ParticleSource>> {
         Ok(Box::new(Flakes::new(self.flakes.clone())?))
+    }
+
+    /// The snow simulation as a particle source, when the scene simulates snow.
+    pub fn snow_source(&self) -> Result<Option<SnowSource>> {
+        self.snow.clone().map(SnowSource::new).transpose()
     }
 
     /// The wind profile as a field source for the wind and pressure views.

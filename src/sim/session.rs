@@ -68,7 +68,15 @@ pub struct Session {
     sorting: bool,
     time: f32,
     dt: f32,
+    /// The ground drawn, with the scene's initial snow (`base_depth`) under what the
+    /// particles laid since.
+    terrain: crate::render::TerrainMesh,
+    base_depth: Vec<f32>,
+    frame: u64,
 }
+
+/// Frames between uploads of the snow cover to the terrain drawn.
+const COVER_UPLOAD_EVERY: u64 = 8;
 
 impl Session {
     /// Opens the OpenCL side on `device` for the current GL context `gl` (choosing the interop
@@ -142,7 +150,12 @@ impl Session {
         let home = config
             .camera
             .unwrap_or_else(|| OrbitCamera::framing(config.bounds.lo, config.bounds.hi));
+        let sorting = particles.sorting();
+        let base_depth = config.terrain.snow_depth.clone();
         Ok(Self {
+            terrain: config.terrain,
+            base_depth,
+            frame: 0,
             particle_link,
             field_link,
             particles,
@@ -155,7 +168,7 @@ impl Session {
             home,
             views,
             paused: config.paused,
-            sorting: false,
+            sorting,
             time: 0.0,
             dt: config.dt,
         })
@@ -263,11 +276,37 @@ impl Session {
             times.push(StageTime::host(stage::TRANSFER, transfer));
             times.extend(device);
             self.time += self.dt;
+            self.frame += 1;
+            if self.frame.is_multiple_of(COVER_UPLOAD_EVERY) {
+                self.upload_cover()?;
+            }
         }
         let start = Instant::now();
         self.draw(size);
         times.push(StageTime::host(stage::DRAW, start.elapsed()));
         Ok(times)
+    }
+
+    /// Draws the snow the particles laid on the ground, over the scene's initial cover.
+    fn upload_cover(&mut self) -> Result<()> {
+        let Some(depth) = self.particles.ground_depth()? else {
+            return Ok(());
+        };
+        if depth.len() != self.base_depth.len() {
+            return Err(Error::Internal(format!(
+                "{} snow depths for {} ground vertices drawn",
+                depth.len(),
+                self.base_depth.len()
+            )));
+        }
+        let total: Vec<f32> = depth
+            .iter()
+            .zip(&self.base_depth)
+            .map(|(d, b)| d + b)
+            .collect();
+        self.terrain.set_snow_depth(&total)?;
+        self.renderer.update_terrain_vertices(&self.terrain)?;
+        Ok(())
     }
 
     /// Draws the current buffers and waits for GL to finish.
@@ -291,6 +330,8 @@ impl Session {
         self.particle_link.publish(&gl)?;
         self.camera = self.home;
         self.time = 0.0;
+        self.frame = 0;
+        self.upload_cover()?;
         Ok(())
     }
 }

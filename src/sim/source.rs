@@ -4,7 +4,8 @@ use crate::cl::{Context, OutputBuffer, Timeline};
 
 use super::Result;
 
-/// Writes the particles the renderer draws: the flakes stand-in now, the snow simulation later.
+/// Writes the particles the renderer draws: the snow simulation ([`crate::snow::SnowSource`]),
+/// or the flakes stand-in.
 ///
 /// Each particle is one float4: xyz the position in metres (z up), w the radius in metres.
 /// The buffer a method receives lives in `context`: in share mode it *is* the GL buffer
@@ -39,6 +40,15 @@ pub trait ParticleSource {
     /// Switches particle sorting on or off; returns whether the source sorts at all.
     fn set_sorting(&mut self, _on: bool) -> bool {
         false
+    }
+    /// Whether the source sorts its particles now.
+    fn sorting(&self) -> bool {
+        false
+    }
+    /// The snow depth the particles have laid on each vertex of the ground surface, in
+    /// metres (blocking read), or `None` for a source that lays no snow.
+    fn ground_depth(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(None)
     }
 }
 

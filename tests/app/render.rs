@@ -821,7 +821,7 @@ fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
         "scene: scenes/flat.toml (Flat)",
         "flat ground (8 × 8 cells), 128 triangles",
         "air [0, 0, 0] .. [200, 200, 60] m",
-        "flakes: 4096 of 2–8 mm",
+        "snow: 4096 parcels of 2–8 mm",
         "wind 3 m/s",
         "uniform profile",
         "summary: 4096 particles",
@@ -904,7 +904,7 @@ fn a_mesh_domain_draws_its_ground_referenced_triangles() {
         "(Meshed box)",
         "ground triangles (reference 15) of ",
         "air.meshb, 32 triangles",
-        "flakes: 2000 of",
+        "snow: 2000 parcels of",
     ] {
         assert!(
             stdout.contains(needle),
@@ -1157,5 +1157,85 @@ fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
     assert!(
         drifted > n * 9 / 10,
         "only {drifted} of {n} flakes followed the wind"
+    );
+}
+
+#[test]
+fn run_json_reports_the_snow_and_the_sort_mode_changes_nothing() {
+    let mut reports = Vec::new();
+    for mode in ["off", "full", "partial"] {
+        let out = snowsim()
+            .args([
+                "run",
+                "--headless",
+                "--frames",
+                "60",
+                "--json",
+                "--sort",
+                mode,
+            ])
+            .args(SMALL)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        let snow = report["snow"].clone();
+        for key in [
+            "landed",
+            "respawned",
+            "wrapped",
+            "lost",
+            "deposited_m3",
+            "max_depth_m",
+        ] {
+            assert!(snow[key].is_number(), "snow.{key} missing: {report}");
+        }
+        assert!(snow["landed"].as_u64().unwrap() > 0, "{snow}");
+        assert_eq!(snow["lost"], 0, "{snow}");
+        let parcel = snow["parcel_m3"].as_f64().unwrap();
+        let landed = snow["landed"].as_f64().unwrap();
+        let deposited = snow["deposited_m3"].as_f64().unwrap();
+        assert!(
+            (deposited - landed * parcel).abs() <= 1e-9 * deposited.max(1.0),
+            "{snow}"
+        );
+        reports.push(snow);
+    }
+    assert!(
+        reports.iter().all(|r| *r == reports[0]),
+        "off, full and partial disagree: {reports:?}"
+    );
+}
+
+#[test]
+fn bench_snow_times_every_stage_per_size_and_mode() {
+    let out = snowsim()
+        .args([
+            "bench", "snow", "--scene", FLAT, "--log2", "8,10", "--frames", "2",
+        ])
+        .args(["--warmup", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON rows");
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 6, "two sizes × three modes: {rows:?}");
+    for row in rows {
+        assert!(row["update_ms"].as_f64().unwrap() > 0.0, "{row}");
+        let roofline = row["update_roofline"].as_f64().unwrap();
+        assert!(roofline > 0.0 && roofline.is_finite(), "{row}");
+        let sorted = row["sort"] != "off";
+        assert_eq!(row["sort_ms"].as_f64().unwrap() > 0.0, sorted, "{row}");
+    }
+    let bad = snowsim()
+        .args(["bench", "snow", "--scene", FLAT, "--log2", "40"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("--log2"),
+        "{}",
+        text(&bad)
     );
 }

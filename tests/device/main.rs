@@ -21,6 +21,7 @@ mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;
 mod renumber;
+mod snow;
 mod sort;
 mod wind;
 #[allow(dead_code)]

@@ -360,13 +360,13 @@ fn a_kernel_edited_with_another_signature_is_a_clear_error_not_a_panic() {
         }
         std::fs::write(dir.join(file), text).unwrap();
     };
-    // An argument added to the flakes' step, and one removed from the triad (its body still
+    // An argument added to the snow's step, and one removed from the triad (its body still
     // compiles: `scale` becomes a macro).
     edit(
-        "flakes.cl",
+        "snow.cl",
         &[(
-            "__kernel void flakes_step(__global float4 *restrict particles,",
-            "__kernel void flakes_step(__global float4 *restrict particles, const float added,",
+            "__kernel void snow_step(__global float4 *restrict pos,",
+            "__kernel void snow_step(__global float4 *restrict pos, const float added,",
         )],
     );
     edit(
@@ -403,7 +403,7 @@ fn a_kernel_edited_with_another_signature_is_a_clear_error_not_a_panic() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
-        stderr.contains("flakes_step") && stderr.contains("flakes.cl"),
+        stderr.contains("snow_step") && stderr.contains("snow.cl"),
         "the message names the kernel and the file: {stderr}"
     );
     assert!(stderr.contains("argument"), "{stderr}");

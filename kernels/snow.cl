@@ -1,0 +1,435 @@
+// Snow particles: initial spread, one time step (drag toward the wind, gravity, flutter, point
+// location, landing, wrap-around, respawn) and the render pack. Built after tet_walk.cl.
+//
+// Coordinates: x east, y north, z up, metres. Particle state, one slot per particle, every
+// array permuted together by the sort (src/snow/particles.rs):
+//   pos[i]     xyz position, w flutter phase (radians, [0, 2π))
+//   vel[i]     xyz velocity (m/s), w drag coefficient k (1/m): a = k |w − v| (w − v) − g ẑ
+//   flutter[i] x flutter radius (m), y flutter rate (rad/s), z flake diameter (m), w terminal
+//              fall speed in still air (m/s)
+//   tet[i]     the tetrahedron that contains pos (within the walk's tolerance)
+//   ids[i]     the particle's id (0 .. n − 1, never changes)
+//   respawns[i] how many times it respawned (the generator's counter)
+//
+// Every random number is a pure function of (seed, id, respawn count, stream): never of the
+// array slot, the frame or a shared counter, so permuting the arrays changes nothing.
+//
+// Mesh (src/snow/mesh.rs): tets, coords and neighbours as tet_walk.cl; face_refs[t].j the
+// boundary reference of face j (opposite local vertex j) when it is on the boundary, 0 inside;
+// ground_index[v] the ground-surface vertex of volume vertex v, −1 off the ground.
+//
+// Counters (ulong, cumulative, 64-bit atomics, never read back into particle state): see
+// SNOW_C_*; `first_bad` the smallest id of a particle whose state became non-finite.
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+#define SNOW_C_LANDED 0
+#define SNOW_C_TOP 1
+#define SNOW_C_WRAPPED 2
+#define SNOW_C_CLOSED 3
+#define SNOW_C_LOST 4
+#define SNOW_C_NONFINITE 5
+#define SNOW_C_OTHER 6
+
+#define SNOW_TWO_PI 6.28318530717958647692f
+
+// Generator streams: which of a particle's random numbers is drawn.
+#define SNOW_S_TET 0u
+#define SNOW_S_POINT 1u
+#define SNOW_S_FLUTTER 8u
+#define SNOW_S_TOP 16u
+#define SNOW_S_WALK 24u
+
+// A counter-based generator: 32 random bits for (seed, id, count, stream), a chain of
+// lowbias32 hashes with an odd constant between the words so that no two keys collide by
+// exchange.
+inline uint snow_bits(uint seed, uint id, uint count, uint stream) {
+    uint h = tet_walk_hash(seed ^ 0x68e31da4U);
+    h = tet_walk_hash(h + id * 0x9e3779b9U);
+    h = tet_walk_hash(h ^ (count * 0x85ebca6bU + 0x27d4eb2fU));
+    h = tet_walk_hash(h + stream * 0xc2b2ae35U);
+    return h;
+}
+
+// Uniform in [0, 1) with 24 bits.
+inline float snow_unit(uint bits) { return (float)(bits >> 8) * (1.0f / 16777216.0f); }
+
+// Uniform in (0, 1].
+inline float snow_unit_open(uint bits) { return ((float)(bits >> 8) + 1.0f) * (1.0f / 16777216.0f); }
+
+// First index i in [0, n) with u < cdf[i] (cdf ascending, last entry 0xffffffff).
+inline int snow_search(__global const uint *cdf, int n, uint u) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (u < cdf[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+// The wind at barycentrics b of tetrahedron t (per-vertex velocities, linear).
+inline float3 snow_wind(__global const int4 *tets, __global const float4 *wind, int t, float4 b) {
+    const int4 n = tets[t];
+    return b.x * wind[n.x].xyz + b.y * wind[n.y].xyz + b.z * wind[n.z].xyz + b.w * wind[n.w].xyz;
+}
+
+inline float snow_lane(float4 v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
+inline int snow_ilane(int4 v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; }
+
+// A tetrahedron's four face planes, lane j for the face opposite local vertex j: the signed
+// distance (m, positive inside) of q is nx·r.x + ny·r.y + nz·r.z + off with r = q − a (a its
+// first vertex, so f32 keeps the precision of the tetrahedron's own size), and `height` the
+// distance of each vertex from its opposite face. Computed once per tetrahedron visited and
+// used for every point tested in it (the particle, its new position, the wind's barycentrics).
+typedef struct {
+    float3 a;
+    float4 nx, ny, nz, off, height;
+} SnowTet;
+
+inline SnowTet snow_tet(__global const int4 *tets, __global const float4 *coords, int t) {
+    const int4 n = tets[t];
+    SnowTet s;
+    s.a = coords[n.x].xyz;
+    const float3 e1 = coords[n.y].xyz - s.a;
+    const float3 e2 = coords[n.z].xyz - s.a;
+    const float3 e3 = coords[n.w].xyz - s.a;
+    const float orient = dot(cross(e1, e2), e3) >= 0.0f ? 1.0f : -1.0f;
+    float3 n0 = cross(e3 - e1, e2 - e1);
+    float3 n1 = cross(e2, e3);
+    float3 n2 = cross(e3, e1);
+    float3 n3 = cross(e1, e2);
+    n0 *= orient * rsqrt(dot(n0, n0));
+    n1 *= orient * rsqrt(dot(n1, n1));
+    n2 *= orient * rsqrt(dot(n2, n2));
+    n3 *= orient * rsqrt(dot(n3, n3));
+    s.nx = (float4)(n0.x, n1.x, n2.x, n3.x);
+    s.ny = (float4)(n0.y, n1.y, n2.y, n3.y);
+    s.nz = (float4)(n0.z, n1.z, n2.z, n3.z);
+    s.off = (float4)(-dot(e1, n0), 0.0f, 0.0f, 0.0f);
+    s.height = (float4)(-dot(e1, n0), dot(e1, n1), dot(e2, n2), dot(e3, n3));
+    return s;
+}
+
+inline float4 snow_dist(const SnowTet *s, float3 q) {
+    const float3 r = q - s->a;
+    return s->nx * r.x + s->ny * r.y + s->nz * r.z + s->off;
+}
+
+// Result of following the segment p → q through the mesh.
+typedef struct {
+    int tet;    // where the walk ended
+    int status; // TET_WALK_INSIDE: q is in tet; TET_WALK_OUTSIDE: the segment leaves the
+                // domain through face `face` of tet at parameter s; TET_WALK_LOST: hop limit
+    int face;
+    float s;
+} SnowSegment;
+
+// Follows the segment p → q from tetrahedron t (which holds p within the tolerance): in each
+// tetrahedron, among the faces q is beyond, the segment leaves through the one it reaches
+// first (smallest crossing parameter). So a landing is a crossing of a ground face by the
+// segment itself, never a greedy walk's guess near concave ground.
+// `first` holds the planes of t, already computed by the caller.
+inline SnowSegment snow_segment(__global const int4 *tets, __global const float4 *coords,
+                                __global const int4 *neighbours, int t, const SnowTet *first,
+                                float3 p, float3 q, float tolerance, int max_hops) {
+    SnowSegment r;
+    r.tet = t;
+    r.face = -1;
+    r.s = 1.0f;
+    SnowTet here = *first;
+    for (int hop = 0; hop <= max_hops; hop++) {
+        if (hop > 0)
+            here = snow_tet(tets, coords, r.tet);
+        const float4 dp = snow_dist(&here, p);
+        const float4 dq = snow_dist(&here, q);
+        int face = -1;
+        float best = 2.0f;
+        for (int j = 0; j < 4; j++) {
+            const float a = fmax(snow_lane(dp, j), 0.0f);
+            const float b = snow_lane(dq, j);
+            if (b >= -tolerance)
+                continue;
+            const float s = a / (a - b);
+            if (s < best) {
+                best = s;
+                face = j;
+            }
+        }
+        if (face < 0) {
+            r.status = TET_WALK_INSIDE;
+            return r;
+        }
+        const int next = snow_ilane(neighbours[r.tet], face);
+        if (next < 0) {
+            r.status = TET_WALK_OUTSIDE;
+            r.face = face;
+            r.s = best;
+            return r;
+        }
+        r.tet = next;
+    }
+    r.status = TET_WALK_LOST;
+    return r;
+}
+
+// The point of the top face for a particle's respawn number `count`: a top triangle chosen by
+// area, a point uniform in it, lowered by `below` metres into the tetrahedron under it.
+inline float3 snow_top_point(__global const int4 *top_tris, __global const uint *top_cdf,
+                             int top_count, __global const float4 *coords, uint seed, uint id,
+                             uint count, float below, int *tet) {
+    const int k = snow_search(top_cdf, top_count, snow_bits(seed, id, count, SNOW_S_TOP));
+    const int4 tri = top_tris[k];
+    const float r1 = sqrt(snow_unit(snow_bits(seed, id, count, SNOW_S_TOP + 1u)));
+    const float u2 = snow_unit(snow_bits(seed, id, count, SNOW_S_TOP + 2u));
+    const float3 a = coords[tri.x].xyz, b = coords[tri.y].xyz, c = coords[tri.z].xyz;
+    // Relative to a, so the sum keeps the precision of the triangle's own size.
+    float3 x = a + (r1 * (1.0f - u2)) * (b - a) + (r1 * u2) * (c - a);
+    x.z -= below;
+    *tet = tri.w;
+    return x;
+}
+
+// Spreads particles first .. first + n − 1 uniformly through the air (a tetrahedron chosen by
+// volume, a point uniform in it: Dirichlet(1,1,1,1) barycentrics from four exponentials), at
+// rest, with their flutter, size and drag drawn from the generator.
+__kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict vel,
+                        __global float4 *restrict flutter, __global uint *restrict tet,
+                        __global uint *restrict ids, __global uint *restrict respawns,
+                        __global float4 *restrict render, const uint n, const uint seed,
+                        __global const int4 *restrict tets, __global const float4 *restrict coords,
+                        __global const uint *restrict tet_cdf, const int tet_count,
+                        const float4 flutter_range, const float4 size_law, const float gravity,
+                        const float render_scale) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const uint id = i;
+    const int t = snow_search(tet_cdf, tet_count, snow_bits(seed, id, 0u, SNOW_S_TET));
+    float4 e;
+    e.x = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT)));
+    e.y = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 1u)));
+    e.z = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 2u)));
+    e.w = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 3u)));
+    const float4 b = e / (e.x + e.y + e.z + e.w);
+    const int4 nd = tets[t];
+    const float3 a = coords[nd.x].xyz;
+    const float3 x = a + b.y * (coords[nd.y].xyz - a) + b.z * (coords[nd.z].xyz - a) +
+                     b.w * (coords[nd.w].xyz - a);
+    const float radius = mix(flutter_range.x, flutter_range.y,
+                             snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER)));
+    const float rate = mix(flutter_range.z, flutter_range.w,
+                           snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 1u)));
+    const float phase = SNOW_TWO_PI * snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 2u));
+    // size_law = (smallest diameter, largest, reference diameter, reference fall speed):
+    // v_t(d) = v_ref (d / d_ref)^0.2, k = g / v_t².
+    const float d = mix(size_law.x, size_law.y, snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 3u)));
+    const float vt = size_law.w * pow(d / size_law.z, 0.2f);
+    pos[i] = (float4)(x, phase);
+    vel[i] = (float4)(0.0f, 0.0f, 0.0f, gravity / (vt * vt));
+    flutter[i] = (float4)(radius, rate, d, vt);
+    tet[i] = (uint)t;
+    ids[i] = id;
+    respawns[i] = 0u;
+    render[i] = (float4)(x, 0.5f * d * render_scale);
+}
+
+// One step of dt seconds for every particle. params = (dt, gravity, tolerance m, respawn depth
+// m); box = (x min, y min, x max, y max) of the periodic sides; refs = (x_min, x_max, y_min,
+// y_max) and refs2 = (ground, top, local hop limit, global hop limit).
+__kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict vel,
+                        __global const float4 *restrict flutter, __global uint *restrict tet,
+                        __global const uint *restrict ids, __global uint *restrict respawns,
+                        __global float4 *restrict render, const uint n, const uint seed,
+                        __global const int4 *restrict tets, __global const float4 *restrict coords,
+                        __global const int4 *restrict neighbours,
+                        __global const int4 *restrict face_refs,
+                        __global const int *restrict ground_index,
+                        __global const int4 *restrict top_tris,
+                        __global const uint *restrict top_cdf, const int top_count,
+                        __global const int *restrict columns, const int4 column_dims,
+                        const float4 column_map, __global const float4 *restrict wind,
+                        __global ulong *restrict deposit, __global ulong *restrict counters,
+                        __global uint *restrict first_bad,
+                        const float4 params, const float4 box, const int4 refs,
+                        const int4 refs2, const ulong parcel_units, const float render_scale) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float dt = params.x, gravity = params.y, tol = params.z, below = params.w;
+    float4 p = pos[i];
+    float4 v = vel[i];
+    const float4 f = flutter[i];
+    int t = (int)tet[i];
+    const uint id = ids[i];
+    uint count = respawns[i];
+
+    // Wind at the particle, from the barycentrics in its tetrahedron.
+    const SnowTet home = snow_tet(tets, coords, t);
+    const float3 w = snow_wind(tets, wind, t, tet_walk_clamped(snow_dist(&home, p.xyz), home.height));
+
+    // Semi-implicit quadratic drag: v⁺ = (v + dt (k s w − g ẑ)) / (1 + dt k s), s = |w − v|.
+    const float k = v.w;
+    const float s = length(w - v.xyz);
+    const float3 g = (float3)(0.0f, 0.0f, gravity);
+    const float3 vn = (v.xyz + dt * (k * s * w - g)) / (1.0f + dt * k * s);
+
+    // Flutter: a horizontal circle of radius f.x at rate f.y, added to the position only.
+    float phase = p.w + f.y * dt;
+    phase -= SNOW_TWO_PI * floor(phase * (1.0f / SNOW_TWO_PI));
+    const float rw = f.x * f.y;
+    const float3 circle = (float3)(-sin(phase) * rw, cos(phase) * rw, 0.0f);
+    float3 q = p.xyz + dt * (vn + circle);
+    float3 vout = vn;
+
+    const uint walk_seed = snow_bits(seed, id, count, SNOW_S_WALK);
+    SnowSegment seg = snow_segment(tets, coords, neighbours, t, &home, p.xyz, q, tol, refs2.z);
+    int respawn = 0;
+    if (seg.status == TET_WALK_LOST) {
+        // The segment walk ran out of hops: locate q alone, greedily, from where it stopped.
+        const TetWalk wk = tet_walk(tets, coords, neighbours, seg.tet, q, tol, refs2.w, walk_seed);
+        if (wk.status == TET_WALK_INSIDE) {
+            t = wk.tet;
+        } else {
+            atom_inc(&counters[SNOW_C_LOST]);
+            respawn = 1;
+        }
+    } else if (seg.status == TET_WALK_INSIDE) {
+        t = seg.tet;
+    } else {
+        const int ref = snow_ilane(face_refs[seg.tet], seg.face);
+        if (ref == refs2.x) {
+            // Landing: the crossing point's barycentrics on the ground triangle split the
+            // parcel over its three vertices in fixed point; q3 = Q − q1 − q2.
+            const float3 x = p.xyz + seg.s * (q - p.xyz);
+            const SnowTet at = snow_tet(tets, coords, seg.tet);
+            const float4 bx = fmax(snow_dist(&at, x) / at.height, 0.0f);
+            const int4 nd = tets[seg.tet];
+            int gv[3];
+            float wv[3];
+            int m = 0;
+            for (int j = 0; j < 4; j++) {
+                if (j == seg.face)
+                    continue;
+                gv[m] = ground_index[snow_ilane(nd, j)];
+                wv[m] = snow_lane(bx, j);
+                m++;
+            }
+            const float sum = wv[0] + wv[1] + wv[2];
+            if (gv[0] < 0 || gv[1] < 0 || gv[2] < 0) {
+                atom_inc(&counters[SNOW_C_LOST]);
+            } else {
+                const float Q = (float)parcel_units;
+                const float w0 = sum > 0.0f ? wv[0] / sum : 1.0f / 3.0f;
+                const float w1 = sum > 0.0f ? wv[1] / sum : 1.0f / 3.0f;
+                const ulong q0 = min((ulong)rint(w0 * Q), parcel_units);
+                const ulong q1 = min((ulong)rint(w1 * Q), parcel_units - q0);
+                const ulong q2 = parcel_units - q0 - q1;
+                atom_add(&deposit[gv[0]], q0);
+                atom_add(&deposit[gv[1]], q1);
+                atom_add(&deposit[gv[2]], q2);
+                atom_inc(&counters[SNOW_C_LANDED]);
+            }
+            respawn = 1;
+        } else if (ref == refs.x || ref == refs.y || ref == refs.z || ref == refs.w) {
+            // A side: come back in through the opposite one, where the air is open there.
+            const float lx = box.z - box.x, ly = box.w - box.y;
+            if (q.x < box.x)
+                q.x += lx;
+            else if (q.x > box.z)
+                q.x -= lx;
+            if (q.y < box.y)
+                q.y += ly;
+            else if (q.y > box.w)
+                q.y -= ly;
+            const int cx = clamp((int)((q.x - column_map.x) * column_map.z), 0, column_dims.x - 1);
+            const int cy = clamp((int)((q.y - column_map.y) * column_map.w), 0, column_dims.y - 1);
+            const int start = columns[cx + column_dims.x * cy];
+            const TetWalk wk = tet_walk(tets, coords, neighbours, start, q, tol, refs2.w, walk_seed);
+            if (wk.status == TET_WALK_INSIDE) {
+                t = wk.tet;
+                atom_inc(&counters[SNOW_C_WRAPPED]);
+            } else {
+                atom_inc(&counters[SNOW_C_CLOSED]);
+                respawn = 1;
+            }
+        } else if (ref == refs2.y) {
+            atom_inc(&counters[SNOW_C_TOP]);
+            respawn = 1;
+        } else {
+            atom_inc(&counters[SNOW_C_OTHER]);
+            respawn = 1;
+        }
+    }
+    if (respawn) {
+        count += 1u;
+        int rt;
+        q = snow_top_point(top_tris, top_cdf, top_count, coords, seed, id, count, below, &rt);
+        const TetWalk wk = tet_walk(tets, coords, neighbours, rt, q, tol, refs2.w,
+                                    snow_bits(seed, id, count, SNOW_S_WALK));
+        t = wk.tet;
+        vout = snow_wind(tets, wind, t, wk.bary) - (float3)(0.0f, 0.0f, f.w);
+    }
+    const int finite = all(isfinite(q)) && all(isfinite(vout)) && isfinite(phase);
+    if (!finite) {
+        atom_inc(&counters[SNOW_C_NONFINITE]);
+        atomic_min(first_bad, id);
+    }
+    pos[i] = (float4)(q, phase);
+    vel[i] = (float4)(vout, k);
+    tet[i] = (uint)t;
+    respawns[i] = count;
+    render[i] = (float4)(q, 0.5f * f.z * render_scale);
+}
+
+// The index of cell (x, y, z) (10 bits each) along the 3D Hilbert curve of order 10 (30
+// bits), by Skilling's transpose: undo the excess work, Gray-encode, interleave the bits.
+inline uint snow_hilbert3(uint x, uint y, uint z) {
+    for (uint q = 1u << 9; q > 1u; q >>= 1) {
+        const uint p = q - 1u;
+        // i = 0: x against itself.
+        x ^= (x & q) ? p : 0u;
+        // i = 1, 2: exchange the low bits of x and y (z) where y (z) has bit q clear, else
+        // invert x's; written without branches.
+        uint t = (x ^ y) & p;
+        const uint yq = (y & q) ? 0xffffffffU : 0u;
+        x ^= (p & yq) | (t & ~yq);
+        y ^= t & ~yq;
+        t = (x ^ z) & p;
+        const uint zq = (z & q) ? 0xffffffffU : 0u;
+        x ^= (p & zq) | (t & ~zq);
+        z ^= t & ~zq;
+    }
+    y ^= x;
+    z ^= y;
+    uint t = 0u;
+    for (uint q = 1u << 9; q > 1u; q >>= 1)
+        t ^= (z & q) ? q - 1u : 0u;
+    x ^= t;
+    y ^= t;
+    z ^= t;
+    uint key = 0u;
+    for (int b = 9; b >= 0; b--)
+        key = (key << 3) | (((x >> b) & 1u) << 2) | (((y >> b) & 1u) << 1) | ((z >> b) & 1u);
+    return key;
+}
+
+// Sort keys along a Hilbert curve over the box: cell = (pos − lo) · scale, 1024 per axis.
+__kernel void snow_hilbert_keys(__global const float4 *restrict pos, __global uint *restrict keys,
+                                const uint n, const float4 lo, const float4 scale) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 c = clamp((pos[i].xyz - lo.xyz) * scale.xyz, 0.0f, 1023.0f);
+    keys[i] = snow_hilbert3((uint)c.x, (uint)c.y, (uint)c.z);
+}
+
+// The Hilbert index of every cell of the grid [0, side)³ (side ≤ 1024), x fastest: for tests.
+__kernel void snow_hilbert_grid(__global uint *restrict keys, const uint side) {
+    const uint i = get_global_id(0);
+    if (i >= side * side * side)
+        return;
+    keys[i] = snow_hilbert3(i % side, (i / side) % side, i / (side * side));
+}

@@ -1,0 +1,101 @@
+// The snow cover on the ground surface: volumes per ground vertex in 64-bit fixed point (one
+// unit is `unit` m³), and its smoothing per ground-surface edge (src/snow/cover.rs).
+//
+// Surface height at vertex v: z[v] + volume[v] · unit / area[v] (area: the vertex's horizontal
+// dual area). Where the surface between the two ends of an edge is steeper than the repose
+// angle, the higher end gives `rate` times the volume that would bring the edge back to the
+// angle. Three kernels, each a gather, no atomics:
+//   cover_flux   per edge: the wanted flux, signed (> 0 from a to b), in units;
+//   cover_ratio  per vertex: the fraction (32-bit fixed point) of its wanted outflow that it
+//                can give, so that the total outflow never exceeds its volume;
+//   cover_apply  per vertex: volume += inflows − outflows, each edge's flux scaled by its
+//                donor's ratio, computed identically at both ends, so the total is exact.
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+#define COVER_FULL 0xffffffffU
+
+__kernel void cover_flux(__global const uint2 *restrict edges, __global const float *restrict length,
+                         __global const float *restrict z, __global const float *restrict area,
+                         __global const ulong *restrict volume, __global long *restrict flux,
+                         const uint n, const float unit, const float tan_repose,
+                         const float rate) {
+    const uint e = get_global_id(0);
+    if (e >= n)
+        return;
+    const uint2 ab = edges[e];
+    const float va = (float)volume[ab.x] * unit, vb = (float)volume[ab.y] * unit;
+    const float aa = area[ab.x], ab_ = area[ab.y];
+    const float ha = z[ab.x] + va / aa, hb = z[ab.y] + vb / ab_;
+    const float excess = fabs(ha - hb) - length[e] * tan_repose;
+    long f = 0;
+    if (excess > 0.0f) {
+        // Moving V lowers the donor by V / A_d and raises the other end by V / A_r.
+        const float moved = rate * excess * (aa * ab_) / (aa + ab_) / unit;
+        const float donor = ha > hb ? (float)volume[ab.x] : (float)volume[ab.y];
+        // At most what the donor has, and within a long.
+        const float units = fmin(fmin(moved, donor), 9.0e18f);
+        const long u = (long)units;
+        f = ha > hb ? u : -u;
+    }
+    flux[e] = f;
+}
+
+// incident[offsets[v] .. offsets[v + 1]]: 2 e + (1 if v is the edge's b end).
+__kernel void cover_ratio(__global const uint *restrict offsets, __global const uint *restrict incident,
+                          __global const long *restrict flux, __global const ulong *restrict volume,
+                          __global uint *restrict ratio, const uint n) {
+    const uint v = get_global_id(0);
+    if (v >= n)
+        return;
+    ulong out = 0;
+    for (uint k = offsets[v]; k < offsets[v + 1]; k++) {
+        const uint code = incident[k];
+        const long f = flux[code >> 1];
+        const int is_b = code & 1u;
+        if ((!is_b && f > 0) || (is_b && f < 0))
+            out += (ulong)(f > 0 ? f : -f);
+    }
+    const ulong have = volume[v];
+    uint r = COVER_FULL;
+    if (out > have) {
+        // have / out · 2^32 rounded down, in integers (no fp64 needed): both shifted right
+        // until out fits 32 bits, the numerator rounded down and the denominator up, so the
+        // ratio never exceeds the true one and the outflows never exceed the volume.
+        const uint bits = 64u - (uint)clz(out);
+        const uint s = bits > 32u ? bits - 32u : 0u;
+        const ulong num = have >> s;
+        const ulong den = (out >> s) + 1ul;
+        r = (uint)min((num << 32) / den, (ulong)(COVER_FULL - 1u));
+    }
+    ratio[v] = r;
+}
+
+inline ulong cover_scaled(ulong f, uint r) {
+    return r == COVER_FULL ? f : mul_hi(f, ((ulong)r) << 32);
+}
+
+__kernel void cover_apply(__global const uint *restrict offsets, __global const uint *restrict incident,
+                          __global const uint2 *restrict edges, __global const long *restrict flux,
+                          __global const uint *restrict ratio, __global ulong *restrict volume,
+                          const uint n) {
+    const uint v = get_global_id(0);
+    if (v >= n)
+        return;
+    ulong gain = 0, loss = 0;
+    for (uint k = offsets[v]; k < offsets[v + 1]; k++) {
+        const uint code = incident[k];
+        const uint e = code >> 1;
+        const long f = flux[e];
+        if (f == 0)
+            continue;
+        const uint2 ab = edges[e];
+        const uint donor = f > 0 ? ab.x : ab.y;
+        const ulong moved = cover_scaled((ulong)(f > 0 ? f : -f), ratio[donor]);
+        if (donor == v)
+            loss += moved;
+        else
+            gain += moved;
+    }
+    volume[v] = volume[v] - loss + gain;
+}

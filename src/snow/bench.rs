@@ -1,0 +1,116 @@
+//! `snowsim bench snow`: the snow's frame on the device, per particle count and sort mode,
+//! with the particle update measured against the device's copy bandwidth.
+//!
+//! The update's **bytes** are the unique bytes it must move: per particle 60 read (three
+//! `float4` and three `uint`) and 56 written (position, velocity, tetrahedron, respawn count
+//! and the drawn `float4`), plus the mesh data it gathers once at least (the tetrahedra's
+//! nodes, the vertices' coordinates and the wind: 16 bytes each per tetrahedron and twice per
+//! vertex). Their time at the copy bandwidth over the update's measured time is the fraction
+//! of that roofline reached. The deposit is part of the update (its atomics); the sort,
+//! permutation and cover smoothing are timed apart.
+
+use serde::Serialize;
+
+use crate::bench::copy::copy_bandwidth;
+use crate::cl::{Context, DeviceBuffer};
+use crate::scene::SortMode;
+
+use super::{Result, Snow, SnowSetup};
+
+/// Bytes the update reads and writes per particle.
+pub const PARTICLE_UPDATE_BYTES: u64 = 60 + 56;
+
+/// One particle count and sort mode, per frame (means over the timed frames).
+#[derive(Clone, Debug, Serialize)]
+pub struct SnowBenchRow {
+    /// Particles.
+    pub particles: usize,
+    /// The sort mode.
+    pub sort: &'static str,
+    /// Frames timed (after the warm-up).
+    pub frames: u32,
+    /// The particle update, ms.
+    pub update_ms: f64,
+    /// The sort's own kernels (keys, merges, redistribution), ms.
+    pub sort_ms: f64,
+    /// Permuting the six particle arrays, ms.
+    pub permute_ms: f64,
+    /// The cover's smoothing, ms.
+    pub cover_ms: f64,
+    /// Everything the frame ran on the device, ms.
+    pub frame_ms: f64,
+    /// Unique bytes of the update (particles and mesh).
+    pub update_bytes: u64,
+    /// Those bytes over the update's time, GB/s.
+    pub update_gb_per_s: f64,
+    /// Fraction of the copy-bandwidth roofline the update reaches.
+    pub update_roofline: f64,
+    /// The device's copy bandwidth, GB/s.
+    pub copy_gb_per_s: f64,
+}
+
+/// Times `frames` frames of `dt` after `warmup` frames, for each particle count, in `mode`.
+pub fn run(
+    context: &Context,
+    setup: &SnowSetup,
+    counts: &[usize],
+    mode: SortMode,
+    warmup: u32,
+    frames: u32,
+    dt: f32,
+) -> Result<Vec<SnowBenchRow>> {
+    let copy = copy_bandwidth(context, 1 << 22, 10)?;
+    let mesh = &setup.domain.mesh;
+    let mesh_bytes = 16
+        * (mesh.count(crate::meshio::ElementKind::Tetrahedra) as u64
+            + 2 * mesh.vertices.len() as u64);
+    let wind = DeviceBuffer::from_slice(context, &setup.wind)?;
+    let mut rows = Vec::new();
+    for &n in counts {
+        let mut config = setup.config.clone();
+        config.particles = n;
+        config.sort.mode = mode;
+        let mut snow = Snow::new(context, &setup.domain, config)?;
+        let render = DeviceBuffer::<[f32; 4]>::zeroed(context, n)?;
+        let mut timeline = context.timeline();
+        snow.reset(context, &render, &mut timeline)?;
+        for _ in 0..warmup {
+            snow.step(context, &wind, dt, &render, &mut timeline)?;
+        }
+        timeline.resolve()?;
+        let (mut update, mut sort, mut permute, mut cover) = (0.0, 0.0, 0.0, 0.0);
+        for _ in 0..frames.max(1) {
+            snow.step(context, &wind, dt, &render, &mut timeline)?;
+            for (stage, _, time) in timeline.per_launch()? {
+                let ms = time.as_secs_f64() * 1e3;
+                match stage {
+                    "snow.step" => update += ms,
+                    "snow.cover" => cover += ms,
+                    "sort.permute" => permute += ms,
+                    _ => sort += ms,
+                }
+            }
+            timeline.resolve()?;
+        }
+        snow.counters()?;
+        let f = f64::from(frames.max(1));
+        let (update, sort, permute, cover) = (update / f, sort / f, permute / f, cover / f);
+        let bytes = n as u64 * PARTICLE_UPDATE_BYTES + mesh_bytes;
+        let rate = bytes as f64 / (update * 1e-3).max(1e-12);
+        rows.push(SnowBenchRow {
+            particles: n,
+            sort: mode.name(),
+            frames: frames.max(1),
+            update_ms: update,
+            sort_ms: sort,
+            permute_ms: permute,
+            cover_ms: cover,
+            frame_ms: update + sort + permute + cover,
+            update_bytes: bytes,
+            update_gb_per_s: rate / 1e9,
+            update_roofline: rate / copy,
+            copy_gb_per_s: copy / 1e9,
+        });
+    }
+    Ok(rows)
+}

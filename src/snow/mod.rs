@@ -1,0 +1,97 @@
+//! Snow: particles blown by the wind field, landing on the ground, building a snow cover that
+//! slides, sorted every frame (issue 12).
+//!
+//! - [`SnowConfig`] (from a scene's `[snow]`, `[ground]` and `[time]`): counts, flake sizes, the
+//!   fall-speed law, flutter, the snowfall rate and the parcel volume derived from it.
+//! - [`SnowMesh`]: the domain mesh on the device as the kernels read it (tetrahedra, their
+//!   neighbours and boundary references, the ground and top faces, a column grid for global
+//!   point location).
+//! - [`Particles`]: the particle arrays on the device, structure of arrays.
+//! - [`GroundCover`]: snow volume per ground vertex in 64-bit fixed point, and its smoothing.
+//! - [`Snow`]: the whole simulation, one [`step`](Snow::step) per frame, taking the wind (a
+//!   per-vertex velocity of the domain mesh) as an argument of each step.
+//! - [`bench`](mod@bench): `snowsim bench snow`, the frame per particle count and sort mode.
+//! - [`SnowSource`]: the simulation as the [`ParticleSource`](crate::sim::ParticleSource) that
+//!   `snowsim run` draws.
+//!
+//! # The physics
+//!
+//! Each particle is a parcel of snow. Its velocity relaxes toward the wind interpolated
+//! linearly in its tetrahedron by quadratic drag, with gravity, integrated semi-implicitly:
+//! `v⁺ = (v + dt (k s w − g ẑ)) / (1 + dt k s)`, `s = |w − v|` (stable for any `dt k s`,
+//! unlike the thesis's explicit update). `k = g / v_t²` with `v_t` the flake's terminal fall
+//! speed in still air: **`snow.fall_speed` is the terminal speed of a flake of the mean
+//! diameter**, and a flake of diameter `d` falls at `fall_speed · (d / d_mean)^0.2` (the weak
+//! size dependence measured for aggregate snowflakes, Locatelli & Hobbs 1974). The thesis's
+//! flutter, a horizontal circle of the particle's radius and rate, is added to the position,
+//! never to the velocity. The position moves by `dt (v⁺ + flutter)`.
+//!
+//! The segment from the old to the new position is followed through the mesh from the
+//! particle's tetrahedron (`snow_segment` in `kernels/snow.cl`): where it leaves the domain
+//! through a ground face the particle **lands**; through a side, it **wraps** to the opposite
+//! side and is located there through the column grid and a walk (`kernels/tet_walk.cl`), or
+//! respawns where the air is closed there; through the top, it **respawns**. A particle the
+//! walks cannot locate within the hop limits is **lost**: counted and respawned. A respawn puts
+//! it at a point uniform over the top face, drawn from the generator keyed by
+//! (seed, id, respawn count), moving with the wind there and falling at its terminal speed.
+//!
+//! # Deposit and parcel volume
+//!
+//! A landing splits the parcel over the three vertices of the ground triangle it crossed by the
+//! crossing point's barycentrics, in 64-bit fixed point: `Q = 2^24` units per parcel,
+//! `q1 = round(w1 Q)`, `q2 = round(w2 Q)`, `q3 = Q − q1 − q2`, added with 64-bit atomics, so
+//! totals are exact and independent of order. With `snow.rate` `R` (metres of snow per hour on
+//! open flat ground), `time.acceleration` `a`, the air volume `V_air` (the top area times the
+//! mean air column), the reference terminal speed `v_t` and `N` particles, particles reach the
+//! ground about `N v_t / H` per second, so the **parcel volume** is
+//! `V_p = a R V_air / (3600 v_t N)` m³ and one unit is `V_p / 2^24` m³. The depth at a ground
+//! vertex is its volume over its horizontal dual area (a third of its triangles' horizontal
+//! areas): the vertical thickness of the cover.
+//!
+//! # Drawing
+//!
+//! Each step ends by packing what is drawn into the render buffer: the position, and the
+//! flake's radius times `render_scale`. A scene's snow is drawn larger than true
+//! ([`DRAW_FRACTION`]): a mean flake gets 1 % of the mean parcel spacing as its radius, so
+//! that near parcels read as flakes; the renderer's pixel floor keeps far ones visible.
+//! Drawing never touches the simulation.
+//!
+//! # Sort independence
+//!
+//! Particles are sorted every frame by their tetrahedron, or by their cell along a 3D Hilbert
+//! curve over the domain's box (`snow.sort_key`), with `snow.sort`: `partial` by default (a
+//! full sort every `snow.full_sort_every` frames), `full`, or `off` (`snowsim run --sort`
+//! overrides the scene; the `O` key toggles partial and off); every array is permuted with
+//! them. **The result depends neither on the sort mode nor on the key, bit for bit**, as long
+//! as these conditions hold (keep them):
+//!
+//! - a particle's update is a pure function of its own state and of fields frozen for the
+//!   frame: the wind buffer is only read, and landing never reads the cover the same kernel
+//!   changes (the ground is the fixed mesh);
+//! - no float atomics, and no cross-particle float sums feed back into particle state: the
+//!   counters and deposits are integers, only read by the host;
+//! - the generator is keyed by (seed, id, respawn count, stream), never by the array slot, the
+//!   frame or a shared counter; the walks' random choices are keyed the same way;
+//! - the same compiled kernels and work-group sizes serve every mode, the count padded to a
+//!   multiple of the work-group, each work-item guarding `i < n`;
+//! - the wind the snow samples is the buffer passed to the step, the same in every mode;
+//! - deposits are integers added by atomics (order-independent);
+//! - nothing depends on the order of equal keys: bitonic sort is unstable, and particles in
+//!   one tetrahedron may come out in any order.
+
+pub mod bench;
+mod config;
+mod cover;
+mod error;
+mod mesh;
+mod particles;
+mod sim;
+mod source;
+
+pub use config::{DRAW_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
+pub use cover::{CoverGeometry, GroundCover};
+pub use error::{Error, Result};
+pub use mesh::{SnowGeometry, SnowMesh};
+pub use particles::{ParticleState, Particles};
+pub use sim::{Counters, Snow};
+pub use source::{SnowReport, SnowSetup, SnowSource};

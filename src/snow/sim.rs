@@ -1,0 +1,537 @@
+//! The snow simulation: particles, mesh, cover, sort and kernels, one step per frame.
+
+use serde::Serialize;
+
+use crate::cl::{BufferArg, Context, DeviceBuffer, Kernel, Program, Source, Timeline};
+use crate::scene::{DomainMesh, SortKey, SortMode};
+use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig};
+
+use super::config::{PARCEL_UNITS, SnowConfig};
+use super::cover::{CoverGeometry, GroundCover};
+use super::mesh::{SnowGeometry, SnowMesh};
+use super::particles::Particles;
+use super::{Error, Result};
+
+/// Stage name of the particle update.
+pub const STEP_STAGE: &str = "snow.step";
+
+/// What the particles did since the start, counted on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Landings on the ground (each deposited one parcel).
+    pub landed: u64,
+    /// Respawns after rising through the top.
+    pub top: u64,
+    /// Wraps through a side to the opposite one.
+    pub wrapped: u64,
+    /// Respawns after leaving through a side whose opposite side is closed there.
+    pub closed: u64,
+    /// Respawns of particles the walks could not locate.
+    pub lost: u64,
+    /// Particle updates that gave a non-finite position or velocity.
+    pub nonfinite: u64,
+    /// The smallest id among them (`u32::MAX` when none).
+    pub first_bad: u32,
+    /// Respawns after leaving through a face of another reference.
+    pub other: u64,
+}
+
+impl Counters {
+    fn from_raw(c: &[u64], first_bad: u32) -> Self {
+        Self {
+            landed: c[0],
+            top: c[1],
+            wrapped: c[2],
+            closed: c[3],
+            lost: c[4],
+            nonfinite: c[5],
+            other: c[6],
+            first_bad,
+        }
+    }
+
+    /// Every respawn: after a landing, through the top, a closed side, a lost location or
+    /// another boundary.
+    pub fn respawned(&self) -> u64 {
+        self.landed + self.top + self.closed + self.lost + self.other
+    }
+}
+
+enum Sorter {
+    Off,
+    Full(Box<BitonicSorter>),
+    Partial {
+        partial: Box<PartialSorter>,
+        full: Box<BitonicSorter>,
+    },
+}
+
+/// Scratch arrays a permutation writes into before they swap with the particles'.
+struct Scratch {
+    f4: [DeviceBuffer<[f32; 4]>; 3],
+    u: [DeviceBuffer<u32>; 3],
+}
+
+/// The snow simulation on one device.
+pub struct Snow {
+    config: SnowConfig,
+    mesh: SnowMesh,
+    particles: Particles,
+    cover: GroundCover,
+    counters: DeviceBuffer<u64>,
+    first_bad: DeviceBuffer<u32>,
+    init: Kernel,
+    update: Kernel,
+    hilbert: Kernel,
+    sorter: Sorter,
+    keys: DeviceBuffer<u32>,
+    indices: DeviceBuffer<u32>,
+    /// 0, 1, 2, …: what `indices` starts from in a partial step, whose blocks need not
+    /// cover every slot.
+    identity: DeviceBuffer<u32>,
+    scratch: Option<Scratch>,
+    parcel_volume: f64,
+    frame: u64,
+    context: Context,
+}
+
+impl Snow {
+    /// Builds the kernels, uploads the mesh and allocates the particles of `config` in
+    /// `domain` on `context` (then [`reset`](Self::reset) spreads them).
+    pub fn new(context: &Context, domain: &DomainMesh, config: SnowConfig) -> Result<Self> {
+        config.validate()?;
+        let info = context.info();
+        if !info.has_extension("cl_khr_int64_base_atomics") {
+            return Err(Error::Unsupported {
+                device: info.name.clone(),
+                what: "cl_khr_int64_base_atomics".into(),
+                why: "the snow deposit adds 64-bit fixed-point volumes with atomics".into(),
+            });
+        }
+        let geometry = SnowGeometry::new(domain)?;
+        let cover_geometry = CoverGeometry::new(&domain.ground)?;
+        let parcel_volume = config.parcel_volume(geometry.air_volume);
+        let mut config = config;
+        config.render_scale = config.drawn_scale(geometry.air_volume);
+        let mesh = SnowMesh::new(context, geometry)?;
+        let cover = GroundCover::new(context, cover_geometry, parcel_volume)?;
+        let walk = Source::embedded("tet_walk.cl", include_str!("../../kernels/tet_walk.cl"))?;
+        let snow = Source::embedded("snow.cl", include_str!("../../kernels/snow.cl"))?;
+        let program = Program::build(context, &[walk, snow], "")?;
+        let n = config.particles;
+        let counters = DeviceBuffer::zeroed(context, 7)?;
+        let first_bad = DeviceBuffer::from_slice(context, &[u32::MAX])?;
+        let mut snow = Self {
+            particles: Particles::new(context, n)?,
+            counters,
+            first_bad,
+            init: program.kernel("snow_init")?,
+            update: program.kernel("snow_step")?,
+            hilbert: program.kernel("snow_hilbert_keys")?,
+            sorter: Sorter::Off,
+            keys: DeviceBuffer::zeroed(context, n)?,
+            indices: DeviceBuffer::zeroed(context, n)?,
+            identity: DeviceBuffer::from_slice(context, &(0..n as u32).collect::<Vec<_>>())?,
+            scratch: None,
+            mesh,
+            cover,
+            parcel_volume,
+            frame: 0,
+            config,
+            context: context.clone(),
+        };
+        snow.set_sort(snow.config.sort.mode)?;
+        Ok(snow)
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SnowConfig {
+        &self.config
+    }
+
+    /// The mesh tables.
+    pub fn mesh(&self) -> &SnowMesh {
+        &self.mesh
+    }
+
+    /// The particle arrays.
+    pub fn particles(&self) -> &Particles {
+        &self.particles
+    }
+
+    /// The particle arrays, to overwrite a quantity in tests.
+    pub fn particles_mut(&mut self) -> &mut Particles {
+        &mut self.particles
+    }
+
+    /// The snow cover.
+    pub fn cover(&self) -> &GroundCover {
+        &self.cover
+    }
+
+    /// The snow cover, to set or clear it.
+    pub fn cover_mut(&mut self) -> &mut GroundCover {
+        &mut self.cover
+    }
+
+    /// Volume of one parcel, m³.
+    pub fn parcel_volume(&self) -> f64 {
+        self.parcel_volume
+    }
+
+    /// Steps taken since the last reset.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Switches the sort mode (the `O` key, `--sort`); the next step sorts accordingly.
+    pub fn set_sort(&mut self, mode: SortMode) -> Result<()> {
+        let context = &self.context.clone();
+        let sort = SortConfig {
+            block_len: self.config.sort.block_len,
+            ..SortConfig::default()
+        };
+        self.sorter = match mode {
+            SortMode::Off => Sorter::Off,
+            SortMode::Full => Sorter::Full(Box::new(BitonicSorter::with_config(context, &sort)?)),
+            SortMode::Partial => Sorter::Partial {
+                partial: Box::new(PartialSorter::new(
+                    context,
+                    &PartialConfig {
+                        sort: sort.clone(),
+                        ..PartialConfig::default()
+                    },
+                )?),
+                full: Box::new(BitonicSorter::with_config(context, &sort)?),
+            },
+        };
+        if mode != SortMode::Off && self.scratch.is_none() {
+            let n = self.particles.len();
+            self.scratch = Some(Scratch {
+                f4: [
+                    DeviceBuffer::uninit(context, n)?,
+                    DeviceBuffer::uninit(context, n)?,
+                    DeviceBuffer::uninit(context, n)?,
+                ],
+                u: [
+                    DeviceBuffer::uninit(context, n)?,
+                    DeviceBuffer::uninit(context, n)?,
+                    DeviceBuffer::uninit(context, n)?,
+                ],
+            });
+        }
+        self.config.sort.mode = mode;
+        Ok(())
+    }
+
+    /// The sort mode in use.
+    pub fn sort_mode(&self) -> SortMode {
+        self.config.sort.mode
+    }
+
+    /// Spreads the particles through the air again, clears the cover and the counters, and
+    /// writes the render buffer (`render` holds at least one float4 per particle).
+    pub fn reset(
+        &mut self,
+        context: &Context,
+        render: &impl BufferArg<[f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let n = self.particles.len();
+        check_render(render, n)?;
+        self.cover.clear()?;
+        self.counters.fill(0)?;
+        self.first_bad.fill(u32::MAX)?;
+        self.frame = 0;
+        if let Sorter::Partial { partial, .. } = &mut self.sorter {
+            partial.reset();
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let c = &self.config;
+        let p = &mut self.particles;
+        let m = &self.mesh;
+        let flutter = [
+            c.flutter_radius[0],
+            c.flutter_radius[1],
+            c.flutter_rate[0],
+            c.flutter_rate[1],
+        ];
+        let size_law = [
+            c.flake_diameter[0],
+            c.flake_diameter[1],
+            c.reference_diameter(),
+            c.fall_speed,
+        ];
+        let mut call = self.init.call();
+        // SAFETY: the particle arrays and `render` hold n values, the kernel guards i < n; the
+        // search stays within tet_count entries of tet_cdf, the tetrahedra index coords.
+        unsafe {
+            call.buffer(&p.pos)?
+                .buffer(&p.vel)?
+                .buffer(&p.flutter)?
+                .buffer(&p.tet)?
+                .buffer(&p.ids)?
+                .buffer(&p.respawns)?
+                .buffer(render)?
+                .arg(&(n as u32))?
+                .arg(&c.seed)?
+                .buffer(&m.tets)?
+                .buffer(&m.coords)?
+                .buffer(&m.tet_cdf)?
+                .arg(&(m.tet_count() as i32))?
+                .arg(&flutter)?
+                .arg(&size_law)?
+                .arg(&c.gravity)?
+                .arg(&c.render_scale)?;
+        }
+        call.enqueue_into(context, self.init.work_size(context, n)?, timeline)?;
+        Ok(())
+    }
+
+    /// One frame of `dt` seconds in the wind `wind` (a velocity per vertex of the domain
+    /// mesh, xyz m/s): sort, update every particle (drag, gravity, flutter, location, landing,
+    /// wrap, respawn), write the render buffer, smooth the cover. Only enqueues; see
+    /// [`counters`](Self::counters) for what happened and for non-finite particles.
+    pub fn step(
+        &mut self,
+        context: &Context,
+        wind: &impl BufferArg<[f32; 4]>,
+        dt: f32,
+        render: &impl BufferArg<[f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let n = self.particles.len();
+        check_render(render, n)?;
+        if wind.len() < self.mesh.vertex_count() {
+            return Err(Error::WindLength {
+                got: wind.len(),
+                expected: self.mesh.vertex_count(),
+            });
+        }
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(Error::InvalidParameter(format!(
+                "time step {dt} must be finite and not negative"
+            )));
+        }
+        if n > 0 {
+            timeline.stage("snow.sort");
+            self.sort(timeline)?;
+            timeline.stage(STEP_STAGE);
+            self.update_particles(context, wind, dt, render, timeline)?;
+        }
+        timeline.stage("snow.cover");
+        let (angle, rate) = (self.config.repose_angle, self.config.smoothing_rate);
+        self.cover.smooth(context, angle, rate, timeline)?;
+        self.frame += 1;
+        Ok(())
+    }
+
+    fn update_particles(
+        &mut self,
+        context: &Context,
+        wind: &impl BufferArg<[f32; 4]>,
+        dt: f32,
+        render: &impl BufferArg<[f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let n = self.particles.len();
+        let c = &self.config;
+        let m = &self.mesh;
+        let g = &m.geometry;
+        let p = &mut self.particles;
+        // Respawned particles start this far below the top face.
+        let below = (c.tolerance * 4.0).max(1e-3);
+        let params = [dt, c.gravity, c.tolerance, below];
+        let r = g.refs;
+        let refs = [r.x_min, r.x_max, r.y_min, r.y_max];
+        let refs2 = [
+            r.ground,
+            r.top,
+            c.local_hops as i32,
+            c.global_hops.min(i32::MAX as u32) as i32,
+        ];
+        let mut call = self.update.call();
+        // SAFETY: the particle arrays and `render` hold n values (checked), the kernel guards
+        // i < n; the mesh tables are consistent (built together), tetrahedra index `coords`
+        // and `wind` (at least one value per vertex, checked); the ground index maps into the
+        // cover's volumes; the column grid has dims.x · dims.y entries.
+        unsafe {
+            call.buffer(&p.pos)?
+                .buffer(&p.vel)?
+                .buffer(&p.flutter)?
+                .buffer(&p.tet)?
+                .buffer(&p.ids)?
+                .buffer(&p.respawns)?
+                .buffer(render)?
+                .arg(&(n as u32))?
+                .arg(&c.seed)?
+                .buffer(&m.tets)?
+                .buffer(&m.coords)?
+                .buffer(&m.neighbours)?
+                .buffer(&m.face_refs)?
+                .buffer(&m.ground_index)?
+                .buffer(&m.top_tris)?
+                .buffer(&m.top_cdf)?
+                .arg(&(g.top_tris.len() as i32))?
+                .buffer(&m.columns)?
+                .arg(&g.column_dims)?
+                .arg(&g.column_map)?
+                .buffer(wind)?
+                .buffer(&self.cover.volume)?
+                .buffer(&self.counters)?
+                .buffer(&self.first_bad)?
+                .arg(&params)?
+                .arg(&g.bounds)?
+                .arg(&refs)?
+                .arg(&refs2)?
+                .arg(&PARCEL_UNITS)?
+                .arg(&c.render_scale)?;
+        }
+        call.enqueue_into(context, self.update.work_size(context, n)?, timeline)?;
+        Ok(())
+    }
+
+    /// Sorts the particles by tetrahedron as the mode says, permuting every array.
+    fn sort(&mut self, timeline: &mut Timeline) -> Result<()> {
+        let frame = self.frame;
+        let every = u64::from(self.config.sort.full_every);
+        let p = &mut self.particles;
+        let Some(scratch) = self.scratch.as_mut() else {
+            return Ok(());
+        };
+        let hilbert = (self.config.sort.key == SortKey::Hilbert).then(|| {
+            let g = &self.mesh.geometry;
+            let lo = [g.bounds[0], g.bounds[1], g.z_range[0], 0.0];
+            let size = [
+                g.bounds[2] - g.bounds[0],
+                g.bounds[3] - g.bounds[1],
+                g.z_range[1] - g.z_range[0],
+            ];
+            let scale = size.map(|s| if s > 0.0 { 1024.0 / s } else { 0.0 });
+            (&self.hilbert, lo, [scale[0], scale[1], scale[2], 0.0])
+        });
+        let context = &self.context;
+        // The keys, in the particles' current order: their tetrahedra, or their Hilbert cells.
+        let copy = |keys: &mut DeviceBuffer<u32>, p: &Particles, timeline: &mut Timeline| {
+            match &hilbert {
+                None => {
+                    keys.copy_from(&p.tet)?;
+                }
+                Some((kernel, lo, scale)) => {
+                    let n = p.len();
+                    let mut call = kernel.call();
+                    // SAFETY: pos and keys hold n values; the kernel guards i < n.
+                    unsafe {
+                        call.buffer(&p.pos)?
+                            .buffer(&*keys)?
+                            .arg(&(n as u32))?
+                            .arg(lo)?
+                            .arg(scale)?;
+                    }
+                    call.enqueue_into(context, kernel.work_size(context, n)?, timeline)?;
+                }
+            }
+            Ok::<(), Error>(())
+        };
+        macro_rules! permute_all {
+            ($sorter:expr) => {{
+                let s = $sorter;
+                let idx = &self.indices;
+                timeline.append(s.permute(&p.pos, idx, &mut scratch.f4[0])?);
+                timeline.append(s.permute(&p.vel, idx, &mut scratch.f4[1])?);
+                timeline.append(s.permute(&p.flutter, idx, &mut scratch.f4[2])?);
+                timeline.append(s.permute(&p.tet, idx, &mut scratch.u[0])?);
+                timeline.append(s.permute(&p.ids, idx, &mut scratch.u[1])?);
+                timeline.append(s.permute(&p.respawns, idx, &mut scratch.u[2])?);
+                std::mem::swap(&mut p.pos, &mut scratch.f4[0]);
+                std::mem::swap(&mut p.vel, &mut scratch.f4[1]);
+                std::mem::swap(&mut p.flutter, &mut scratch.f4[2]);
+                std::mem::swap(&mut p.tet, &mut scratch.u[0]);
+                std::mem::swap(&mut p.ids, &mut scratch.u[1]);
+                std::mem::swap(&mut p.respawns, &mut scratch.u[2]);
+            }};
+        }
+        match &mut self.sorter {
+            Sorter::Off => {}
+            Sorter::Full(full) => {
+                copy(&mut self.keys, p, timeline)?;
+                timeline.append(full.sort_with_indices(
+                    &mut self.keys,
+                    &mut self.indices,
+                    Order::Ascending,
+                )?);
+                permute_all!(full);
+            }
+            Sorter::Partial { partial, full } => {
+                copy(&mut self.keys, p, timeline)?;
+                if frame == 0 || (every > 0 && frame.is_multiple_of(every)) {
+                    timeline.append(full.sort_with_indices(
+                        &mut self.keys,
+                        &mut self.indices,
+                        Order::Ascending,
+                    )?);
+                    partial.reset();
+                    permute_all!(full);
+                } else {
+                    // Slots no block of this frame covers keep their place.
+                    self.indices.copy_from(&self.identity)?;
+                    let step = partial.step_with_indices(
+                        &mut self.keys,
+                        &mut self.indices,
+                        Order::Ascending,
+                    )?;
+                    timeline.append(step.events);
+                    permute_all!(partial);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the counters (blocking) and fails on a non-finite particle, naming the stage,
+    /// the frame and the particle.
+    pub fn counters(&self) -> Result<Counters> {
+        let first_bad = self.first_bad.read()?.first().copied().unwrap_or(u32::MAX);
+        let c = Counters::from_raw(&self.counters.read()?, first_bad);
+        check_counters(&c, self.frame)?;
+        Ok(c)
+    }
+
+    /// Total deposited volume in fixed-point units (blocking); with no smoothing loss it is
+    /// exactly `landed · PARCEL_UNITS`.
+    pub fn deposited_units(&self) -> Result<u128> {
+        Ok(self.cover.volumes()?.iter().map(|&v| u128::from(v)).sum())
+    }
+
+    /// Deposited volume in m³ and the largest depth in m (blocking).
+    pub fn cover_summary(&self) -> Result<(f64, f32)> {
+        let units = self.deposited_units()?;
+        let depth = self.cover.depths()?.into_iter().fold(0.0f32, f32::max);
+        Ok((units as f64 * self.cover.unit_volume(), depth))
+    }
+}
+
+/// Fails on non-finite particles counted by `c` after `frame` steps.
+pub(crate) fn check_counters(c: &Counters, frame: u64) -> Result<()> {
+    if c.nonfinite > 0 {
+        return Err(Error::NonFinite {
+            stage: STEP_STAGE,
+            frame: frame.saturating_sub(1),
+            id: c.first_bad,
+            count: c.nonfinite,
+        });
+    }
+    Ok(())
+}
+
+fn check_render(render: &impl BufferArg<[f32; 4]>, n: usize) -> Result<()> {
+    if render.len() < n {
+        return Err(Error::InvalidParameter(format!(
+            "the render buffer holds {} float4 for {n} particles",
+            render.len()
+        )));
+    }
+    Ok(())
+}

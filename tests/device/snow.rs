@@ -1,0 +1,629 @@
+//! The snow simulation on a real OpenCL device (PoCL in CI), on small terrain meshes: the
+//! approach to terminal velocity, point location after every step, conservation of particles
+//! and of deposited snow, the cover's smoothing, uniform and memoryless respawns, independence
+//! of the sort mode, and clear errors on bad input.
+
+use std::path::Path;
+
+use snowsim::cl::{Context, DeviceBuffer};
+use snowsim::cl::{Program, Source, WorkSize};
+use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortKey, SortMode};
+use snowsim::snow::{
+    Counters, CoverGeometry, Error, GroundCover, PARCEL_UNITS, ParticleState, Snow, SnowConfig,
+};
+use snowsim::terrain::{Terrain, TerrainSpec};
+
+use crate::common::context;
+
+/// The air over `height(x, y)` in a `size` box, `cells × cells` columns of `layers` layers.
+fn domain(
+    size: [f64; 3],
+    cells: usize,
+    layers: usize,
+    height: impl Fn(f64, f64) -> f64 + Sync,
+) -> DomainMesh {
+    let spec = TerrainSpec {
+        size,
+        relief: 0.0,
+        cells: [cells, cells],
+        layers,
+        grading: 1.0,
+    };
+    let terrain = Terrain::from_fn(spec, height).expect("terrain");
+    DomainMesh {
+        mesh: terrain.volume_mesh(),
+        ground: terrain.ground_surface(),
+        boundary: BoundaryRefs::default(),
+    }
+}
+
+/// Hills on a 200 × 200 m box, top at 60 m.
+fn hills() -> DomainMesh {
+    domain([200.0, 200.0, 60.0], 8, 5, |x, y| {
+        6.0 + 5.0 * (x / 200.0 * std::f64::consts::TAU).sin() * (y / 100.0).cos()
+    })
+}
+
+/// A wind per vertex: `speed` along `direction`, growing with height above z = 0.
+fn wind(domain: &DomainMesh, direction: [f32; 3], speed: f32) -> Vec<[f32; 4]> {
+    domain
+        .mesh
+        .vertices
+        .iter()
+        .map(|v| {
+            let f = speed * (0.3 + 0.7 * (v[2] as f32 / 60.0).clamp(0.0, 1.0));
+            [direction[0] * f, direction[1] * f, direction[2] * f, 0.0]
+        })
+        .collect()
+}
+
+struct Run {
+    snow: Snow,
+    wind: DeviceBuffer<[f32; 4]>,
+    render: DeviceBuffer<[f32; 4]>,
+}
+
+impl Run {
+    fn new(ctx: &Context, domain: &DomainMesh, config: SnowConfig, wind: &[[f32; 4]]) -> Self {
+        let n = config.particles;
+        let mut run = Self {
+            snow: Snow::new(ctx, domain, config).expect("snow builds"),
+            wind: DeviceBuffer::from_slice(ctx, wind).unwrap(),
+            render: DeviceBuffer::zeroed(ctx, n).unwrap(),
+        };
+        let mut timeline = ctx.timeline();
+        run.snow.reset(ctx, &run.render, &mut timeline).unwrap();
+        ctx.finish().unwrap();
+        run
+    }
+
+    fn step(&mut self, ctx: &Context, dt: f32) -> Counters {
+        let mut timeline = ctx.timeline();
+        self.snow
+            .step(ctx, &self.wind, dt, &self.render, &mut timeline)
+            .unwrap();
+        ctx.finish().unwrap();
+        self.snow.counters().expect("no non-finite particle")
+    }
+
+    fn particles(&self) -> Vec<ParticleState> {
+        self.snow.particles().read().unwrap()
+    }
+}
+
+/// Signed distances (m, positive inside) of `q` to the faces of tetrahedron `t`.
+fn face_distances(domain: &DomainMesh, t: usize, q: [f64; 3]) -> [f64; 4] {
+    let nodes = domain
+        .mesh
+        .elements(snowsim::meshio::ElementKind::Tetrahedra)
+        .nodes(t);
+    let p = |k: usize| domain.mesh.vertices[nodes[k] as usize];
+    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let cross = |a: [f64; 3], b: [f64; 3]| {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    };
+    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let mut out = [0.0; 4];
+    for (j, d) in out.iter_mut().enumerate() {
+        let f: Vec<[f64; 3]> = (0..4).filter(|&k| k != j).map(p).collect();
+        let n = cross(sub(f[1], f[0]), sub(f[2], f[0]));
+        let len = dot(n, n).sqrt();
+        let side = dot(n, sub(p(j), f[0])).signum();
+        *d = side * dot(n, sub(q, f[0])) / len;
+    }
+    out
+}
+
+#[test]
+fn snow_approaches_terminal_velocity_like_tanh() {
+    let ctx = context();
+    let box_domain = domain([100.0, 100.0, 400.0], 2, 2, |_, _| 0.0);
+    let mut config = SnowConfig::new(256);
+    config.flake_diameter = [0.004, 0.004];
+    config.flutter_radius = [0.0, 0.0];
+    config.sort.mode = SortMode::Off;
+    let still = vec![[0.0f32; 4]; box_domain.mesh.vertices.len()];
+    let mut run = Run::new(&ctx, &box_domain, config.clone(), &still);
+    let (vt, g, dt) = (config.fall_speed as f64, config.gravity as f64, 0.02f32);
+    let tau = vt / g;
+    let mut checked = 0;
+    for frame in 1..=16u32 {
+        run.step(&ctx, dt);
+        let t = frame as f64 * dt as f64;
+        // The steps nearest τ and 3τ.
+        let near = |target: f64| (t - target).abs() <= 0.5 * dt as f64;
+        if !(near(tau) || near(3.0 * tau)) {
+            continue;
+        }
+        let expected = vt * (g * t / vt).tanh();
+        let particles = run.particles();
+        let falling: Vec<_> = particles.iter().filter(|p| p.respawns == 0).collect();
+        assert!(falling.len() > 200, "most particles are still falling");
+        for p in falling {
+            let v = -p.vel[2] as f64;
+            assert!(
+                (v - expected).abs() <= 0.01 * expected,
+                "t = {t:.2} s: particle {} falls at {v} m/s, v_t tanh(g t / v_t) = {expected}",
+                p.id
+            );
+            assert!(
+                p.vel[0] == 0.0 && p.vel[1] == 0.0,
+                "no sideways motion in still air"
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "checked at τ and 3τ");
+}
+
+#[test]
+fn particles_stay_located_and_snow_is_conserved() {
+    let ctx = context();
+    let hills = hills();
+    let mut config = SnowConfig::new(3000);
+    config.sort.mode = SortMode::Off;
+    let n = config.particles;
+    let w = wind(&hills, [0.8, 0.6, 0.0], 6.0);
+    let mut run = Run::new(&ctx, &hills, config.clone(), &w);
+    let mut last = Counters::default();
+    let mut before = run.particles();
+    let mut seen_wraps = 0;
+    for frame in 0..40 {
+        // Long steps: particles cross several tetrahedra, land, wrap and respawn.
+        last = run.step(&ctx, 0.5);
+        let particles = run.particles();
+        assert_eq!(particles.len(), n);
+        // Unsorted, so each slot keeps its particle. One that did not respawn moved a step's
+        // worth (wind 6 m/s, falling, flutter), modulo the 200 m period of the sides.
+        for (a, b) in before.iter().zip(&particles) {
+            assert_eq!(a.id, b.id);
+            if a.respawns != b.respawns {
+                continue;
+            }
+            let mut d: [f32; 3] = std::array::from_fn(|k| b.pos[k] - a.pos[k]);
+            if d[0].abs() > 100.0 || d[1].abs() > 100.0 {
+                seen_wraps += 1;
+            }
+            d[0] -= 200.0 * (d[0] / 200.0).round();
+            d[1] -= 200.0 * (d[1] / 200.0).round();
+            let moved = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+            assert!(
+                moved < 6.0,
+                "frame {frame}: particle {} jumped {moved} m without a respawn: {:?} -> {:?}",
+                b.id,
+                a.pos,
+                b.pos
+            );
+        }
+        before = particles.clone();
+        let mut ids: Vec<u32> = particles.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        assert!(
+            ids.iter().enumerate().all(|(i, &id)| id == i as u32),
+            "frame {frame}: the ids are no longer a permutation of 0..{n}"
+        );
+        for p in &particles {
+            let q = [p.pos[0] as f64, p.pos[1] as f64, p.pos[2] as f64];
+            let d = face_distances(&hills, p.tet as usize, q);
+            let worst = d.iter().copied().fold(f64::INFINITY, f64::min);
+            assert!(
+                worst >= -2.0 * config.tolerance as f64,
+                "frame {frame}: particle {} at {q:?} is {} m outside its tetrahedron {}",
+                p.id,
+                -worst,
+                p.tet
+            );
+        }
+        let units = run.snow.deposited_units().unwrap();
+        assert_eq!(
+            units,
+            u128::from(last.landed) * u128::from(PARCEL_UNITS),
+            "frame {frame}: deposited units == landings × parcel units"
+        );
+    }
+    assert!(last.landed > 500, "{last:?}");
+    assert!(last.wrapped > 100, "{last:?}");
+    assert_eq!(
+        seen_wraps, last.wrapped,
+        "every wrap is a jump by the period, no other jump"
+    );
+    assert_eq!(last.lost, 0, "{last:?}");
+    assert_eq!(last.other, 0, "{last:?}");
+}
+
+/// The upper quantile of chi-square with `k` degrees of freedom at p = 0.001
+/// (Wilson–Hilferty).
+fn chi2_limit(k: f64) -> f64 {
+    let z = 3.090_232;
+    k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
+}
+
+fn chi2(counts: &[u64], expected: &[f64]) -> f64 {
+    counts
+        .iter()
+        .zip(expected)
+        .map(|(&c, &e)| (c as f64 - e).powi(2) / e)
+        .sum()
+}
+
+#[test]
+fn respawns_are_uniform_over_the_top_and_independent_of_where_particles_landed() {
+    let ctx = context();
+    let flat = domain([200.0, 200.0, 40.0], 6, 2, |_, _| 0.0);
+    let mut config = SnowConfig::new(1 << 16);
+    config.sort.mode = SortMode::Off;
+    // A gale straight down: every particle lands every step, straight below where it was
+    // (its flutter moves it a few centimetres), and respawns.
+    let down = vec![[0.0, 0.0, -1000.0, 0.0]; flat.mesh.vertices.len()];
+    let mut run = Run::new(&ctx, &flat, config.clone(), &down);
+    let cell = |p: &ParticleState, k: usize| {
+        let c = |x: f32| ((x / 200.0 * k as f32) as usize).min(k - 1);
+        (c(p.pos[0]), c(p.pos[1]))
+    };
+    let mut uniform = vec![0u64; 32 * 32];
+    let mut pairs = vec![0u64; 64 * 64];
+    let mut before = run.particles();
+    let mut total = 0u64;
+    while total < 1_000_000 {
+        let counters = run.step(&ctx, 0.5);
+        let after = run.particles();
+        for (a, b) in before.iter().zip(&after) {
+            assert_eq!(a.id, b.id);
+            assert_eq!(
+                b.respawns,
+                a.respawns + 1,
+                "particle {} did not respawn",
+                b.id
+            );
+            assert!(
+                b.pos[2] < 40.0 && b.pos[2] > 39.9,
+                "respawned below the top"
+            );
+            let (x, y) = cell(b, 32);
+            uniform[x + 32 * y] += 1;
+            let (ax, ay) = cell(a, 8);
+            let (bx, by) = cell(b, 8);
+            pairs[(ax + 8 * ay) * 64 + bx + 8 * by] += 1;
+            total += 1;
+        }
+        // All land but the few that flutter through a side on their way down (they wrap
+        // into the ground there and respawn).
+        assert_eq!(counters.respawned(), total);
+        assert!(counters.landed >= total - total / 100, "{counters:?}");
+        before = after;
+    }
+    let expected = vec![total as f64 / 1024.0; 1024];
+    let stat = chi2(&uniform, &expected);
+    assert!(
+        stat < chi2_limit(1023.0),
+        "respawns over 32 × 32 cells: chi-square {stat} > {} (p < 0.001)",
+        chi2_limit(1023.0)
+    );
+    // Contingency table: where a particle landed (below where it was) against where it
+    // respawned.
+    let rows: Vec<u64> = (0..64)
+        .map(|r| pairs[r * 64..][..64].iter().sum())
+        .collect();
+    let cols: Vec<u64> = (0..64)
+        .map(|c| (0..64).map(|r| pairs[r * 64 + c]).sum())
+        .collect();
+    let expected: Vec<f64> = (0..64 * 64)
+        .map(|i| rows[i / 64] as f64 * cols[i % 64] as f64 / total as f64)
+        .collect();
+    let stat = chi2(&pairs, &expected);
+    let k = 63.0 * 63.0;
+    assert!(
+        stat < chi2_limit(k),
+        "8 × 8 landing × 8 × 8 respawn cells: chi-square {stat} > {} (p < 0.001): respawns \
+         remember where particles landed",
+        chi2_limit(k)
+    );
+}
+
+#[test]
+fn smoothing_conserves_exactly_never_goes_negative_and_leaves_no_steep_snow() {
+    let ctx = context();
+    // A fine flat mesh, 0.5 m cells, with a pile in the middle and a little snow around.
+    let flat = domain([20.0, 20.0, 10.0], 40, 1, |_, _| 0.0);
+    let geometry = CoverGeometry::new(&flat.ground).unwrap();
+    let nv = geometry.len();
+    let mut cover = GroundCover::new(&ctx, geometry.clone(), 1.0).unwrap();
+    let unit = cover.unit_volume();
+    let mut volumes = vec![0u64; nv];
+    for (i, v) in volumes.iter_mut().enumerate() {
+        *v = (i as u64 * 2_654_435_761) % 100_000;
+    }
+    let centre = flat
+        .ground
+        .mesh
+        .vertices
+        .iter()
+        .position(|v| (v[0] - 10.0).abs() < 1e-9 && (v[1] - 10.0).abs() < 1e-9)
+        .unwrap();
+    volumes[centre] = (2.0 / unit) as u64; // 2 m³ on 0.25 m²: an 8 m spike
+    cover.set_volumes(&volumes).unwrap();
+    let total: u128 = volumes.iter().map(|&v| u128::from(v)).sum();
+    let angle = 38.0f64;
+    for round in 0..10 {
+        let mut timeline = ctx.timeline();
+        for _ in 0..100 {
+            cover.smooth(&ctx, angle, 0.5, &mut timeline).unwrap();
+        }
+        ctx.finish().unwrap();
+        let now = cover.volumes().unwrap();
+        let sum: u128 = now.iter().map(|&v| u128::from(v)).sum();
+        assert_eq!(
+            sum,
+            total,
+            "after {} steps the total changed",
+            100 * (round + 1)
+        );
+        assert!(
+            now.iter().all(|&v| u128::from(v) <= total),
+            "a volume wrapped below zero"
+        );
+    }
+    let depth = cover.depths().unwrap();
+    let tan = angle.to_radians().tan();
+    let mut steepest = 0.0f64;
+    for (e, &[a, b]) in geometry.edges.iter().enumerate() {
+        let (a, b) = (a as usize, b as usize);
+        let h = |v: usize| geometry.z[v] as f64 + depth[v] as f64;
+        let (hi, lo) = if h(a) > h(b) { (a, b) } else { (b, a) };
+        if depth[hi] > 1e-6 {
+            let slope = (h(hi) - h(lo)) / geometry.length[e] as f64;
+            steepest = steepest.max(slope);
+        }
+        let _ = lo;
+    }
+    assert!(
+        steepest <= tan * 1.05,
+        "a snow-covered slope of {:.1}° remains (repose {angle}°)",
+        steepest.atan().to_degrees()
+    );
+    assert!(depth[centre] > 0.0, "the pile spread, it did not vanish");
+}
+
+fn sorted_by_id(mut states: Vec<ParticleState>) -> Vec<ParticleState> {
+    states.sort_by_key(|p| p.id);
+    states
+}
+
+#[test]
+fn sort_modes_give_bit_identical_particles_and_depths() {
+    let ctx = context();
+    let hills = hills();
+    let w = wind(&hills, [0.6, -0.8, 0.05], 5.0);
+    let mut runs: Vec<(SortMode, Run)> = [
+        (SortMode::Off, SortKey::Tetrahedron),
+        (SortMode::Full, SortKey::Tetrahedron),
+        (SortMode::Partial, SortKey::Tetrahedron),
+        (SortMode::Partial, SortKey::Hilbert),
+    ]
+    .into_iter()
+    .map(|(mode, key)| {
+        let mut config = SnowConfig::new(4000);
+        config.sort.mode = mode;
+        config.sort.key = key;
+        config.sort.full_every = 16;
+        // Small blocks: the partial sort's odd and even phases, merges and
+        // redistributions all happen.
+        config.sort.block_len = Some(256);
+        (mode, Run::new(&ctx, &hills, config, &w))
+    })
+    .collect();
+    let mut counters = Counters::default();
+    for frame in 0..200 {
+        let mut states = Vec::new();
+        for (mode, run) in &mut runs {
+            let c = run.step(&ctx, 0.1);
+            states.push((
+                *mode,
+                c,
+                sorted_by_id(run.particles()),
+                run.snow.cover().volumes().unwrap(),
+            ));
+        }
+        let (_, c0, p0, v0) = &states[0];
+        counters = *c0;
+        for (mode, c, p, v) in &states[1..] {
+            assert_eq!(c, c0, "frame {frame}: counters differ with sort {mode:?}");
+            if let Some(i) = (0..p0.len()).find(|&i| p0[i].bits() != p[i].bits()) {
+                panic!(
+                    "frame {frame}: particle {} differs with sort {mode:?}:\n  none: {:?}\n  \
+                     {mode:?}: {:?}",
+                    p0[i].id, p0[i], p[i]
+                );
+            }
+            assert!(
+                v == v0,
+                "frame {frame}: snow volumes differ with sort {mode:?}"
+            );
+        }
+    }
+    assert!(counters.landed >= 1000, "{counters:?}");
+    assert!(counters.wrapped >= 100, "{counters:?}");
+    assert!(counters.respawned() >= 100, "{counters:?}");
+}
+
+#[test]
+fn switching_the_sort_mode_mid_run_changes_nothing() {
+    let ctx = context();
+    let hills = hills();
+    let w = wind(&hills, [-0.6, 0.8, 0.0], 5.0);
+    let config = |mode| {
+        let mut c = SnowConfig::new(2000);
+        c.sort.mode = mode;
+        c.sort.full_every = 7;
+        c.sort.block_len = Some(128);
+        c
+    };
+    let mut steady = Run::new(&ctx, &hills, config(SortMode::Off), &w);
+    let mut switching = Run::new(&ctx, &hills, config(SortMode::Off), &w);
+    let schedule = [
+        (10, SortMode::Full),
+        (20, SortMode::Partial),
+        (35, SortMode::Off),
+        (40, SortMode::Partial),
+    ];
+    for frame in 0..60 {
+        if let Some((_, mode)) = schedule.iter().find(|(f, _)| *f == frame) {
+            switching.snow.set_sort(*mode).unwrap();
+            assert_eq!(switching.snow.sort_mode(), *mode);
+        }
+        let (a, b) = (steady.step(&ctx, 0.2), switching.step(&ctx, 0.2));
+        assert_eq!(a, b, "frame {frame}: counters differ");
+    }
+    let (a, b) = (
+        sorted_by_id(steady.particles()),
+        sorted_by_id(switching.particles()),
+    );
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| x.bits() == y.bits()),
+        "the particles differ after switching sort modes"
+    );
+    assert_eq!(
+        steady.snow.cover().volumes().unwrap(),
+        switching.snow.cover().volumes().unwrap()
+    );
+    // The switched run really sorts: after its last sort (then one step that moved particles
+    // across tetrahedra and respawned some) most neighbours in memory are in order, unlike
+    // the unsorted run's random order.
+    let in_order = |run: &Run| {
+        let tets: Vec<u32> = run.particles().iter().map(|p| p.tet).collect();
+        tets.windows(2).filter(|w| w[0] <= w[1]).count() as f64 / (tets.len() - 1) as f64
+    };
+    let (sorted, unsorted) = (in_order(&switching), in_order(&steady));
+    assert!(
+        sorted > 0.75 && unsorted < 0.6,
+        "in order: {sorted} sorted, {unsorted} unsorted"
+    );
+}
+
+#[test]
+fn the_hilbert_key_walks_face_to_face_through_every_cell() {
+    let ctx = context();
+    let program = Program::build(
+        &ctx,
+        &[
+            Source::new("tet_walk.cl", include_str!("../../kernels/tet_walk.cl")),
+            Source::new("snow.cl", include_str!("../../kernels/snow.cl")),
+        ],
+        "",
+    )
+    .unwrap();
+    let kernel = program.kernel("snow_hilbert_grid").unwrap();
+    // The curve's first 16³ indices fill the 16³ cells at its start, one face step apart.
+    let side = 16u32;
+    let n = (side * side * side) as usize;
+    let keys = DeviceBuffer::<u32>::zeroed(&ctx, n).unwrap();
+    let mut call = kernel.call();
+    unsafe { call.buffer(&keys).unwrap().arg(&side).unwrap() };
+    call.enqueue(&ctx, WorkSize::for_kernel(&ctx, &kernel, n).unwrap())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let keys = keys.read().unwrap();
+    let mut cell_of = vec![usize::MAX; n];
+    for (cell, &k) in keys.iter().enumerate() {
+        assert!(
+            (k as usize) < n,
+            "cell {cell} has index {k}, beyond the first 16³"
+        );
+        assert_eq!(cell_of[k as usize], usize::MAX, "index {k} twice");
+        cell_of[k as usize] = cell;
+    }
+    let xyz = |c: usize| [c % 16, (c / 16) % 16, c / 256].map(|v| v as i64);
+    for k in 1..n {
+        let (a, b) = (xyz(cell_of[k - 1]), xyz(cell_of[k]));
+        let step: i64 = (0..3).map(|i| (a[i] - b[i]).abs()).sum();
+        assert_eq!(step, 1, "indices {} and {k}: cells {a:?} and {b:?}", k - 1);
+    }
+}
+
+#[test]
+fn a_nan_particle_is_reported_with_stage_frame_and_id() {
+    let ctx = context();
+    let hills = hills();
+    let mut config = SnowConfig::new(100);
+    config.sort.mode = SortMode::Off;
+    let w = wind(&hills, [1.0, 0.0, 0.0], 3.0);
+    let mut run = Run::new(&ctx, &hills, config, &w);
+    let mut vel: Vec<[f32; 4]> = run.particles().iter().map(|p| p.vel).collect();
+    vel[42][0] = f32::NAN;
+    run.snow.particles_mut().write_velocities(&vel).unwrap();
+    let mut timeline = ctx.timeline();
+    run.snow
+        .step(&ctx, &run.wind, 0.02, &run.render, &mut timeline)
+        .unwrap();
+    ctx.finish().unwrap();
+    match run.snow.counters() {
+        Err(
+            e @ Error::NonFinite {
+                id: 42, frame: 0, ..
+            },
+        ) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("snow.step") && text.contains("particle 42"),
+                "{text}"
+            );
+        }
+        other => panic!("expected a non-finite error for particle 42, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_snow_input_gets_clear_errors() {
+    let ctx = context();
+    // A ground reference that no triangle carries.
+    let mut hills = hills();
+    hills.boundary.ground = 99;
+    match Snow::new(&ctx, &hills, SnowConfig::new(10)) {
+        Err(Error::Mesh(m)) => assert!(m.contains("ground reference 99"), "{m}"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a domain without ground faces was accepted"),
+    }
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        let mut config = SnowConfig::new(10);
+        config.rate = bad;
+        let e = config.validate().unwrap_err().to_string();
+        assert!(e.contains("snow.rate"), "{e}");
+    }
+    let scene = "[domain]\nflat = true\nsize = [100, 80]\ntop = 40\ncells = [4, 3]\nlayers = 3\n";
+    let path = Path::new("s.toml");
+    for (snow, key) in [
+        ("rate = -0.5", "snow.rate"),
+        ("rate = nan", "snow.rate"),
+        ("deposit_depth = 0.001", "snow.deposit_depth"),
+    ] {
+        let text = format!("{scene}[snow]\n{snow}\n");
+        let e = Scene::from_toml(&text, path).unwrap_err().to_string();
+        assert!(e.contains(key), "{snow}: {e}");
+    }
+    let e = Scene::from_toml(&format!("{scene}[snow]\ndeposit_depth = 1\n"), path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("snow.rate"),
+        "the error points to the replacement: {e}"
+    );
+    let ok = Scene::from_toml(
+        &format!("{scene}[snow]\nrate = 0.02\n[time]\nacceleration = 60\n"),
+        path,
+    )
+    .unwrap();
+    assert_eq!((ok.snow.rate, ok.time.acceleration), (0.02, 60.0));
+    // `off` is the spelling; scenes written with `none` still load.
+    for spelling in ["off", "none"] {
+        let text = format!("{scene}[snow]\nsort = \"{spelling}\"\n");
+        assert_eq!(
+            Scene::from_toml(&text, path).unwrap().snow.sort,
+            SortMode::Off
+        );
+    }
+}
