@@ -46,6 +46,9 @@ pub enum Error {
     /// The snow simulation failed.
     #[error(transparent)]
     Snow(#[from] crate::snow::Error),
+    /// The wind solver failed.
+    #[error(transparent)]
+    Wind(#[from] crate::wind::WindError),
     /// A parameter is out of range.
     #[error("invalid simulation parameter: {0}")]
     InvalidParameter(String),

@@ -169,8 +169,15 @@ impl SceneSetup {
         self.snow.clone().map(SnowSource::new).transpose()
     }
 
-    /// The wind profile as a field source for the wind and pressure views.
+    /// The wind and pressure views: the solved wind's samples when the snow runs the wind
+    /// solver, else the wind profile.
     pub fn field_source(&self) -> Result<Box<dyn FieldSource>> {
+        if let Some(solve) = self.snow.as_ref().and_then(|s| s.solve.as_ref()) {
+            return Ok(Box::new(crate::wind::view::SolvedView::new(
+                solve.view.clone(),
+                solve.view_vertices.len(),
+            )));
+        }
         Ok(Box::new(ProfileWind::new(
             self.wind_samples,
             self.bounds,

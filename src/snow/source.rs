@@ -31,6 +31,10 @@ pub struct SnowReport {
     pub max_depth_m: f32,
     /// Volume of one parcel, m³.
     pub parcel_m3: f64,
+    /// Wind steps run (0 when the wind is the fixed profile).
+    pub wind_steps: u64,
+    /// Mean pressure-solver iterations per wind step.
+    pub wind_iterations: f64,
 }
 
 /// Everything the snow of a scene needs besides a device: its domain, settings and wind.
@@ -40,8 +44,41 @@ pub struct SnowSetup {
     pub domain: DomainMesh,
     /// The settings.
     pub config: SnowConfig,
-    /// The wind per mesh vertex: the scene's inflow profile until the wind solver runs.
+    /// The wind per mesh vertex: the scene's inflow profile, the wind solver's inflow and
+    /// start.
     pub wind: Vec<[f32; 4]>,
+    /// The wind solver stepped along with the frames (`simulate.wind`); `None` keeps the
+    /// profile fixed.
+    pub solve: Option<WindSolve>,
+}
+
+/// The wind solver as the snow runs it: at its own time step, every time the frames have
+/// added up to one, the snow sampling the latest field.
+#[derive(Clone, Debug)]
+pub struct WindSolve {
+    /// The solver's settings (the scene's `[wind]`).
+    pub settings: crate::wind::Settings,
+    /// The wind's direction.
+    pub direction: [f64; 2],
+    /// The samples the wind and pressure views draw, refreshed after each wind step.
+    pub view: crate::wind::view::SharedSamples,
+    /// The vertices sampled for the views.
+    pub view_vertices: Vec<u32>,
+}
+
+/// The wind the snow samples.
+enum WindField {
+    /// The profile, fixed.
+    Fixed(DeviceBuffer<[f32; 4]>),
+    /// The solver, and the simulated time not yet stepped.
+    Solved {
+        solver: Box<crate::wind::Solver>,
+        clock: f64,
+        view: crate::wind::view::SharedSamples,
+        view_vertices: Vec<u32>,
+        steps: u64,
+        iterations: u64,
+    },
 }
 
 impl SnowSetup {
@@ -51,19 +88,32 @@ impl SnowSetup {
         let domain = scene.build_domain(true)?;
         let wind =
             crate::wind::profile::vertex_velocities(&domain.mesh.vertices, ground, &scene.wind);
+        let solve = scene.simulate.wind.then(|| WindSolve {
+            settings: crate::wind::setup::settings(scene, false),
+            direction: scene.wind.direction,
+            view: Default::default(),
+            view_vertices: crate::wind::view::sample_vertices(
+                domain.mesh.vertices.len(),
+                WIND_VIEW_SAMPLES,
+            ),
+        });
         Ok(Self {
             domain,
             config,
             wind,
+            solve,
         })
     }
 }
+
+/// Vertices the solved wind's views sample.
+pub const WIND_VIEW_SAMPLES: usize = 1536;
 
 /// [`Snow`] behind the [`ParticleSource`] interface, in a fixed wind given per vertex of the
 /// domain mesh (the scene's inflow profile until the wind solver hands over its field).
 pub struct SnowSource {
     setup: SnowSetup,
-    state: Option<(Snow, DeviceBuffer<[f32; 4]>)>,
+    state: Option<(Snow, WindField)>,
     report: Arc<Mutex<SnowReport>>,
 }
 
@@ -99,15 +149,23 @@ impl SnowSource {
         self.report.clone()
     }
 
-    fn state(&mut self) -> sim::Result<&mut (Snow, DeviceBuffer<[f32; 4]>)> {
+    fn state(&mut self) -> sim::Result<&mut (Snow, WindField)> {
         self.state
             .as_mut()
             .ok_or_else(|| sim::Error::Internal("snow used before prepare".into()))
     }
 
-    fn publish(&self, counters: &Counters, snow: &Snow) -> sim::Result<()> {
+    fn publish(&self, counters: &Counters, snow: &Snow, wind: &WindField) -> sim::Result<()> {
         let (deposited_m3, max_depth_m) = snow.cover_summary()?;
+        let (wind_steps, wind_iterations) = match wind {
+            WindField::Fixed(_) => (0, 0.0),
+            WindField::Solved {
+                steps, iterations, ..
+            } => (*steps, *iterations as f64 / (*steps).max(1) as f64),
+        };
         let report = SnowReport {
+            wind_steps,
+            wind_iterations,
             particles: snow.particles().len(),
             landed: counters.landed,
             respawned: counters.respawned(),
@@ -136,7 +194,30 @@ impl ParticleSource for SnowSource {
 
     fn prepare(&mut self, context: &Context) -> sim::Result<()> {
         let snow = Snow::new(context, &self.setup.domain, self.setup.config.clone())?;
-        let wind = DeviceBuffer::from_slice(context, &self.setup.wind)?;
+        let wind = match &self.setup.solve {
+            None => WindField::Fixed(DeviceBuffer::from_slice(context, &self.setup.wind)?),
+            Some(solve) => {
+                let domain = &self.setup.domain;
+                let mut solver = crate::wind::Solver::new(
+                    context.clone(),
+                    &domain.mesh,
+                    &domain.boundary,
+                    solve.direction,
+                    &self.setup.wind,
+                    solve.settings,
+                )?;
+                solver.startup()?;
+                crate::wind::view::refresh(&mut solver, &solve.view_vertices, &solve.view)?;
+                WindField::Solved {
+                    solver: Box::new(solver),
+                    clock: 0.0,
+                    view: solve.view.clone(),
+                    view_vertices: solve.view_vertices.clone(),
+                    steps: 0,
+                    iterations: 0,
+                }
+            }
+        };
         self.state = Some((snow, wind));
         Ok(())
     }
@@ -161,13 +242,40 @@ impl ParticleSource for SnowSource {
         timeline: &mut Timeline,
     ) -> sim::Result<()> {
         let (snow, wind) = self.state()?;
-        snow.step(context, &*wind, dt, particles, timeline)?;
+        match wind {
+            WindField::Fixed(buffer) => snow.step(context, &*buffer, dt, particles, timeline)?,
+            WindField::Solved {
+                solver,
+                clock,
+                view,
+                view_vertices,
+                steps,
+                iterations,
+            } => {
+                // The wind steps at its own time step once the frames have added up to one
+                // (it waits for its own statistics; the snow samples the latest field).
+                *clock += f64::from(dt);
+                let mut stepped = false;
+                while *clock >= solver.dt() {
+                    *clock -= solver.dt();
+                    let s = solver.step()?;
+                    *steps += 1;
+                    *iterations += u64::from(s.iterations);
+                    stepped = true;
+                }
+                if stepped {
+                    crate::wind::view::refresh(solver, view_vertices, view)?;
+                }
+                let velocity = solver.velocity_buffer()?;
+                snow.step(context, &velocity, dt, particles, timeline)?;
+            }
+        }
         // Reading the counters waits for the frame's kernels, which the session waits for
         // anyway; a non-finite particle stops the run with its stage, frame and id.
         let counters = snow.counters()?;
         check_counters(&counters, snow.frame())?;
-        if let Some((snow, _)) = &self.state {
-            self.publish(&counters, snow)?;
+        if let Some((snow, wind)) = &self.state {
+            self.publish(&counters, snow, wind)?;
         }
         Ok(())
     }

@@ -62,6 +62,7 @@ pub mod geometry;
 pub mod kernels;
 pub mod setup;
 pub mod solver;
+pub mod view;
 
 pub use boundary::{Boundary, Kind};
 pub use error::{Result, WindError};

@@ -529,3 +529,54 @@ fn valley_wind_is_steady() {
         profile / n as f64
     );
 }
+
+#[test]
+fn the_solved_view_shows_the_solver_fields() {
+    use snowsim::sim::FieldSource;
+    use snowsim::wind::view::{self, SolvedView};
+    let m = reference::hill_mesh([5, 4, 3], [500.0, 400.0, 150.0], 30.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 4.0, true, 150.0);
+    let (mut solver, _) = pair(&m, dir, &u_in, settings(50, 1e-2, 5.0));
+    solver.startup().unwrap();
+    solver.step().unwrap();
+    let indices = view::sample_vertices(m.0.len(), 40);
+    let shared = view::SharedSamples::default();
+    view::refresh(&mut solver, &indices, &shared).unwrap();
+    let mut field = SolvedView::new(shared, indices.len());
+    let context = context();
+    field.prepare(&context).unwrap();
+    let mut buffer =
+        snowsim::cl::DeviceBuffer::<[f32; 4]>::uninit(&context, 2 * indices.len()).unwrap();
+    let mut timeline = snowsim::cl::Timeline::new(false);
+    field
+        .update(
+            &context,
+            &mut snowsim::cl::OutputBuffer::Device(&mut buffer),
+            0.0,
+            &mut timeline,
+        )
+        .unwrap();
+    let drawn = buffer.read().unwrap();
+    let (u, p) = (solver.velocity().unwrap(), solver.pressure().unwrap());
+    for (k, &i) in indices.iter().enumerate() {
+        let i = i as usize;
+        let pos = m.0[i].map(|c| c as f32);
+        assert_eq!(drawn[2 * k][..3], pos, "sample {k}: position of vertex {i}");
+        assert_eq!(
+            drawn[2 * k + 1][..3],
+            u[i][..3],
+            "sample {k}: velocity of vertex {i}"
+        );
+        assert_eq!(
+            drawn[2 * k + 1][3],
+            p[i],
+            "sample {k}: pressure of vertex {i}"
+        );
+    }
+    let ranges = field.ranges();
+    assert!(
+        ranges.speed_max > 3.0 && ranges.pressure[0] < ranges.pressure[1],
+        "{ranges:?}"
+    );
+}
