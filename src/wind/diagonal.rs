@@ -3,13 +3,21 @@
 use glam::DVec3;
 use rayon::prelude::*;
 
-use super::boundary::Boundary;
+use super::boundary::{Boundary, FIXED_PRESSURE};
 use super::geometry::Geometry;
 
 /// `A_jj = Σ_i (G_ij · P_i G_ij) / m_i`, with `G_ij = Σ_{T∋i,j} (V_T/4) ∇φ_j`: for every
 /// vertex `j`, the column of `G` over the vertices `i` that share a tetrahedron with it.
+/// Velocities at fixed-pressure vertices are not corrected by the projection (they are the
+/// advected ones), so they count as constrained (`P = 0`) here.
 pub fn jacobi(tets: &[[u32; 4]], geometry: &Geometry, boundary: &Boundary) -> Vec<f64> {
-    column_norms(tets, geometry, |i| boundary.projector[i])
+    column_norms(tets, geometry, |i| {
+        if boundary.flags[i] & FIXED_PRESSURE != 0 {
+            [0.0; 6]
+        } else {
+            boundary.projector[i]
+        }
+    })
 }
 
 /// The diagonal `A` would have if every velocity were free (`P = I`): the scale against which

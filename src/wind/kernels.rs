@@ -229,11 +229,13 @@ impl Kernels {
             KernelSpec::new("wind_gather_grad", ver)
                 .access(Access::read(f.tet_grad))
                 .access(Access::read(f.bnd))
+                .access(Access::read(f.flags))
                 .access(Access::write(f.grad))
                 .body(
                     "double4 s = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
-                     VerG = wind_project_d(VerBnd, s) * (double)VerBnd.s6;",
+                     VerG = (VerFlg & WIND_FIXED_PRESSURE) ? (double4)(0.0)
+                          : wind_project_d(VerBnd, s) * (double)VerBnd.s6;",
                 ),
         )?;
         let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad.id(), "G")?;
@@ -342,12 +344,14 @@ impl Kernels {
             KernelSpec::new("wind_projection", ver)
                 .access(Access::read(f.tet_grad))
                 .access(Access::read(f.bnd))
+                .access(Access::read(f.flags))
                 .access(Access::read(f.star))
                 .access(Access::write(f.vel))
                 .access(Access::write(f.energy))
                 .body(
                     "double4 s = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
+                     if (VerFlg & WIND_FIXED_PRESSURE) s = 0.0;
                      const float4 u = VerStr - convert_float4((double)GmlPar->dt
                                     * (double)VerBnd.s6 * wind_project_d(VerBnd, s));
                      VerVel = u;

@@ -37,7 +37,10 @@
 //!   there, as the CPU reference showed), and CG stalls on it.
 //! - **Exact discrete projection**: `A p = b` with `A = Gᵀ P M_L⁻¹ G` (symmetric positive
 //!   semi-definite, restricted to the unknown vertices) and `b = −((D u*) + F) / dt`; then
-//!   `u = u* − dt P M_L⁻¹ G p`. The new field has `D u + F = 0` exactly at every unknown vertex
+//!   `u = u* − dt P M_L⁻¹ G p`. Here `P` is also zero at the fixed-pressure vertices: the
+//!   projection does not correct the outflow's velocities, which keep the advected values (a
+//!   zero-gradient outflow); correcting them let a mode grow along the outflow sides' ground
+//!   row (25 m/s after ~650 steps of the valley, NaN after 830 on a 2^19 mesh). The new field has `D u + F = 0` exactly at every unknown vertex
 //!   (to the solver's tolerance), which the cheaper approximate projection with the P1
 //!   stiffness matrix does not: on the valley it left ~4e-3 1/s, which bunches the snow.
 //!   `A`'s pressure can hold checkerboard-like modes that `G` does not see; the pressure view

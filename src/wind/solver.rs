@@ -180,11 +180,9 @@ impl Solver {
             .collect();
         let boundary = Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
         let mut boundary = boundary;
+        let reached = super::diagonal::jacobi(&nodes, &geometry, &boundary);
+        boundary.fix_unreachable(&reached, &super::diagonal::unconstrained(&nodes, &geometry));
         let diagonal = super::diagonal::jacobi(&nodes, &geometry, &boundary);
-        boundary.fix_unreachable(
-            &diagonal,
-            &super::diagonal::unconstrained(&nodes, &geometry),
-        );
         let unknown_volume: f64 = geometry
             .lumped
             .iter()
