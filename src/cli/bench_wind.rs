@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use snowsim::bench::copy::copy_bandwidth;
 use snowsim::bench::wind::{self, Config, Row};
-use snowsim::cl::{Context, list_devices};
 use snowsim::output::{self, AtomicFile};
 
 use super::DeviceArg;
@@ -95,11 +94,7 @@ pub fn run(args: WindArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(output::check_writable(p)?),
         None => None,
     };
-    let scene = super::run::load_scene(&args.scene)?;
-    let devices = list_devices()?;
-    let entry = args.device.device.select(&devices)?;
-    let device = entry.info.label();
-    let context = Context::new(entry)?;
+    let (scene, device, context) = super::scene_and_device(&args.scene, &args.device)?;
     let copy = copy_bandwidth(&context, 1 << 24, 10)?;
     if !args.json {
         outln!(

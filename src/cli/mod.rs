@@ -63,6 +63,19 @@ pub struct DeviceArg {
     device: DeviceSelector,
 }
 
+/// A command's scene and device: the scene file read and checked, the device chosen by
+/// `device`, its label and a context on it.
+fn scene_and_device(
+    scene: &std::path::Path,
+    device: &DeviceArg,
+) -> anyhow::Result<(snowsim::scene::Scene, String, snowsim::cl::Context)> {
+    let scene = run::load_scene(scene)?;
+    let devices = snowsim::cl::list_devices()?;
+    let entry = device.device.select(&devices)?;
+    let label = entry.info.label();
+    Ok((scene, label, snowsim::cl::Context::new(entry)?))
+}
+
 /// Runs the parsed command; the exit code says whether what was checked passed.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {

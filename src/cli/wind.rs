@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde::Serialize;
-use snowsim::cl::{Context, list_devices};
 use snowsim::meshio::{VtuArray, write_vtu_file};
 use snowsim::output;
 use snowsim::wind::{self, Boundary, Solver, StepStats};
@@ -107,11 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Some(output::check_writable(path)?),
         None => None,
     };
-    let scene = super::run::load_scene(&args.scene)?;
-    let devices = list_devices()?;
-    let entry = args.device.device.select(&devices)?;
-    let device = entry.info.label();
-    let context = Context::new(entry)?;
+    let (scene, device, context) = super::scene_and_device(&args.scene, &args.device)?;
     let started = Instant::now();
     let settings = wind::setup::settings(&scene, !args.no_profile);
     let mut solver = wind::setup::from_scene(context, &scene, settings)?;

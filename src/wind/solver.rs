@@ -321,6 +321,8 @@ impl Solver {
         let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
         let result = self.project_star(self.settings.startup_iterations, 0, &mut tl, start);
         self.finish_timeline(tl)?;
+        // The counters are per step: the start-up solve is reported on its own.
+        self.counters.clear();
         result
     }
 
@@ -522,37 +524,12 @@ impl Solver {
             slot = 1 - slot;
             iterations += 1;
             if iterations % self.settings.check_every == 0 {
-                // The true residual (`Q` is free until the next iteration's operator).
-                self.enqueue_operator(k.grad_pressure, tl)?;
-                self.gml.enqueue(k.cg_residual, tl)?;
-                self.gml.reduce_into_parameters(
-                    f.rr,
-                    Reduction::Sum,
-                    &self.params,
-                    kernels::RR_OFFSET,
-                    tl,
-                )?;
-                pending = Some((
-                    iterations,
-                    self.gml.download_parameters_async(&self.params)?,
-                ));
+                pending = Some(self.enqueue_check(iterations, tl)?);
             }
         }
         if !converged {
             if iterations % self.settings.check_every != 0 {
-                self.enqueue_operator(k.grad_pressure, tl)?;
-                self.gml.enqueue(k.cg_residual, tl)?;
-                self.gml.reduce_into_parameters(
-                    f.rr,
-                    Reduction::Sum,
-                    &self.params,
-                    kernels::RR_OFFSET,
-                    tl,
-                )?;
-                pending = Some((
-                    iterations,
-                    self.gml.download_parameters_async(&self.params)?,
-                ));
+                pending = Some(self.enqueue_check(iterations, tl)?);
             }
             if let Some((at, read)) = pending.take() {
                 let p = read.wait()?;
@@ -561,9 +538,27 @@ impl Solver {
                 converged = r <= threshold;
             }
         }
-        // The CG slots must start from rz[0] next time.
-        let _ = slot;
         Ok((iterations, residuals, converged))
+    }
+
+    /// Enqueues a convergence check after iteration `at`: the true residual `b − A x` (`Q` is
+    /// free until the next iteration's operator), its `Σ r²/m` into the parameters, and their
+    /// read, without waiting.
+    fn enqueue_check(
+        &mut self,
+        at: u32,
+        tl: &mut Timeline,
+    ) -> Result<(u32, crate::gml::PendingParameters<Params>)> {
+        self.enqueue_operator(self.kernels.grad_pressure, tl)?;
+        self.gml.enqueue(self.kernels.cg_residual, tl)?;
+        self.gml.reduce_into_parameters(
+            self.fields.rr,
+            Reduction::Sum,
+            &self.params,
+            kernels::RR_OFFSET,
+            tl,
+        )?;
+        Ok((at, self.gml.download_parameters_async(&self.params)?))
     }
 
     /// Switches the per-stage timing on (clearing what was counted) or off.
