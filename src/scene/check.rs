@@ -553,6 +553,7 @@ impl Checker<'_> {
             pressure_iterations,
             pressure_tolerance,
             step,
+            advection: w.advection.unwrap_or_default(),
         })
     }
 

@@ -28,6 +28,7 @@
 //! pressure_tolerance = 0.01 # stop at this × the RMS divergence of the profile (default 0.01)
 //! # step = 0.8             # the wind's own time step, s (default: Courant number ~1 near
 //! #                        # the ground)
+//! advection = "linear"     # linear (default) or bfecc: sharper, limited, three walks a step
 //!
 //! [snow]
 //! particles = 1048576      # (default 2^20)
@@ -92,6 +93,6 @@ pub use check::MAX_PARTICLES;
 pub use domain::{BoundaryCount, DomainMesh, DomainReport};
 pub use error::SceneError;
 pub use model::{
-    BoundaryRefs, Camera, Domain, Ground, Scene, Simulate, Snow, SortKey, SortMode, Time, View,
-    Wind, WindProfile,
+    Advection, BoundaryRefs, Camera, Domain, Ground, Scene, Simulate, Snow, SortKey, SortMode,
+    Time, View, Wind, WindProfile,
 };

@@ -126,6 +126,18 @@ pub enum WindProfile {
     Uniform,
 }
 
+/// How the wind solver advects the velocity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advection {
+    /// Semi-Lagrangian with linear interpolation: diffuses like first-order upwind.
+    #[default]
+    Linear,
+    /// Back and forth error compensation and correction, limited to the departure
+    /// tetrahedron's range: sharper, three walks a step.
+    Bfecc,
+}
+
 /// The wind blowing into the domain.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Wind {
@@ -145,6 +157,8 @@ pub struct Wind {
     /// The wind's own time step, s; `None` for a Courant number of about 1 in the bottom
     /// layer.
     pub step: Option<f64>,
+    /// How the velocity is advected.
+    pub advection: Advection,
 }
 
 impl Wind {

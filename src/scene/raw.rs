@@ -74,6 +74,7 @@ pub struct RawWind {
     pub pressure_iterations: Option<u32>,
     pub pressure_tolerance: Option<f64>,
     pub step: Option<f64>,
+    pub advection: Option<super::model::Advection>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -157,6 +157,7 @@ impl FlakesConfig {
                 pressure_iterations: 1,
                 pressure_tolerance: 1e-2,
                 step: None,
+                advection: Default::default(),
             },
             flutter: 0.15,
             fall_speed: 1.0,
@@ -542,6 +543,7 @@ mod tests {
             pressure_iterations: 1,
             pressure_tolerance: 1e-2,
             step: None,
+            advection: Default::default(),
         };
         let (v, p) = wind_args(&wind);
         assert!(
@@ -567,6 +569,7 @@ mod tests {
             pressure_iterations: 1,
             pressure_tolerance: 1e-2,
             step: None,
+            advection: Default::default(),
         };
         let field = ProfileWind::new([4, 2, 5], bounds, None, wind, 9.81).unwrap();
         assert_eq!(field.samples(), 40);

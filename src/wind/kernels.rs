@@ -47,6 +47,10 @@ pub struct Fields {
     pub vel: Solution<[f32; 4]>,
     /// Velocity after advection, before projection.
     pub star: Solution<[f32; 4]>,
+    /// BFECC: the velocity advected forward.
+    pub forward: Solution<[f32; 4]>,
+    /// BFECC: that advected back.
+    pub backward: Solution<[f32; 4]>,
     /// The inflow profile at every vertex.
     pub inflow: Solution<[f32; 4]>,
     /// Per vertex: `P` (xx, xy, xz, yy, yz, zz), `1/m`, `F`.
@@ -101,6 +105,8 @@ impl Fields {
         Ok(Self {
             vel: gml.new_solution(ver, 1, "Vel")?,
             star: gml.new_solution(ver, 1, "Str")?,
+            forward: gml.new_solution(ver, 1, "Fwd")?,
+            backward: gml.new_solution(ver, 1, "Bwd")?,
             inflow: gml.new_solution(ver, 1, "Inf")?,
             bnd: gml.new_solution(ver, 1, "Bnd")?,
             flags: gml.new_solution(ver, 1, "Flg")?,
@@ -132,6 +138,9 @@ impl Fields {
 pub struct Kernels {
     /// Advection into `Str`, with the boundary conditions.
     pub advect: KernelId,
+    /// BFECC's three passes: forward into `Fwd`, back into `Bwd`, and the corrected, limited
+    /// advection into `Str` with the boundary conditions.
+    pub bfecc: [KernelId; 3],
     /// `(V/4)∇d_T` of the search direction.
     pub grad_dir: KernelId,
     /// `(V/4)∇p_T` of the pressure.
@@ -223,6 +232,83 @@ impl Kernels {
                      VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, u);",
                 ),
         )?;
+        // BFECC (back and forth error compensation and correction): advect forward, advect
+        // that back, and advect `u + (u − back)/2` forward, clamped to the range of the
+        // velocities of the departure tetrahedron (the limiter) so no new extremum appears.
+        // `source` is the value at node `#` of the departure tetrahedron.
+        let walk = |sign: &str, source: &str| {
+            let at = |node: &str| source.replace('#', node);
+            format!(
+                "const float3 q = VerCrd.xyz {sign} GmlPar->dt * VerVel.xyz;
+                 const TetWalk w = tet_walk(TetVerTab, VerCrdTab, TetNgbTab, VerTet[0], q,
+                                            GmlPar->tolerance, GmlPar->max_hops, (uint)VerIdx);
+                 const int4 n = TetVerTab[w.tet];
+                 const float4 u = w.bary.x * {} + w.bary.y * {}
+                                + w.bary.z * {} + w.bary.w * {};",
+                at("n.x"),
+                at("n.y"),
+                at("n.z"),
+                at("n.w")
+            )
+        };
+        let pass = |gml: &mut Gml,
+                    name: &str,
+                    from: Option<Solution<[f32; 4]>>,
+                    to: Solution<[f32; 4]>,
+                    body: String| {
+            let mut spec = KernelSpec::new(name, ver);
+            if let Some(from) = from {
+                spec = spec.access(Access::read(from));
+            }
+            gml.compile(
+                spec.access(Access::read(vertices))
+                    .access(Access::read(tets))
+                    .access(Access::read(f.ngb))
+                    .access(Access::read(f.vel))
+                    .access(Access::write(to))
+                    .body(&body),
+            )
+        };
+        let forward = pass(
+            gml,
+            "wind_bfecc_forward",
+            None,
+            f.forward,
+            walk("-", "VerVelTab[#]") + "\nVerFwd = u;",
+        )?;
+        let backward = pass(
+            gml,
+            "wind_bfecc_backward",
+            Some(f.forward),
+            f.backward,
+            walk("+", "VerFwdTab[#]") + "\nVerBwd = u;",
+        )?;
+        let corrected = gml.compile(
+            KernelSpec::new("wind_bfecc_corrected", ver)
+                .access(Access::read(vertices))
+                .access(Access::read(tets))
+                .access(Access::read(f.ngb))
+                .access(Access::read(f.vel))
+                .access(Access::read(f.backward))
+                .access(Access::read(f.inflow))
+                .access(Access::read(f.bnd))
+                .access(Access::read(f.flags))
+                .access(Access::write(f.star))
+                .access(Access::write(f.lost))
+                .body(
+                    &(walk("-", "(1.5f * VerVelTab[#] - 0.5f * VerBwdTab[#])")
+                        + "
+                     const float4 lo = fmin(fmin(VerVelTab[n.x], VerVelTab[n.y]),
+                                            fmin(VerVelTab[n.z], VerVelTab[n.w]));
+                     const float4 hi = fmax(fmax(VerVelTab[n.x], VerVelTab[n.y]),
+                                            fmax(VerVelTab[n.z], VerVelTab[n.w]));
+                     const float4 limited = clamp(u, lo, hi);
+                     VerLost = w.status == TET_WALK_LOST;
+                     VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf
+                            : wind_project(VerBnd, limited);"),
+                ),
+        )?;
+        let bfecc = [forward, backward, corrected];
         let grad_dir = grad(gml, "wind_grad_dir", f.dir, "Dir")?;
         let grad_pressure = grad(gml, "wind_grad_pressure", f.pressure, "X")?;
         let gather_grad = gml.compile(
@@ -373,6 +459,7 @@ impl Kernels {
         )?;
         Ok(Self {
             advect,
+            bfecc,
             grad_dir,
             grad_pressure,
             gather_grad,

@@ -13,6 +13,7 @@ pub fn settings(scene: &Scene, profile: bool) -> Settings {
         step: scene.wind.step,
         tolerance: scene.wind.pressure_tolerance,
         iterations: scene.wind.pressure_iterations,
+        advection: scene.wind.advection,
         profile,
         ..Settings::default()
     }

@@ -38,6 +38,8 @@ pub struct Settings {
     pub walk_tolerance: f64,
     /// Time every stage with profiling events (costs ~8 µs per launch on NVIDIA).
     pub profile: bool,
+    /// How the velocity is advected (`wind.advection`).
+    pub advection: crate::scene::Advection,
 }
 
 impl Default for Settings {
@@ -51,6 +53,7 @@ impl Default for Settings {
             max_hops: 64,
             walk_tolerance: 1e-3,
             profile: false,
+            advection: crate::scene::Advection::Linear,
         }
     }
 }
@@ -332,12 +335,25 @@ impl Solver {
         self.steps += 1;
         let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
         let result = (|| {
-            tl.stage("wind.advect");
-            self.gml.enqueue(self.kernels.advect, &mut tl)?;
+            self.enqueue_advection(&mut tl)?;
             self.project_star(self.settings.iterations, self.steps, &mut tl, start)
         })();
         self.finish_timeline(tl)?;
         result
+    }
+
+    /// Enqueues the advection of `Vel` into `Str` (linear, or BFECC's three passes).
+    fn enqueue_advection(&mut self, tl: &mut Timeline) -> Result<()> {
+        tl.stage("wind.advect");
+        match self.settings.advection {
+            crate::scene::Advection::Linear => self.gml.enqueue(self.kernels.advect, tl)?,
+            crate::scene::Advection::Bfecc => {
+                for kernel in self.kernels.bfecc {
+                    self.gml.enqueue(kernel, tl)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn finish_timeline(&mut self, mut tl: Timeline) -> Result<()> {
@@ -669,8 +685,7 @@ impl Solver {
     /// projecting (tests and diagnostics).
     pub fn advect(&mut self) -> Result<Vec<[f32; 4]>> {
         let mut tl = Timeline::new(false);
-        tl.stage("wind.advect");
-        self.gml.enqueue(self.kernels.advect, &mut tl)?;
+        self.enqueue_advection(&mut tl)?;
         tl.wait()?;
         Ok(self.gml.read_all(self.fields.star)?)
     }
