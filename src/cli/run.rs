@@ -75,6 +75,12 @@ pub struct Args {
     /// How the snow particles are sorted each frame [default: the scene's snow.sort].
     #[arg(long, value_enum, value_name = "MODE")]
     sort: Option<SortArg>,
+    /// Write the final state as VTK XML (ParaView): the domain's tetrahedra and boundary
+    /// triangles with cell data `ref`, point data `velocity` (m/s), `pressure` (Pa, zero
+    /// with the fixed profile) and `snow_depth` (m, on the ground vertices, zero elsewhere).
+    /// Headless runs only; checked before the run, written atomically.
+    #[arg(long, value_name = "FILE")]
+    vtu: Option<PathBuf>,
 }
 
 /// `--sort` values.
@@ -284,6 +290,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Bad output paths fail now, not after the whole run.
     capture.prepare()?;
+    let vtu = match &args.vtu {
+        Some(_) if !args.headless => {
+            anyhow::bail!("--vtu writes the state after a headless run: add --headless")
+        }
+        Some(path) => Some(snowsim::output::check_writable(path)?),
+        None => None,
+    };
     let json = args.json;
     let say = move |line: &str| -> anyhow::Result<()> {
         if json {
@@ -389,6 +402,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 log: &mut log,
             },
         )?;
+        if let Some(path) = &vtu {
+            session.save_state(path)?;
+            say(&format!("wrote {}", path.display()))?;
+        }
         let interop = session.interop().clone();
         (summary, headless.setup().info.clone(), interop)
     } else {

@@ -49,6 +49,9 @@ pub enum Error {
     /// The wind solver failed.
     #[error(transparent)]
     Wind(#[from] crate::wind::WindError),
+    /// The state could not be written.
+    #[error(transparent)]
+    Vtu(#[from] crate::meshio::VtuError),
     /// A parameter is out of range.
     #[error("invalid simulation parameter: {0}")]
     InvalidParameter(String),

@@ -174,6 +174,11 @@ impl Session {
         })
     }
 
+    /// Writes the simulation's state (mesh, wind, snow cover) to `path` as VTK XML.
+    pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
+        self.particles.save_state(path)
+    }
+
     /// The interop path in use and why.
     pub fn interop(&self) -> &InteropChoice {
         &self.choice

@@ -50,6 +50,15 @@ pub trait ParticleSource {
     fn ground_depth(&mut self) -> Result<Option<Vec<f32>>> {
         Ok(None)
     }
+    /// Writes the simulation's state to `path` as VTK XML (`snowsim run --vtu`); a source
+    /// without a mesh state refuses.
+    fn save_state(&mut self, _path: &std::path::Path) -> Result<()> {
+        Err(super::Error::InvalidParameter(format!(
+            "the {} have no mesh state to write (--vtu needs the snow simulation: \
+             simulate.snow = true)",
+            self.name()
+        )))
+    }
 }
 
 /// Writes the wind debug view: per sample point a float4 position (xyz) followed by a float4

@@ -291,6 +291,47 @@ impl ParticleSource for SnowSource {
         }
     }
 
+    fn save_state(&mut self, path: &std::path::Path) -> sim::Result<()> {
+        use crate::meshio::{ElementKind, VtuArray, write_vtu_file};
+        let Some((snow, wind)) = self.state.as_mut() else {
+            return Err(sim::Error::Internal("snow saved before prepare".into()));
+        };
+        let mesh = &self.setup.domain.mesh;
+        let (velocity, pressure): (Vec<[f32; 4]>, Vec<f32>) = match wind {
+            WindField::Fixed(_) => (self.setup.wind.clone(), vec![0.0; mesh.vertices.len()]),
+            WindField::Solved { solver, .. } => (solver.velocity()?, solver.pressure()?),
+        };
+        let mut depth = vec![0.0f32; mesh.vertices.len()];
+        for (g, d) in snow.cover().depths()?.into_iter().enumerate() {
+            if let Some(&v) = self.setup.domain.ground.volume_vertices.get(g) {
+                depth[v as usize] = d;
+            }
+        }
+        let tets: Vec<([u32; 4], i32)> = mesh
+            .elements(ElementKind::Tetrahedra)
+            .iter()
+            .map(|(n, r)| ([n[0], n[1], n[2], n[3]], r))
+            .collect();
+        let triangles: Vec<([u32; 3], i32)> = mesh
+            .elements(ElementKind::Triangles)
+            .iter()
+            .map(|(n, r)| ([n[0], n[1], n[2]], r))
+            .collect();
+        let velocity: Vec<[f32; 3]> = velocity.iter().map(|u| [u[0], u[1], u[2]]).collect();
+        write_vtu_file(
+            path,
+            &mesh.vertices,
+            &tets,
+            &triangles,
+            &[
+                VtuArray::vectors("velocity", &velocity),
+                VtuArray::scalars("pressure", &pressure),
+                VtuArray::scalars("snow_depth", &depth),
+            ],
+        )?;
+        Ok(())
+    }
+
     fn set_sorting(&mut self, on: bool) -> bool {
         let mode = if on {
             crate::scene::SortMode::Partial

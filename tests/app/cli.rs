@@ -327,3 +327,117 @@ fn a_closed_pipe_ends_the_program_quietly() {
     assert!(!first.is_empty());
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The names of a VTK XML file's point data arrays and its point count, from its header.
+fn vtu_header(path: &Path) -> (usize, Vec<String>) {
+    let bytes = std::fs::read(path).unwrap();
+    let end = bytes
+        .windows(12)
+        .position(|w| w == b"AppendedData")
+        .expect("an appended data block");
+    let header = String::from_utf8_lossy(&bytes[..end]).to_string();
+    let points = header
+        .split("NumberOfPoints=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|s| s.parse().ok())
+        .expect("NumberOfPoints");
+    let names = header
+        .split("Name=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(str::to_string)
+        .collect();
+    (points, names)
+}
+
+#[test]
+fn wind_alone_reports_json_and_writes_its_state() {
+    let dir = temp_dir("wind_alone_reports_json_and_writes_its_state");
+    let vtu = dir.join("wind.vtu");
+    let flat = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let o = snowsim(&[
+        "wind",
+        "--scene",
+        flat.to_str().unwrap(),
+        "--steps",
+        "5",
+        "--json",
+        "--vtu",
+        vtu.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(report["steps"], 5);
+    assert_eq!(report["vertices"], 567);
+    let fluxes = report["fluxes"].as_array().unwrap();
+    let inflow: f64 = fluxes
+        .iter()
+        .filter(|f| f["kind"] == "inflow")
+        .map(|f| f["flux_m3_per_s"].as_f64().unwrap())
+        .sum();
+    // The flat scene's uniform 3 m/s through its 200 × 60 m west side.
+    assert!(
+        (inflow + 3.0 * 200.0 * 60.0).abs() < 1.0,
+        "inflow {inflow} m³/s"
+    );
+    let (points, names) = vtu_header(&vtu);
+    assert_eq!(points, 567);
+    for name in ["ref", "velocity", "pressure"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    // A bad direction: no side lets the wind in.
+    let text = std::fs::read_to_string(&flat)
+        .unwrap()
+        .replace("direction = [1.0, 0.0]", "direction = [0.0, 0.0]");
+    let still = dir.join("still.toml");
+    std::fs::write(&still, text).unwrap();
+    let o = snowsim(&["wind", "--scene", still.to_str().unwrap(), "--steps", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+#[test]
+fn run_writes_the_snow_state_after_a_headless_run() {
+    let dir = temp_dir("run_writes_the_snow_state_after_a_headless_run");
+    let vtu = dir.join("state.vtu");
+    let flat = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let o = snowsim(&[
+        "run",
+        "--scene",
+        flat.to_str().unwrap(),
+        "--frames",
+        "200",
+        "--vtu",
+        vtu.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "without --headless: {}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--headless"), "{}", stderr(&o));
+    assert!(!vtu.exists());
+    let o = snowsim(&[
+        "run",
+        "--scene",
+        flat.to_str().unwrap(),
+        "--headless",
+        "--frames",
+        "200",
+        "--size",
+        "160x120",
+        "--vtu",
+        vtu.to_str().unwrap(),
+    ]);
+    if !o.status.success() && stderr(&o).contains("EGL") {
+        println!("SKIPPED: no headless OpenGL here: {}", stderr(&o));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (points, names) = vtu_header(&vtu);
+    assert_eq!(points, 567);
+    for name in ["ref", "velocity", "pressure", "snow_depth"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+}
