@@ -258,7 +258,7 @@ impl ParticleSource for SnowSource {
                 let mut stepped = false;
                 while *clock >= solver.dt() {
                     *clock -= solver.dt();
-                    let s = solver.step()?;
+                    let s = solver.step_in(timeline)?;
                     *steps += 1;
                     *iterations += u64::from(s.iterations);
                     stepped = true;

@@ -331,15 +331,19 @@ impl Solver {
 
     /// One wind step: advection, divergence, pressure solve, projection, statistics.
     pub fn step(&mut self) -> Result<StepStats> {
-        let start = Instant::now();
-        self.steps += 1;
         let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
-        let result = (|| {
-            self.enqueue_advection(&mut tl)?;
-            self.project_star(self.settings.iterations, self.steps, &mut tl, start)
-        })();
+        let result = self.step_in(&mut tl);
         self.finish_timeline(tl)?;
         result
+    }
+
+    /// One wind step whose launches go into `timeline` (a frame's, so that the frame's stage
+    /// times show the wind's stages); the solver's own counters do not see them.
+    pub fn step_in(&mut self, timeline: &mut Timeline) -> Result<StepStats> {
+        let start = Instant::now();
+        self.steps += 1;
+        self.enqueue_advection(timeline)?;
+        self.project_star(self.settings.iterations, self.steps, timeline, start)
     }
 
     /// Enqueues the advection of `Vel` into `Str` (linear, or BFECC's three passes).
