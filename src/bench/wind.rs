@@ -71,6 +71,8 @@ pub struct Config {
     pub steps: u64,
     /// Steps run with profiling events for the per-stage times.
     pub profiled_steps: u64,
+    /// CG iterations between convergence checks (`None`: the solver's default).
+    pub check_every: Option<u32>,
 }
 
 /// The scene with its terrain remeshed to about `tets` tetrahedra (square cells, the scene's
@@ -102,7 +104,10 @@ pub fn measure(
         Domain::Mesh { .. } => 0,
     };
     progress("meshing and setting up");
-    let settings = wind::setup::settings(scene, false);
+    let mut settings = wind::setup::settings(scene, false);
+    if let Some(every) = config.check_every {
+        settings.check_every = every;
+    }
     let mut solver = wind::setup::from_scene(context, scene, settings)?;
     progress("start-up solve");
     let t = Instant::now();

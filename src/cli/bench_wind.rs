@@ -32,6 +32,9 @@ pub struct WindArgs {
     /// Steps run again with profiling events, for the per-stage times.
     #[arg(long, default_value_t = 20)]
     profiled_steps: u64,
+    /// CG iterations between convergence checks [default: the solver's, 8].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    check_every: Option<u32>,
     /// Also write one CSV row per size and stage to FILE.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -108,6 +111,7 @@ pub fn run(args: WindArgs) -> anyhow::Result<ExitCode> {
         warmup: args.warmup,
         steps: args.steps,
         profiled_steps: args.profiled_steps,
+        check_every: args.check_every,
     };
     let bar = if args.json {
         indicatif::ProgressBar::hidden()

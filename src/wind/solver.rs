@@ -30,7 +30,8 @@ pub struct Settings {
     pub iterations: u32,
     /// Most CG iterations of the start-up solve, which starts cold.
     pub startup_iterations: u32,
-    /// The convergence is read every this many iterations, without waiting.
+    /// The convergence is checked after 1, 2 and 4 iterations (most warm-started steps need
+    /// no more), then every this many.
     pub check_every: u32,
     /// The advection walk's hop limit.
     pub max_hops: u32,
@@ -59,6 +60,15 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Whether the solve checks its convergence after `iterations` iterations: 1, 2, 4, then
+    /// every [`check_every`](Self::check_every). Each check costs one operator (the true
+    /// residual) and a wait for the device; on the valley, checking every 8 iterations made
+    /// the median step 2.6 ms at 4.0 iterations a step, every 2 1.35 ms at 1.6.
+    pub fn checks_after(&self, iterations: u32) -> bool {
+        (iterations.is_power_of_two() && iterations < self.check_every)
+            || iterations % self.check_every == 0
+    }
+
     fn check(&self) -> Result<()> {
         let bad = |what: &str| Err(WindError::Setting(what.to_string()));
         if self.iterations == 0 {
@@ -478,9 +488,9 @@ impl Solver {
     }
 
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
-    /// scalars stay on the device, the convergence is read every `check_every` iterations
-    /// without waiting for the queue to drain. Each check measures the true residual
-    /// `b − A x` (one more operator every `check_every` iterations), not the recursion's
+    /// scalars stay on the device, the convergence is read at the iterations
+    /// [`Settings::checks_after`] names, through a read that does not block the queue. Each
+    /// check measures the true residual `b − A x` (one more operator), not the recursion's
     /// estimate of it. The vectors are double: in f32 the recursive residual drifted from
     /// the true one by 2× within 50 iterations on a hill mesh, and replacing it (with or
     /// without its `r·z`) broke the conjugacy. The M⁻¹-weighted residual is not monotone
@@ -513,9 +523,7 @@ impl Solver {
         let mut slot = 0usize;
         let mut iterations = 0;
         while iterations < max_iterations {
-            if iterations % self.settings.check_every == 0
-                && let Some((at, read)) = pending.take()
-            {
+            if let Some((at, read)) = pending.take() {
                 let p = read.wait()?;
                 let r = rms(p.rr, self.dt, self.unknown_volume);
                 residuals.push((at, r));
@@ -543,12 +551,12 @@ impl Solver {
             self.gml.enqueue(k.cg_direction[slot], tl)?;
             slot = 1 - slot;
             iterations += 1;
-            if iterations % self.settings.check_every == 0 {
+            if self.settings.checks_after(iterations) {
                 pending = Some(self.enqueue_check(iterations, tl)?);
             }
         }
         if !converged {
-            if iterations % self.settings.check_every != 0 {
+            if pending.is_none() {
                 pending = Some(self.enqueue_check(iterations, tl)?);
             }
             if let Some((at, read)) = pending.take() {

@@ -470,7 +470,7 @@ fn valley_wind_is_steady() {
     // One flow-through: 4 km at the wind's speed at its reference height (6 m/s), 667 s.
     let flow_through = (4000.0 / scene.wind.speed / solver.dt()).ceil() as usize;
     let mut energy = Vec::new();
-    for step in 1..=5 * flow_through {
+    for step in 1..=3 * flow_through + 1000 {
         let s = solver.step().unwrap();
         assert!(s.converged, "step {step}: {s:?}");
         assert!(
@@ -486,27 +486,17 @@ fn valley_wind_is_steady() {
         (last / after_one - 1.0).abs() < 0.1,
         "kinetic energy {after_one:.4e} J after one flow-through, {last:.4e} J after three"
     );
-    // The trend over the two flow-throughs after those three (a least-squares line), per
-    // 1 000 steps.
+    // Over the 1 000 steps after those three flow-throughs the energy changes by < 1 % (it
+    // wanders ±0.3 % as the solves stop just under the tolerance).
     let tail = &energy[3 * flow_through..];
-    let n = tail.len() as f64;
-    let mean_x = (n - 1.0) / 2.0;
-    let mean_y = tail.iter().sum::<f64>() / n;
-    let slope = tail
+    let (lo, hi) = tail
         .iter()
-        .enumerate()
-        .map(|(x, y)| (x as f64 - mean_x) * (y - mean_y))
-        .sum::<f64>()
-        / tail
-            .iter()
-            .enumerate()
-            .map(|(x, _)| (x as f64 - mean_x).powi(2))
-            .sum::<f64>();
-    let per_thousand = (slope * 1000.0 / mean_y).abs();
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &e| {
+            (lo.min(e), hi.max(e))
+        });
     assert!(
-        per_thousand < 0.01,
-        "kinetic energy drifts {:.3} % per 1000 steps",
-        100.0 * per_thousand
+        (hi - lo) < 0.01 * last,
+        "kinetic energy between {lo:.4e} and {hi:.4e} J over 1 000 steps"
     );
     // 100 m above the ground within 400 m of the inflow side (north): within 10 % of the
     // profile. (The valley has no flat ground; further in, the ridges slow the flow.)
