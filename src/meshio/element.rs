@@ -204,6 +204,20 @@ impl Elements {
         self.refs.reserve(additional);
     }
 
+    /// Every element as a fixed-size array of its `N` nodes with its reference (`N` must be
+    /// the kind's node count; elements of another size are padded with 0 or cut).
+    pub fn with_refs<const N: usize>(&self) -> Vec<([u32; N], i32)> {
+        self.iter()
+            .map(|(nodes, r)| {
+                let mut fixed = [0u32; N];
+                for (slot, &n) in fixed.iter_mut().zip(nodes) {
+                    *slot = n;
+                }
+                (fixed, r)
+            })
+            .collect()
+    }
+
     /// Iterates over (nodes, reference) of every element.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u32], i32)> + '_ {
         self.nodes

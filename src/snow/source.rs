@@ -307,16 +307,8 @@ impl ParticleSource for SnowSource {
                 depth[v as usize] = d;
             }
         }
-        let tets: Vec<([u32; 4], i32)> = mesh
-            .elements(ElementKind::Tetrahedra)
-            .iter()
-            .map(|(n, r)| ([n[0], n[1], n[2], n[3]], r))
-            .collect();
-        let triangles: Vec<([u32; 3], i32)> = mesh
-            .elements(ElementKind::Triangles)
-            .iter()
-            .map(|(n, r)| ([n[0], n[1], n[2]], r))
-            .collect();
+        let tets = mesh.elements(ElementKind::Tetrahedra).with_refs::<4>();
+        let triangles = mesh.elements(ElementKind::Triangles).with_refs::<3>();
         let velocity: Vec<[f32; 3]> = velocity.iter().map(|u| [u[0], u[1], u[2]]).collect();
         write_vtu_file(
             path,

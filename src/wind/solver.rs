@@ -167,16 +167,8 @@ impl Solver {
         settings: Settings,
     ) -> Result<Self> {
         settings.check()?;
-        let tets: Vec<([u32; 4], i32)> = mesh
-            .elements(ElementKind::Tetrahedra)
-            .iter()
-            .map(|(n, r)| ([n[0], n[1], n[2], n[3]], r))
-            .collect();
-        let triangles: Vec<([u32; 3], i32)> = mesh
-            .elements(ElementKind::Triangles)
-            .iter()
-            .map(|(n, r)| ([n[0], n[1], n[2]], r))
-            .collect();
+        let tets = mesh.elements(ElementKind::Tetrahedra).with_refs::<4>();
+        let triangles = mesh.elements(ElementKind::Triangles).with_refs::<3>();
         let vertices = mesh.vertices.clone();
         if inflow.len() != vertices.len() {
             return Err(WindError::Setting(format!(
