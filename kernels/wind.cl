@@ -27,8 +27,3 @@ inline double4 wind_project_d(float8 b, double4 v) {
                      d.s1 * v.x + d.s3 * v.y + d.s4 * v.z,
                      d.s2 * v.x + d.s4 * v.y + d.s5 * v.z, 0.0);
 }
-
-// wind_pick for a double vector.
-inline double wind_pick_d(double4 v, int k) {
-    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
-}

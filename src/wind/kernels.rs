@@ -91,10 +91,11 @@ pub struct Fields {
     pub coef: Solution<[f32; 16]>,
     /// Per tetrahedron, the neighbours across its faces.
     pub ngb: Solution<[i32; 4]>,
-    /// Per tetrahedron, `(V/4) ∇x_T` of a vertex scalar.
-    pub tet_grad: Solution<[f64; 4]>,
+    /// Per tetrahedron, `(V/4) ∇x_T` of a vertex scalar: computed in double, stored in f32
+    /// (half the bytes of the two ball gathers, which sum in double).
+    pub tet_grad: Solution<[f32; 4]>,
     /// Per tetrahedron, `V ∇φ_j · v̄_T` for j = 0..3 of a vertex vector.
-    pub tet_div: Solution<[f64; 4]>,
+    pub tet_div: Solution<[f32; 4]>,
 }
 
 impl Fields {
@@ -185,10 +186,10 @@ impl Kernels {
                     .access(Access::read(f.coef))
                     .access(Access::write(f.tet_grad))
                     .body(&format!(
-                        "TetGp = convert_double4(TetCof.s0123) * Tet{var}[0]
+                        "TetGp = convert_float4(convert_double4(TetCof.s0123) * Tet{var}[0]
                                + convert_double4(TetCof.s4567) * Tet{var}[1]
                                + convert_double4(TetCof.s89ab) * Tet{var}[2]
-                               + convert_double4(TetCof.scdef) * Tet{var}[3];"
+                               + convert_double4(TetCof.scdef) * Tet{var}[3]);"
                     )),
             )
         };
@@ -202,10 +203,10 @@ impl Kernels {
                         "double4 s = convert_double4(Tet{var}[0]) + convert_double4(Tet{var}[1])
                                    + convert_double4(Tet{var}[2]) + convert_double4(Tet{var}[3]);
                          s.w = 0.0;
-                         TetDv = (double4)(dot(convert_double4(TetCof.s0123), s),
-                                           dot(convert_double4(TetCof.s4567), s),
-                                           dot(convert_double4(TetCof.s89ab), s),
-                                           dot(convert_double4(TetCof.scdef), s));"
+                         TetDv = convert_float4((double4)(dot(convert_double4(TetCof.s0123), s),
+                                                          dot(convert_double4(TetCof.s4567), s),
+                                                          dot(convert_double4(TetCof.s89ab), s),
+                                                          dot(convert_double4(TetCof.scdef), s)));"
                     )),
             )
         };
@@ -319,7 +320,7 @@ impl Kernels {
                 .access(Access::write(f.grad))
                 .body(
                     "double4 s = 0.0;
-                     for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
+                     for (int i = 0; i < VerTetDegMax; i++) s += convert_double4(VerTetGp[i]);
                      VerG = (VerFlg & WIND_FIXED_PRESSURE) ? (double4)(0.0)
                           : wind_project_d(VerBnd, s) * (double)VerBnd.s6;",
                 ),
@@ -336,7 +337,7 @@ impl Kernels {
                 .access(Access::write(f.pq))
                 .body(
                     "double q = 0.0;
-                     for (int i = 0; i < VerTetDegMax; i++) q += wind_pick_d(VerTetDv[i], VerTetVoy[i]);
+                     for (int i = 0; i < VerTetDegMax; i++) q += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
                      if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
                      VerQ = q;
                      VerPQ = VerDir * q;",
@@ -352,7 +353,7 @@ impl Kernels {
                 .access(Access::write(f.rhs))
                 .body(
                     "double s = 0.0;
-                     for (int i = 0; i < VerTetDegMax; i++) s += wind_pick_d(VerTetDv[i], VerTetVoy[i]);
+                     for (int i = 0; i < VerTetDegMax; i++) s += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
                      const double w = (double)VerBnd.s7 - s;
                      const bool fixed = (VerFlg & WIND_FIXED_PRESSURE) != 0;
                      VerDiv = fixed ? 0.0f : (float)(w * VerBnd.s6);
@@ -436,7 +437,7 @@ impl Kernels {
                 .access(Access::write(f.energy))
                 .body(
                     "double4 s = 0.0;
-                     for (int i = 0; i < VerTetDegMax; i++) s += VerTetGp[i];
+                     for (int i = 0; i < VerTetDegMax; i++) s += convert_double4(VerTetGp[i]);
                      if (VerFlg & WIND_FIXED_PRESSURE) s = 0.0;
                      const float4 u = VerStr - convert_float4((double)GmlPar->dt
                                     * (double)VerBnd.s6 * wind_project_d(VerBnd, s));
