@@ -210,32 +210,6 @@ impl Kernels {
                     )),
             )
         };
-        let advect = gml.compile(
-            KernelSpec::new("wind_advect", ver)
-                .access(Access::read(vertices))
-                .access(Access::read(tets))
-                .access(Access::read(f.ngb))
-                .access(Access::read(f.vel))
-                .access(Access::read(f.inflow))
-                .access(Access::read(f.bnd))
-                .access(Access::read(f.flags))
-                .access(Access::write(f.star))
-                .access(Access::write(f.lost))
-                .body(
-                    "const float3 q = VerCrd.xyz - GmlPar->dt * VerVel.xyz;
-                     const TetWalk w = tet_walk(TetVerTab, VerCrdTab, TetNgbTab, VerTet[0], q,
-                                                GmlPar->tolerance, GmlPar->max_hops,
-                                                (uint)VerIdx);
-                     const int4 n = TetVerTab[w.tet];
-                     const float4 u = w.bary.x * VerVelTab[n.x] + w.bary.y * VerVelTab[n.y]
-                                    + w.bary.z * VerVelTab[n.z] + w.bary.w * VerVelTab[n.w];
-                     VerLost = w.status == TET_WALK_LOST;
-                     VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, u);",
-                ),
-        )?;
-        // BFECC (back and forth error compensation and correction): advect forward, advect
-        // that back, and advect `u + (u − back)/2` forward, clamped to the range of the
-        // velocities of the departure tetrahedron (the limiter) so no new extremum appears.
         // `source` is the value at node `#` of the departure tetrahedron.
         let walk = |sign: &str, source: &str| {
             let at = |node: &str| source.replace('#', node);
@@ -252,6 +226,27 @@ impl Kernels {
                 at("n.w")
             )
         };
+        let advect = gml.compile(
+            KernelSpec::new("wind_advect", ver)
+                .access(Access::read(vertices))
+                .access(Access::read(tets))
+                .access(Access::read(f.ngb))
+                .access(Access::read(f.vel))
+                .access(Access::read(f.inflow))
+                .access(Access::read(f.bnd))
+                .access(Access::read(f.flags))
+                .access(Access::write(f.star))
+                .access(Access::write(f.lost))
+                .body(
+                    &(walk("-", "VerVelTab[#]")
+                        + "
+                     VerLost = w.status == TET_WALK_LOST;
+                     VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, u);"),
+                ),
+        )?;
+        // BFECC (back and forth error compensation and correction): advect forward, advect
+        // that back, and advect `u + (u − back)/2` forward, clamped to the range of the
+        // velocities of the departure tetrahedron (the limiter) so no new extremum appears.
         let pass = |gml: &mut Gml,
                     name: &str,
                     from: Option<Solution<[f32; 4]>>,

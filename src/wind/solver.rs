@@ -5,13 +5,14 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::boundary::{Boundary, FIXED_PRESSURE};
+use super::diagonal;
 use super::error::{Result, WindError};
 use super::geometry::{self, Geometry};
 use super::kernels::{self, Fields, Kernels, Params};
 use crate::budget::{self, Estimate};
 use crate::cl::{self, Context, DeviceBuffer, Timeline};
 use crate::counters::Counters;
-use crate::gml::{Gml, Parameters, Reduction, VectorMode};
+use crate::gml::{Gml, MeshKind, Parameters, Reduction, VectorMode};
 use crate::meshio::{ElementKind, Mesh};
 use crate::scene::BoundaryRefs;
 
@@ -186,11 +187,12 @@ impl Solver {
             .iter()
             .map(|v| [v[0].into(), v[1].into(), v[2].into()])
             .collect();
-        let boundary = Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
-        let mut boundary = boundary;
-        let reached = super::diagonal::jacobi(&nodes, &geometry, &boundary);
-        boundary.fix_unreachable(&reached, &super::diagonal::unconstrained(&nodes, &geometry));
-        let diagonal = super::diagonal::jacobi(&nodes, &geometry, &boundary);
+        let mut boundary =
+            Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
+        let ball = diagonal::vertex_ball(vertices.len(), &nodes);
+        let reached = diagonal::jacobi(&ball, &nodes, &geometry, &boundary);
+        boundary.fix_unreachable(&reached, &diagonal::unconstrained(&ball, &nodes, &geometry));
+        let diagonal = diagonal::jacobi(&ball, &nodes, &geometry, &boundary);
         let unknown_volume: f64 = geometry
             .lumped
             .iter()
@@ -213,15 +215,18 @@ impl Solver {
         }
         gml.include_toolkit(include_str!("../../kernels/tet_walk.cl"));
         gml.include_toolkit(include_str!("../../kernels/wind.cl"));
-        let mut upload = Mesh::new(3);
-        upload.vertices = vertices.clone();
-        upload.vertex_refs = mesh.vertex_refs.clone();
-        if upload.vertex_refs.len() != upload.vertices.len() {
-            upload.vertex_refs = vec![0; upload.vertices.len()];
-        }
-        *upload.elements_mut(ElementKind::Tetrahedra) =
-            mesh.elements(ElementKind::Tetrahedra).clone();
-        gml.import_mesh(&upload)?;
+        // The vertices and tetrahedra only (the boundary triangles stay on the host).
+        let refs = (mesh.vertex_refs.len() == vertices.len()).then_some(&mesh.vertex_refs[..]);
+        let elements = mesh.elements(ElementKind::Tetrahedra);
+        gml.new_mesh(MeshKind::Vertices, vertices.len())?;
+        gml.set_vertices(0, &vertices, refs)?;
+        gml.new_mesh(MeshKind::Tetrahedra, elements.len())?;
+        gml.set_elements(
+            MeshKind::Tetrahedra,
+            0,
+            elements.node_slice(),
+            Some(elements.refs()),
+        )?;
         let params = gml.new_parameters::<Params>(kernels::PARAMETERS)?;
         let fields = Fields::new(&mut gml)?;
         let bnd: Vec<[f32; 8]> = boundary
@@ -798,22 +803,25 @@ fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize) -> Result<(
         .map_err(|e| WindError::Mesh(e.to_string()))
 }
 
-/// The default time step: a Courant number of 1 in the bottom layer, the median over the
-/// tetrahedra touching the ground of thickness over the profile's speed.
+/// The default time step: a Courant number of about 1 near the walls, the median over the
+/// tetrahedra touching a constrained vertex (slip or inflow: the bottom and top layers and the
+/// inflow sides) of thickness over the profile's speed.
 fn default_step(
     tets: &[[u32; 4]],
     geometry: &Geometry,
     inflow: &[[f32; 4]],
     boundary: &Boundary,
 ) -> Result<f64> {
-    let mut on_slip = vec![false; inflow.len()];
-    for (i, p) in boundary.projector.iter().enumerate() {
-        on_slip[i] = p[0] + p[3] + p[5] < 2.5;
-    }
+    // A projector that removes at least one component (its trace below 3).
+    let constrained: Vec<bool> = boundary
+        .projector
+        .iter()
+        .map(|p| p[0] + p[3] + p[5] < 2.5)
+        .collect();
     let mut ratios: Vec<f64> = tets
         .iter()
         .zip(&geometry.thickness)
-        .filter(|(t, _)| t.iter().any(|&v| on_slip[v as usize]))
+        .filter(|(t, _)| t.iter().any(|&v| constrained[v as usize]))
         .filter_map(|(t, h)| {
             let speed = t
                 .iter()
