@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use crate::cl::{BufferArg, Context, DeviceBuffer, Kernel, Program, Source, Timeline};
+use crate::cl::{
+    self, BufferArg, Context, DeviceBuffer, Kernel, KernelCall, Program, Source, Timeline,
+};
 use crate::scene::{DomainMesh, SortKey, SortMode};
 use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig};
 
@@ -268,15 +270,7 @@ impl Snow {
         // SAFETY: the particle arrays and `render` hold n values, the kernel guards i < n; the
         // search stays within tet_count entries of tet_cdf, the tetrahedra index coords.
         unsafe {
-            call.buffer(&p.pos)?
-                .buffer(&p.vel)?
-                .buffer(&p.flutter)?
-                .buffer(&p.tet)?
-                .buffer(&p.ids)?
-                .buffer(&p.respawns)?
-                .buffer(render)?
-                .arg(&(n as u32))?
-                .arg(&c.seed)?
+            bind_particles(&mut call, p, render, c.seed)?
                 .buffer(&m.tets)?
                 .buffer(&m.coords)?
                 .buffer(&m.tet_cdf)?
@@ -358,15 +352,7 @@ impl Snow {
         // and `wind` (at least one value per vertex, checked); the ground index maps into the
         // cover's volumes; the column grid has dims.x · dims.y entries.
         unsafe {
-            call.buffer(&p.pos)?
-                .buffer(&p.vel)?
-                .buffer(&p.flutter)?
-                .buffer(&p.tet)?
-                .buffer(&p.ids)?
-                .buffer(&p.respawns)?
-                .buffer(render)?
-                .arg(&(n as u32))?
-                .arg(&c.seed)?
+            bind_particles(&mut call, p, render, c.seed)?
                 .buffer(&m.tets)?
                 .buffer(&m.coords)?
                 .buffer(&m.neighbours)?
@@ -534,4 +520,31 @@ fn check_render(render: &impl BufferArg<[f32; 4]>, n: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Binds the arguments every particle kernel of `kernels/snow.cl` starts with: the particle
+/// arrays, the render buffer, the particle count and the seed.
+///
+/// # Safety
+///
+/// As [`KernelCall::buffer`]: the kernel's leading parameters must be these, and the kernel
+/// must guard its index against the count.
+unsafe fn bind_particles<'c, 'k>(
+    call: &'c mut KernelCall<'k>,
+    p: &Particles,
+    render: &impl BufferArg<[f32; 4]>,
+    seed: u32,
+) -> cl::Result<&'c mut KernelCall<'k>> {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        call.buffer(&p.pos)?
+            .buffer(&p.vel)?
+            .buffer(&p.flutter)?
+            .buffer(&p.tet)?
+            .buffer(&p.ids)?
+            .buffer(&p.respawns)?
+            .buffer(render)?
+            .arg(&(p.len() as u32))?
+            .arg(&seed)
+    }
 }
