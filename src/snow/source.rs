@@ -70,12 +70,11 @@ pub struct WindSolve {
 enum WindField {
     /// The profile, fixed.
     Fixed(DeviceBuffer<[f32; 4]>),
-    /// The solver, and the simulated time not yet stepped.
+    /// The solver (its views' samples are the setup's [`WindSolve`]), the simulated time not
+    /// yet stepped, the steps run and their CG iterations.
     Solved {
         solver: Box<crate::wind::Solver>,
         clock: f64,
-        view: crate::wind::view::SharedSamples,
-        view_vertices: Vec<u32>,
         steps: u64,
         iterations: u64,
     },
@@ -211,8 +210,6 @@ impl ParticleSource for SnowSource {
                 WindField::Solved {
                     solver: Box::new(solver),
                     clock: 0.0,
-                    view: solve.view.clone(),
-                    view_vertices: solve.view_vertices.clone(),
                     steps: 0,
                     iterations: 0,
                 }
@@ -241,14 +238,14 @@ impl ParticleSource for SnowSource {
         _time: f32,
         timeline: &mut Timeline,
     ) -> sim::Result<()> {
-        let (snow, wind) = self.state()?;
+        let Some((snow, wind)) = self.state.as_mut() else {
+            return Err(sim::Error::Internal("snow used before prepare".into()));
+        };
         match wind {
             WindField::Fixed(buffer) => snow.step(context, &*buffer, dt, particles, timeline)?,
             WindField::Solved {
                 solver,
                 clock,
-                view,
-                view_vertices,
                 steps,
                 iterations,
             } => {
@@ -263,8 +260,8 @@ impl ParticleSource for SnowSource {
                     *iterations += u64::from(s.iterations);
                     stepped = true;
                 }
-                if stepped {
-                    crate::wind::view::refresh(solver, view_vertices, view)?;
+                if stepped && let Some(solve) = &self.setup.solve {
+                    crate::wind::view::refresh(solver, &solve.view_vertices, &solve.view)?;
                 }
                 let velocity = solver.velocity_buffer()?;
                 snow.step(context, &velocity, dt, particles, timeline)?;
