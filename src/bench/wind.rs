@@ -122,7 +122,7 @@ pub fn measure(
         }
         solver.step()?;
     }
-    let mut times = Vec::with_capacity(config.steps as usize);
+    let mut times = Vec::new();
     let mut iterations = 0u64;
     let mut not_converged = 0;
     let mut divergence = 0.0;

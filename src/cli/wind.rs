@@ -142,7 +142,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
     }
     let bar = progress(args.steps, args.json);
-    let mut steps = Vec::with_capacity(args.steps as usize);
+    // Grown as the steps run: --steps is the user's, and may be far beyond memory.
+    let mut steps = Vec::new();
     for _ in 0..args.steps {
         let s = solver.step()?;
         bar.set_message(format!(

@@ -20,8 +20,11 @@ pub fn settings(scene: &Scene, profile: bool) -> Settings {
 }
 
 /// Builds the scene's domain mesh (renumbered for the device) and sets a solver up on it,
-/// on `context`, starting from the scene's inflow profile.
+/// on `context`, starting from the scene's inflow profile. A mesh the host cannot build in
+/// its memory is refused before meshing.
 pub fn from_scene(context: Context, scene: &Scene, settings: Settings) -> Result<Solver> {
+    // The host must hold the meshing first (the solver checks the device's memory itself).
+    crate::budget::scene::check_domain_mesh(scene).map_err(|e| WindError::Scene(e.to_string()))?;
     let domain = scene
         .build_domain(true)
         .map_err(|e| WindError::Scene(e.to_string()))?;
