@@ -269,6 +269,10 @@ impl Session {
                         &mut self.timeline,
                     ),
                 )?;
+                // A solved field's colour ranges follow it.
+                let ranges = field.ranges();
+                self.views.speed_max = ranges.speed_max;
+                self.views.pressure_range = ranges.pressure;
             }
             self.context.finish()?;
             times.push(StageTime::host(stage::KERNELS, start.elapsed()));

@@ -18,7 +18,7 @@ pub struct Samples {
     pub points: Vec<[f32; 4]>,
     /// Bumped at every refresh.
     pub generation: u64,
-    /// Colour ranges, fixed at the first refresh.
+    /// Colour ranges of the field at the last refresh.
     pub ranges: Option<FieldRanges>,
 }
 
@@ -34,8 +34,8 @@ pub fn sample_vertices(vertices: usize, count: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Reads the solver's fields at `indices` into `samples`. The colour ranges are set at the
-/// first refresh: red at the largest speed, and the pressure's 5th and 95th percentiles at
+/// Reads the solver's fields at `indices` into `samples`, with the colour ranges of the field
+/// as it is now: red at the largest speed, and the pressure's 5th and 95th percentiles at
 /// yellow and red (pressure in Pa, ρ = 1.2 kg/m³; the pressure view shows the pressure as
 /// solved, which can hold checkerboard-like modes the projection does not see).
 pub fn refresh(solver: &mut Solver, indices: &[u32], samples: &SharedSamples) -> Result<()> {
@@ -52,24 +52,16 @@ pub fn refresh(solver: &mut Solver, indices: &[u32], samples: &SharedSamples) ->
         Ok(s) => s,
         Err(poisoned) => poisoned.into_inner(),
     };
-    if s.ranges.is_none() {
-        let speed_max = velocity
-            .iter()
-            .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
-            .fold(0.0f32, f32::max);
-        let mut sorted: Vec<f32> = pressure.iter().copied().filter(|p| p.is_finite()).collect();
-        sorted.sort_by(f32::total_cmp);
-        let at = |q: f64| {
-            sorted
-                .get(((sorted.len() as f64 - 1.0) * q) as usize)
-                .copied()
-        };
-        let (low, high) = (at(0.05).unwrap_or(0.0), at(0.95).unwrap_or(1.0));
-        s.ranges = Some(FieldRanges {
-            speed_max: speed_max.max(f32::MIN_POSITIVE),
-            pressure: [low, if high > low { high } else { low + 1.0 }],
-        });
-    }
+    let speed_max = velocity
+        .iter()
+        .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
+        .fold(0.0f32, f32::max);
+    let mut finite: Vec<f32> = pressure.iter().copied().filter(|p| p.is_finite()).collect();
+    let (low, high) = (percentile(&mut finite, 0.05), percentile(&mut finite, 0.95));
+    s.ranges = Some(FieldRanges {
+        speed_max: speed_max.max(f32::MIN_POSITIVE),
+        pressure: [low, if high > low { high } else { low + 1.0 }],
+    });
     s.points = points;
     s.generation += 1;
     Ok(())
@@ -130,4 +122,13 @@ impl FieldSource for SolvedView {
             pressure: [0.0, 1.0],
         })
     }
+}
+
+/// The `q` quantile of `values` (0 when empty), reordering them.
+fn percentile(values: &mut [f32], q: f64) -> f32 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let k = ((values.len() - 1) as f64 * q) as usize;
+    *values.select_nth_unstable_by(k, f32::total_cmp).1
 }
