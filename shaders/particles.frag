@@ -1,7 +1,10 @@
 #version 330 core
-// A round, nearly white flake, slightly brighter in its middle.
+// A round, nearly white flake, slightly brighter in its middle, with the opacity of its
+// coverage (see particles.vert) and a soft rim one tenth of its radius wide.
 
 uniform vec3 u_snow_colour;
+
+in float v_coverage;
 
 out vec4 o_colour;
 
@@ -11,5 +14,6 @@ void main()
     float r2 = dot(c, c);
     if (r2 > 1.0)
         discard;
-    o_colour = vec4(u_snow_colour * (0.92 + 0.08 * sqrt(1.0 - r2)), 1.0);
+    float rim = 1.0 - smoothstep(0.81, 1.0, r2);
+    o_colour = vec4(u_snow_colour * (0.92 + 0.08 * sqrt(1.0 - r2)), v_coverage * rim);
 }

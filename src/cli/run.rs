@@ -78,7 +78,8 @@ pub struct Args {
     /// Write the final state as VTK XML (ParaView): the domain's tetrahedra and boundary
     /// triangles with cell data `ref`, point data `velocity` (m/s), `pressure` (Pa, zero
     /// with the fixed profile) and `snow_depth` (m, on the ground vertices, zero elsewhere).
-    /// Headless runs only; checked before the run, written atomically.
+    /// Written when the run ends (the frame count is reached or the window is closed);
+    /// checked before the run, written atomically.
     #[arg(long, value_name = "FILE")]
     vtu: Option<PathBuf>,
 }
@@ -291,9 +292,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Bad output paths fail now, not after the whole run.
     capture.prepare()?;
     let vtu = match &args.vtu {
-        Some(_) if !args.headless => {
-            anyhow::bail!("--vtu writes the state after a headless run: add --headless")
-        }
         Some(path) => Some(snowsim::output::check_writable(path)?),
         None => None,
     };
@@ -375,7 +373,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             None => setup.particle_source()?,
         };
         let wind = setup.field_source()?;
-        let session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
+        let mut session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
+        if let Some(path) = &vtu {
+            session.save_state_on_finish(path.clone());
+        }
         say(&format!("interop: {}", session.interop()))?;
         Ok(session)
     };
@@ -402,10 +403,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 log: &mut log,
             },
         )?;
-        if let Some(path) = &vtu {
-            session.save_state(path)?;
-            say(&format!("wrote {}", path.display()))?;
-        }
         let interop = session.interop().clone();
         (summary, headless.setup().info.clone(), interop)
     } else {

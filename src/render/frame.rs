@@ -62,6 +62,12 @@ pub trait FrameDriver {
     fn action(&mut self, action: Action) -> Option<String>;
     /// A short status for the title bar and the log, e.g. `65536 particles | interop copy`.
     fn status(&self) -> String;
+    /// Called once after the last frame (the window closed or the frame count was reached),
+    /// while the GL context is still current: writes the run's final outputs. Returns a line
+    /// for the log when there is something to say.
+    fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
+        Ok(None)
+    }
 }
 
 /// Which frames to write as PNG files.
@@ -459,6 +465,9 @@ pub fn run_headless(
         if let Some((line, _)) = stats.tick(&driver.status()) {
             (options.log)(&line);
         }
+    }
+    if let Some(line) = driver.finish().map_err(Error::Frame)? {
+        (options.log)(&line);
     }
     Ok(stats.summary())
 }

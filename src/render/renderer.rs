@@ -63,7 +63,8 @@ pub struct Views {
     pub wind_seconds: f32,
     /// …but is never longer than this, in metres.
     pub wind_max_length: f32,
-    /// Smallest particle sprite diameter in pixels, so far flakes do not vanish.
+    /// Smallest particle sprite diameter in pixels, so far flakes do not vanish; a flake that
+    /// projects smaller is drawn this size with the opacity of its true footprint.
     pub min_particle_pixels: f32,
 }
 
@@ -333,8 +334,15 @@ impl Renderer {
                     self.point_size_range[1].max(lo),
                 );
                 set_vec3(gl, p, "u_snow_colour", self.palette.snow);
+                // Flakes blend by coverage over what is behind them and, being translucent,
+                // do not hide one another: depth is tested, not written.
+                gl.enable(glow::BLEND);
+                gl.blend_func(glow::SRC_ALPHA, glow::ONE_MINUS_SRC_ALPHA);
+                gl.depth_mask(false);
                 gl.bind_vertex_array(Some(self.particle_vao));
                 gl.draw_arrays(glow::POINTS, 0, self.particle_count as i32);
+                gl.depth_mask(true);
+                gl.disable(glow::BLEND);
             }
             if views.wind && self.field_count > 0 {
                 let p = self.wind_program;

@@ -420,6 +420,15 @@ where
     }
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(state) = self.state.as_mut()
+            && self.error.is_none()
+        {
+            match state.driver.finish() {
+                Ok(Some(line)) => (self.options.log)(&line),
+                Ok(None) => {}
+                Err(e) => self.error = Some(Error::Frame(e)),
+            }
+        }
         // Release the driver's GL and CL objects while the context still exists.
         self.state = None;
     }

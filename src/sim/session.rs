@@ -73,6 +73,8 @@ pub struct Session {
     terrain: crate::render::TerrainMesh,
     base_depth: Vec<f32>,
     frame: u64,
+    /// Where [`FrameDriver::finish`] writes the final state, if anywhere.
+    state_output: Option<std::path::PathBuf>,
 }
 
 /// Frames between uploads of the snow cover to the terrain drawn.
@@ -156,6 +158,7 @@ impl Session {
             terrain: config.terrain,
             base_depth,
             frame: 0,
+            state_output: None,
             particle_link,
             field_link,
             particles,
@@ -177,6 +180,12 @@ impl Session {
     /// Writes the simulation's state (mesh, wind, snow cover) to `path` as VTK XML.
     pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
         self.particles.save_state(path)
+    }
+
+    /// Writes the state to `path` (as [`save_state`](Self::save_state)) when the run ends,
+    /// whether headless or in a window the user closes.
+    pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
+        self.state_output = Some(path);
     }
 
     /// The interop path in use and why.
@@ -394,6 +403,14 @@ impl FrameDriver for Session {
             }
         }
         None
+    }
+
+    fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
+        let Some(path) = self.state_output.clone() else {
+            return Ok(None);
+        };
+        self.save_state(&path)?;
+        Ok(Some(format!("wrote {}", path.display())))
     }
 
     fn status(&self) -> String {

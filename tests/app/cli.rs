@@ -405,23 +405,6 @@ fn run_writes_the_snow_state_after_a_headless_run() {
         "run",
         "--scene",
         flat.to_str().unwrap(),
-        "--frames",
-        "200",
-        "--vtu",
-        vtu.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "without --headless: {}",
-        stderr(&o)
-    );
-    assert!(stderr(&o).contains("--headless"), "{}", stderr(&o));
-    assert!(!vtu.exists());
-    let o = snowsim(&[
-        "run",
-        "--scene",
-        flat.to_str().unwrap(),
         "--headless",
         "--frames",
         "200",

@@ -345,6 +345,85 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     }
 }
 
+/// Flakes that project smaller than the sprite floor are drawn at the floor with the opacity
+/// of their true footprint: against the sky, the middle of such a sprite is the sky blended
+/// towards snow by (projected diameter / floor)², computed here from the camera model alone.
+#[test]
+fn flakes_below_the_pixel_floor_are_drawn_with_the_opacity_of_their_coverage() {
+    const FLOOR: f32 = 6.0;
+    let device = default_device();
+    let headless = Headless::new(W, H).unwrap();
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let cam = Pinhole::orbit(&camera());
+    // Against the sky beyond the ground's far edge: projected diameters of 2, 3 and 12 pixels.
+    let wanted = [
+        ([12.0, -6.0, 14.0], 2.0),
+        ([20.0, -6.0, 16.0], 3.0),
+        ([28.0, -6.0, 14.0], 12.0),
+    ];
+    let particles: Vec<[f32; 4]> = wanted
+        .iter()
+        .map(|&(p, diameter)| {
+            let depth = cam.project(Vec3::from(p)).1;
+            let radius = 0.5 * diameter / cam.pixels(1.0, depth);
+            [p[0], p[1], p[2], radius]
+        })
+        .collect();
+    let config = SessionConfig {
+        interop: InteropMode::Copy,
+        terrain: TerrainMesh::from_heightfield(&ground).unwrap(),
+        bounds: SceneBox {
+            lo: Vec3::ZERO,
+            hi: Vec3::new(GROUND, GROUND, 20.0),
+        },
+        views: Views {
+            min_particle_pixels: FLOOR,
+            ..Views::default()
+        },
+        paused: true,
+        dt: 0.0,
+        camera: Some(camera()),
+    };
+    let mut session = Session::new(
+        headless.setup(),
+        &device,
+        config,
+        Box::new(FixedParticles::new(particles)),
+        None,
+    )
+    .unwrap();
+    session.frame((W, H)).unwrap();
+    let image = read_frame(&headless.setup().gl, (W, H)).unwrap();
+    let palette = Palette::default();
+    let corners: Vec<Vec2> = [[0.0, 0.0], [GROUND, 0.0], [GROUND, GROUND], [0.0, GROUND]]
+        .iter()
+        .map(|&[x, y]| cam.project(Vec3::new(x, y, 0.0)).0)
+        .collect();
+    for &(p, diameter) in &wanted {
+        let centre = cam.project(Vec3::from(p)).0;
+        assert!(
+            inside_distance(&corners, centre) < -FLOOR.max(diameter),
+            "flake at {p:?} must be seen against the sky"
+        );
+        // The reddest pixel around the centre: the sprite's middle (red separates sky and snow
+        // best: 0.55 against 0.97).
+        let (cx, cy) = (centre.x as i32, centre.y as i32);
+        let red = (-1..=1)
+            .flat_map(|dy| (-1..=1).map(move |dx| (cx + dx, cy + dy)))
+            .map(|(x, y)| image.get_pixel(x as u32, y as u32).0[0])
+            .max()
+            .unwrap();
+        let coverage = (diameter / FLOOR).min(1.0).powi(2);
+        let expected = palette.background[0] + coverage * (palette.snow[0] - palette.background[0]);
+        let expected = (expected * 255.0).round();
+        assert!(
+            (f32::from(red) - expected).abs() <= 3.0,
+            "flake of {diameter} px under a {FLOOR} px floor: red {red} in its middle, expected \
+             {expected} (coverage {coverage})"
+        );
+    }
+}
+
 #[test]
 fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     let device = default_device();
@@ -567,6 +646,7 @@ fn window_under_xvfb_runs_frames_and_writes_the_screenshot() {
     }
     let dir = temp_dir("window");
     let shot = dir.join("window.png");
+    let vtu = dir.join("state.vtu");
     let out = Command::new("xvfb-run")
         .args(["-a", "-s", "-screen 0 640x480x24"])
         .arg(env!("CARGO_BIN_EXE_snowsim"))
@@ -581,11 +661,20 @@ fn window_under_xvfb_runs_frames_and_writes_the_screenshot() {
         .args(SMALL)
         .arg("--screenshot")
         .arg(&shot)
+        .arg("--vtu")
+        .arg(&vtu)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("window on X11"), "{}", text(&out));
+    // The state is written when the window's run ends, as after a headless run.
+    let state = std::fs::read(&vtu).unwrap();
+    assert!(
+        state.windows(17).any(|w| w == b"Name=\"snow_depth\""),
+        "no snow_depth array in {}",
+        vtu.display()
+    );
     assert!(stdout.contains("interop: "), "{}", text(&out));
     assert!(stdout.contains("30 frames"), "{}", text(&out));
     let image = image::open(&shot).unwrap().to_rgba8();
