@@ -1,6 +1,8 @@
 //! One GL buffer fed by OpenCL: shared (`clCreateFromGLBuffer`, acquired and released around
 //! the kernels) or copied (a device buffer read back into the mapped GL buffer every frame).
 
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
 use std::time::Duration;
 
 use glow::HasContext;
@@ -10,13 +12,16 @@ use crate::cl::{Context, DeviceBuffer, GlBuffer, OutputBuffer};
 use super::{Error, Result, Transfer};
 
 /// A GL buffer of `len` float4 and the OpenCL buffer kernels write for it, both in one
-/// [`Context`].
+/// [`Context`]. The link owns both and deletes the GL buffer after the OpenCL side.
 ///
 /// Per frame: [`acquire`](Self::acquire), run kernels on [`target`](Self::target),
-/// [`publish`](Self::publish); after `publish` GL may draw from the GL buffer.
+/// [`publish`](Self::publish); after `publish` GL may draw from
+/// [`gl_buffer`](Self::gl_buffer).
 pub struct GlLink {
-    kind: Kind,
+    /// Dropped by hand in `Drop`: the OpenCL side goes before the GL buffer.
+    kind: ManuallyDrop<Kind>,
     context: Context,
+    gl: Rc<glow::Context>,
     gl_buffer: glow::Buffer,
     len: usize,
     /// Bytes copied device → host → GL so far (copy mode).
@@ -33,20 +38,32 @@ enum Kind {
 }
 
 impl GlLink {
-    /// Links `gl_buffer` (which must hold at least `len` float4) to a new OpenCL buffer in
+    /// Creates a GL buffer of `len` float4 in `gl` and links it to a new OpenCL buffer in
     /// `context`: the GL buffer itself for `Transfer::Share` (the context must have been
     /// created against the current GL context: [`super::open`] does so only after checking
     /// `cl_khr_gl_sharing`), a device buffer for `Transfer::Copy`.
     ///
-    /// # Safety
-    /// `gl_buffer` must be a live buffer of the current GL context holding at least `len`
-    /// float4, and outlive the link.
-    pub unsafe fn new(
+    /// `gl` must be current on this thread whenever the link is used or dropped.
+    pub fn new(
         context: &Context,
+        gl: &Rc<glow::Context>,
         transfer: Transfer,
-        gl_buffer: glow::Buffer,
         len: usize,
     ) -> Result<Self> {
+        let bytes = crate::render::buffer_bytes("linked float4", len, 16)?;
+        // SAFETY: buffer creation on the current context.
+        let gl_buffer = unsafe {
+            let buffer = crate::render::gl_call("glGenBuffers", gl.create_buffer())?;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+            gl.buffer_data_size(glow::ARRAY_BUFFER, bytes, glow::STREAM_DRAW);
+            gl.bind_buffer(glow::ARRAY_BUFFER, None);
+            buffer
+        };
+        let delete = |e: Error| {
+            // SAFETY: the buffer was created above on the current context.
+            unsafe { gl.delete_buffer(gl_buffer) };
+            e
+        };
         let kind = match transfer {
             Transfer::Share => {
                 if !context.is_gl_shared() {
@@ -54,14 +71,21 @@ impl GlLink {
                         "a shared GL buffer needs a GL-sharing OpenCL context".into(),
                     ));
                 }
-                // SAFETY: the caller vouches for the GL buffer; the context shares GL.
-                Kind::Shared(unsafe { GlBuffer::from_gl(context, gl_buffer.0.get(), len)? })
+                // SAFETY: the GL buffer was just created with `len` float4 on the current
+                // context, which the OpenCL context shares; it outlives the CL view (Drop).
+                Kind::Shared(
+                    unsafe { GlBuffer::from_gl(context, gl_buffer.0.get(), len) }
+                        .map_err(|e| delete(e.into()))?,
+                )
             }
-            Transfer::Copy => Kind::Copied(DeviceBuffer::uninit(context, len)?),
+            Transfer::Copy => {
+                Kind::Copied(DeviceBuffer::uninit(context, len).map_err(|e| delete(e.into()))?)
+            }
         };
         Ok(Self {
-            kind,
+            kind: ManuallyDrop::new(kind),
             context: context.clone(),
+            gl: gl.clone(),
             gl_buffer,
             len,
             copied_bytes: 0,
@@ -71,7 +95,7 @@ impl GlLink {
 
     /// The buffer kernels write: the shared GL buffer, or the device buffer that is copied.
     pub fn target(&mut self) -> OutputBuffer<'_, [f32; 4]> {
-        match &mut self.kind {
+        match &mut *self.kind {
             Kind::Shared(b) => OutputBuffer::Gl(b),
             Kind::Copied(b) => OutputBuffer::Device(b),
         }
@@ -79,10 +103,15 @@ impl GlLink {
 
     /// The device buffer in copy mode (to read what the kernels wrote), `None` when shared.
     pub fn device_buffer(&self) -> Option<&DeviceBuffer<[f32; 4]>> {
-        match &self.kind {
+        match &*self.kind {
             Kind::Copied(b) => Some(b),
             Kind::Shared(_) => None,
         }
+    }
+
+    /// The GL buffer the renderer draws from.
+    pub fn gl_buffer(&self) -> glow::Buffer {
+        self.gl_buffer
     }
 
     /// Number of float4 values.
@@ -104,7 +133,7 @@ impl GlLink {
     /// with it (`glFinish`, as `cl_khr_gl_sharing` requires without `cl_khr_gl_event`) and
     /// enqueues `clEnqueueAcquireGLObjects`; in copy mode does nothing.
     pub fn acquire(&mut self, gl: &glow::Context) -> Result<()> {
-        if let Kind::Shared(buffer) = &mut self.kind
+        if let Kind::Shared(buffer) = &mut *self.kind
             && !buffer.is_acquired()
         {
             // SAFETY: GL is current on this thread.
@@ -120,7 +149,7 @@ impl GlLink {
     /// crosses to the host once. Returns the time spent.
     pub fn publish(&mut self, gl: &glow::Context) -> Result<Duration> {
         let start = std::time::Instant::now();
-        match &mut self.kind {
+        match &mut *self.kind {
             Kind::Shared(buffer) => {
                 buffer.release()?;
                 self.context.finish()?;
@@ -131,6 +160,16 @@ impl GlLink {
             }
         }
         Ok(start.elapsed())
+    }
+}
+
+impl Drop for GlLink {
+    fn drop(&mut self) {
+        // SAFETY: `kind` is dropped once, here, and never used again. The OpenCL view of the
+        // GL buffer goes first.
+        unsafe { ManuallyDrop::drop(&mut self.kind) };
+        // SAFETY: the buffer belongs to `gl`, current on this thread (see `new`).
+        unsafe { self.gl.delete_buffer(self.gl_buffer) };
     }
 }
 

@@ -28,6 +28,7 @@ mod terrain;
 pub mod window;
 
 pub use camera::OrbitCamera;
+pub(crate) use error::gl_call;
 pub use error::{Error, Result};
 pub use frame::{
     Action, Capture, FrameDriver, FrameError, FrameStats, RunOptions, RunSummary, StageTimes,
@@ -35,6 +36,7 @@ pub use frame::{
 };
 pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
+pub(crate) use renderer::buffer_bytes;
 pub use renderer::{FIELD_SAMPLE_BYTES, PARTICLE_BYTES, Palette, Renderer, Views};
 pub use shader::{SHADER_DIR_ENV, ShaderSource, build_program};
 pub use terrain::TerrainMesh;

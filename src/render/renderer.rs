@@ -101,9 +101,9 @@ struct Mesh {
 
 /// GL programs, buffers and vertex arrays for one scene, on one context.
 ///
-/// The particle buffer ([`particle_buffer`](Self::particle_buffer)) and the debug-field buffer
-/// ([`field_buffer`](Self::field_buffer)) are GL buffers that the interop fills from OpenCL every
-/// frame, by sharing or by copying; the renderer only reads them.
+/// The particle buffer ([`set_particles`](Self::set_particles)) and the debug-field buffer
+/// ([`set_field`](Self::set_field)) belong to the interop, which fills them from OpenCL every
+/// frame (shared, imported or copied); the renderer only reads them.
 pub struct Renderer {
     gl: Rc<glow::Context>,
     terrain_program: glow::Program,
@@ -111,14 +111,10 @@ pub struct Renderer {
     wind_program: glow::Program,
     pressure_program: glow::Program,
     terrain: Mesh,
-    particles: glow::Buffer,
     particle_vao: glow::VertexArray,
-    particle_capacity: usize,
     particle_count: usize,
-    field: glow::Buffer,
     wind_vao: glow::VertexArray,
     pressure_vao: glow::VertexArray,
-    field_capacity: usize,
     field_count: usize,
     point_size_range: [f32; 2],
     /// Scene colours.
@@ -126,16 +122,10 @@ pub struct Renderer {
 }
 
 impl Renderer {
-    /// Builds the shaders and uploads `terrain`; allocates room for `particles` particles and
-    /// `field_samples` debug-field samples.
-    pub fn new(
-        gl: Rc<glow::Context>,
-        terrain: &TerrainMesh,
-        particles: usize,
-        field_samples: usize,
-    ) -> Result<Self> {
-        let particle_bytes = buffer_bytes("particle", particles, PARTICLE_BYTES)?;
-        let field_bytes = buffer_bytes("debug field", field_samples, FIELD_SAMPLE_BYTES)?;
+    /// Builds the shaders and uploads `terrain`. Nothing else is drawn until a particle buffer
+    /// ([`set_particles`](Self::set_particles)) or a debug-field buffer
+    /// ([`set_field`](Self::set_field)) is attached.
+    pub fn new(gl: Rc<glow::Context>, terrain: &TerrainMesh) -> Result<Self> {
         let terrain_program =
             build_program(&gl, &builtin("terrain.vert")?, &builtin("terrain.frag")?)?;
         let particle_program = build_program(
@@ -147,44 +137,11 @@ impl Renderer {
         let pressure_program =
             build_program(&gl, &builtin("pressure.vert")?, &builtin("colour.frag")?)?;
         let terrain_mesh = upload_mesh(&gl, terrain)?;
-        // SAFETY: object creation and vertex-array setup on the current context, with sizes
-        // checked above; the attribute layouts match the shaders.
+        // SAFETY: object creation on the current context.
         unsafe {
-            let particle_buffer = gl_call("glGenBuffers", gl.create_buffer())?;
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(particle_buffer));
-            gl.buffer_data_size(glow::ARRAY_BUFFER, particle_bytes, glow::STREAM_DRAW);
             let particle_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
-            gl.bind_vertex_array(Some(particle_vao));
-            gl.enable_vertex_attrib_array(0);
-            gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, PARTICLE_BYTES as i32, 0);
-
-            let field_buffer = gl_call("glGenBuffers", gl.create_buffer())?;
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(field_buffer));
-            gl.buffer_data_size(glow::ARRAY_BUFFER, field_bytes, glow::STREAM_DRAW);
-            let mut field_vaos = [None, None];
-            for (divisor, vao) in field_vaos.iter_mut().enumerate() {
-                let array = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
-                gl.bind_vertex_array(Some(array));
-                for attribute in 0..2u32 {
-                    gl.enable_vertex_attrib_array(attribute);
-                    gl.vertex_attrib_pointer_f32(
-                        attribute,
-                        4,
-                        glow::FLOAT,
-                        false,
-                        FIELD_SAMPLE_BYTES as i32,
-                        16 * attribute as i32,
-                    );
-                    // Divisor 0: one sample per point (pressure); 1: per instance (wind lines).
-                    gl.vertex_attrib_divisor(attribute, divisor as u32);
-                }
-                *vao = Some(array);
-            }
-            gl.bind_vertex_array(None);
-            gl.bind_buffer(glow::ARRAY_BUFFER, None);
-            let [Some(pressure_vao), Some(wind_vao)] = field_vaos else {
-                unreachable!("both vertex arrays are created above")
-            };
+            let wind_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+            let pressure_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let mut range = [0.0f32; 2];
             gl.get_parameter_f32_slice(glow::POINT_SIZE_RANGE, &mut range);
             let point_size_range = if range[1] >= 1.0 {
@@ -199,15 +156,11 @@ impl Renderer {
                 wind_program,
                 pressure_program,
                 terrain: terrain_mesh,
-                particles: particle_buffer,
                 particle_vao,
-                particle_capacity: particles,
-                particle_count: particles,
-                field: field_buffer,
+                particle_count: 0,
                 wind_vao,
                 pressure_vao,
-                field_capacity: field_samples,
-                field_count: field_samples,
+                field_count: 0,
                 point_size_range,
                 palette: Palette::default(),
             })
@@ -219,35 +172,56 @@ impl Renderer {
         &self.gl
     }
 
-    /// The GL buffer holding the particles: `capacity` float4 (xyz, radius).
-    pub fn particle_buffer(&self) -> glow::Buffer {
-        self.particles
+    /// Draws particles from `buffer`: `count` float4 (xyz position, w radius in metres), as the
+    /// interop fills it. The buffer stays the caller's and must outlive its use here (until
+    /// another is attached or the renderer is dropped).
+    pub fn set_particles(&mut self, buffer: glow::Buffer, count: usize) -> Result<()> {
+        gl_count("particle", count)?;
+        // SAFETY: vertex-array setup on the current context; the layout matches particles.vert.
+        unsafe {
+            let gl = &self.gl;
+            gl.bind_vertex_array(Some(self.particle_vao));
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+            gl.enable_vertex_attrib_array(0);
+            gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, PARTICLE_BYTES as i32, 0);
+            gl.bind_vertex_array(None);
+            gl.bind_buffer(glow::ARRAY_BUFFER, None);
+        }
+        self.particle_count = count;
+        Ok(())
     }
 
-    /// How many particles the particle buffer holds.
-    pub fn particle_capacity(&self) -> usize {
-        self.particle_capacity
-    }
-
-    /// Draws only the first `count` particles (at most the capacity).
-    pub fn set_particle_count(&mut self, count: usize) {
-        self.particle_count = count.min(self.particle_capacity);
-    }
-
-    /// The GL buffer holding the debug field: per sample, float4 position then float4
-    /// (velocity xyz, pressure).
-    pub fn field_buffer(&self) -> glow::Buffer {
-        self.field
-    }
-
-    /// How many debug-field samples the field buffer holds.
-    pub fn field_capacity(&self) -> usize {
-        self.field_capacity
-    }
-
-    /// Draws only the first `count` debug-field samples (at most the capacity).
-    pub fn set_field_count(&mut self, count: usize) {
-        self.field_count = count.min(self.field_capacity);
+    /// Draws the wind and pressure views from `buffer`: per sample, float4 position then float4
+    /// (velocity xyz, pressure); `samples` of them. Same ownership as
+    /// [`set_particles`](Self::set_particles).
+    pub fn set_field(&mut self, buffer: glow::Buffer, samples: usize) -> Result<()> {
+        gl_count("debug-field sample", samples)?;
+        // SAFETY: vertex-array setup on the current context; the layouts match wind.vert and
+        // pressure.vert.
+        unsafe {
+            let gl = &self.gl;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+            // Divisor 0: one sample per point (pressure); 1: per instance (wind lines).
+            for (divisor, vao) in [self.pressure_vao, self.wind_vao].into_iter().enumerate() {
+                gl.bind_vertex_array(Some(vao));
+                for attribute in 0..2u32 {
+                    gl.enable_vertex_attrib_array(attribute);
+                    gl.vertex_attrib_pointer_f32(
+                        attribute,
+                        4,
+                        glow::FLOAT,
+                        false,
+                        FIELD_SAMPLE_BYTES as i32,
+                        16 * attribute as i32,
+                    );
+                    gl.vertex_attrib_divisor(attribute, divisor as u32);
+                }
+            }
+            gl.bind_vertex_array(None);
+            gl.bind_buffer(glow::ARRAY_BUFFER, None);
+        }
+        self.field_count = samples;
+        Ok(())
     }
 
     /// Replaces the terrain.
@@ -389,8 +363,6 @@ impl Drop for Renderer {
             ] {
                 gl.delete_program(p);
             }
-            gl.delete_buffer(self.particles);
-            gl.delete_buffer(self.field);
             for vao in [self.particle_vao, self.wind_vao, self.pressure_vao] {
                 gl.delete_vertex_array(vao);
             }
@@ -399,7 +371,7 @@ impl Drop for Renderer {
 }
 
 /// Bytes of a GL buffer of `count` items of `item` bytes, checked against GL's `int` sizes.
-fn buffer_bytes(what: &str, count: usize, item: usize) -> Result<i32> {
+pub(crate) fn buffer_bytes(what: &str, count: usize, item: usize) -> Result<i32> {
     count
         .max(1)
         .checked_mul(item)
@@ -409,6 +381,15 @@ fn buffer_bytes(what: &str, count: usize, item: usize) -> Result<i32> {
                 "{count} {what} values of {item} bytes exceed a GL buffer's 2 GiB"
             ))
         })
+}
+
+/// Checks that `count` items fit a GL draw call's `int` count.
+fn gl_count(what: &str, count: usize) -> Result<i32> {
+    i32::try_from(count).map_err(|_| {
+        Error::InvalidParameter(format!(
+            "{count} {what}s exceed what one GL draw call takes"
+        ))
+    })
 }
 
 fn upload_mesh(gl: &glow::Context, mesh: &TerrainMesh) -> Result<Mesh> {

@@ -51,8 +51,8 @@ pub struct SessionConfig {
 /// the session owns the buffers they write, moves them to GL each frame by the chosen path,
 /// times every stage, and reacts to the window's keys.
 pub struct Session {
-    // Field order is drop order: the OpenCL views of GL buffers go before the GL buffers
-    // (renderer), and everything OpenCL before its context.
+    // Field order is drop order: the links (the GL buffers and their OpenCL side) go before
+    // the renderer that draws from them, and everything OpenCL before its context.
     particle_link: GlLink,
     field_link: Option<GlLink>,
     particles: Box<dyn ParticleSource>,
@@ -102,26 +102,15 @@ impl Session {
             field.prepare(&context)?;
         }
         let samples = field.as_ref().map_or(0, |f| f.samples());
-        let renderer = Renderer::new(gl.gl.clone(), &config.terrain, particles.count(), samples)?;
-        // SAFETY (both links): the renderer's GL buffers are alive, current on this thread and
-        // hold `count` float4; the renderer outlives the links (field order).
-        let mut particle_link = unsafe {
-            GlLink::new(
-                &context,
-                choice.transfer,
-                renderer.particle_buffer(),
-                particles.count(),
-            )?
-        };
+        let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
+        let mut particle_link = GlLink::new(&context, &gl.gl, choice.transfer, particles.count())?;
+        renderer.set_particles(particle_link.gl_buffer(), particles.count())?;
         let mut field_link = match &field {
-            Some(_) => Some(unsafe {
-                GlLink::new(
-                    &context,
-                    choice.transfer,
-                    renderer.field_buffer(),
-                    2 * samples,
-                )?
-            }),
+            Some(_) => {
+                let link = GlLink::new(&context, &gl.gl, choice.transfer, 2 * samples)?;
+                renderer.set_field(link.gl_buffer(), samples)?;
+                Some(link)
+            }
             None => None,
         };
         let gl_functions = gl.gl.clone();

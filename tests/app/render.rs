@@ -165,11 +165,28 @@ enum Class {
     Other,
 }
 
+/// Flakes that project smaller than the sprite floor are translucent (alpha by coverage): a
+/// pixel on the line from the sky's colour to the snow's, at the same fraction in every channel
+/// (within rounding), is a flake seen against the sky.
+fn flake_over_sky(px: [u8; 3], background: [u8; 3]) -> bool {
+    let snow = rgb(Palette::default().snow);
+    let alpha: Vec<f32> = (0..3)
+        .map(|c| {
+            (f32::from(px[c]) - f32::from(background[c]))
+                / (f32::from(snow[c]) - f32::from(background[c]))
+        })
+        .collect();
+    let (lo, hi) = alpha
+        .iter()
+        .fold((f32::MAX, f32::MIN), |(lo, hi), &a| (lo.min(a), hi.max(a)));
+    lo > 0.0 && hi <= 1.02 && hi - lo <= 0.08
+}
+
 fn classify(px: [u8; 3], background: [u8; 3]) -> Class {
     let [r, g, b] = px;
     if px.iter().zip(background).all(|(&a, b)| a.abs_diff(b) <= 2) {
         Class::Background
-    } else if r.min(g).min(b) >= 215 {
+    } else if r.min(g).min(b) >= 215 || flake_over_sky(px, background) {
         Class::Particle
     } else if g > r && g > b && r.max(g).max(b) < 180 {
         Class::Terrain
