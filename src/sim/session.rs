@@ -12,7 +12,7 @@ use glow::HasContext;
 
 use crate::cl::{Context, DeviceEntry, Timeline};
 use crate::counters::{StageTime, stage};
-use crate::interop::{self, GlLink, InteropChoice, InteropMode};
+use crate::interop::{self, GlLink, Interop, InteropChoice, InteropMode};
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
@@ -60,7 +60,7 @@ pub struct Session {
     renderer: Renderer,
     context: Context,
     timeline: Timeline,
-    choice: InteropChoice,
+    interop: Interop,
     camera: OrbitCamera,
     home: OrbitCamera,
     views: Views,
@@ -96,18 +96,18 @@ impl Session {
                 config.dt
             )));
         }
-        let (context, choice) = interop::open(device, config.interop, gl)?;
+        let (context, interop) = interop::open(device, config.interop, gl)?;
         particles.prepare(&context)?;
         if let Some(field) = field.as_mut() {
             field.prepare(&context)?;
         }
         let samples = field.as_ref().map_or(0, |f| f.samples());
         let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
-        let mut particle_link = GlLink::new(&context, &gl.gl, choice.transfer, particles.count())?;
+        let mut particle_link = GlLink::new(&context, &gl.gl, &interop, particles.count())?;
         renderer.set_particles(particle_link.gl_buffer(), particles.count())?;
         let mut field_link = match &field {
             Some(_) => {
-                let link = GlLink::new(&context, &gl.gl, choice.transfer, 2 * samples)?;
+                let link = GlLink::new(&context, &gl.gl, &interop, 2 * samples)?;
                 renderer.set_field(link.gl_buffer(), samples)?;
                 Some(link)
             }
@@ -155,7 +155,7 @@ impl Session {
             renderer,
             context,
             timeline,
-            choice,
+            interop,
             camera: home,
             home,
             views,
@@ -179,7 +179,7 @@ impl Session {
 
     /// The interop path in use and why.
     pub fn interop(&self) -> &InteropChoice {
-        &self.choice
+        self.interop.choice()
     }
 
     /// The OpenCL context every kernel of the frame runs on (GL-shared in share mode), for a
@@ -291,6 +291,10 @@ impl Session {
         let start = Instant::now();
         self.draw(size);
         times.push(StageTime::host(stage::DRAW, start.elapsed()));
+        self.particle_link.drawn();
+        if let Some(link) = self.field_link.as_mut() {
+            link.drawn();
+        }
         Ok(times)
     }
 
@@ -407,7 +411,7 @@ impl FrameDriver for Session {
             "{} {} | interop {} | {}",
             self.particles.count(),
             self.particles.name(),
-            self.choice.transfer,
+            self.interop.transfer(),
             self.context.info().name
         );
         if self.paused {
