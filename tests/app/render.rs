@@ -519,7 +519,7 @@ fn external_buffers_leak_no_fd_and_no_device_memory() {
     let headless = Headless::new(W, H).unwrap();
     let setup = headless.setup();
     let (context, interop) = interop::open(&device, InteropMode::External, setup).unwrap();
-    let mut cycle = || {
+    let cycle = || {
         let mut link = interop::GlLink::new(&context, &setup.gl, &interop, 1 << 16).unwrap();
         link.acquire(&setup.gl).unwrap();
         link.target().write(&vec![[1.0f32; 4]; 1 << 16]).unwrap();
