@@ -14,6 +14,10 @@ pub mod stage {
     /// Bringing the kernels' output to OpenGL (share: acquire and release; copy: read back into
     /// the mapped GL buffer), wall time.
     pub const TRANSFER: &str = "interop.transfer";
+    /// Copy mode's part of [`TRANSFER`]: reading the device buffer back to the host, wall time.
+    pub const READBACK: &str = "interop.readback";
+    /// Copy mode's part of [`TRANSFER`]: handing the host copy to OpenGL, wall time.
+    pub const UPLOAD: &str = "interop.upload";
     /// Drawing until `glFinish`, wall time.
     pub const DRAW: &str = "render.draw";
     /// Swapping buffers (window only), wall time.

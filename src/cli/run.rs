@@ -163,6 +163,9 @@ struct Report<'a> {
     /// What the snow did (absent with the flakes stand-in).
     #[serde(skip_serializing_if = "Option::is_none")]
     snow: Option<SnowReport>,
+    /// Copy mode, headless: the read-back rate and the bus's.
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    readback: Option<Readback>,
     #[serde(flatten)]
     summary: &'a RunSummary,
 }
@@ -394,6 +397,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let (w, h) = size;
+    let mut readback = None;
     let (summary, gl_info, interop) = if args.headless {
         let headless = Headless::new(w, h)?;
         let mut session = make_session(headless.setup())?;
@@ -408,6 +412,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
         )?;
         let interop = session.interop().clone();
+        readback = session
+            .readback_rate()
+            .map(|(rate, pinned)| -> anyhow::Result<Readback> {
+                let bytes = setup.flakes.count * 16;
+                let bus = snowsim::cl::PinnedBuffer::<[f32; 4]>::read_bandwidth(
+                    session.context(),
+                    bytes,
+                )?;
+                Ok(Readback {
+                    readback_gbps: rate / 1e9,
+                    readback_pinned: pinned,
+                    bus_pinned_gbps: bus / 1e9,
+                })
+            })
+            .transpose()?;
         (summary, headless.setup().info.clone(), interop)
     } else {
         let mut info = None;
@@ -446,6 +465,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         particles: setup.flakes.count,
         size,
         snow,
+        readback,
     };
     report(&args, &run, entry, &gl_info, &interop, &summary)?;
     Ok(ExitCode::SUCCESS)
@@ -458,6 +478,18 @@ struct Ran<'a> {
     particles: usize,
     size: (u32, u32),
     snow: Option<SnowReport>,
+    readback: Option<Readback>,
+}
+
+/// Copy mode's read-back, against the bus's pinned bandwidth measured in the same run.
+#[derive(Clone, Copy, serde::Serialize)]
+struct Readback {
+    /// Bytes read back per second over the frames (10⁹ bytes).
+    readback_gbps: f64,
+    /// Whether the read-back went through pinned host memory.
+    readback_pinned: bool,
+    /// The best of three blocking reads of the particle buffer's size into pinned memory.
+    bus_pinned_gbps: f64,
 }
 
 fn report(
@@ -482,6 +514,7 @@ fn report(
             height: run.size.1,
             headless: args.headless,
             snow: run.snow,
+            readback: run.readback,
             summary,
         };
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
@@ -496,6 +529,20 @@ fn report(
             gl.renderer
         )?;
         outln!("{summary}")?;
+        if let Some(r) = &run.readback {
+            outln!(
+                "read-back: {:.1} GB/s{}, {:.0} % of the bus's pinned {:.1} GB/s (measured after \
+                 the run)",
+                r.readback_gbps,
+                if r.readback_pinned {
+                    " through pinned memory"
+                } else {
+                    " into the mapped GL buffer"
+                },
+                100.0 * r.readback_gbps / r.bus_pinned_gbps,
+                r.bus_pinned_gbps
+            )?;
+        }
         if let Some(s) = &run.snow {
             outln!(
                 "snow: {} landed, {} respawned, {} wrapped, {} lost; {:.6} m³ on the ground \

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use glow::HasContext;
 
-use crate::cl::{Context, DeviceBuffer, GlBuffer, OutputBuffer};
+use crate::cl::{Context, DeviceBuffer, DeviceType, GlBuffer, OutputBuffer, PinnedBuffer};
 
 use super::external::ExternalBuffer;
 use super::{Error, Interop, Result, Transfer};
@@ -27,6 +27,11 @@ pub struct GlLink {
     copied_bytes: u64,
     /// Whether mapping the GL buffer failed once and the slower two-copy path is used.
     map_failed: bool,
+    /// Copy mode on a GPU: pinned host memory the device buffer is read into (at the bus's
+    /// pinned bandwidth) before the host copies it into the mapped GL buffer.
+    staging: Option<PinnedBuffer<[f32; 4]>>,
+    /// The last copy's read-back and upload times.
+    last_copy: Option<(Duration, Duration)>,
 }
 
 enum Kind {
@@ -133,6 +138,14 @@ impl GlLink {
                 }
             }
         };
+        // Pinned staging pays off where the device sits across a bus (measured on the H100 in
+        // benches/RESULTS.md); a CPU driver reads host memory either way.
+        let staging = match (&kind, context.info().device_type) {
+            (Kind::Copied(_), DeviceType::Gpu | DeviceType::Accelerator) => {
+                PinnedBuffer::new(context, len).ok()
+            }
+            _ => None,
+        };
         Ok(Self {
             kind,
             context: context.clone(),
@@ -140,6 +153,8 @@ impl GlLink {
             len,
             copied_bytes: 0,
             map_failed: false,
+            staging,
+            last_copy: None,
         })
     }
 
@@ -217,11 +232,34 @@ impl GlLink {
             Kind::External(buffer) => buffer.release()?,
             Kind::Copied(link) => {
                 let buffer = link.cl.as_ref().expect("present until dropped");
-                copy_into_gl(gl, buffer, self.gl_buffer, self.len, &mut self.map_failed)?;
+                self.last_copy = Some(match self.staging.as_mut() {
+                    Some(staging) => {
+                        buffer.read_into(staging.as_mut_slice())?;
+                        let readback = start.elapsed();
+                        upload_to_gl(gl, staging.as_slice(), self.gl_buffer, &mut self.map_failed)?;
+                        (readback, start.elapsed() - readback)
+                    }
+                    None => {
+                        copy_into_gl(gl, buffer, self.gl_buffer, self.len, &mut self.map_failed)?;
+                        (start.elapsed(), Duration::ZERO)
+                    }
+                });
                 self.copied_bytes += self.len as u64 * 16;
             }
         }
         Ok(start.elapsed())
+    }
+
+    /// Copy mode: the last [`publish`](Self::publish)'s (once) read-back time (device → host) and
+    /// upload time (host → GL); without pinned staging the read goes straight into the mapped
+    /// GL buffer and the upload is part of it. `None` on the other paths.
+    pub fn take_last_copy(&mut self) -> Option<(Duration, Duration)> {
+        self.last_copy.take()
+    }
+
+    /// Whether copy mode reads back through pinned host memory.
+    pub fn is_pinned(&self) -> bool {
+        self.staging.is_some()
     }
 
     /// Says that GL has drawn from the buffer (after the draw calls, before the next
@@ -231,6 +269,54 @@ impl GlLink {
             buffer.drawn();
         }
     }
+}
+
+/// Copies `data` into `gl_buffer`: into the buffer mapped for writing, in parallel chunks
+/// (one host thread cannot fill the bus), or with `glBufferSubData` where mapping fails.
+fn upload_to_gl(
+    gl: &glow::Context,
+    data: &[[f32; 4]],
+    gl_buffer: glow::Buffer,
+    map_failed: &mut bool,
+) -> Result<()> {
+    use rayon::prelude::*;
+    if data.is_empty() {
+        return Ok(());
+    }
+    let bytes = std::mem::size_of_val(data);
+    let gl_bytes = i32::try_from(bytes)
+        .map_err(|_| Error::Internal(format!("{bytes} bytes exceed a GL buffer")))?;
+    // SAFETY: GL calls on the current context; the mapped range is the first `bytes` of a buffer
+    // of at least that size, unmapped on every path.
+    unsafe {
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(gl_buffer));
+        let mapped = if *map_failed {
+            std::ptr::null_mut()
+        } else {
+            gl.map_buffer_range(
+                glow::ARRAY_BUFFER,
+                0,
+                gl_bytes,
+                glow::MAP_WRITE_BIT | glow::MAP_INVALIDATE_BUFFER_BIT,
+            )
+        };
+        if mapped.is_null() || !(mapped as usize).is_multiple_of(align_of::<[f32; 4]>()) {
+            if !mapped.is_null() {
+                gl.unmap_buffer(glow::ARRAY_BUFFER);
+            }
+            *map_failed = true;
+            gl.buffer_sub_data_u8_slice(glow::ARRAY_BUFFER, 0, bytemuck::cast_slice(data));
+        } else {
+            let out = std::slice::from_raw_parts_mut(mapped as *mut [f32; 4], data.len());
+            const CHUNK: usize = 1 << 16;
+            out.par_chunks_mut(CHUNK)
+                .zip(data.par_chunks(CHUNK))
+                .for_each(|(o, d)| o.copy_from_slice(d));
+            gl.unmap_buffer(glow::ARRAY_BUFFER);
+        }
+        gl.bind_buffer(glow::ARRAY_BUFFER, None);
+    }
+    Ok(())
 }
 
 /// Reads `len` float4 of `buffer` into `gl_buffer`: straight into the mapped GL buffer, or

@@ -6,7 +6,7 @@
 //! (`clFinish`), read every stage's device time from the timeline, hand the buffers to GL
 //! (release, or read back into the mapped GL buffer), draw.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use glow::HasContext;
 
@@ -75,6 +75,8 @@ pub struct Session {
     frame: u64,
     /// Where [`FrameDriver::finish`] writes the final state, if anywhere.
     state_output: Option<std::path::PathBuf>,
+    /// Copy mode: bytes read back and the time it took, over the frames stepped.
+    readback: (u64, Duration),
 }
 
 /// Frames between uploads of the snow cover to the terrain drawn.
@@ -148,6 +150,7 @@ impl Session {
             base_depth,
             frame: 0,
             state_output: None,
+            readback: (0, Duration::ZERO),
             particle_link,
             field_link,
             particles,
@@ -175,6 +178,14 @@ impl Session {
     /// whether headless or in a window the user closes.
     pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
         self.state_output = Some(path);
+    }
+
+    /// Copy mode: the read-back rate over the frames stepped (bytes per second), and whether
+    /// it went through pinned host memory; `None` on the other paths or before a frame.
+    pub fn readback_rate(&self) -> Option<(f64, bool)> {
+        let (bytes, time) = self.readback;
+        (bytes > 0 && !time.is_zero())
+            .then(|| (bytes as f64 / time.as_secs_f64(), self.particle_link.is_pinned()))
     }
 
     /// The interop path in use and why.
@@ -277,10 +288,25 @@ impl Session {
             let device = self.timeline.resolve()?;
 
             let mut transfer = acquire + self.particle_link.publish(&gl)?;
+            let mut copies = vec![(self.particle_link.take_last_copy(), self.particle_link.len())];
             if update_field && let Some(link) = self.field_link.as_mut() {
                 transfer += link.publish(&gl)?;
+                copies.push((link.take_last_copy(), link.len()));
             }
             times.push(StageTime::host(stage::TRANSFER, transfer));
+            if copies.iter().any(|(c, _)| c.is_some()) {
+                let (mut readback, mut upload) = (Duration::ZERO, Duration::ZERO);
+                for (copy, len) in copies {
+                    if let Some((r, u)) = copy {
+                        readback += r;
+                        upload += u;
+                        self.readback.0 += len as u64 * 16;
+                    }
+                }
+                self.readback.1 += readback;
+                times.push(StageTime::host(stage::READBACK, readback));
+                times.push(StageTime::host(stage::UPLOAD, upload));
+            }
             times.extend(device);
             self.time += self.dt;
             self.frame += 1;

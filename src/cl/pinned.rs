@@ -1,0 +1,127 @@
+//! Host memory the device can reach by DMA: a `CL_MEM_ALLOC_HOST_PTR` buffer mapped once for
+//! its whole life. Reading a device buffer into it runs at the bus's pinned bandwidth on GPU
+//! drivers (NVIDIA allocates such buffers page-locked), where reading into ordinary memory goes
+//! through the driver's own staging copy.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::ptr;
+
+use bytemuck::Pod;
+use opencl3::memory::{
+    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
+};
+use opencl3::types::CL_BLOCKING;
+
+use super::context::Context;
+use super::error::{Error, Result, ResultExt};
+
+/// `len` values of `T` in pinned host memory, mapped for reading and writing from the host.
+pub struct PinnedBuffer<T: Pod> {
+    buffer: Buffer<T>,
+    mapped: *mut T,
+    len: usize,
+    context: Context,
+    _marker: PhantomData<T>,
+}
+
+impl<T: Pod> PinnedBuffer<T> {
+    /// Allocates and maps `len` values (at least one).
+    pub fn new(context: &Context, len: usize) -> Result<Self> {
+        let count = len.max(1);
+        let bytes = count * size_of::<T>();
+        // SAFETY: no host pointer is passed; the driver allocates.
+        let mut buffer = unsafe {
+            Buffer::<T>::create(
+                context.cl_context(),
+                CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                count,
+                ptr::null_mut(),
+            )
+        }
+        .during(format!("clCreateBuffer (pinned, {bytes} bytes)"))?;
+        let mut mapped: *mut c_void = ptr::null_mut();
+        // SAFETY: a blocking map of the whole buffer, kept until Drop unmaps it.
+        unsafe {
+            context.queue().enqueue_map_buffer(
+                &mut buffer,
+                CL_BLOCKING,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                bytes,
+                &mut mapped,
+                &[],
+            )
+        }
+        .during("clEnqueueMapBuffer (pinned)")?;
+        if mapped.is_null() || !(mapped as usize).is_multiple_of(align_of::<T>()) {
+            return Err(Error::Unsupported(format!(
+                "the driver mapped pinned memory at {mapped:p}, not aligned for the data"
+            )));
+        }
+        Ok(Self {
+            buffer,
+            mapped: mapped.cast(),
+            len,
+            context: context.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// The values, for the host to read or write (no device command may use the buffer
+    /// meanwhile: the only use here is as a read target, which is blocking).
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: the mapping holds `len` values of T, aligned (checked in `new`), alive until
+        // Drop; `&mut self` makes this the only view.
+        unsafe { std::slice::from_raw_parts_mut(self.mapped, self.len) }
+    }
+
+    /// The values, for the host to read.
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: as in `as_mut_slice`, shared.
+        unsafe { std::slice::from_raw_parts(self.mapped, self.len) }
+    }
+
+    /// The bus's read-back bandwidth into pinned memory, in bytes per second: the best of three
+    /// blocking reads of `bytes` (at least 1 MiB) from a device buffer, after one to warm up.
+    pub fn read_bandwidth(context: &Context, bytes: usize) -> Result<f64> {
+        let len = bytes.max(1 << 20).div_ceil(size_of::<T>());
+        let source = super::DeviceBuffer::<T>::zeroed(context, len)?;
+        let mut pinned = Self::new(context, len)?;
+        source.read_into(pinned.as_mut_slice())?;
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            source.read_into(pinned.as_mut_slice())?;
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        Ok((len * size_of::<T>()) as f64 / best)
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<T: Pod> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: the pointer is this buffer's mapping; the unmap is waited for before the
+        // buffer is released.
+        unsafe {
+            if self
+                .context
+                .queue()
+                .enqueue_unmap_mem_object(self.buffer.get(), self.mapped.cast(), &[])
+                .is_ok()
+            {
+                let _ = self.context.finish();
+            }
+        }
+    }
+}
