@@ -161,6 +161,17 @@ impl GlLink {
         }
         Ok(start.elapsed())
     }
+
+    /// Ends OpenCL's use of the buffer without handing its contents to GL, for a buffer only
+    /// other kernels read (the particles in splat mode): in share mode enqueues
+    /// `clEnqueueReleaseGLObjects` (the caller waits for the queue before GL uses the buffer);
+    /// in copy mode nothing moves.
+    pub fn release(&mut self) -> Result<()> {
+        if let Kind::Shared(buffer) = &mut *self.kind {
+            buffer.release()?;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for GlLink {

@@ -68,6 +68,12 @@ pub trait FrameDriver {
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
         Ok(None)
     }
+
+    /// A line for the log that a frame produced (a choice made, a mode switched), taken once;
+    /// the run loops poll it after every frame.
+    fn notice(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Which frames to write as PNG files.
@@ -457,6 +463,9 @@ pub fn run_headless(
         let start = Instant::now();
         let stages = driver.frame(size).map_err(Error::Frame)?;
         stats.record(&stages, Duration::ZERO, start.elapsed());
+        if let Some(line) = driver.notice() {
+            (options.log)(&line);
+        }
         if options.capture.is_active() {
             let start = Instant::now();
             capture_frame(gl, size, &options.capture, index, index + 1 == frames)?;
