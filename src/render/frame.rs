@@ -405,6 +405,15 @@ impl fmt::Display for RunSummary {
         }
         writeln!(f, "  transfer  {:9.3}", self.transfer_ms)?;
         writeln!(f, "  draw      {:9.3}", self.draw_ms)?;
+        // Host stages beyond the fixed ones (the splat composite's GPU time).
+        let fixed = [stage::KERNELS, stage::TRANSFER, stage::DRAW, stage::PRESENT];
+        for s in self
+            .stages
+            .iter()
+            .filter(|s| !s.device && !fixed.contains(&s.stage.as_str()))
+        {
+            writeln!(f, "    {:<16} {:7.3}", s.stage, s.busy.as_secs_f64() * 1e3)?;
+        }
         write!(f, "  present   {:9.3}", self.present_ms)?;
         if self.capture_seconds > 0.0 {
             write!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::cl::{Context, Timeline};
 use crate::interop::{GlLink, Transfer};
 use crate::render::Renderer;
-use crate::splat::{SplatView, Splatter, image_len};
+use crate::splat::{SplatBuffers, SplatView, Splatter, image_len};
 
 use super::Result;
 
@@ -98,15 +98,18 @@ impl SplatPass {
         view: &SplatView,
         timeline: &mut Timeline,
     ) -> Result<()> {
-        self.splatter.enqueue(
-            context,
-            &particles.target(),
+        let (particles, image, overflow) = (
+            particles.target(),
+            self.image.target(),
+            self.overflow.target(),
+        );
+        let buffers = SplatBuffers {
+            particles: &particles,
             count,
-            &self.image.target(),
-            &self.overflow.target(),
-            view,
-            timeline,
-        )?;
+            image: &image,
+            overflow: &overflow,
+        };
+        self.splatter.enqueue(context, &buffers, view, timeline)?;
         Ok(())
     }
 

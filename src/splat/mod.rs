@@ -185,6 +185,20 @@ pub struct SplatView {
     pub colour: [f32; 3],
 }
 
+/// The buffers of one splat: all in the splatter's context, the OpenCL side of GL buffers or
+/// plain device buffers.
+#[derive(Clone, Copy)]
+pub struct SplatBuffers<'b, 'a> {
+    /// The particles (float4: xyz position, w radius in metres).
+    pub particles: &'b OutputBuffer<'a, [f32; 4]>,
+    /// How many of them to splat (at most the buffer's length).
+    pub count: usize,
+    /// The image: [`image_len`] float4 of the view's size, or more.
+    pub image: &'b OutputBuffer<'a, [f32; 4]>,
+    /// The flakes too wide to splat, as particles.
+    pub overflow: &'b OutputBuffer<'a, [f32; 4]>,
+}
+
 /// The splat kernels on one context, with the overflow list's counter.
 pub struct Splatter {
     clear: Kernel,
@@ -206,22 +220,23 @@ impl Splatter {
         })
     }
 
-    /// Enqueues, under the timeline's current stage, the clearing of `image` and the splatting
-    /// of `count` particles of `particles` into it; flakes wider than the cap go to `overflow`
+    /// Enqueues, under the timeline's current stage, the clearing of the image and the
+    /// splatting of the particles into it; flakes wider than the cap go to the overflow list
     /// (up to its length; [`overflow_count`](Self::overflow_count) then says how many there
     /// were, more than its length when it must grow).
-    ///
-    /// `image` must hold [`image_len`] float4 of `view.size`.
     pub fn enqueue(
         &self,
         context: &Context,
-        particles: &OutputBuffer<'_, [f32; 4]>,
-        count: usize,
-        image: &OutputBuffer<'_, [f32; 4]>,
-        overflow: &OutputBuffer<'_, [f32; 4]>,
+        buffers: &SplatBuffers<'_, '_>,
         view: &SplatView,
         timeline: &mut Timeline,
     ) -> Result<()> {
+        let SplatBuffers {
+            particles,
+            count,
+            image,
+            overflow,
+        } = *buffers;
         let (w, h) = view.size;
         let len = image_len(w, h);
         if w == 0 || h == 0 || image.len() < len {
