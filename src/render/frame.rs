@@ -277,9 +277,19 @@ impl FrameStats {
             w.fps(),
             w.mean_ms(w.frame)
         );
+        // Splat mode: the splat kernels' device time and the composite's GPU time.
+        let splat = if w.stages.get(stage::SPLAT).is_some() {
+            format!(
+                "  (splat {:.2}, composite {:.2})",
+                w.stage_ms(stage::SPLAT),
+                w.stage_ms(stage::COMPOSITE)
+            )
+        } else {
+            String::new()
+        };
         let line = format!(
             "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2})  transfer {:.2}  \
-             draw {:.2}  present {:.2} ms | {status}",
+             draw {:.2}{splat}  present {:.2} ms | {status}",
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),

@@ -37,7 +37,7 @@ pub use crate::splat::SPLAT_STAGE;
 
 /// Host stage of the splat composite (and the overflow sprites): GPU time from a
 /// `GL_TIME_ELAPSED` query, read after the frame's `glFinish`.
-pub const COMPOSITE_STAGE: &str = "render.composite";
+pub const COMPOSITE_STAGE: &str = stage::COMPOSITE;
 
 /// Stage of the particle source's kernels.
 pub const PARTICLES_STAGE: &str = "snow.particles";
@@ -477,7 +477,21 @@ impl Session {
                     probe.frames(),
                     Probe::FRAMES
                 );
-                self.set_mode(mode, size)
+                match self.set_mode(mode, size) {
+                    // `auto` falls back to sprites when splatting cannot start here (a frame
+                    // larger than GL's buffer textures, memory).
+                    Err(e) if splat => {
+                        self.probe = None;
+                        self.splat = None;
+                        self.splatter = None;
+                        self.renderer.clear_splat();
+                        self.set_mode(RenderMode::Sprites, size)?;
+                        self.render.borrow_mut().reason = format!("splatting could not start: {e}");
+                        self.notice = Some(format!("particle render: {}", self.render.borrow()));
+                        Ok(())
+                    }
+                    other => other,
+                }
             }
             ProbeStep::Decided {
                 splat,

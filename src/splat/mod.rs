@@ -34,7 +34,7 @@ pub const MAX_SPLAT_PIXELS: f32 = 8.0;
 /// The value of an empty pixel.
 pub const EMPTY: u64 = u64::MAX;
 /// Stage of the splat kernels in a frame's timeline.
-pub const SPLAT_STAGE: &str = "splat";
+pub const SPLAT_STAGE: &str = crate::counters::stage::SPLAT;
 
 /// What went wrong splatting.
 #[derive(Debug, thiserror::Error)]

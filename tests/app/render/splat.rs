@@ -327,6 +327,13 @@ fn run_records_the_particle_render_mode_and_why() {
         text(&out)
     );
 
+    let out = snowsim().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("--particle-render <MODE>") && help.contains("cl_khr_int64_extended_atomics"),
+        "{help}"
+    );
+
     let frames = (2 * (sim::PROBE_WARMUP + sim::PROBE_FRAMES) + 2).to_string();
     let out = snowsim()
         .arg("run")
