@@ -81,6 +81,22 @@ impl<T: Pod> DeviceBuffer<T> {
         })
     }
 
+    /// Takes over `mem`, a buffer of at least `len` values made in `context` by another call
+    /// (an import of external memory): released and uncounted on drop like any other.
+    ///
+    /// # Safety
+    /// `mem` must be a live buffer of `context` holding at least `len` values, whose one
+    /// reference passes to the result.
+    pub(crate) unsafe fn from_raw(context: &Context, mem: cl_mem, len: usize) -> Self {
+        context.count_allocation((len.max(1) * size_of::<T>()) as u64);
+        Self {
+            buffer: Buffer::new(mem),
+            len,
+            context: context.clone(),
+            _marker: PhantomData,
+        }
+    }
+
     /// Allocates a buffer holding a copy of `data`.
     pub fn from_slice(context: &Context, data: &[T]) -> Result<Self> {
         let mut buffer = Self::uninit(context, data.len())?;

@@ -164,6 +164,11 @@ impl Context {
         self.inner.queue.finish().during("clFinish")
     }
 
+    /// Submits every command enqueued so far to the device, without waiting.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.queue.flush().during("clFlush")
+    }
+
     /// Bytes moved each way by this context's buffer reads and writes so far.
     pub fn transfers(&self) -> TransferCounters {
         TransferCounters {

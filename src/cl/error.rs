@@ -112,6 +112,9 @@ pub enum Error {
     /// A buffer handle outlived the data it was made for.
     #[error("{0}")]
     Stale(String),
+    /// The device or its platform lacks an extension that a requested path needs.
+    #[error("{0}")]
+    Unsupported(String),
     /// A kernel source could not be read from the override directory.
     #[error("cannot read kernel source {}: {error}", path.display())]
     KernelSource {

@@ -10,6 +10,7 @@ mod buffer;
 mod context;
 mod device;
 mod error;
+pub mod external;
 mod gl_buffer;
 mod kernel;
 mod launch;

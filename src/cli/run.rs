@@ -48,9 +48,11 @@ pub struct Args {
     /// Number of snow particles [default: the scene's snow.particles].
     #[arg(long, value_name = "N")]
     particles: Option<usize>,
-    /// How particles reach OpenGL: `share` (cl_khr_gl_sharing, no copy), `copy` (read back
-    /// and upload each frame) or `auto` (share when the device offers it and renders the GL
-    /// context, else copy). The mode in use is always printed.
+    /// How particles reach OpenGL: `share` (cl_khr_gl_sharing, no copy), `external` (Vulkan
+    /// allocates memory that OpenCL and OpenGL both import, no copy: NVIDIA GPUs, which lack
+    /// GL sharing), `copy` (read back and upload each frame) or `auto` (share when the device
+    /// offers it and renders the GL context, else external where all three APIs offer it on
+    /// the same GPU, else copy). The mode in use and why are always printed.
     #[arg(long, value_enum, default_value_t = InteropArg::Auto)]
     interop: InteropArg,
     /// How particles are drawn: `sprites` (GL point sprites), `splat` (an OpenCL kernel
@@ -119,6 +121,7 @@ impl From<SortArg> for SortMode {
 enum InteropArg {
     Auto,
     Share,
+    External,
     Copy,
 }
 
@@ -127,6 +130,7 @@ impl From<InteropArg> for InteropMode {
         match arg {
             InteropArg::Auto => Self::Auto,
             InteropArg::Share => Self::Share,
+            InteropArg::External => Self::External,
             InteropArg::Copy => Self::Copy,
         }
     }

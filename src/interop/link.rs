@@ -1,7 +1,7 @@
 //! One GL buffer fed by OpenCL: shared (`clCreateFromGLBuffer`, acquired and released around
-//! the kernels) or copied (a device buffer read back into the mapped GL buffer every frame).
+//! the kernels), external (Vulkan memory that both import, see [`super::external`]) or copied
+//! (a device buffer read back into the mapped GL buffer every frame).
 
-use std::mem::ManuallyDrop;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -9,19 +9,18 @@ use glow::HasContext;
 
 use crate::cl::{Context, DeviceBuffer, GlBuffer, OutputBuffer};
 
-use super::{Error, Result, Transfer};
+use super::external::ExternalBuffer;
+use super::{Error, Interop, Result, Transfer};
 
 /// A GL buffer of `len` float4 and the OpenCL buffer kernels write for it, both in one
-/// [`Context`]. The link owns both and deletes the GL buffer after the OpenCL side.
+/// [`Context`]. The link owns both and destroys them in the order their path needs.
 ///
 /// Per frame: [`acquire`](Self::acquire), run kernels on [`target`](Self::target),
-/// [`publish`](Self::publish); after `publish` GL may draw from
-/// [`gl_buffer`](Self::gl_buffer).
+/// [`publish`](Self::publish), draw from [`gl_buffer`](Self::gl_buffer), then
+/// [`drawn`](Self::drawn).
 pub struct GlLink {
-    /// Dropped by hand in `Drop`: the OpenCL side goes before the GL buffer.
-    kind: ManuallyDrop<Kind>,
+    kind: Kind,
     context: Context,
-    gl: Rc<glow::Context>,
     gl_buffer: glow::Buffer,
     len: usize,
     /// Bytes copied device → host → GL so far (copy mode).
@@ -32,60 +31,111 @@ pub struct GlLink {
 
 enum Kind {
     /// `clCreateFromGLBuffer` on the GL buffer itself: no copy at all.
-    Shared(GlBuffer<[f32; 4]>),
-    /// A device buffer of its own, read back every frame.
-    Copied(DeviceBuffer<[f32; 4]>),
+    Shared(OwnedGl<GlBuffer<[f32; 4]>>),
+    /// Vulkan memory imported by both APIs: no copy at all. Deletes its GL objects itself.
+    External(Box<ExternalBuffer>),
+    /// A device buffer of its own, read back every frame into the GL buffer.
+    Copied(OwnedGl<DeviceBuffer<[f32; 4]>>),
+}
+
+/// An OpenCL object and the GL buffer it feeds, deleted after it.
+struct OwnedGl<T> {
+    cl: Option<T>,
+    gl: Rc<glow::Context>,
+    buffer: glow::Buffer,
+}
+
+impl<T> OwnedGl<T> {
+    fn new(gl: &Rc<glow::Context>, buffer: glow::Buffer, cl: T) -> Self {
+        Self {
+            cl: Some(cl),
+            gl: gl.clone(),
+            buffer,
+        }
+    }
+
+    fn cl(&mut self) -> &mut T {
+        self.cl.as_mut().expect("present until dropped")
+    }
+}
+
+impl<T> Drop for OwnedGl<T> {
+    fn drop(&mut self) {
+        // The OpenCL side (a view of the GL buffer, in share mode) goes first.
+        drop(self.cl.take());
+        // SAFETY: the buffer belongs to `gl`, current on this thread (see `GlLink::new`).
+        unsafe { self.gl.delete_buffer(self.buffer) };
+    }
 }
 
 impl GlLink {
-    /// Creates a GL buffer of `len` float4 in `gl` and links it to a new OpenCL buffer in
-    /// `context`: the GL buffer itself for `Transfer::Share` (the context must have been
-    /// created against the current GL context: [`super::open`] does so only after checking
-    /// `cl_khr_gl_sharing`), a device buffer for `Transfer::Copy`.
+    /// Creates a GL buffer of `len` float4 and links it to an OpenCL buffer in `context` by
+    /// the path `interop` chose: the GL buffer itself (share: the context was created against
+    /// the current GL context), Vulkan memory imported by both (external), or a device buffer
+    /// read back every frame (copy).
     ///
-    /// `gl` must be current on this thread whenever the link is used or dropped.
+    /// The GL context must be current on this thread whenever the link is used or dropped.
     pub fn new(
         context: &Context,
         gl: &Rc<glow::Context>,
-        transfer: Transfer,
+        interop: &Interop,
         len: usize,
     ) -> Result<Self> {
         let bytes = crate::render::buffer_bytes("linked float4", len, 16)?;
-        // SAFETY: buffer creation on the current context.
-        let gl_buffer = unsafe {
-            let buffer = crate::render::gl_call("glGenBuffers", gl.create_buffer())?;
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
-            gl.buffer_data_size(glow::ARRAY_BUFFER, bytes, glow::STREAM_DRAW);
-            gl.bind_buffer(glow::ARRAY_BUFFER, None);
-            buffer
+        let plain_buffer = || -> Result<glow::Buffer> {
+            // SAFETY: buffer creation on the current context.
+            unsafe {
+                let buffer = crate::render::gl_call("glGenBuffers", gl.create_buffer())?;
+                gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+                gl.buffer_data_size(glow::ARRAY_BUFFER, bytes, glow::STREAM_DRAW);
+                gl.bind_buffer(glow::ARRAY_BUFFER, None);
+                Ok(buffer)
+            }
         };
-        let delete = |e: Error| {
-            // SAFETY: the buffer was created above on the current context.
-            unsafe { gl.delete_buffer(gl_buffer) };
-            e
-        };
-        let kind = match transfer {
+        let (kind, gl_buffer) = match interop.transfer() {
             Transfer::Share => {
                 if !context.is_gl_shared() {
                     return Err(Error::Internal(
                         "a shared GL buffer needs a GL-sharing OpenCL context".into(),
                     ));
                 }
+                let buffer = plain_buffer()?;
                 // SAFETY: the GL buffer was just created with `len` float4 on the current
-                // context, which the OpenCL context shares; it outlives the CL view (Drop).
-                Kind::Shared(
-                    unsafe { GlBuffer::from_gl(context, gl_buffer.0.get(), len) }
-                        .map_err(|e| delete(e.into()))?,
-                )
+                // context, which the OpenCL context shares; it outlives the CL view (OwnedGl).
+                match unsafe { GlBuffer::from_gl(context, buffer.0.get(), len) } {
+                    Ok(cl) => (Kind::Shared(OwnedGl::new(gl, buffer, cl)), buffer),
+                    Err(e) => {
+                        // SAFETY: created above, used by nothing.
+                        unsafe { gl.delete_buffer(buffer) };
+                        return Err(e.into());
+                    }
+                }
+            }
+            Transfer::External => {
+                let shared = interop.external().ok_or_else(|| {
+                    Error::Internal("the external path was chosen without its state".into())
+                })?;
+                let external = ExternalBuffer::new(shared, context, len)?;
+                let buffer = external
+                    .gl_buffer()
+                    .ok_or_else(|| Error::Internal("an external buffer without GL".into()))?;
+                (Kind::External(Box::new(external)), buffer)
             }
             Transfer::Copy => {
-                Kind::Copied(DeviceBuffer::uninit(context, len).map_err(|e| delete(e.into()))?)
+                let buffer = plain_buffer()?;
+                match DeviceBuffer::uninit(context, len) {
+                    Ok(cl) => (Kind::Copied(OwnedGl::new(gl, buffer, cl)), buffer),
+                    Err(e) => {
+                        // SAFETY: created above, used by nothing.
+                        unsafe { gl.delete_buffer(buffer) };
+                        return Err(e.into());
+                    }
+                }
             }
         };
         Ok(Self {
-            kind: ManuallyDrop::new(kind),
+            kind,
             context: context.clone(),
-            gl: gl.clone(),
             gl_buffer,
             len,
             copied_bytes: 0,
@@ -93,18 +143,21 @@ impl GlLink {
         })
     }
 
-    /// The buffer kernels write: the shared GL buffer, or the device buffer that is copied.
+    /// The buffer kernels write: the shared GL buffer, the imported memory, or the device
+    /// buffer that is copied.
     pub fn target(&mut self) -> OutputBuffer<'_, [f32; 4]> {
-        match &mut *self.kind {
-            Kind::Shared(b) => OutputBuffer::Gl(b),
-            Kind::Copied(b) => OutputBuffer::Device(b),
+        match &mut self.kind {
+            Kind::Shared(b) => OutputBuffer::Gl(b.cl()),
+            Kind::External(b) => OutputBuffer::Device(b.target()),
+            Kind::Copied(b) => OutputBuffer::Device(b.cl()),
         }
     }
 
-    /// The device buffer in copy mode (to read what the kernels wrote), `None` when shared.
+    /// The device buffer (to read what the kernels wrote), `None` when shared.
     pub fn device_buffer(&self) -> Option<&DeviceBuffer<[f32; 4]>> {
-        match &*self.kind {
-            Kind::Copied(b) => Some(b),
+        match &self.kind {
+            Kind::Copied(b) => b.cl.as_ref(),
+            Kind::External(b) => Some(b.device_buffer()),
             Kind::Shared(_) => None,
         }
     }
@@ -124,37 +177,46 @@ impl GlLink {
         self.len == 0
     }
 
-    /// Bytes copied from the device into GL so far (zero when shared).
+    /// Bytes copied from the device into GL so far (zero when shared or external).
     pub fn copied_bytes(&self) -> u64 {
         self.copied_bytes
     }
 
     /// Makes the buffer OpenCL's before kernels write it: in share mode waits for GL to finish
     /// with it (`glFinish`, as `cl_khr_gl_sharing` requires without `cl_khr_gl_event`) and
-    /// enqueues `clEnqueueAcquireGLObjects`; in copy mode does nothing.
+    /// enqueues `clEnqueueAcquireGLObjects`; in external mode waits for GL's "drawn" semaphore
+    /// and acquires the memory; in copy mode does nothing.
     pub fn acquire(&mut self, gl: &glow::Context) -> Result<()> {
-        if let Kind::Shared(buffer) = &mut *self.kind
-            && !buffer.is_acquired()
-        {
-            // SAFETY: GL is current on this thread.
-            unsafe { gl.finish() };
-            buffer.acquire()?;
+        match &mut self.kind {
+            Kind::Shared(link) => {
+                let buffer = link.cl();
+                if !buffer.is_acquired() {
+                    // SAFETY: GL is current on this thread.
+                    unsafe { gl.finish() };
+                    buffer.acquire()?;
+                }
+            }
+            Kind::External(buffer) => buffer.acquire()?,
+            Kind::Copied(_) => {}
         }
         Ok(())
     }
 
     /// Hands the kernels' output to GL: in share mode `clEnqueueReleaseGLObjects` then
-    /// `clFinish`; in copy mode one blocking read from the device straight into the GL buffer
-    /// mapped for writing (`glMapBufferRange` with `MAP_INVALIDATE_BUFFER_BIT`), so the data
-    /// crosses to the host once. Returns the time spent.
+    /// `clFinish`; in external mode the release, the "written" semaphore (or `clFinish`) and
+    /// GL's wait for it; in copy mode one blocking read from the device straight into the GL
+    /// buffer mapped for writing (`glMapBufferRange` with `MAP_INVALIDATE_BUFFER_BIT`), so the
+    /// data crosses to the host once. Returns the time spent.
     pub fn publish(&mut self, gl: &glow::Context) -> Result<Duration> {
         let start = std::time::Instant::now();
-        match &mut *self.kind {
-            Kind::Shared(buffer) => {
-                buffer.release()?;
+        match &mut self.kind {
+            Kind::Shared(link) => {
+                link.cl().release()?;
                 self.context.finish()?;
             }
-            Kind::Copied(buffer) => {
+            Kind::External(buffer) => buffer.release()?,
+            Kind::Copied(link) => {
+                let buffer = link.cl.as_ref().expect("present until dropped");
                 copy_into_gl(gl, buffer, self.gl_buffer, self.len, &mut self.map_failed)?;
                 self.copied_bytes += self.len as u64 * 16;
             }
@@ -162,25 +224,26 @@ impl GlLink {
         Ok(start.elapsed())
     }
 
-    /// Ends OpenCL's use of the buffer without handing its contents to GL, for a buffer only
+    /// Says that GL has drawn from the buffer (after the draw calls, before the next
+    /// [`acquire`](Self::acquire)): signals the "drawn" semaphore in external mode.
+    pub fn drawn(&mut self) {
+        if let Kind::External(buffer) = &mut self.kind {
+            buffer.drawn();
+        }
+    }
+
+    /// Ends OpenCL's use of the buffer without copying its contents to GL, for a buffer only
     /// other kernels read (the particles in splat mode): in share mode enqueues
     /// `clEnqueueReleaseGLObjects` (the caller waits for the queue before GL uses the buffer);
-    /// in copy mode nothing moves.
+    /// in external mode the usual hand-off, which moves no byte and keeps the semaphores paired
+    /// with [`drawn`](Self::drawn); in copy mode nothing moves.
     pub fn release(&mut self) -> Result<()> {
-        if let Kind::Shared(buffer) = &mut *self.kind {
-            buffer.release()?;
+        match &mut self.kind {
+            Kind::Shared(link) => link.cl().release()?,
+            Kind::External(buffer) => buffer.release()?,
+            Kind::Copied(_) => {}
         }
         Ok(())
-    }
-}
-
-impl Drop for GlLink {
-    fn drop(&mut self) {
-        // SAFETY: `kind` is dropped once, here, and never used again. The OpenCL view of the
-        // GL buffer goes first.
-        unsafe { ManuallyDrop::drop(&mut self.kind) };
-        // SAFETY: the buffer belongs to `gl`, current on this thread (see `new`).
-        unsafe { self.gl.delete_buffer(self.gl_buffer) };
     }
 }
 

@@ -1,13 +1,18 @@
 //! OpenCL → OpenGL: how the buffers the kernels write reach the renderer (thesis §4.2, §6.3).
 //! This module only moves buffers; the frame that fills them lives in [`crate::sim`].
 //!
-//! Two paths, chosen with `--interop auto|share|copy`:
+//! Three paths, chosen with `--interop auto|share|external|copy`:
 //!
 //! - **share** (`cl_khr_gl_sharing`): the OpenCL context is created against the current GL
 //!   context (`CL_GL_CONTEXT_KHR` with `CL_EGL_DISPLAY_KHR` or `CL_GLX_DISPLAY_KHR`), the
 //!   particle buffer is the GL buffer itself (`clCreateFromGLBuffer`), and each frame does
 //!   `glFinish` → `clEnqueueAcquireGLObjects` → kernels → `clEnqueueReleaseGLObjects` →
 //!   `clFinish` before GL draws. No byte moves.
+//! - **external** (`cl_khr_external_memory_opaque_fd` + `GL_EXT_memory_object_fd`, for GPUs
+//!   such as NVIDIA's whose OpenCL has no GL sharing): Vulkan allocates each buffer as
+//!   exportable device memory, OpenCL and OpenGL both import it, and two Vulkan semaphores per
+//!   buffer order them ([`external`] has the protocol, the fd ownership and the destruction
+//!   order). No byte moves either.
 //! - **copy**: the kernels write a device buffer; each frame it is read once, blocking,
 //!   straight into the GL buffer mapped for writing (`glMapBufferRange` with
 //!   `MAP_INVALIDATE_BUFFER_BIT`), and GL uploads it. This works with every OpenCL device,
@@ -15,48 +20,24 @@
 //!
 //! `auto` picks share only when the device lists `cl_khr_gl_sharing` **and**
 //! `clGetGLContextInfoKHR(CL_CURRENT_DEVICE_FOR_GL_CONTEXT_KHR)` names this very device as the
-//! one behind the GL context; otherwise copy, and [`InteropChoice`] says why. Sharing is decided
-//! from the extension string *before* any GL property reaches OpenCL: PoCL 3.1 accepts GL
-//! properties in `clCreateContext`, and then its `clCreateFromGLBuffer` stub kills the process.
-//!
-//! # A zero-copy alternative on NVIDIA: `cl_khr_external_memory_opaque_fd`
-//!
-//! NVIDIA's OpenCL (driver 580 on the H100) lists no `cl_khr_gl_sharing` (and `clCreateContext`
-//! with GL properties fails there with `CL_INVALID_OPERATION`), but it lists
-//! `cl_khr_external_memory`, `cl_khr_external_memory_opaque_fd` and
-//! `cl_khr_external_semaphore_opaque_fd`. What we found (from the Khronos specifications; not
-//! run, since no machine here has both):
-//!
-//! - Both sides can only **import**. `cl_khr_external_memory` adds properties to
-//!   `clCreateBufferWithProperties` to import memory "exported by other APIs"
-//!   (`CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR` + the fd, with `CL_MEM_DEVICE_HANDLE_LIST_KHR`),
-//!   and `GL_EXT_memory_object_fd` imports with `glImportMemoryFdEXT` +
-//!   `glBufferStorageMemEXT`. Neither OpenCL nor GL exports an fd, so a third API must
-//!   allocate: **Vulkan** (`VK_KHR_external_memory_fd`: allocate with
-//!   `VkExportMemoryAllocateInfo{OPAQUE_FD}`, call `vkGetMemoryFdKHR` once per importer,
-//!   since each import takes ownership of its fd).
-//! - Ownership hand-off: OpenCL must bracket its use with
-//!   `clEnqueueAcquireExternalMemObjectsKHR` / `clEnqueueReleaseExternalMemObjectsKHR`;
-//!   ordering with GL needs either `glFinish` + `clFinish` (as the share path does) or
-//!   semaphores exported by Vulkan and imported with `cl_khr_external_semaphore_opaque_fd` and
-//!   `GL_EXT_semaphore_fd`.
-//! - All three must be the same GPU: compare `CL_DEVICE_UUID_KHR` (`cl_khr_device_uuid`),
-//!   `GL_DEVICE_UUID_EXT` and Vulkan's `VkPhysicalDeviceIDProperties::deviceUUID`.
-//! - In Rust: opencl3's `cl_khr_external_memory` feature (on under `dynamic`) has the calls;
-//!   glow 0.18 does not wrap `GL_EXT_memory_object`, so its functions would be loaded by hand
-//!   through `get_proc_address`; Vulkan needs `ash` (not a dependency yet). The headless EGL
-//!   context on NVIDIA would also have to list `GL_EXT_memory_object_fd` (to be checked there).
-//! - What it would save: copy mode moves 16 bytes per particle over PCIe twice per frame (read
-//!   back to the host, then GL's upload): 2 × 64 MiB at 2^22 particles. The measured cost is in
-//!   `benches/RESULTS.md`.
+//! one behind the GL context; else external when OpenCL and OpenGL list the external-memory
+//! extensions and the three APIs name the same GPU; otherwise copy, and [`InteropChoice`] says
+//! why. Everything is decided from extension strings and UUID queries *before* any GL property
+//! or foreign handle reaches OpenCL: PoCL 3.1 accepts GL properties in `clCreateContext`, and
+//! then its `clCreateFromGLBuffer` stub kills the process.
 
+pub mod external;
+pub mod gl_memory;
 mod link;
+pub mod vulkan;
 
 use std::fmt;
+use std::rc::Rc;
 use std::str::FromStr;
 
 use opencl3::types::cl_context_properties;
 
+pub use external::{External, Sync};
 pub use link::GlLink;
 
 use crate::cl::{self, Context, ContextOptions, DeviceEntry, DeviceInfo};
@@ -92,6 +73,18 @@ pub enum Error {
         /// Why (another GPU renders, the driver refused the context, …).
         reason: String,
     },
+    /// `--interop external` where a piece is missing (names the extension, device or call).
+    #[error(
+        "--interop external is not possible: {0}; use --interop copy, or auto to pick the best \
+         path"
+    )]
+    ExternalUnsupported(String),
+    /// Importing Vulkan's memory or semaphores failed.
+    #[error("--interop external: {0}")]
+    ExternalImport(String),
+    /// Vulkan failed.
+    #[error(transparent)]
+    Vulkan(#[from] vulkan::VulkanError),
     /// An invariant of this module was broken (a bug).
     #[error("internal interop error: {0}")]
     Internal(String),
@@ -103,11 +96,13 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// The interop path the user asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum InteropMode {
-    /// Share when the device can, else copy.
+    /// Share when the device can, else external memory, else copy.
     #[default]
     Auto,
     /// Share, or fail.
     Share,
+    /// Vulkan-allocated memory imported by both APIs, or fail.
+    External,
     /// Always copy.
     Copy,
 }
@@ -118,8 +113,11 @@ impl FromStr for InteropMode {
         match s.to_ascii_lowercase().as_str() {
             "auto" => Ok(Self::Auto),
             "share" => Ok(Self::Share),
+            "external" => Ok(Self::External),
             "copy" => Ok(Self::Copy),
-            _ => Err(format!("`{s}` is not an interop mode (auto, share, copy)")),
+            _ => Err(format!(
+                "`{s}` is not an interop mode (auto, share, external, copy)"
+            )),
         }
     }
 }
@@ -129,6 +127,7 @@ impl fmt::Display for InteropMode {
         f.write_str(match self {
             Self::Auto => "auto",
             Self::Share => "share",
+            Self::External => "external",
             Self::Copy => "copy",
         })
     }
@@ -140,6 +139,8 @@ impl fmt::Display for InteropMode {
 pub enum Transfer {
     /// `cl_khr_gl_sharing`: kernels write the GL buffer.
     Share,
+    /// Vulkan memory imported by OpenCL and OpenGL: kernels write what GL draws.
+    External,
     /// Read back and upload every frame.
     Copy,
 }
@@ -148,6 +149,7 @@ impl fmt::Display for Transfer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Share => "share",
+            Self::External => "external",
             Self::Copy => "copy",
         })
     }
@@ -206,46 +208,143 @@ fn gl_properties(entry: &DeviceEntry, gl: &GlSetup) -> Result<Vec<cl_context_pro
     ])
 }
 
+/// The interop path of one session: what was chosen and why, and for `external` the Vulkan
+/// device and entry points that its links share.
+#[derive(Clone)]
+pub struct Interop {
+    choice: InteropChoice,
+    external: Option<Rc<External>>,
+}
+
+impl Interop {
+    /// The path in use, what was asked and why.
+    pub fn choice(&self) -> &InteropChoice {
+        &self.choice
+    }
+
+    /// The path in use.
+    pub fn transfer(&self) -> Transfer {
+        self.choice.transfer
+    }
+
+    /// The shared state of the external path (`None` on the others).
+    pub(crate) fn external(&self) -> Option<&Rc<External>> {
+        self.external.as_ref()
+    }
+}
+
 /// Opens the OpenCL context on `entry` for the GL context `gl`, choosing the path as the
-/// module documentation says: a plain [`Context`] for copy, one created against the GL context
-/// for share. Everything of the frame (gml, the sort, the simulation's kernels) then runs on it.
+/// module documentation says: a plain [`Context`] for copy and external, one created against the
+/// GL context for share. Everything of the frame (gml, the sort, the simulation's kernels) then
+/// runs on it.
 pub fn open(
     entry: &DeviceEntry,
     requested: InteropMode,
     gl: &GlSetup,
-) -> Result<(Context, InteropChoice)> {
-    let choice = |transfer, reason: String| InteropChoice {
-        transfer,
-        requested,
-        reason,
+) -> Result<(Context, Interop)> {
+    let plain = |transfer, reason: String| Interop {
+        choice: InteropChoice {
+            transfer,
+            requested,
+            reason,
+        },
+        external: None,
     };
     let label = entry.info.label();
-    if requested == InteropMode::Copy {
-        return Ok((
-            Context::new(entry)?,
-            choice(Transfer::Copy, "host copy as asked".into()),
-        ));
+    match requested {
+        InteropMode::Copy => {
+            return Ok((
+                Context::new(entry)?,
+                plain(Transfer::Copy, "host copy as asked".into()),
+            ));
+        }
+        InteropMode::External => {
+            let context = Context::new(entry)?;
+            let external = External::open(&context, gl)?;
+            let reason = external_reason(&external, "as asked");
+            return Ok((
+                context,
+                with_external(plain(Transfer::External, reason), external),
+            ));
+        }
+        InteropMode::Share | InteropMode::Auto => {}
     }
     check_request(requested, &entry.info)?;
+    let no_share = match try_share(entry, requested, gl)? {
+        Ok(context) => {
+            return Ok((
+                context,
+                plain(
+                    Transfer::Share,
+                    format!("{label} offers {GL_SHARING_EXTENSION} and renders the GL context"),
+                ),
+            ));
+        }
+        Err(reason) => reason,
+    };
+    // Auto without sharing: external memory where both APIs list it, else copy.
+    let context = Context::new(entry)?;
+    let mut missing =
+        crate::cl::external::missing(&context, &crate::cl::external::MEMORY_EXTENSIONS);
+    missing.extend(external::gl_offers(&gl.gl));
+    if !missing.is_empty() {
+        let reason = format!(
+            "{no_share}; no external memory either ({} missing)",
+            missing.join(", ")
+        );
+        return Ok((context, plain(Transfer::Copy, reason)));
+    }
+    match External::open(&context, gl) {
+        Ok(external) => {
+            let reason = external_reason(&external, &no_share);
+            Ok((
+                context,
+                with_external(plain(Transfer::External, reason), external),
+            ))
+        }
+        Err(e) => Ok((context, plain(Transfer::Copy, format!("{no_share}; {e}")))),
+    }
+}
+
+fn with_external(mut interop: Interop, external: External) -> Interop {
+    interop.external = Some(Rc::new(external));
+    interop
+}
+
+fn external_reason(external: &External, why: &str) -> String {
+    let sync = match external.sync() {
+        Sync::Semaphores => "ordered by Vulkan semaphores".to_string(),
+        Sync::Finish(reason) => format!("ordered by clFinish/glFinish ({reason})"),
+    };
+    format!(
+        "{why}; Vulkan on {} allocates, OpenCL and OpenGL import, {sync}",
+        external.vulkan_device()
+    )
+}
+
+/// A GL-sharing context where the device offers it and renders the GL context; else why not
+/// (or an error, when share was asked for).
+fn try_share(
+    entry: &DeviceEntry,
+    requested: InteropMode,
+    gl: &GlSetup,
+) -> Result<std::result::Result<Context, String>> {
+    let label = entry.info.label();
     if !entry.info.has_extension(GL_SHARING_EXTENSION) {
-        return Ok((
-            Context::new(entry)?,
-            choice(
-                Transfer::Copy,
-                format!("{label} does not offer {GL_SHARING_EXTENSION}"),
-            ),
-        ));
+        return Ok(Err(format!(
+            "{label} does not offer {GL_SHARING_EXTENSION}"
+        )));
     }
     // The device lists cl_khr_gl_sharing, so asking the driver about the GL context is safe.
     let properties = gl_properties(entry, gl)?;
-    let refuse = |reason: String| -> Result<(Context, InteropChoice)> {
+    let refuse = |reason: String| -> Result<std::result::Result<Context, String>> {
         if requested == InteropMode::Share {
             Err(Error::ShareImpossible {
                 device: label.clone(),
                 reason,
             })
         } else {
-            Ok((Context::new(entry)?, choice(Transfer::Copy, reason)))
+            Ok(Err(reason))
         }
     };
     match opencl3::context::get_current_device_for_gl_context_khr(&properties) {
@@ -274,13 +373,7 @@ pub fn open(
         ..ContextOptions::default()
     };
     match Context::with_options(entry, &options) {
-        Ok(context) => Ok((
-            context,
-            choice(
-                Transfer::Share,
-                format!("{label} offers {GL_SHARING_EXTENSION} and renders the GL context"),
-            ),
-        )),
+        Ok(context) => Ok(Ok(context)),
         Err(e) => refuse(e.to_string()),
     }
 }
@@ -291,7 +384,12 @@ mod tests {
 
     #[test]
     fn modes_parse_and_print() {
-        for mode in [InteropMode::Auto, InteropMode::Share, InteropMode::Copy] {
+        for mode in [
+            InteropMode::Auto,
+            InteropMode::Share,
+            InteropMode::External,
+            InteropMode::Copy,
+        ] {
             assert_eq!(mode.to_string().parse::<InteropMode>(), Ok(mode));
         }
         assert_eq!("COPY".parse::<InteropMode>(), Ok(InteropMode::Copy));

@@ -96,4 +96,10 @@ pub struct GlSetup {
     pub handles: GlHandles,
     /// What the driver said about the context.
     pub info: GlInfo,
+    /// The context's function loader, for entry points glow does not wrap (the interop's
+    /// `GL_EXT_memory_object_fd` and `GL_EXT_semaphore_fd`).
+    pub proc_address: ProcAddress,
 }
+
+/// Looks up a GL function of the current context by name; null when the driver lacks it.
+pub type ProcAddress = Rc<dyn Fn(&std::ffi::CStr) -> *const c_void>;

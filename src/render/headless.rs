@@ -98,6 +98,10 @@ impl Headless {
                 gl: Rc::new(gl),
                 handles,
                 info,
+                proc_address: {
+                    let display = display.clone();
+                    Rc::new(move |name| display.get_proc_address(name))
+                },
             },
             size: (width, height),
             framebuffer,

@@ -35,7 +35,7 @@ pub use frame::{
     Action, Capture, FrameDriver, FrameError, FrameStats, RunOptions, RunSummary, StageTimes,
     read_frame, run_headless, save_png,
 };
-pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup};
+pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
 pub(crate) use renderer::buffer_bytes;
 pub use renderer::{FIELD_SAMPLE_BYTES, PARTICLE_BYTES, Palette, Renderer, Views};

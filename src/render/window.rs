@@ -213,6 +213,10 @@ where
                 context: raw_context,
             },
             info: GlInfo::query(&gl, format!("{name} window on X11, {w}x{h}")),
+            proc_address: {
+                let display = display.clone();
+                Rc::new(move |name| display.get_proc_address(name))
+            },
         };
         let make = self
             .make

@@ -20,7 +20,7 @@ use glow::HasContext;
 
 use crate::cl::{Context, DeviceEntry, Timeline};
 use crate::counters::{StageTime, stage};
-use crate::interop::{self, GlLink, InteropChoice, InteropMode};
+use crate::interop::{self, GlLink, Interop, InteropChoice, InteropMode};
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
@@ -84,7 +84,7 @@ pub struct Session {
     renderer: Renderer,
     context: Context,
     timeline: Timeline,
-    choice: InteropChoice,
+    interop: Interop,
     camera: OrbitCamera,
     home: OrbitCamera,
     views: Views,
@@ -127,7 +127,7 @@ impl Session {
             )));
         }
         splat::check_request(config.particle_render, &device.info)?;
-        let (context, choice) = interop::open(device, config.interop, gl)?;
+        let (context, interop) = interop::open(device, config.interop, gl)?;
         let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
         particles.prepare(&context)?;
         if let Some(field) = field.as_mut() {
@@ -135,11 +135,11 @@ impl Session {
         }
         let samples = field.as_ref().map_or(0, |f| f.samples());
         let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
-        let mut particle_link = GlLink::new(&context, &gl.gl, choice.transfer, particles.count())?;
+        let mut particle_link = GlLink::new(&context, &gl.gl, &interop, particles.count())?;
         renderer.set_particles(particle_link.gl_buffer(), particles.count())?;
         let mut field_link = match &field {
             Some(_) => {
-                let link = GlLink::new(&context, &gl.gl, choice.transfer, 2 * samples)?;
+                let link = GlLink::new(&context, &gl.gl, &interop, 2 * samples)?;
                 renderer.set_field(link.gl_buffer(), samples)?;
                 Some(link)
             }
@@ -192,7 +192,7 @@ impl Session {
             renderer,
             context,
             timeline,
-            choice,
+            interop,
             camera: home,
             home,
             views,
@@ -216,7 +216,7 @@ impl Session {
 
     /// The interop path in use and why.
     pub fn interop(&self) -> &InteropChoice {
-        &self.choice
+        self.interop.choice()
     }
 
     /// The OpenCL context every kernel of the frame runs on (GL-shared in share mode), for a
@@ -301,6 +301,7 @@ impl Session {
         let start = Instant::now();
         self.draw(size);
         times.push(StageTime::host(stage::DRAW, start.elapsed()));
+        self.drawn();
         if let Some(composite) = self.renderer.take_composite_time() {
             times.push(StageTime::host(COMPOSITE_STAGE, composite));
         }
@@ -434,7 +435,7 @@ impl Session {
                 self.splat = Some(SplatPass::new(
                     &self.context,
                     &gl,
-                    self.choice.transfer,
+                    &self.interop,
                     splatter,
                     size,
                     &mut self.renderer,
@@ -548,6 +549,17 @@ impl Session {
         unsafe { self.renderer.gl().finish() };
     }
 
+    /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).
+    fn drawn(&mut self) {
+        self.particle_link.drawn();
+        if let Some(link) = self.field_link.as_mut() {
+            link.drawn();
+        }
+        if let Some(pass) = self.splat.as_mut() {
+            pass.drawn();
+        }
+    }
+
     /// Puts the particles back where they started and the camera home.
     pub fn reset(&mut self) -> Result<()> {
         let gl = self.renderer.gl().clone();
@@ -616,6 +628,7 @@ impl FrameDriver for Session {
             self.run_kernels(size, false)?;
         }
         self.draw(size);
+        self.drawn();
         Ok(())
     }
 
@@ -677,7 +690,7 @@ impl FrameDriver for Session {
             "{} {} | interop {} | {} | {}",
             self.particles.count(),
             self.particles.name(),
-            self.choice.transfer,
+            self.interop.transfer(),
             self.render.borrow().mode,
             self.context.info().name
         );

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::cl::{Context, Timeline};
-use crate::interop::{GlLink, Transfer};
+use crate::interop::{GlLink, Interop};
 use crate::render::Renderer;
 use crate::splat::{SplatBuffers, SplatView, Splatter, image_len};
 
@@ -21,7 +21,7 @@ pub(crate) struct SplatPass {
     overflow: GlLink,
     splatter: Splatter,
     size: (u32, u32),
-    transfer: Transfer,
+    interop: Interop,
     /// Flakes in the overflow list after the last splat.
     overflow_count: usize,
 }
@@ -32,13 +32,13 @@ impl SplatPass {
     pub(crate) fn new(
         context: &Context,
         gl: &Rc<glow::Context>,
-        transfer: Transfer,
+        interop: &Interop,
         splatter: Splatter,
         size: (u32, u32),
         renderer: &mut Renderer,
     ) -> Result<Self> {
-        let image = GlLink::new(context, gl, transfer, image_len(size.0, size.1))?;
-        let overflow = GlLink::new(context, gl, transfer, OVERFLOW_START)?;
+        let image = GlLink::new(context, gl, interop, image_len(size.0, size.1))?;
+        let overflow = GlLink::new(context, gl, interop, OVERFLOW_START)?;
         renderer.set_splat(image.gl_buffer(), size.0, size.1)?;
         renderer.set_splat_overflow(overflow.gl_buffer(), 0)?;
         Ok(Self {
@@ -46,7 +46,7 @@ impl SplatPass {
             overflow,
             splatter,
             size,
-            transfer,
+            interop: interop.clone(),
             overflow_count: 0,
         })
     }
@@ -72,7 +72,7 @@ impl SplatPass {
         if size == self.size {
             return Ok(());
         }
-        let image = GlLink::new(context, gl, self.transfer, image_len(size.0, size.1))?;
+        let image = GlLink::new(context, gl, &self.interop, image_len(size.0, size.1))?;
         renderer.set_splat(image.gl_buffer(), size.0, size.1)?;
         // The old link (released: it is acquired only between `acquire` and `publish`) goes
         // now, after the renderer let go of its buffer.
@@ -128,7 +128,7 @@ impl SplatPass {
             return Ok(false);
         }
         self.overflow.release()?;
-        let mut link = GlLink::new(context, gl, self.transfer, count.next_power_of_two())?;
+        let mut link = GlLink::new(context, gl, &self.interop, count.next_power_of_two())?;
         renderer.set_splat_overflow(link.gl_buffer(), 0)?;
         link.acquire(gl)?;
         self.overflow = link;
@@ -144,6 +144,13 @@ impl SplatPass {
         let spent = self.image.publish(gl)? + self.overflow.publish(gl)?;
         renderer.set_splat_overflow(self.overflow.gl_buffer(), self.overflow_count)?;
         Ok(spent)
+    }
+
+    /// Says that GL has drawn from the image and the list (external mode's "drawn"
+    /// semaphores), after every draw.
+    pub(crate) fn drawn(&mut self) {
+        self.image.drawn();
+        self.overflow.drawn();
     }
 
     /// Bytes copied from the device into GL so far (zero when shared).

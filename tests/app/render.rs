@@ -16,7 +16,7 @@ use snowsim::counters::{StageTime, stage};
 use snowsim::interop::{self, InteropMode, Transfer};
 use snowsim::meshio::{self, ElementKind, Mesh};
 use snowsim::render::{
-    Action, FrameDriver, Headless, OrbitCamera, Palette, TerrainMesh, Views, read_frame,
+    Action, FrameDriver, Headless, OrbitCamera, Palette, Renderer, TerrainMesh, Views, read_frame,
 };
 use snowsim::scene::{Domain, Scene};
 use snowsim::sim::{self, FixedParticles, SceneSetup, Session, SessionConfig};
@@ -198,10 +198,21 @@ fn classify(px: [u8; 3], background: [u8; 3]) -> Class {
     }
 }
 
+/// The fixed scene's particles as the render buffer holds them.
+fn fixed_particles() -> Vec<[f32; 4]> {
+    PARTICLES
+        .iter()
+        .map(|&([x, y, z], r)| [x, y, z, r])
+        .collect()
+}
+
 /// Renders the fixed scene headless with `mode` on `device` (particles reach GL only through
-/// the interop path: written by OpenCL, then shared or copied), checks every sampled pixel and
-/// returns the path used.
-fn render_fixed_scene(device: &DeviceEntry, mode: InteropMode) -> Result<Transfer, sim::Error> {
+/// the interop path: written by OpenCL, then shared, imported or copied), checks every sampled
+/// pixel and returns the path used and the image.
+fn render_fixed_scene(
+    device: &DeviceEntry,
+    mode: InteropMode,
+) -> Result<(Transfer, image::RgbaImage), sim::Error> {
     render_fixed_scene_with(device, mode, ParticleRender::Sprites)
 }
 
@@ -211,14 +222,11 @@ fn render_fixed_scene_with(
     device: &DeviceEntry,
     mode: InteropMode,
     render: ParticleRender,
-) -> Result<Transfer, sim::Error> {
+) -> Result<(Transfer, image::RgbaImage), sim::Error> {
     let headless = Headless::new(W, H)?;
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0)?;
     let terrain = TerrainMesh::from_heightfield(&ground)?;
-    let particles: Vec<[f32; 4]> = PARTICLES
-        .iter()
-        .map(|&([x, y, z], r)| [x, y, z, r])
-        .collect();
+    let particles = fixed_particles();
     let config = SessionConfig {
         interop: mode,
         terrain,
@@ -251,6 +259,15 @@ fn render_fixed_scene_with(
     );
     let image = read_frame(&headless.setup().gl, (W, H))?;
 
+    check_fixed_scene(&image, &transfer.to_string());
+    drop(session);
+    Ok((transfer, image))
+}
+
+/// Checks the fixed scene's image, drawn with the camera of [`camera`]: each particle's disc is
+/// a flake, the ground's square is ground and the rest is sky; panics with the pixels that are
+/// not, naming `path`.
+fn check_fixed_scene(image: &image::RgbaImage, path: &str) {
     let background = rgb(Palette::default().background);
     let cam = Pinhole::orbit(&camera());
     let corners: Vec<Vec2> = [[0.0, 0.0], [GROUND, 0.0], [GROUND, GROUND], [0.0, GROUND]]
@@ -328,18 +345,16 @@ fn render_fixed_scene_with(
         "too few pixels checked: {counts:?}"
     );
     if !bad.is_empty() {
-        let path = std::env::temp_dir().join(format!("snowsim-fixed-scene-{transfer}.png"));
-        image.save(&path).ok();
+        let file = std::env::temp_dir().join(format!("snowsim-fixed-scene-{path}.png"));
+        image.save(&file).ok();
         panic!(
-            "{} of {} pixels misclassified ({transfer} path; image in {}):\n{}",
+            "{} of {} pixels misclassified ({path} path; image in {}):\n{}",
             bad.len(),
             counts[0] + counts[1] + 20,
-            path.display(),
+            file.display(),
             bad.join("\n")
         );
     }
-    drop(session);
-    Ok(transfer)
 }
 
 fn default_device() -> DeviceEntry {
@@ -350,7 +365,7 @@ fn default_device() -> DeviceEntry {
 #[test]
 fn fixed_scene_through_the_copy_path_shows_ground_particles_and_sky_where_projected() {
     let device = default_device();
-    let transfer = render_fixed_scene(&device, InteropMode::Copy).unwrap();
+    let (transfer, _) = render_fixed_scene(&device, InteropMode::Copy).unwrap();
     assert_eq!(transfer, Transfer::Copy);
 }
 
@@ -372,13 +387,167 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     }
     for device in sharing {
         match render_fixed_scene(device, InteropMode::Share) {
-            Ok(transfer) => assert_eq!(transfer, Transfer::Share),
+            Ok((transfer, _)) => assert_eq!(transfer, Transfer::Share),
             Err(sim::Error::Interop(interop::Error::ShareImpossible { device, reason })) => {
                 println!("SKIPPED: share path on {device}: {reason}");
             }
             Err(e) => panic!("share path on {}: {e}", device.info.label()),
         }
     }
+}
+
+/// Where OpenCL, OpenGL and Vulkan all offer external memory on one GPU (NVIDIA), the fixed
+/// scene drawn from Vulkan memory that OpenCL wrote equals copy mode's image pixel for pixel.
+#[test]
+fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() {
+    let devices = list_devices().expect("an OpenCL device");
+    let capable: Vec<&DeviceEntry> = devices
+        .iter()
+        .filter(|d| {
+            snowsim::cl::external::MEMORY_EXTENSIONS
+                .iter()
+                .all(|e| d.info.has_extension(e))
+        })
+        .collect();
+    if capable.is_empty() {
+        println!(
+            "SKIPPED: no OpenCL device offers {} ({}); the Vulkan → OpenGL half of the external \
+             path is tested by vulkan_memory_imported_by_gl_draws_what_vulkan_wrote",
+            snowsim::cl::external::MEMORY_EXTENSIONS.join(" + "),
+            devices
+                .iter()
+                .map(|d| d.info.label())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        return;
+    }
+    for device in capable {
+        let (transfer, external) = match render_fixed_scene(device, InteropMode::External) {
+            Ok(result) => result,
+            Err(sim::Error::Interop(e @ interop::Error::ExternalUnsupported(_))) => {
+                println!("SKIPPED: external path on {}: {e}", device.info.label());
+                continue;
+            }
+            Err(e) => panic!("external path on {}: {e}", device.info.label()),
+        };
+        assert_eq!(transfer, Transfer::External);
+        let (_, copied) = render_fixed_scene(device, InteropMode::Copy).unwrap();
+        let differ = external
+            .pixels()
+            .zip(copied.pixels())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            differ, 0,
+            "{differ} pixels differ between external and copy"
+        );
+    }
+}
+
+/// The half of the external path that CPU drivers can run: Vulkan (lavapipe in CI) allocates
+/// exportable memory and writes the fixed scene's particles into it from the host, OpenGL
+/// (llvmpipe) imports it with GL_EXT_memory_object_fd, and the renderer draws from it: the
+/// image must show the particles where the camera model projects them.
+#[test]
+fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
+    use snowsim::interop::gl_memory::MemoryFunctions;
+    use snowsim::interop::vulkan::{Exporter, uuid_hex};
+
+    let headless = Headless::new(W, H).unwrap();
+    let setup = headless.setup();
+    let functions = match MemoryFunctions::load(&setup.gl, &setup.proc_address) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("SKIPPED: {e} ({})", setup.info.renderer);
+            return;
+        }
+    };
+    let exporter = match Exporter::new(None) {
+        Ok(e) => e,
+        Err(e) => {
+            println!("SKIPPED: {e}");
+            return;
+        }
+    };
+    let gl_uuids: Vec<String> = functions
+        .device_uuids(&setup.gl)
+        .iter()
+        .map(uuid_hex)
+        .collect();
+    println!(
+        "Vulkan {} (UUID {}); OpenGL {} (UUIDs {})",
+        exporter.device().name,
+        uuid_hex(&exporter.device().uuid),
+        setup.info.renderer,
+        gl_uuids.join(", ")
+    );
+    let particles = fixed_particles();
+    let bytes: &[u8] = bytemuck::cast_slice(&particles);
+    let memory = exporter.allocate(bytes.len() as u64).unwrap();
+    if let Err(e) = memory.write(bytes) {
+        println!("SKIPPED: Vulkan's exportable memory cannot be written from the host here: {e}");
+        return;
+    }
+    let (memory_object, buffer) = functions
+        .import_buffer(
+            &setup.gl,
+            memory.fd().unwrap(),
+            memory.allocation_bytes(),
+            memory.dedicated(),
+            bytes.len() as u64,
+        )
+        .unwrap();
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let mut renderer = Renderer::new(
+        setup.gl.clone(),
+        &TerrainMesh::from_heightfield(&ground).unwrap(),
+    )
+    .unwrap();
+    renderer.set_particles(buffer, particles.len()).unwrap();
+    renderer.draw(&camera(), (W, H), &Views::default());
+    let image = read_frame(&setup.gl, (W, H)).unwrap();
+    check_fixed_scene(&image, "vulkan-to-gl");
+    drop(renderer);
+    // SAFETY: GL objects of the current context; the renderer that drew from them is gone.
+    unsafe { glow::HasContext::delete_buffer(&*setup.gl, buffer) };
+    functions.delete(memory_object);
+}
+
+#[test]
+fn interop_external_without_the_extensions_is_a_clear_error() {
+    let device = default_device();
+    let missing: Vec<&str> = snowsim::cl::external::MEMORY_EXTENSIONS
+        .iter()
+        .copied()
+        .filter(|e| !device.info.has_extension(e))
+        .collect();
+    if missing.is_empty() {
+        println!(
+            "SKIPPED: {} offers external memory; the refusal is tested on devices without it",
+            device.info.label()
+        );
+        return;
+    }
+    let out = snowsim()
+        .args([
+            "run",
+            "--headless",
+            "--frames",
+            "2",
+            "--interop",
+            "external",
+        ])
+        .args(SMALL)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--interop external is not possible") && stderr.contains(missing[0]),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Flakes that project smaller than the sprite floor are drawn at the floor with the opacity

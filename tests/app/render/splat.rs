@@ -197,7 +197,7 @@ fn splat_and_sprites_put_the_same_flakes_on_the_same_pixels_and_the_ground_hides
 #[test]
 fn flakes_wider_than_the_splat_cap_are_still_drawn() {
     // The fixed scene's four flakes are 12 to 20 px wide: all go through the overflow list.
-    let transfer =
+    let (transfer, _) =
         render_fixed_scene_with(&default_device(), InteropMode::Copy, ParticleRender::Splat)
             .unwrap();
     assert_eq!(transfer, Transfer::Copy);
