@@ -55,8 +55,8 @@ const CL_MEM_DEVICE_HANDLE_LIST_END_KHR: cl_mem_properties = 0;
 const CL_SEMAPHORE_TYPE_KHR: cl_semaphore_properties_khr = 0x203D;
 const CL_SEMAPHORE_TYPE_BINARY_KHR: cl_semaphore_properties_khr = 1;
 const CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR: cl_semaphore_properties_khr = 0x2055;
-const CL_DEVICE_HANDLE_LIST_KHR: cl_semaphore_properties_khr = 0x2051;
-const CL_DEVICE_HANDLE_LIST_END_KHR: cl_semaphore_properties_khr = 0;
+const CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR: cl_semaphore_properties_khr = 0x2053;
+const CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR: cl_semaphore_properties_khr = 0;
 const CL_MEM_READ_WRITE: u64 = 1;
 
 type GetExtensionFunctionAddressForPlatform =
@@ -100,11 +100,10 @@ pub fn device_uuid(context: &Context) -> Option<[u8; 16]> {
     if !context.info().has_extension("cl_khr_device_uuid") {
         return None;
     }
-    let value =
-        cl3::device::get_device_info(context.device().id(), cl3::device::CL_DEVICE_UUID_KHR)
-            .ok()?;
-    let bytes: Vec<u8> = value.into();
-    bytes.try_into().ok()
+    match cl3::device::get_device_info(context.device().id(), cl3::device::CL_DEVICE_UUID_KHR) {
+        Ok(cl3::info_type::InfoType::Uuid(uuid)) => Some(uuid),
+        _ => None,
+    }
 }
 
 /// Looks up an extension function of the context's platform.
@@ -408,9 +407,9 @@ impl ImportedSemaphore {
                 CL_SEMAPHORE_TYPE_BINARY_KHR,
                 CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR,
                 number as cl_semaphore_properties_khr,
-                CL_DEVICE_HANDLE_LIST_KHR,
+                CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR,
                 context.device().id() as cl_semaphore_properties_khr,
-                CL_DEVICE_HANDLE_LIST_END_KHR,
+                CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR,
             ];
             let mut list = properties.to_vec();
             list.push(0);

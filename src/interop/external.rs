@@ -119,9 +119,25 @@ impl External {
                 Sync::Finish(format!("OpenCL lacks {}", missing.join(", "))),
             );
         }
-        match SemaphoreFunctions::load(&gl.gl, &gl.proc_address) {
-            Ok(functions) => (Some(functions), Sync::Semaphores),
-            Err(e) => (None, Sync::Finish(e.to_string())),
+        let functions = match SemaphoreFunctions::load(&gl.gl, &gl.proc_address) {
+            Ok(functions) => functions,
+            Err(e) => return (None, Sync::Finish(e.to_string())),
+        };
+        // One trial import by each API: a driver that lists the extensions may still refuse.
+        let trial = || -> Result<()> {
+            let semaphore = exporter
+                .semaphore()?
+                .ok_or_else(|| Error::Internal("Vulkan lost its semaphore support".into()))?;
+            drop(ImportedSemaphore::import(context, &semaphore.fd()?)?);
+            functions.delete(functions.import(&gl.gl, semaphore.fd()?)?);
+            Ok(())
+        };
+        match trial() {
+            Ok(()) => (Some(functions), Sync::Semaphores),
+            Err(e) => (
+                None,
+                Sync::Finish(format!("importing a semaphore failed: {e}")),
+            ),
         }
     }
 

@@ -514,6 +514,53 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     functions.delete(memory_object);
 }
 
+/// Open file descriptors of this process.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+/// Every external buffer takes three fresh fds from Vulkan (one per import) and, with
+/// semaphores, four more: 100 buffers made, used for a frame and dropped must leave the fd
+/// count and the device memory in use where they were.
+#[test]
+fn external_buffers_leak_no_fd_and_no_device_memory() {
+    let device = default_device();
+    if !snowsim::cl::external::MEMORY_EXTENSIONS
+        .iter()
+        .all(|e| device.info.has_extension(e))
+    {
+        println!(
+            "SKIPPED: {} does not offer external memory",
+            device.info.label()
+        );
+        return;
+    }
+    let headless = Headless::new(W, H).unwrap();
+    let setup = headless.setup();
+    let (context, interop) = interop::open(&device, InteropMode::External, setup).unwrap();
+    let cycle = || {
+        let mut link = interop::GlLink::new(&context, &setup.gl, &interop, 1 << 16).unwrap();
+        link.acquire(&setup.gl).unwrap();
+        link.target().write(&vec![[1.0f32; 4]; 1 << 16]).unwrap();
+        link.publish(&setup.gl).unwrap();
+        link.drawn();
+        let back = link.device_buffer().unwrap().read().unwrap();
+        assert!(back.iter().all(|v| *v == [1.0; 4]));
+    };
+    cycle();
+    let (fds, memory) = (open_fds(), context.allocated_bytes());
+    for _ in 0..100 {
+        cycle();
+    }
+    assert_eq!(open_fds(), fds, "open fds after 100 external buffers");
+    assert_eq!(context.allocated_bytes(), memory, "device memory in use");
+    println!(
+        "{} ({}): {fds} fds before and after",
+        device.info.label(),
+        interop.choice()
+    );
+}
+
 #[test]
 fn interop_external_without_the_extensions_is_a_clear_error() {
     let device = default_device();
