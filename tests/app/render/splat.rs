@@ -9,9 +9,19 @@ use snowsim::splat::{MAX_SPLAT_PIXELS, RenderMode};
 /// The fixed scene's ground and camera with `particles`, drawn by `render`, paused, through
 /// the copy path.
 fn session(headless: &Headless, particles: Vec<[f32; 4]>, render: ParticleRender) -> Session {
+    session_with(headless, particles, render, InteropMode::Copy)
+}
+
+/// [`session`] through the interop path `interop` asks for.
+fn session_with(
+    headless: &Headless,
+    particles: Vec<[f32; 4]>,
+    render: ParticleRender,
+    interop: InteropMode,
+) -> Session {
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
     let config = SessionConfig {
-        interop: InteropMode::Copy,
+        interop,
         terrain: TerrainMesh::from_heightfield(&ground).unwrap(),
         bounds: SceneBox {
             lo: Vec3::ZERO,
@@ -269,6 +279,59 @@ fn a_new_frame_size_reallocates_the_splat_image_and_still_draws_right() {
     // A redraw at another size (a window resized while paused) splats again first.
     s.redraw((W / 3, H / 3)).unwrap();
     assert_eq!(s.splat_size(), Some((W / 3, H / 3)));
+}
+
+/// The splat image is reallocated at every new frame size: over 100 resizes and resets (`R`)
+/// must leave the open fds (external mode takes fresh ones per buffer) and the device memory in
+/// use where they were. Through `--interop auto`: external memory where the device offers it
+/// (the H100), copy here.
+#[test]
+fn resizes_and_resets_in_splat_mode_leak_no_fd_and_no_device_memory() {
+    // The fd count is the process's: other tests running beside this one would move it, so
+    // the count is taken in a process of its own (this test binary, this test only).
+    const CHILD: &str = "SNOWSIM_SPLAT_LEAK_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let name =
+            "render::splat::resizes_and_resets_in_splat_mode_leak_no_fd_and_no_device_memory";
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let log = text(&out);
+        assert!(out.status.success() && log.contains("1 passed"), "{log}");
+        println!("{}", String::from_utf8_lossy(&out.stdout));
+        return;
+    }
+    let headless = Headless::new(W, H).unwrap();
+    let cam = pinhole((W, H));
+    let mut s = session_with(
+        &headless,
+        small_flakes(&cam),
+        ParticleRender::Splat,
+        InteropMode::Auto,
+    );
+    let open_fds = || std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    let sizes = [(W, H), (W / 2, H / 2), (W - 3, H - 7)];
+    let cycle = |s: &mut Session, i: usize| {
+        s.frame(sizes[i % sizes.len()]).unwrap();
+        assert_eq!(s.action(Action::Reset).as_deref(), Some("reset"));
+    };
+    for i in 0..sizes.len() {
+        cycle(&mut s, i);
+    }
+    let (fds, memory) = (open_fds(), s.context().allocated_bytes());
+    // 102 frames: more than 100 resizes, ending at the size measured before.
+    for i in 0..102 {
+        cycle(&mut s, i);
+    }
+    assert_eq!(open_fds(), fds, "open fds after 100 resizes and resets");
+    assert_eq!(
+        s.context().allocated_bytes(),
+        memory,
+        "device memory in use"
+    );
+    println!("interop {}: {fds} fds before and after", s.interop());
 }
 
 #[test]
