@@ -16,6 +16,17 @@
 //! colour as RGBA8 (R in the lowest byte, alpha its coverage as the sprite shader computes it).
 //! An empty pixel is all ones ([`EMPTY`]). Flakes drawn wider than [`MAX_SPLAT_PIXELS`] go to a
 //! small overflow list that GL draws as sprites.
+//!
+//! # Depth precision
+//!
+//! The kernel computes the window depth as GL does (`proj · view`, then `z/w · ½ + ½`), and the
+//! composite writes it as `gl_FragDepth`: each flake has one depth over its disc, as a point
+//! sprite has. The headless framebuffer keeps depth as 32-bit floats, so neither the flake's
+//! nor the terrain's depth is rounded again; a window's 24-bit depth buffer rounds both the
+//! same way. Either way a depth step near the far end of [0, 1] is about 6·10⁻⁸, which at view
+//! distance `d` is about `6·10⁻⁸ · d² / near` metres: with the orbit camera's near plane at 1 %
+//! of its distance `D`, about `6·10⁻⁶ · D` at the target (6 mm at 1 km). Only a flake closer
+//! to the ground than that can flicker against it, as a sprite would.
 
 use std::fmt;
 use std::str::FromStr;
