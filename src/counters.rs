@@ -22,6 +22,11 @@ pub mod stage {
     pub const DRAW: &str = "render.draw";
     /// Swapping buffers (window only), wall time.
     pub const PRESENT: &str = "render.present";
+    /// The splat kernels (`--particle-render splat`): a device stage, from OpenCL profiling.
+    pub const SPLAT: &str = "splat";
+    /// The splat composite and its overflow sprites: GPU time from a `GL_TIME_ELAPSED` query
+    /// (kept with the host stages: it is not OpenCL's).
+    pub const COMPOSITE: &str = "render.composite";
 }
 
 /// What one stage cost in one frame (or one chain of launches).

@@ -29,5 +29,6 @@ pub mod sim;
 pub mod smoothing;
 pub mod snow;
 pub mod sort;
+pub mod splat;
 pub mod terrain;
 pub mod wind;

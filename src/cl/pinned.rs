@@ -31,7 +31,7 @@ impl<T: Pod> PinnedBuffer<T> {
         let count = len.max(1);
         let bytes = count * size_of::<T>();
         // SAFETY: no host pointer is passed; the driver allocates.
-        let mut buffer = unsafe {
+        let buffer = unsafe {
             Buffer::<T>::create(
                 context.cl_context(),
                 CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
@@ -44,7 +44,7 @@ impl<T: Pod> PinnedBuffer<T> {
         // SAFETY: a blocking map of the whole buffer, kept until Drop unmaps it.
         unsafe {
             context.queue().enqueue_map_buffer(
-                &mut buffer,
+                &buffer,
                 CL_BLOCKING,
                 CL_MAP_READ | CL_MAP_WRITE,
                 0,

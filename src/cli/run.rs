@@ -15,6 +15,7 @@ use snowsim::render::{
 use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
 use snowsim::sim::{ParticleSource, SceneSetup, Session};
 use snowsim::snow::{SnowReport, SnowSource};
+use snowsim::splat::{ParticleRender, RenderChoice};
 
 use super::DeviceArg;
 use super::console::{errln, outln};
@@ -54,6 +55,14 @@ pub struct Args {
     /// the same GPU, else copy). The mode in use and why are always printed.
     #[arg(long, value_enum, default_value_t = InteropArg::Auto)]
     interop: InteropArg,
+    /// How particles are drawn: `sprites` (GL point sprites), `splat` (an OpenCL kernel
+    /// projects every flake into an image, nearest per pixel, that GL composites over the
+    /// terrain; for GPUs whose GL point rate is the limit; needs cl_khr_int64_extended_atomics)
+    /// or `auto` (splat where the device can, measured against sprites over the first frames:
+    /// 1 warm-up + 5 measured frames of each, keeping the faster). The mode in use and why are
+    /// printed and recorded in --json (`particle_render`).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ParticleRenderArg::Auto)]
+    particle_render: ParticleRenderArg,
     /// Do not wait for vertical blank when swapping (window only; also off when the scene
     /// says view.vsync = false).
     #[arg(long)]
@@ -127,6 +136,24 @@ impl From<InteropArg> for InteropMode {
     }
 }
 
+/// `--particle-render` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ParticleRenderArg {
+    Auto,
+    Sprites,
+    Splat,
+}
+
+impl From<ParticleRenderArg> for ParticleRender {
+    fn from(arg: ParticleRenderArg) -> Self {
+        match arg {
+            ParticleRenderArg::Auto => Self::Auto,
+            ParticleRenderArg::Sprites => Self::Sprites,
+            ParticleRenderArg::Splat => Self::Splat,
+        }
+    }
+}
+
 /// The scene run when `--scene` is not given, relative to the current directory.
 pub(super) const DEFAULT_SCENE: &str = "scenes/valley.toml";
 /// Frames a headless run draws when neither `--frames` nor the scene's `time.frames` says.
@@ -156,6 +183,10 @@ struct Report<'a> {
     gl: &'a GlInfo,
     interop: String,
     interop_reason: String,
+    /// How particles were drawn (`sprites` or `splat`) at the end of the run.
+    particle_render: String,
+    /// Why: as asked, the device's lack, or `auto`'s measured frame times.
+    particle_render_reason: String,
     particles: usize,
     width: u32,
     height: u32,
@@ -367,8 +398,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     say(&format!("device: {}", entry.info.label()))?;
     let mode = InteropMode::from(args.interop);
     check_request(mode, &entry.info)?;
+    let particle_render = ParticleRender::from(args.particle_render);
+    snowsim::splat::check_request(particle_render, &entry.info)?;
 
-    let config = setup.session_config(mode, args.paused);
+    let mut config = setup.session_config(mode, args.paused);
+    config.particle_render = particle_render;
     // The snow when the scene simulates it, else the flakes stand-in.
     let snow_source = setup.snow_source()?;
     let snow_report = snow_source.as_ref().map(SnowSource::report_handle);
@@ -385,6 +419,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             session.save_state_on_finish(path.clone());
         }
         say(&format!("interop: {}", session.interop()))?;
+        say(&format!("particle render: {}", session.particle_render()))?;
         Ok(session)
     };
     // The per-second log: a failed write is kept and reported once the run stops.
@@ -411,7 +446,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 log: &mut log,
             },
         )?;
-        let interop = session.interop().clone();
+        let interop = (session.interop().clone(), session.particle_render().clone());
         readback = session
             .readback_rate()
             .map(|(rate, pinned)| -> anyhow::Result<Readback> {
@@ -445,12 +480,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             |gl| {
                 info = Some(gl.info.clone());
                 let session = make_session(gl).map_err(|e| format!("{e:#}"))?;
-                interop = Some(session.interop().clone());
+                interop = Some((session.interop().clone(), session.particle_render_handle()));
                 Ok(session)
             },
         )?;
-        let interop = interop.context("the window closed before the session started")?;
-        (summary, info.unwrap_or_default(), interop)
+        let (interop, render) = interop.context("the window closed before the session started")?;
+        let render = render.borrow().clone();
+        (summary, info.unwrap_or_default(), (interop, render))
     };
     if let Some(e) = log_error {
         return Err(e);
@@ -497,7 +533,7 @@ fn report(
     run: &Ran<'_>,
     entry: &DeviceEntry,
     gl: &GlInfo,
-    interop: &snowsim::interop::InteropChoice,
+    (interop, render): &(snowsim::interop::InteropChoice, RenderChoice),
     summary: &RunSummary,
 ) -> anyhow::Result<()> {
     if args.json {
@@ -509,6 +545,8 @@ fn report(
             gl,
             interop: interop.transfer.to_string(),
             interop_reason: interop.reason.clone(),
+            particle_render: render.mode.to_string(),
+            particle_render_reason: render.reason.clone(),
             particles: run.particles,
             width: run.size.0,
             height: run.size.1,
@@ -520,9 +558,11 @@ fn report(
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
-            "summary: {} particles, interop {}, {}x{}, {} on {}",
+            "summary: {} particles, interop {}, particle render {} ({}), {}x{}, {} on {}",
             run.particles,
             interop.transfer,
+            render.mode,
+            render.reason,
             run.size.0,
             run.size.1,
             entry.info.name,

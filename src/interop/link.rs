@@ -269,6 +269,20 @@ impl GlLink {
             buffer.drawn();
         }
     }
+
+    /// Ends OpenCL's use of the buffer without copying its contents to GL, for a buffer only
+    /// other kernels read (the particles in splat mode): in share mode enqueues
+    /// `clEnqueueReleaseGLObjects` (the caller waits for the queue before GL uses the buffer);
+    /// in external mode the usual hand-off, which moves no byte and keeps the semaphores paired
+    /// with [`drawn`](Self::drawn); in copy mode nothing moves.
+    pub fn release(&mut self) -> Result<()> {
+        match &mut self.kind {
+            Kind::Shared(link) => link.cl().release()?,
+            Kind::External(buffer) => buffer.release()?,
+            Kind::Copied(_) => {}
+        }
+        Ok(())
+    }
 }
 
 /// Copies `data` into `gl_buffer`: into the buffer mapped for writing, in parallel chunks

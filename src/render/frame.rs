@@ -68,6 +68,12 @@ pub trait FrameDriver {
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
         Ok(None)
     }
+
+    /// A line for the log that a frame produced (a choice made, a mode switched), taken once;
+    /// the run loops poll it after every frame.
+    fn notice(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Which frames to write as PNG files.
@@ -271,9 +277,19 @@ impl FrameStats {
             w.fps(),
             w.mean_ms(w.frame)
         );
+        // Splat mode: the splat kernels' device time and the composite's GPU time.
+        let splat = if w.stages.get(stage::SPLAT).is_some() {
+            format!(
+                "  (splat {:.2}, composite {:.2})",
+                w.stage_ms(stage::SPLAT),
+                w.stage_ms(stage::COMPOSITE)
+            )
+        } else {
+            String::new()
+        };
         let line = format!(
             "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2})  transfer {:.2}  \
-             draw {:.2}  present {:.2} ms | {status}",
+             draw {:.2}{splat}  present {:.2} ms | {status}",
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),
@@ -399,6 +415,15 @@ impl fmt::Display for RunSummary {
         }
         writeln!(f, "  transfer  {:9.3}", self.transfer_ms)?;
         writeln!(f, "  draw      {:9.3}", self.draw_ms)?;
+        // Host stages beyond the fixed ones (the splat composite's GPU time).
+        let fixed = [stage::KERNELS, stage::TRANSFER, stage::DRAW, stage::PRESENT];
+        for s in self
+            .stages
+            .iter()
+            .filter(|s| !s.device && !fixed.contains(&s.stage.as_str()))
+        {
+            writeln!(f, "    {:<16} {:7.3}", s.stage, s.busy.as_secs_f64() * 1e3)?;
+        }
         write!(f, "  present   {:9.3}", self.present_ms)?;
         if self.capture_seconds > 0.0 {
             write!(
@@ -457,6 +482,9 @@ pub fn run_headless(
         let start = Instant::now();
         let stages = driver.frame(size).map_err(Error::Frame)?;
         stats.record(&stages, Duration::ZERO, start.elapsed());
+        if let Some(line) = driver.notice() {
+            (options.log)(&line);
+        }
         if options.capture.is_active() {
             let start = Instant::now();
             capture_frame(gl, size, &options.capture, index, index + 1 == frames)?;

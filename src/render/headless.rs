@@ -27,7 +27,12 @@ pub const EGL_DEVICE_ENV: &str = "SNOWSIM_EGL_DEVICE";
 pub const MAX_SIDE: u32 = 16384;
 
 /// A current, surfaceless EGL context with a bound offscreen framebuffer (RGBA8 colour and a
-/// 24-bit depth buffer) of a fixed size.
+/// 32-bit float depth buffer, `DEPTH_COMPONENT32F`) of a fixed size.
+///
+/// Float depth keeps the depth the splat composite writes (`gl_FragDepth`, the float the
+/// OpenCL kernel computed) and the terrain's exactly as computed, with no rounding to 24-bit
+/// fixed point in between; a window's default framebuffer gets the 24-bit depth its GL config
+/// offers (see `window.rs`), where both are rounded the same way.
 pub struct Headless {
     setup: GlSetup,
     size: (u32, u32),
@@ -219,7 +224,7 @@ fn create_framebuffer(
         gl.bind_renderbuffer(glow::RENDERBUFFER, Some(depth));
         gl.renderbuffer_storage(
             glow::RENDERBUFFER,
-            glow::DEPTH_COMPONENT24,
+            glow::DEPTH_COMPONENT32F,
             width as i32,
             height as i32,
         );

@@ -24,6 +24,7 @@ mod gl_context;
 mod headless;
 mod renderer;
 mod shader;
+mod splat;
 mod terrain;
 pub mod window;
 

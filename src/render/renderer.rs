@@ -1,7 +1,9 @@
 //! The OpenGL 3.3 core renderer: lit terrain with snow, particles as point sprites read from
-//! the buffer the simulation writes, and the wind and pressure debug views.
+//! the buffer the simulation writes (or, in splat mode, the image an OpenCL kernel splatted
+//! them into, composited over the terrain), and the wind and pressure debug views.
 
 use std::rc::Rc;
+use std::time::Duration;
 
 use glam::Vec3;
 use glow::HasContext;
@@ -9,6 +11,7 @@ use glow::HasContext;
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
 use super::shader::{build_program, builtin};
+use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
 
 /// Bytes of one particle: a `float4` (xyz position, w radius).
@@ -117,6 +120,11 @@ pub struct Renderer {
     pressure_vao: glow::VertexArray,
     field_count: usize,
     point_size_range: [f32; 2],
+    /// Splat mode: the composite of the splatted image, drawn instead of the sprites.
+    splat: Option<SplatComposite>,
+    /// Splat mode: the flakes too wide to splat, drawn as sprites.
+    overflow_vao: glow::VertexArray,
+    overflow_count: usize,
     /// Scene colours.
     pub palette: Palette,
 }
@@ -142,6 +150,7 @@ impl Renderer {
             let particle_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let wind_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let pressure_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+            let overflow_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let mut range = [0.0f32; 2];
             gl.get_parameter_f32_slice(glow::POINT_SIZE_RANGE, &mut range);
             let point_size_range = if range[1] >= 1.0 {
@@ -162,6 +171,9 @@ impl Renderer {
                 pressure_vao,
                 field_count: 0,
                 point_size_range,
+                splat: None,
+                overflow_vao,
+                overflow_count: 0,
                 palette: Palette::default(),
             })
         }
@@ -177,18 +189,58 @@ impl Renderer {
     /// another is attached or the renderer is dropped).
     pub fn set_particles(&mut self, buffer: glow::Buffer, count: usize) -> Result<()> {
         gl_count("particle", count)?;
-        // SAFETY: vertex-array setup on the current context; the layout matches particles.vert.
-        unsafe {
-            let gl = &self.gl;
-            gl.bind_vertex_array(Some(self.particle_vao));
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
-            gl.enable_vertex_attrib_array(0);
-            gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, PARTICLE_BYTES as i32, 0);
-            gl.bind_vertex_array(None);
-            gl.bind_buffer(glow::ARRAY_BUFFER, None);
-        }
+        particle_layout(&self.gl, self.particle_vao, buffer);
         self.particle_count = count;
         Ok(())
+    }
+
+    /// Splat mode: instead of the particle sprites, composites the image of a `width × height`
+    /// frame that the OpenCL splat kernel wrote into `buffer` (8 bytes per pixel, see
+    /// [`crate::splat`]). The buffer stays the caller's, as with
+    /// [`set_particles`](Self::set_particles). The image is drawn only into frames of that
+    /// size.
+    pub fn set_splat(&mut self, buffer: glow::Buffer, width: u32, height: u32) -> Result<()> {
+        if self.splat.is_none() {
+            self.splat = Some(SplatComposite::new(&self.gl)?);
+        }
+        match self.splat.as_mut() {
+            Some(splat) => splat.set_image(&self.gl, buffer, width, height),
+            None => Err(Error::InvalidParameter("splat composite missing".into())),
+        }
+    }
+
+    /// Splat mode: the flakes too wide to splat, `count` float4 in `buffer` laid out as
+    /// particles, drawn as sprites after the composite.
+    pub fn set_splat_overflow(&mut self, buffer: glow::Buffer, count: usize) -> Result<()> {
+        gl_count("overflow particle", count)?;
+        particle_layout(&self.gl, self.overflow_vao, buffer);
+        self.overflow_count = count;
+        Ok(())
+    }
+
+    /// Leaves splat mode: particles are drawn as sprites again.
+    pub fn clear_splat(&mut self) {
+        if let Some(splat) = self.splat.take() {
+            splat.delete(&self.gl);
+        }
+        self.overflow_count = 0;
+    }
+
+    /// Smallest diameter, in pixels, a particle is drawn with: the views' floor, or the GL's
+    /// smallest point size when larger.
+    pub fn min_point_size(&self, views: &Views) -> f32 {
+        views.min_particle_pixels.max(self.point_size_range[0])
+    }
+
+    /// The frame size of the splat image attached, `None` in sprite mode.
+    pub fn splat_size(&self) -> Option<(u32, u32)> {
+        self.splat.as_ref().map(SplatComposite::size)
+    }
+
+    /// GPU time (`GL_TIME_ELAPSED`) of the last splat composite, overflow sprites included,
+    /// once GL has finished drawing it; `None` in sprite mode or when already taken.
+    pub fn take_composite_time(&self) -> Option<Duration> {
+        self.splat.as_ref().and_then(|s| s.take_time(&self.gl))
     }
 
     /// Draws the wind and pressure views from `buffer`: per sample, float4 position then float4
@@ -295,28 +347,31 @@ impl Renderer {
                     0,
                 );
             }
-            if views.particles && self.particle_count > 0 {
-                let p = self.particle_program;
-                gl.use_program(Some(p));
-                set_mat4(gl, p, "u_view", &view);
-                set_mat4(gl, p, "u_proj", &proj);
-                set_f32(gl, p, "u_point_scale", point_scale);
-                let lo = views.min_particle_pixels.max(self.point_size_range[0]);
-                gl.uniform_2_f32(
-                    gl.get_uniform_location(p, "u_size_range").as_ref(),
-                    lo,
-                    self.point_size_range[1].max(lo),
+            if views.particles
+                && let Some(splat) = &self.splat
+            {
+                // An image splatted for another frame size is not drawn (the session splats
+                // again at the new size before drawing).
+                if splat.size() == (w, h) {
+                    splat.begin_timer(gl);
+                    splat.draw(gl);
+                    self.draw_sprites(
+                        camera,
+                        (w, h),
+                        views,
+                        self.overflow_vao,
+                        self.overflow_count,
+                    );
+                    splat.end_timer(gl);
+                }
+            } else if views.particles {
+                self.draw_sprites(
+                    camera,
+                    (w, h),
+                    views,
+                    self.particle_vao,
+                    self.particle_count,
                 );
-                set_vec3(gl, p, "u_snow_colour", self.palette.snow);
-                // Flakes blend by coverage over what is behind them and, being translucent,
-                // do not hide one another: depth is tested, not written.
-                gl.enable(glow::BLEND);
-                gl.blend_func(glow::SRC_ALPHA, glow::ONE_MINUS_SRC_ALPHA);
-                gl.depth_mask(false);
-                gl.bind_vertex_array(Some(self.particle_vao));
-                gl.draw_arrays(glow::POINTS, 0, self.particle_count as i32);
-                gl.depth_mask(true);
-                gl.disable(glow::BLEND);
             }
             if views.wind && self.field_count > 0 {
                 let p = self.wind_program;
@@ -349,6 +404,70 @@ impl Renderer {
     }
 }
 
+impl Renderer {
+    /// Draws `count` particles of `vao` as point sprites.
+    ///
+    /// # Safety
+    /// GL must be current with the viewport set to `size`, and `vao` hold at least `count`
+    /// particles.
+    unsafe fn draw_sprites(
+        &self,
+        camera: &OrbitCamera,
+        size: (u32, u32),
+        views: &Views,
+        vao: glow::VertexArray,
+        count: usize,
+    ) {
+        if count == 0 {
+            return;
+        }
+        let gl = &self.gl;
+        let p = self.particle_program;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            gl.use_program(Some(p));
+            set_mat4(gl, p, "u_view", &camera.view());
+            set_mat4(
+                gl,
+                p,
+                "u_proj",
+                &camera.projection(size.0 as f32 / size.1 as f32),
+            );
+            set_f32(gl, p, "u_point_scale", camera.point_scale(size.1));
+            let lo = self.min_point_size(views);
+            gl.uniform_2_f32(
+                gl.get_uniform_location(p, "u_size_range").as_ref(),
+                lo,
+                self.point_size_range[1].max(lo),
+            );
+            set_vec3(gl, p, "u_snow_colour", self.palette.snow);
+            // Flakes blend by coverage over what is behind them and, being translucent,
+            // do not hide one another: depth is tested, not written.
+            gl.enable(glow::BLEND);
+            gl.blend_func(glow::SRC_ALPHA, glow::ONE_MINUS_SRC_ALPHA);
+            gl.depth_mask(false);
+            gl.bind_vertex_array(Some(vao));
+            gl.draw_arrays(glow::POINTS, 0, count as i32);
+            gl.depth_mask(true);
+            gl.disable(glow::BLEND);
+        }
+    }
+}
+
+/// Points `vao`'s attribute 0 at `buffer` laid out as particles (float4 each), as
+/// particles.vert reads them.
+fn particle_layout(gl: &glow::Context, vao: glow::VertexArray, buffer: glow::Buffer) {
+    // SAFETY: vertex-array setup on the current context; the layout matches particles.vert.
+    unsafe {
+        gl.bind_vertex_array(Some(vao));
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+        gl.enable_vertex_attrib_array(0);
+        gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, PARTICLE_BYTES as i32, 0);
+        gl.bind_vertex_array(None);
+        gl.bind_buffer(glow::ARRAY_BUFFER, None);
+    }
+}
+
 impl Drop for Renderer {
     fn drop(&mut self) {
         let gl = &self.gl;
@@ -363,7 +482,15 @@ impl Drop for Renderer {
             ] {
                 gl.delete_program(p);
             }
-            for vao in [self.particle_vao, self.wind_vao, self.pressure_vao] {
+            if let Some(splat) = &self.splat {
+                splat.delete(gl);
+            }
+            for vao in [
+                self.particle_vao,
+                self.wind_vao,
+                self.pressure_vao,
+                self.overflow_vao,
+            ] {
                 gl.delete_vertex_array(vao);
             }
         }

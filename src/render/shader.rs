@@ -65,6 +65,8 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "wind.vert" => include_str!("../../shaders/wind.vert"),
         "pressure.vert" => include_str!("../../shaders/pressure.vert"),
         "colour.frag" => include_str!("../../shaders/colour.frag"),
+        "splat.vert" => include_str!("../../shaders/splat.vert"),
+        "splat.frag" => include_str!("../../shaders/splat.frag"),
         other => {
             return Err(Error::InvalidParameter(format!(
                 "no built-in shader called `{other}`"

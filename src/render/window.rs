@@ -245,6 +245,9 @@ where
         let start = Instant::now();
         let stages = state.driver.frame(size).map_err(Error::Frame)?;
         let drawn = start.elapsed();
+        if let Some(line) = state.driver.notice() {
+            (self.options.log)(&line);
+        }
         let last = self
             .options
             .frames

@@ -17,11 +17,15 @@ pub mod flakes;
 pub(crate) mod scene;
 mod session;
 mod source;
+mod splat;
 
 pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
 pub use scene::{SceneSetup, WIND_SAMPLES};
-pub use session::{FIELD_STAGE, PARTICLES_STAGE, Session, SessionConfig};
+pub use session::{
+    COMPOSITE_STAGE, FIELD_STAGE, PARTICLES_STAGE, SPLAT_STAGE, Session, SessionConfig,
+};
 pub use source::{FieldRanges, FieldSource, ParticleSource};
+pub use splat::{PROBE_FRAMES, PROBE_WARMUP};
 
 use crate::cl;
 
@@ -37,6 +41,9 @@ pub enum Error {
     /// The renderer failed.
     #[error(transparent)]
     Render(#[from] crate::render::Error),
+    /// Splatting the particles failed (or the device cannot).
+    #[error(transparent)]
+    Splat(#[from] crate::splat::Error),
     /// The scene's domain cannot be built.
     #[error(transparent)]
     Scene(#[from] crate::scene::SceneError),

@@ -156,6 +156,7 @@ impl SceneSetup {
             paused,
             dt: self.dt,
             camera: Some(self.camera),
+            particle_render: crate::splat::ParticleRender::default(),
         }
     }
 

@@ -5,7 +5,15 @@
 //! into the frame's [`Timeline`] under their stage (`flakes.step`, `wind.view`), wait once
 //! (`clFinish`), read every stage's device time from the timeline, hand the buffers to GL
 //! (release, or read back into the mapped GL buffer), draw.
+//!
+//! In splat mode (`--particle-render splat`, see [`crate::splat`]) the splat kernels follow the
+//! sources' on the same queue, under the stage [`SPLAT_STAGE`], and only the splat image (and
+//! the short list of flakes too wide to splat) is handed to GL, not the particles; the
+//! renderer composites the image over the terrain. The image is reallocated whenever the frame
+//! size changes. The sources never know which mode draws them.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use glow::HasContext;
@@ -16,10 +24,20 @@ use crate::interop::{self, GlLink, Interop, InteropChoice, InteropMode};
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
+use crate::splat::{
+    self, ParticleRender, RenderChoice, RenderMode, SPLAT_EXTENSION, SplatView, Splatter,
+};
 use crate::terrain::SceneBox;
 
 use super::source::{FieldSource, ParticleSource};
+use super::splat::{PROBE_FRAMES, PROBE_WARMUP, Probe, ProbeStep, SplatPass};
 use super::{Error, Result, in_stage};
+
+pub use crate::splat::SPLAT_STAGE;
+
+/// Host stage of the splat composite (and the overflow sprites): GPU time from a
+/// `GL_TIME_ELAPSED` query, read after the frame's `glFinish`.
+pub const COMPOSITE_STAGE: &str = stage::COMPOSITE;
 
 /// Stage of the particle source's kernels.
 pub const PARTICLES_STAGE: &str = "snow.particles";
@@ -43,6 +61,8 @@ pub struct SessionConfig {
     pub dt: f32,
     /// The camera to start with; `None` frames the scene box.
     pub camera: Option<OrbitCamera>,
+    /// How particles are drawn: sprites, splatted, or whichever is faster.
+    pub particle_render: ParticleRender,
 }
 
 /// One device feeding one renderer: the [`FrameDriver`] behind `snowsim run`.
@@ -53,6 +73,10 @@ pub struct SessionConfig {
 pub struct Session {
     // Field order is drop order: the links (the GL buffers and their OpenCL side) go before
     // the renderer that draws from them, and everything OpenCL before its context.
+    /// The splat image and its kernels while particles are splatted.
+    splat: Option<SplatPass>,
+    /// The splat kernels while sprites are drawn (`auto` before or while measuring).
+    splatter: Option<Splatter>,
     particle_link: GlLink,
     field_link: Option<GlLink>,
     particles: Box<dyn ParticleSource>,
@@ -77,6 +101,12 @@ pub struct Session {
     state_output: Option<std::path::PathBuf>,
     /// Copy mode: bytes read back and the time it took, over the frames stepped.
     readback: (u64, Duration),
+    /// How particles are drawn now and why (shared with whoever reports it after the run).
+    render: Rc<RefCell<RenderChoice>>,
+    /// `auto`'s measurement, until it decides.
+    probe: Option<Probe>,
+    /// A line for the log (`auto`'s decision), taken by [`FrameDriver::notice`].
+    notice: Option<String>,
 }
 
 /// Frames between uploads of the snow cover to the terrain drawn.
@@ -98,7 +128,9 @@ impl Session {
                 config.dt
             )));
         }
+        splat::check_request(config.particle_render, &device.info)?;
         let (context, interop) = interop::open(device, config.interop, gl)?;
+        let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
         particles.prepare(&context)?;
         if let Some(field) = field.as_mut() {
             field.prepare(&context)?;
@@ -151,6 +183,11 @@ impl Session {
             frame: 0,
             state_output: None,
             readback: (0, Duration::ZERO),
+            render: Rc::new(RefCell::new(render)),
+            probe,
+            notice: None,
+            splat: None,
+            splatter,
             particle_link,
             field_link,
             particles,
@@ -184,8 +221,12 @@ impl Session {
     /// it went through pinned host memory; `None` on the other paths or before a frame.
     pub fn readback_rate(&self) -> Option<(f64, bool)> {
         let (bytes, time) = self.readback;
-        (bytes > 0 && !time.is_zero())
-            .then(|| (bytes as f64 / time.as_secs_f64(), self.particle_link.is_pinned()))
+        (bytes > 0 && !time.is_zero()).then(|| {
+            (
+                bytes as f64 / time.as_secs_f64(),
+                self.particle_link.is_pinned(),
+            )
+        })
     }
 
     /// The interop path in use and why.
@@ -236,24 +277,80 @@ impl Session {
 
     /// Bytes copied from the device into GL so far (zero in share mode).
     pub fn copied_bytes(&self) -> u64 {
-        self.particle_link.copied_bytes() + self.field_link.as_ref().map_or(0, GlLink::copied_bytes)
+        self.particle_link.copied_bytes()
+            + self.field_link.as_ref().map_or(0, GlLink::copied_bytes)
+            + self.splat.as_ref().map_or(0, SplatPass::copied_bytes)
     }
 
-    /// One frame: step the sources (unless paused), bring their buffers to GL, draw. Returns
-    /// every stage's time: host stages on the wall clock, the kernels' stages from profiling.
-    pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
-        let mut times = Vec::new();
-        if !self.paused {
-            let gl = self.renderer.gl().clone();
-            let update_field = self.views.wind || self.views.pressure;
-            let start = Instant::now();
-            self.particle_link.acquire(&gl)?;
-            if update_field && let Some(link) = self.field_link.as_mut() {
-                link.acquire(&gl)?;
-            }
-            let acquire = start.elapsed();
+    /// How particles are drawn now and why (while `auto` measures, the mode of the last frame).
+    pub fn particle_render(&self) -> RenderChoice {
+        self.render.borrow().clone()
+    }
 
-            let start = Instant::now();
+    /// The same as [`particle_render`](Self::particle_render), kept up to date, for a caller
+    /// that cannot keep the session (a window's run loop owns it).
+    pub fn particle_render_handle(&self) -> Rc<RefCell<RenderChoice>> {
+        self.render.clone()
+    }
+
+    /// The frame size the splat image is allocated for, `None` while sprites are drawn.
+    pub fn splat_size(&self) -> Option<(u32, u32)> {
+        self.splat.as_ref().map(SplatPass::size)
+    }
+
+    /// One frame: step the sources (unless paused), splat the particles (splat mode), bring
+    /// the buffers to GL, draw. Returns every stage's time: host stages on the wall clock, the
+    /// kernels' stages from profiling.
+    pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
+        let frame_start = Instant::now();
+        self.follow_probe(size)?;
+        let step = !self.paused;
+        let mut times = self.run_kernels(size, step)?;
+        if step {
+            self.time += self.dt;
+            self.frame += 1;
+            if self.frame.is_multiple_of(COVER_UPLOAD_EVERY) {
+                self.upload_cover()?;
+            }
+        }
+        let start = Instant::now();
+        self.draw(size);
+        times.push(StageTime::host(stage::DRAW, start.elapsed()));
+        self.drawn();
+        if let Some(composite) = self.renderer.take_composite_time() {
+            times.push(StageTime::host(COMPOSITE_STAGE, composite));
+        }
+        if let Some(probe) = self.probe.as_mut() {
+            probe.record(frame_start.elapsed());
+        }
+        Ok(times)
+    }
+
+    /// The frame's OpenCL work: the sources' step (when `step`), the splat (splat mode), one
+    /// wait, and the hand-off to GL. Returns the kernel, transfer and device stages.
+    fn run_kernels(&mut self, size: (u32, u32), step: bool) -> Result<Vec<StageTime>> {
+        let mut times = Vec::new();
+        let splatting = self.splat.is_some() && self.views.particles;
+        if !(step || splatting) {
+            return Ok(times);
+        }
+        let gl = self.renderer.gl().clone();
+        let update_field = step && (self.views.wind || self.views.pressure);
+        if splatting && let Some(pass) = self.splat.as_mut() {
+            pass.resize(&self.context, &gl, size, &mut self.renderer)?;
+        }
+        let start = Instant::now();
+        self.particle_link.acquire(&gl)?;
+        if update_field && let Some(link) = self.field_link.as_mut() {
+            link.acquire(&gl)?;
+        }
+        if splatting && let Some(pass) = self.splat.as_mut() {
+            pass.acquire(&gl)?;
+        }
+        let acquire = start.elapsed();
+
+        let start = Instant::now();
+        if step {
             self.timeline.stage(PARTICLES_STAGE);
             in_stage(
                 PARTICLES_STAGE,
@@ -265,63 +362,196 @@ impl Session {
                     &mut self.timeline,
                 ),
             )?;
-            if update_field
-                && let (Some(field), Some(link)) = (self.field.as_mut(), self.field_link.as_mut())
-            {
-                self.timeline.stage(FIELD_STAGE);
-                in_stage(
-                    FIELD_STAGE,
-                    field.update(
-                        &self.context,
-                        &mut link.target(),
-                        self.time,
-                        &mut self.timeline,
-                    ),
-                )?;
-                // A solved field's colour ranges follow it.
-                let ranges = field.ranges();
-                self.views.speed_max = ranges.speed_max;
-                self.views.pressure_range = ranges.pressure;
-            }
-            self.context.finish()?;
-            times.push(StageTime::host(stage::KERNELS, start.elapsed()));
-            let device = self.timeline.resolve()?;
-
-            let mut transfer = acquire + self.particle_link.publish(&gl)?;
-            let mut copies = vec![(self.particle_link.take_last_copy(), self.particle_link.len())];
-            if update_field && let Some(link) = self.field_link.as_mut() {
-                transfer += link.publish(&gl)?;
-                copies.push((link.take_last_copy(), link.len()));
-            }
-            times.push(StageTime::host(stage::TRANSFER, transfer));
-            if copies.iter().any(|(c, _)| c.is_some()) {
-                let (mut readback, mut upload) = (Duration::ZERO, Duration::ZERO);
-                for (copy, len) in copies {
-                    if let Some((r, u)) = copy {
-                        readback += r;
-                        upload += u;
-                        self.readback.0 += len as u64 * 16;
-                    }
+        }
+        if update_field
+            && let (Some(field), Some(link)) = (self.field.as_mut(), self.field_link.as_mut())
+        {
+            self.timeline.stage(FIELD_STAGE);
+            in_stage(
+                FIELD_STAGE,
+                field.update(
+                    &self.context,
+                    &mut link.target(),
+                    self.time,
+                    &mut self.timeline,
+                ),
+            )?;
+            // A solved field's colour ranges follow it.
+            let ranges = field.ranges();
+            self.views.speed_max = ranges.speed_max;
+            self.views.pressure_range = ranges.pressure;
+        }
+        if splatting {
+            in_stage(SPLAT_STAGE, self.enqueue_splat(size))?;
+        }
+        self.context.finish()?;
+        if splatting && let Some(pass) = self.splat.as_mut() {
+            // Rare: more wide flakes than the overflow list held; it grew, splat again.
+            if pass.check_overflow(&self.context, &gl, &mut self.renderer)? {
+                in_stage(SPLAT_STAGE, self.enqueue_splat(size))?;
+                self.context.finish()?;
+                if let Some(pass) = self.splat.as_mut() {
+                    pass.check_overflow(&self.context, &gl, &mut self.renderer)?;
                 }
-                self.readback.1 += readback;
-                times.push(StageTime::host(stage::READBACK, readback));
-                times.push(StageTime::host(stage::UPLOAD, upload));
-            }
-            times.extend(device);
-            self.time += self.dt;
-            self.frame += 1;
-            if self.frame.is_multiple_of(COVER_UPLOAD_EVERY) {
-                self.upload_cover()?;
             }
         }
-        let start = Instant::now();
-        self.draw(size);
-        times.push(StageTime::host(stage::DRAW, start.elapsed()));
-        self.particle_link.drawn();
-        if let Some(link) = self.field_link.as_mut() {
-            link.drawn();
+        times.push(StageTime::host(stage::KERNELS, start.elapsed()));
+        let device = self.timeline.resolve()?;
+
+        let mut transfer = acquire;
+        let mut copies = Vec::new();
+        if splatting && let Some(pass) = self.splat.as_mut() {
+            // The particles stay on the device: only the image crosses to GL.
+            self.particle_link.release()?;
+            transfer += pass.publish(&gl, &mut self.renderer)?;
+        } else {
+            transfer += self.particle_link.publish(&gl)?;
+            copies.push((
+                self.particle_link.take_last_copy(),
+                self.particle_link.len(),
+            ));
         }
+        if update_field && let Some(link) = self.field_link.as_mut() {
+            transfer += link.publish(&gl)?;
+            copies.push((link.take_last_copy(), link.len()));
+        }
+        times.push(StageTime::host(stage::TRANSFER, transfer));
+        if copies.iter().any(|(c, _)| c.is_some()) {
+            let (mut readback, mut upload) = (Duration::ZERO, Duration::ZERO);
+            for (copy, len) in copies {
+                if let Some((r, u)) = copy {
+                    readback += r;
+                    upload += u;
+                    self.readback.0 += len as u64 * 16;
+                }
+            }
+            self.readback.1 += readback;
+            times.push(StageTime::host(stage::READBACK, readback));
+            times.push(StageTime::host(stage::UPLOAD, upload));
+        }
+        times.extend(device);
         Ok(times)
+    }
+
+    /// Enqueues the splat of the current particles for a frame of `size`, seen by the camera.
+    fn enqueue_splat(&mut self, size: (u32, u32)) -> Result<()> {
+        let Some(pass) = self.splat.as_mut() else {
+            return Err(Error::Internal("splat without its pass".into()));
+        };
+        let (w, h) = (size.0.max(1), size.1.max(1));
+        let view = SplatView {
+            // Exactly what the renderer draws with (`Renderer::draw`).
+            view_proj: self.camera.projection(w as f32 / h as f32) * self.camera.view(),
+            size: (w, h),
+            point_scale: self.camera.point_scale(h),
+            min_diameter: self.renderer.min_point_size(&self.views),
+            colour: self.renderer.palette.snow,
+        };
+        self.timeline.stage(SPLAT_STAGE);
+        pass.enqueue(
+            &self.context,
+            &mut self.particle_link,
+            self.particles.count(),
+            &view,
+            &mut self.timeline,
+        )
+    }
+
+    /// Switches to splatting (allocating the image for `size`) or back to sprites.
+    fn set_mode(&mut self, mode: RenderMode, size: (u32, u32)) -> Result<()> {
+        match (mode, self.splat.is_some()) {
+            (RenderMode::Splat, false) => {
+                let Some(splatter) = self.splatter.take() else {
+                    return Err(Error::Internal("splat mode without its kernels".into()));
+                };
+                let gl = self.renderer.gl().clone();
+                let size = (size.0.max(1), size.1.max(1));
+                self.splat = Some(SplatPass::new(
+                    &self.context,
+                    &gl,
+                    &self.interop,
+                    splatter,
+                    size,
+                    &mut self.renderer,
+                )?);
+            }
+            (RenderMode::Sprites, true) => {
+                self.renderer.clear_splat();
+                self.splatter = self.splat.take().map(SplatPass::into_splatter);
+                // The sprites draw the particle buffer, which splat mode left on the device.
+                let gl = self.renderer.gl().clone();
+                self.particle_link.acquire(&gl)?;
+                self.particle_link.publish(&gl)?;
+            }
+            _ => {}
+        }
+        self.render.borrow_mut().mode = mode;
+        Ok(())
+    }
+
+    /// `auto`: the mode of the next frame while measuring, then the decision (logged once).
+    fn follow_probe(&mut self, size: (u32, u32)) -> Result<()> {
+        let Some(probe) = &self.probe else {
+            if self.render.borrow().mode == RenderMode::Splat && self.splat.is_none() {
+                self.set_mode(RenderMode::Splat, size)?;
+            }
+            return Ok(());
+        };
+        match probe.next() {
+            ProbeStep::Measure(splat) => {
+                let mode = if splat {
+                    RenderMode::Splat
+                } else {
+                    RenderMode::Sprites
+                };
+                self.render.borrow_mut().reason = format!(
+                    "measuring sprites against splat ({} frames of each, {} left out as \
+                     warm-up): {} of {} frames so far",
+                    PROBE_WARMUP + PROBE_FRAMES,
+                    PROBE_WARMUP,
+                    probe.frames(),
+                    Probe::FRAMES
+                );
+                match self.set_mode(mode, size) {
+                    // `auto` falls back to sprites when splatting cannot start here (a frame
+                    // larger than GL's buffer textures, memory).
+                    Err(e) if splat => {
+                        self.probe = None;
+                        self.splat = None;
+                        self.splatter = None;
+                        self.renderer.clear_splat();
+                        self.set_mode(RenderMode::Sprites, size)?;
+                        self.render.borrow_mut().reason = format!("splatting could not start: {e}");
+                        self.notice = Some(format!("particle render: {}", self.render.borrow()));
+                        Ok(())
+                    }
+                    other => other,
+                }
+            }
+            ProbeStep::Decided {
+                splat,
+                sprites_ms,
+                splat_ms,
+            } => {
+                self.probe = None;
+                let mode = if splat {
+                    RenderMode::Splat
+                } else {
+                    RenderMode::Sprites
+                };
+                self.set_mode(mode, size)?;
+                self.render.borrow_mut().reason = format!(
+                    "{mode} was faster: mean frame {splat_ms:.3} ms with splat, {sprites_ms:.3} \
+                     ms with sprites (over {PROBE_FRAMES} frames of each after {PROBE_WARMUP} \
+                     warm-up)"
+                );
+                if mode == RenderMode::Sprites {
+                    self.splatter = None;
+                }
+                self.notice = Some(format!("particle render: {}", self.render.borrow()));
+                Ok(())
+            }
+        }
     }
 
     /// Draws the snow the particles laid on the ground, over the scene's initial cover.
@@ -353,6 +583,17 @@ impl Session {
         unsafe { self.renderer.gl().finish() };
     }
 
+    /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).
+    fn drawn(&mut self) {
+        self.particle_link.drawn();
+        if let Some(link) = self.field_link.as_mut() {
+            link.drawn();
+        }
+        if let Some(pass) = self.splat.as_mut() {
+            pass.drawn();
+        }
+    }
+
     /// Puts the particles back where they started and the camera home.
     pub fn reset(&mut self) -> Result<()> {
         let gl = self.renderer.gl().clone();
@@ -373,14 +614,60 @@ impl Session {
     }
 }
 
+/// The particle render mode to start with, the splat kernels when they may be used, and
+/// `auto`'s probe when it will measure.
+fn choose_render(
+    context: &Context,
+    requested: ParticleRender,
+) -> Result<(RenderChoice, Option<Splatter>, Option<Probe>)> {
+    let choice = |mode, reason: String| RenderChoice {
+        mode,
+        requested,
+        reason,
+    };
+    Ok(match requested {
+        ParticleRender::Sprites => (choice(RenderMode::Sprites, "as asked".into()), None, None),
+        ParticleRender::Splat => (
+            choice(RenderMode::Splat, "as asked".into()),
+            Some(Splatter::new(context)?),
+            None,
+        ),
+        ParticleRender::Auto if !splat::supported(context.info()) => (
+            choice(
+                RenderMode::Sprites,
+                format!(
+                    "{} does not offer {SPLAT_EXTENSION}, which splatting needs",
+                    context.info().label()
+                ),
+            ),
+            None,
+            None,
+        ),
+        ParticleRender::Auto => (
+            choice(RenderMode::Sprites, "measuring".into()),
+            Some(Splatter::new(context)?),
+            Some(Probe::default()),
+        ),
+    })
+}
+
 impl FrameDriver for Session {
     fn frame(&mut self, size: (u32, u32)) -> std::result::Result<StageTimes, FrameError> {
         Ok(self.step_and_draw(size)?)
     }
 
     fn redraw(&mut self, size: (u32, u32)) -> std::result::Result<(), FrameError> {
+        if self.splat_size().is_some_and(|s| s != size) {
+            // The image is of another size: splat again (without stepping) before drawing.
+            self.run_kernels(size, false)?;
+        }
         self.draw(size);
+        self.drawn();
         Ok(())
+    }
+
+    fn notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     fn action(&mut self, action: Action) -> Option<String> {
@@ -434,10 +721,11 @@ impl FrameDriver for Session {
 
     fn status(&self) -> String {
         let mut status = format!(
-            "{} {} | interop {} | {}",
+            "{} {} | interop {} | {} | {}",
             self.particles.count(),
             self.particles.name(),
             self.interop.transfer(),
+            self.render.borrow().mode,
             self.context.info().name
         );
         if self.paused {

@@ -20,7 +20,10 @@ use snowsim::render::{
 };
 use snowsim::scene::{Domain, Scene};
 use snowsim::sim::{self, FixedParticles, SceneSetup, Session, SessionConfig};
+use snowsim::splat::ParticleRender;
 use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
+
+mod splat;
 
 const W: u32 = 320;
 const H: u32 = 240;
@@ -210,6 +213,16 @@ fn render_fixed_scene(
     device: &DeviceEntry,
     mode: InteropMode,
 ) -> Result<(Transfer, image::RgbaImage), sim::Error> {
+    render_fixed_scene_with(device, mode, ParticleRender::Sprites)
+}
+
+/// [`render_fixed_scene`] with the particles drawn by `render` (its four flakes are wider than
+/// the splat cap, so splatting draws them through the overflow list).
+fn render_fixed_scene_with(
+    device: &DeviceEntry,
+    mode: InteropMode,
+    render: ParticleRender,
+) -> Result<(Transfer, image::RgbaImage), sim::Error> {
     let headless = Headless::new(W, H)?;
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0)?;
     let terrain = TerrainMesh::from_heightfield(&ground)?;
@@ -225,6 +238,7 @@ fn render_fixed_scene(
         paused: true,
         dt: 0.0,
         camera: Some(camera()),
+        particle_render: render,
     };
     let mut session = Session::new(
         headless.setup(),
@@ -237,7 +251,12 @@ fn render_fixed_scene(
     let stages = session
         .frame((W, H))
         .map_err(|e| sim::Error::Internal(e.to_string()))?;
-    assert!(!ran(&stages, stage::KERNELS), "paused: no kernel");
+    assert!(!ran(&stages, sim::PARTICLES_STAGE), "paused: no step");
+    assert_eq!(
+        ran(&stages, stage::KERNELS),
+        render == ParticleRender::Splat,
+        "paused: only the splat runs kernels"
+    );
     let image = read_frame(&headless.setup().gl, (W, H))?;
 
     check_fixed_scene(&image, &transfer.to_string());
@@ -583,6 +602,13 @@ fn interop_external_without_the_extensions_is_a_clear_error() {
 /// towards snow by (projected diameter / floor)², computed here from the camera model alone.
 #[test]
 fn flakes_below_the_pixel_floor_are_drawn_with_the_opacity_of_their_coverage() {
+    // Splatted flakes carry the same coverage in their alpha.
+    for render in [ParticleRender::Sprites, ParticleRender::Splat] {
+        coverage_case(render);
+    }
+}
+
+fn coverage_case(render: ParticleRender) {
     const FLOOR: f32 = 6.0;
     let device = default_device();
     let headless = Headless::new(W, H).unwrap();
@@ -616,6 +642,7 @@ fn flakes_below_the_pixel_floor_are_drawn_with_the_opacity_of_their_coverage() {
         paused: true,
         dt: 0.0,
         camera: Some(camera()),
+        particle_render: render,
     };
     let mut session = Session::new(
         headless.setup(),
@@ -651,8 +678,8 @@ fn flakes_below_the_pixel_floor_are_drawn_with_the_opacity_of_their_coverage() {
         let expected = (expected * 255.0).round();
         assert!(
             (f32::from(red) - expected).abs() <= 3.0,
-            "flake of {diameter} px under a {FLOOR} px floor: red {red} in its middle, expected \
-             {expected} (coverage {coverage})"
+            "{render}: flake of {diameter} px under a {FLOOR} px floor: red {red} in its middle, \
+             expected {expected} (coverage {coverage})"
         );
     }
 }
@@ -668,6 +695,8 @@ fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     setup.flakes.count = 1000;
     setup.wind_samples = [4, 3, 4];
     let mut config = setup.session_config(InteropMode::Auto, false);
+    // Sprites throughout: the copies counted below are the particles'.
+    config.particle_render = ParticleRender::Sprites;
     config.dt = 0.5; // flakes move several pixels a frame
     let mut session = Session::new(
         headless.setup(),

@@ -23,6 +23,7 @@ mod pipeline;
 mod renumber;
 mod snow;
 mod sort;
+mod splat;
 mod wind;
 #[allow(dead_code)]
 mod wind_reference;

@@ -1,0 +1,119 @@
+// Particle splatting: every flake projected with the camera's own matrix and written, nearest
+// first, into a linear image of one 64-bit value per pixel that OpenGL composites over the
+// terrain (shaders/splat.frag).
+//
+// A pixel value is `(depth bits << 32) | RGBA8`: the high word is the window depth of the
+// nearest flake as float bits (depths are in [0, 1], and positive floats order as their bits),
+// the low word its colour, R in the lowest byte, with alpha the flake's coverage. An empty
+// pixel is all ones, so `atom_min` keeps the nearest flake (`cl_khr_int64_extended_atomics`).
+// Rows run bottom to top, as GL's window coordinates: pixel (x, y) is `image[y * width + x]`.
+//
+// Each flake is drawn as the sprite shader draws it (shaders/particles.vert and .frag): a disc
+// whose drawn diameter is its projected one, never below the pixel floor, with the opacity of
+// its true footprint over the drawn one (alpha by coverage), a shade slightly brighter in the
+// middle and a soft rim. A flake drawn wider than `viewport.w` pixels does not loop over its
+// footprint here (one work-item would hold its whole group back): it is appended to
+// `overflow`, which GL draws as sprites.
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+
+#define SPLAT_EMPTY 0xFFFFFFFFFFFFFFFFUL
+
+// Empties the image (two pixels per work-item: `len` ulong2 hold 2·len pixels) and the
+// overflow list.
+__kernel void splat_clear(__global ulong2 *restrict image,
+                          const uint len,
+                          __global uint *restrict overflow_count)
+{
+    const uint i = get_global_id(0);
+    if (i == 0u)
+        *overflow_count = 0u;
+    if (i < len)
+        image[i] = (ulong2)(SPLAT_EMPTY, SPLAT_EMPTY);
+}
+
+// RGBA in [0, 1] as RGBA8, R in the lowest byte.
+uint pack_rgba8(const float4 c)
+{
+    const uint4 b = convert_uint4_sat_rte(c * 255.0f);
+    return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
+}
+
+// One work-item per particle (float4: xyz position, w radius in metres).
+//
+// row0..row3: the rows of the camera's view-projection matrix (the renderer's `proj · view`).
+// viewport: width and height in pixels, the point scale (pixels per metre at unit distance,
+// height / (2 tan(fovy / 2))), and the largest diameter splatted here (the cap).
+// min_diameter: the pixel floor of the drawn diameter. colour: the snow's RGB (w unused).
+__kernel void splat(__global const float4 *restrict particles,
+                    const uint n,
+                    const float4 row0,
+                    const float4 row1,
+                    const float4 row2,
+                    const float4 row3,
+                    const float4 viewport,
+                    const float min_diameter,
+                    const float4 colour,
+                    __global ulong *restrict image,
+                    __global float4 *restrict overflow,
+                    __global uint *restrict overflow_count,
+                    const uint overflow_cap)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float4 p = particles[i];
+    const float4 position = (float4)(p.xyz, 1.0f);
+    const float4 clip = (float4)(dot(row0, position), dot(row1, position),
+                                 dot(row2, position), dot(row3, position));
+    // Behind the eye, or outside the near and far planes: GL clips the point.
+    if (!(clip.w > 0.0f) || !(fabs(clip.z) <= clip.w))
+        return;
+    const float inv_w = 1.0f / clip.w;
+    // GL's mapping: NDC in [-1, 1], window x and y over the viewport, depth range [0, 1].
+    const float x = (clip.x * inv_w * 0.5f + 0.5f) * viewport.x;
+    const float y = (clip.y * inv_w * 0.5f + 0.5f) * viewport.y;
+    const float depth = max(clip.z * inv_w * 0.5f + 0.5f, 0.0f);
+    // clip.w is the distance along the view axis (-eye.z) for GL's perspective matrix.
+    const float distance = max(clip.w, 1e-3f);
+    const float projected = 2.0f * p.w * viewport.z / distance;
+    const float drawn = max(projected, min_diameter);
+    const float ratio = min(projected / drawn, 1.0f);
+    const float coverage = ratio * ratio;
+    const float r = 0.5f * drawn;
+    // Pixels whose centre lies within the disc (as GL's point rasterisation and the sprite's
+    // discard outside the unit circle).
+    const int x0 = max((int)ceil(x - r - 0.5f), 0);
+    const int x1 = min((int)floor(x + r - 0.5f), (int)viewport.x - 1);
+    const int y0 = max((int)ceil(y - r - 0.5f), 0);
+    const int y1 = min((int)floor(y + r - 0.5f), (int)viewport.y - 1);
+    if (x0 > x1 || y0 > y1 || !(coverage > 0.0f))
+        return;
+    if (drawn > viewport.w) {
+        const uint slot = atomic_inc(overflow_count);
+        if (slot < overflow_cap)
+            overflow[slot] = p;
+        // Past the capacity the host grows the list and splats the frame again.
+        return;
+    }
+    const ulong depth_word = (ulong)as_uint(depth) << 32;
+    const uint width = (uint)viewport.x;
+    const float inv_r2 = 1.0f / (r * r);
+    for (int py = y0; py <= y1; ++py) {
+        const float dy = (float)py + 0.5f - y;
+        for (int px = x0; px <= x1; ++px) {
+            const float dx = (float)px + 0.5f - x;
+            const float r2 = (dx * dx + dy * dy) * inv_r2;
+            if (r2 > 1.0f)
+                continue;
+            const float rim = 1.0f - smoothstep(0.81f, 1.0f, r2);
+            const float shade = 0.92f + 0.08f * sqrt(1.0f - r2);
+            const uint rgba = pack_rgba8((float4)(colour.xyz * shade, coverage * rim));
+            // A fully transparent pixel would only hide flakes behind it.
+            if ((rgba >> 24) == 0u)
+                continue;
+            atom_min(&image[(size_t)py * width + (size_t)px], depth_word | (ulong)rgba);
+        }
+    }
+}

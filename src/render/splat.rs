@@ -1,0 +1,168 @@
+//! The GL side of particle splatting: one full-screen pass that composites the image the
+//! OpenCL splat kernel wrote (see [`crate::splat`]) over the terrain, reading it through a
+//! buffer texture (`GL_RG32UI` over the linked GL buffer) and writing each flake's depth
+//! (`gl_FragDepth`) so the terrain hides the flakes behind it.
+
+use std::time::Duration;
+
+use glow::HasContext;
+
+use super::error::{Error, Result, gl_call};
+use super::shader::{build_program, builtin};
+
+/// The composite program, its buffer texture and the image it shows.
+pub(crate) struct SplatComposite {
+    program: glow::Program,
+    /// Core profile draws need a vertex array, even an empty one.
+    vao: glow::VertexArray,
+    texture: glow::Texture,
+    /// Times the composite and the overflow sprites on the GPU (`GL_TIME_ELAPSED`).
+    timer: glow::Query,
+    timer_pending: std::cell::Cell<bool>,
+    /// Frame size of the image attached, in pixels.
+    size: (u32, u32),
+}
+
+impl SplatComposite {
+    /// Builds `splat.vert` + `splat.frag` and the texture the image is read through.
+    pub(crate) fn new(gl: &glow::Context) -> Result<Self> {
+        let program = build_program(gl, &builtin("splat.vert")?, &builtin("splat.frag")?)?;
+        // SAFETY: object creation on the current context; everything made is deleted on error.
+        unsafe {
+            let made = (|| {
+                let vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+                let texture = match gl_call("glGenTextures", gl.create_texture()) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        gl.delete_vertex_array(vao);
+                        return Err(e);
+                    }
+                };
+                match gl_call("glGenQueries", gl.create_query()) {
+                    Ok(timer) => Ok((vao, texture, timer)),
+                    Err(e) => {
+                        gl.delete_vertex_array(vao);
+                        gl.delete_texture(texture);
+                        Err(e)
+                    }
+                }
+            })();
+            let (vao, texture, timer) = match made {
+                Ok(objects) => objects,
+                Err(e) => {
+                    gl.delete_program(program);
+                    return Err(e);
+                }
+            };
+            Ok(Self {
+                program,
+                vao,
+                texture,
+                timer,
+                timer_pending: std::cell::Cell::new(false),
+                size: (0, 0),
+            })
+        }
+    }
+
+    /// Reads the image of a `width × height` frame from `buffer` (8 bytes per pixel, at
+    /// least `width · height · 8` bytes), checked against the texture-buffer limit.
+    pub(crate) fn set_image(
+        &mut self,
+        gl: &glow::Context,
+        buffer: glow::Buffer,
+        width: u32,
+        height: u32,
+    ) -> Result<()> {
+        let pixels = u64::from(width) * u64::from(height);
+        // SAFETY: queries and texture setup on the current context.
+        unsafe {
+            let limit = gl.get_parameter_i32(glow::MAX_TEXTURE_BUFFER_SIZE).max(0) as u64;
+            if pixels == 0 || pixels > limit {
+                return Err(Error::InvalidParameter(format!(
+                    "a {width}x{height} splat image has {pixels} texels; this GL reads at most \
+                     {limit} through a buffer texture (GL_MAX_TEXTURE_BUFFER_SIZE); use \
+                     --particle-render sprites or a smaller frame"
+                )));
+            }
+            gl.bind_texture(glow::TEXTURE_BUFFER, Some(self.texture));
+            gl.tex_buffer(glow::TEXTURE_BUFFER, glow::RG32UI, Some(buffer));
+            gl.bind_texture(glow::TEXTURE_BUFFER, None);
+        }
+        self.size = (width, height);
+        Ok(())
+    }
+
+    /// The frame size of the image attached.
+    pub(crate) fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    /// Starts timing the composite (ended by [`end_timer`](Self::end_timer)).
+    ///
+    /// # Safety
+    /// GL must be current; no other `GL_TIME_ELAPSED` query may be active.
+    pub(crate) unsafe fn begin_timer(&self, gl: &glow::Context) {
+        // SAFETY: forwarded from the caller.
+        unsafe { gl.begin_query(glow::TIME_ELAPSED, self.timer) };
+    }
+
+    /// Ends the timing begun by [`begin_timer`](Self::begin_timer).
+    ///
+    /// # Safety
+    /// GL must be current, with this object's query active.
+    pub(crate) unsafe fn end_timer(&self, gl: &glow::Context) {
+        // SAFETY: forwarded from the caller.
+        unsafe { gl.end_query(glow::TIME_ELAPSED) };
+        self.timer_pending.set(true);
+    }
+
+    /// GPU time of the last timed composite, once GL has finished it (`None` before any).
+    pub(crate) fn take_time(&self, gl: &glow::Context) -> Option<Duration> {
+        if !self.timer_pending.replace(false) {
+            return None;
+        }
+        // SAFETY: the query was ended on this context; reading its result waits for it.
+        let ns = unsafe { gl.get_query_parameter_u64(self.timer, glow::QUERY_RESULT) };
+        Some(Duration::from_nanos(ns))
+    }
+
+    /// Draws the image over what is in the framebuffer: depth tested against it, not written;
+    /// blended by alpha.
+    ///
+    /// # Safety
+    /// GL must be current, with the viewport set to the image's size and the buffer attached
+    /// by [`set_image`](Self::set_image) still alive.
+    pub(crate) unsafe fn draw(&self, gl: &glow::Context) {
+        // SAFETY: forwarded from the caller; the objects were created in `new`.
+        unsafe {
+            gl.use_program(Some(self.program));
+            gl.active_texture(glow::TEXTURE0);
+            gl.bind_texture(glow::TEXTURE_BUFFER, Some(self.texture));
+            gl.uniform_1_i32(gl.get_uniform_location(self.program, "u_image").as_ref(), 0);
+            gl.uniform_1_i32(
+                gl.get_uniform_location(self.program, "u_width").as_ref(),
+                self.size.0 as i32,
+            );
+            gl.enable(glow::BLEND);
+            gl.blend_func(glow::SRC_ALPHA, glow::ONE_MINUS_SRC_ALPHA);
+            gl.depth_mask(false);
+            gl.bind_vertex_array(Some(self.vao));
+            gl.draw_arrays(glow::TRIANGLES, 0, 3);
+            gl.depth_mask(true);
+            gl.disable(glow::BLEND);
+            gl.bind_texture(glow::TEXTURE_BUFFER, None);
+        }
+    }
+
+    /// Deletes the GL objects.
+    pub(crate) fn delete(&self, gl: &glow::Context) {
+        // SAFETY: the objects belong to this context and are not used afterwards.
+        unsafe {
+            gl.delete_program(self.program);
+            gl.delete_vertex_array(self.vao);
+            gl.delete_texture(self.texture);
+            gl.delete_query(self.timer);
+        }
+    }
+}

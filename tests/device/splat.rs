@@ -1,0 +1,231 @@
+//! The splat kernel (`kernels/splat.cl`) on a real device (PoCL in CI), against a projection of
+//! the same matrix computed here on the CPU: where each flake lands, the window depth it
+//! carries, nearest-wins, the footprint it covers, and the overflow list for wide flakes.
+
+use glam::{Mat4, Vec2, Vec3};
+use snowsim::cl::{Context, DeviceBuffer, DeviceSelector, OutputBuffer, Timeline};
+use snowsim::render::OrbitCamera;
+use snowsim::splat::{
+    self, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers, SplatView, Splatter,
+    decode, image_len,
+};
+
+const W: u32 = 96;
+const H: u32 = 64;
+
+fn camera() -> OrbitCamera {
+    OrbitCamera {
+        target: Vec3::new(10.0, 10.0, 0.0),
+        yaw: 0.6,
+        pitch: 0.5,
+        distance: 40.0,
+        fovy: 0.9,
+        near: 0.5,
+        far: 200.0,
+    }
+}
+
+/// Window position (x, y from the bottom-left) and depth of `p`, by GL's rules, on the CPU.
+fn project(m: &Mat4, p: Vec3) -> (f32, f32, f32, f32) {
+    let clip = *m * p.extend(1.0);
+    let ndc = clip.truncate() / clip.w;
+    (
+        (ndc.x * 0.5 + 0.5) * W as f32,
+        (ndc.y * 0.5 + 0.5) * H as f32,
+        ndc.z * 0.5 + 0.5,
+        clip.w,
+    )
+}
+
+struct Splatted {
+    image: Vec<u64>,
+    overflow: Vec<[f32; 4]>,
+    overflow_count: usize,
+}
+
+fn splat_on_device(particles: &[[f32; 4]], view: &SplatView, overflow_len: usize) -> Splatted {
+    let context = Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device");
+    if !splat::supported(context.info()) {
+        panic!(
+            "{} lacks {SPLAT_EXTENSION}; PoCL in CI offers it",
+            context.info().label()
+        );
+    }
+    let splatter = Splatter::new(&context).unwrap();
+    let mut input = DeviceBuffer::from_slice(&context, particles).unwrap();
+    let mut image = DeviceBuffer::<[f32; 4]>::zeroed(&context, image_len(W, H)).unwrap();
+    let mut overflow = DeviceBuffer::<[f32; 4]>::zeroed(&context, overflow_len).unwrap();
+    let mut timeline = Timeline::default();
+    let (input, image_out, overflow_out) = (
+        OutputBuffer::Device(&mut input),
+        OutputBuffer::Device(&mut image),
+        OutputBuffer::Device(&mut overflow),
+    );
+    let buffers = SplatBuffers {
+        particles: &input,
+        count: particles.len(),
+        image: &image_out,
+        overflow: &overflow_out,
+    };
+    splatter
+        .enqueue(&context, &buffers, view, &mut timeline)
+        .unwrap();
+    timeline.wait().unwrap();
+    let raw = image.read().unwrap();
+    let bytes: &[u8] = bytemuck::cast_slice(&raw);
+    let image: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .take((W * H) as usize)
+        .collect();
+    Splatted {
+        image,
+        overflow: overflow.read().unwrap(),
+        overflow_count: splatter.overflow_count().unwrap(),
+    }
+}
+
+fn view() -> (Mat4, SplatView) {
+    let cam = camera();
+    let m = cam.view_projection(W as f32 / H as f32);
+    (
+        m,
+        SplatView {
+            view_proj: m,
+            size: (W, H),
+            point_scale: cam.point_scale(H),
+            min_diameter: 1.5,
+            colour: [1.0, 1.0, 1.0],
+        },
+    )
+}
+
+/// Radius (metres) that projects to `diameter` pixels at view distance `w`.
+fn radius_for(view: &SplatView, diameter: f32, w: f32) -> f32 {
+    diameter * w / (2.0 * view.point_scale)
+}
+
+#[test]
+fn the_kernel_projects_with_the_cameras_matrix_and_depth_mapping() {
+    let (m, view) = view();
+    // Flakes spread over the view, 5 px wide, far enough apart not to touch.
+    let mut particles = Vec::new();
+    for (i, p) in [
+        Vec3::new(10.0, 10.0, 0.0),
+        Vec3::new(4.0, 12.0, 3.0),
+        Vec3::new(16.0, 6.0, -2.0),
+        Vec3::new(8.0, 2.0, 6.0),
+        Vec3::new(14.0, 17.0, 1.0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (_, _, _, w) = project(&m, p);
+        let r = radius_for(&view, 5.0, w) * (1.0 + 0.01 * i as f32);
+        particles.push([p.x, p.y, p.z, r]);
+    }
+    let out = splat_on_device(&particles, &view, 4);
+    assert_eq!(out.overflow_count, 0);
+    let mut owned = vec![false; out.image.len()];
+    for (i, p) in particles.iter().enumerate() {
+        let (x, y, depth, w) = project(&m, Vec3::new(p[0], p[1], p[2]));
+        assert!(x > 4.0 && y > 4.0 && x < W as f32 - 4.0 && y < H as f32 - 4.0);
+        let diameter = 2.0 * p[3] * view.point_scale / w;
+        let r = diameter / 2.0;
+        // Every pixel whose centre is within the disc (short of the faint rim) holds this
+        // flake's depth; none outside it (a pixel's slack for rounding).
+        for py in 0..H {
+            for px in 0..W {
+                let d = Vec2::new(px as f32 + 0.5 - x, py as f32 + 0.5 - y).length();
+                let value = decode(out.image[(py * W + px) as usize]);
+                if d < 0.8 * r {
+                    let (got, rgba) = value.unwrap_or_else(|| {
+                        panic!("flake {i}: pixel ({px}, {py}) {d:.2} px from its centre is empty")
+                    });
+                    assert!(
+                        (got - depth).abs() <= 1e-6,
+                        "flake {i}: depth {got} on the device, {depth} on the CPU"
+                    );
+                    assert!(rgba[3] > 200, "flake {i}: alpha {} in its middle", rgba[3]);
+                    owned[(py * W + px) as usize] = true;
+                } else if d < r + 1.0 && value.is_some() {
+                    owned[(py * W + px) as usize] = true;
+                }
+            }
+        }
+    }
+    let strays: Vec<usize> = (0..out.image.len())
+        .filter(|&i| out.image[i] != splat::EMPTY && !owned[i])
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "pixels written outside every disc: {strays:?}"
+    );
+}
+
+#[test]
+fn the_nearest_flake_wins_and_the_wide_ones_go_to_the_overflow_list() {
+    let (m, view) = view();
+    let cam = camera();
+    let eye = cam.eye();
+    let target = Vec3::new(10.0, 10.0, 0.0);
+    // Two flakes on the same line of sight, the far one given first.
+    let near = eye + (target - eye) * 0.5;
+    let (_, _, near_depth, w_near) = project(&m, near);
+    let (_, _, far_depth, w_far) = project(&m, target);
+    assert!(near_depth < far_depth);
+    let wide = Vec3::new(12.0, 8.0, 1.0);
+    let (_, _, _, w_wide) = project(&m, wide);
+    let particles = vec![
+        [target.x, target.y, target.z, radius_for(&view, 4.0, w_far)],
+        [near.x, near.y, near.z, radius_for(&view, 4.0, w_near)],
+        [
+            wide.x,
+            wide.y,
+            wide.z,
+            radius_for(&view, 2.0 * MAX_SPLAT_PIXELS, w_wide),
+        ],
+    ];
+    let out = splat_on_device(&particles, &view, 8);
+    let (x, y, _, _) = project(&m, target);
+    let (depth, _) = decode(out.image[(y as u32 * W + x as u32) as usize]).expect("a flake");
+    assert!(
+        (depth - near_depth).abs() < 1e-6,
+        "depth {depth}: the near flake ({near_depth}) must win over the far one ({far_depth})"
+    );
+    assert_eq!(out.overflow_count, 1, "the wide flake is listed");
+    assert_eq!(out.overflow[0], particles[2]);
+    let (x, y, _, _) = project(&m, wide);
+    assert_eq!(
+        out.image[(y as u32 * W + x as u32) as usize],
+        splat::EMPTY,
+        "the wide flake is not splatted"
+    );
+
+    // A list too short counts every wide flake, so the caller can grow it.
+    let many: Vec<[f32; 4]> = (0..5).map(|_| particles[2]).collect();
+    let out = splat_on_device(&many, &view, 2);
+    assert_eq!(out.overflow_count, 5);
+}
+
+#[test]
+fn splat_on_a_device_without_64_bit_atomics_is_a_clear_error() {
+    let context = Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device");
+    let mut info = context.info().clone();
+    info.extensions = info
+        .extensions
+        .split_whitespace()
+        .filter(|e| *e != SPLAT_EXTENSION)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let error = splat::check_request(ParticleRender::Splat, &info).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains(SPLAT_EXTENSION) && message.contains(&info.name),
+        "{message}"
+    );
+    assert!(!splat::supported(&info));
+    // Sprites and auto are always possible (auto then draws sprites).
+    splat::check_request(ParticleRender::Sprites, &info).unwrap();
+    splat::check_request(ParticleRender::Auto, &info).unwrap();
+}
