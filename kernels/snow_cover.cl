@@ -99,3 +99,18 @@ __kernel void cover_apply(__global const uint *restrict offsets, __global const 
     }
     volume[v] = volume[v] - loss + gain;
 }
+
+// The laid snow's depth per ground vertex in metres (volume over horizontal dual area), four
+// vertices per float4: what the terrain renderer reads as its laid-depth attribute.
+__kernel void cover_depth(__global const ulong *restrict volume, __global const float *restrict area,
+                          __global float4 *restrict depth, const uint n, const float unit) {
+    const uint i = get_global_id(0);
+    if (4 * i >= n)
+        return;
+    float d[4];
+    for (uint k = 0; k < 4; k++) {
+        const uint v = 4 * i + k;
+        d[k] = v < n ? (float)volume[v] * unit / area[v] : 0.0f;
+    }
+    depth[i] = (float4)(d[0], d[1], d[2], d[3]);
+}

@@ -1,5 +1,7 @@
-//! OpenCL → OpenGL: how the buffers the kernels write reach the renderer (thesis §4.2, §6.3).
-//! This module only moves buffers; the frame that fills them lives in [`crate::sim`].
+//! OpenCL → OpenGL: how the buffers the kernels write reach the renderer (thesis §4.2, §6.3):
+//! the particles' render buffer, the snow laid on each ground vertex, the wind view's samples
+//! and the splat image, each a [`GlLink`]. This module only moves buffers; the frame that fills
+//! them lives in [`crate::sim`].
 //!
 //! Three paths, chosen with `--interop auto|share|external|copy`:
 //!

@@ -89,6 +89,9 @@ impl Default for Views {
     }
 }
 
+/// Vertex attribute of the laid snow depth in terrain.vert.
+const LAID_DEPTH: u32 = 3;
+
 /// Direction sunlight travels (normalised in the shader's uniform).
 const LIGHT_DIR: Vec3 = Vec3::new(0.75, 0.35, -0.6);
 /// Share of light that reaches surfaces facing away from the sun.
@@ -114,6 +117,8 @@ pub struct Renderer {
     wind_program: glow::Program,
     pressure_program: glow::Program,
     terrain: Mesh,
+    /// The snow the particles laid, per terrain vertex (see `set_laid_depth`).
+    laid_depth: Option<glow::Buffer>,
     particle_vao: glow::VertexArray,
     particle_count: usize,
     wind_vao: glow::VertexArray,
@@ -165,6 +170,7 @@ impl Renderer {
                 wind_program,
                 pressure_program,
                 terrain: terrain_mesh,
+                laid_depth: None,
                 particle_vao,
                 particle_count: 0,
                 wind_vao,
@@ -281,7 +287,34 @@ impl Renderer {
         let mesh = upload_mesh(&self.gl, terrain)?;
         delete_mesh(&self.gl, &self.terrain);
         self.terrain = mesh;
+        self.bind_laid_depth();
         Ok(())
+    }
+
+    /// Adds to each terrain vertex's snow depth the float at the same index of `buffer` (the
+    /// snow the particles laid, written by OpenCL and handed over by the interop), or nothing
+    /// with `None`. The buffer must hold a float per terrain vertex and outlive its use here.
+    pub fn set_laid_depth(&mut self, buffer: Option<glow::Buffer>) {
+        self.laid_depth = buffer;
+        self.bind_laid_depth();
+    }
+
+    fn bind_laid_depth(&self) {
+        // SAFETY: vertex-array setup on the current context; attribute 3 matches terrain.vert.
+        unsafe {
+            let gl = &self.gl;
+            gl.bind_vertex_array(Some(self.terrain.vao));
+            match self.laid_depth {
+                Some(buffer) => {
+                    gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+                    gl.enable_vertex_attrib_array(LAID_DEPTH);
+                    gl.vertex_attrib_pointer_f32(LAID_DEPTH, 1, glow::FLOAT, false, 4, 0);
+                    gl.bind_buffer(glow::ARRAY_BUFFER, None);
+                }
+                None => gl.disable_vertex_attrib_array(LAID_DEPTH),
+            }
+            gl.bind_vertex_array(None);
+        }
     }
 
     /// Uploads the vertices of `terrain` again (positions, normals and snow depth) without

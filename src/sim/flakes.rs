@@ -335,12 +335,25 @@ impl ParticleSource for Flakes {
 /// know where every particle is).
 pub struct FixedParticles {
     particles: Vec<[f32; 4]>,
+    laid_depth: Vec<f32>,
 }
 
 impl FixedParticles {
     /// These particles (xyz position, w radius).
     pub fn new(particles: Vec<[f32; 4]>) -> Self {
-        Self { particles }
+        Self {
+            particles,
+            laid_depth: Vec::new(),
+        }
+    }
+
+    /// The same, with `depth` metres of snow laid on each terrain vertex (in the terrain
+    /// drawn's vertex order), written through the interop like a simulation's cover.
+    pub fn with_laid_depth(particles: Vec<[f32; 4]>, depth: Vec<f32>) -> Self {
+        Self {
+            particles,
+            laid_depth: depth,
+        }
     }
 }
 
@@ -375,6 +388,24 @@ impl ParticleSource for FixedParticles {
         _timeline: &mut Timeline,
     ) -> Result<()> {
         Ok(())
+    }
+
+    fn ground_vertices(&self) -> usize {
+        self.laid_depth.len()
+    }
+
+    fn write_ground_depth(
+        &mut self,
+        _context: &Context,
+        target: &mut OutputBuffer<'_, [f32; 4]>,
+        _timeline: &mut Timeline,
+    ) -> Result<()> {
+        let packed: Vec<[f32; 4]> = self
+            .laid_depth
+            .chunks(4)
+            .map(|c| std::array::from_fn(|i| c.get(i).copied().unwrap_or(0.0)))
+            .collect();
+        Ok(target.write(&packed)?)
     }
 }
 

@@ -77,6 +77,9 @@ pub struct Session {
     splat: Option<SplatPass>,
     /// The splat kernels while sprites are drawn (`auto` before or while measuring).
     splatter: Option<Splatter>,
+    /// The snow the particles laid, per ground vertex, for the terrain drawn (sources that
+    /// lay snow only).
+    depth_link: Option<GlLink>,
     particle_link: GlLink,
     field_link: Option<GlLink>,
     particles: Box<dyn ParticleSource>,
@@ -92,10 +95,6 @@ pub struct Session {
     sorting: bool,
     time: f32,
     dt: f32,
-    /// The ground drawn, with the scene's initial snow (`base_depth`) under what the
-    /// particles laid since.
-    terrain: crate::render::TerrainMesh,
-    base_depth: Vec<f32>,
     frame: u64,
     /// Where [`FrameDriver::finish`] writes the final state, if anywhere.
     state_output: Option<std::path::PathBuf>,
@@ -108,9 +107,6 @@ pub struct Session {
     /// A line for the log (`auto`'s decision), taken by [`FrameDriver::notice`].
     notice: Option<String>,
 }
-
-/// Frames between uploads of the snow cover to the terrain drawn.
-const COVER_UPLOAD_EVERY: u64 = 8;
 
 impl Session {
     /// Opens the OpenCL side on `device` for the current GL context `gl` (choosing the interop
@@ -157,6 +153,28 @@ impl Session {
         )?;
         timeline.wait()?;
         particle_link.publish(&gl_functions)?;
+        let ground = particles.ground_vertices();
+        let depth_link = if ground > 0 {
+            if ground != config.terrain.positions.len() {
+                return Err(Error::Internal(format!(
+                    "{} lays snow on {ground} ground vertices, the terrain drawn has {}",
+                    particles.name(),
+                    config.terrain.positions.len()
+                )));
+            }
+            let mut link = GlLink::new(&context, &gl.gl, &interop, ground.div_ceil(4))?;
+            renderer.set_laid_depth(Some(link.gl_buffer()));
+            link.acquire(&gl_functions)?;
+            in_stage(
+                PARTICLES_STAGE,
+                particles.write_ground_depth(&context, &mut link.target(), &mut timeline),
+            )?;
+            timeline.wait()?;
+            link.publish(&gl_functions)?;
+            Some(link)
+        } else {
+            None
+        };
         let mut views = config.views;
         if let (Some(f), Some(link)) = (field.as_mut(), field_link.as_mut()) {
             timeline.stage(FIELD_STAGE);
@@ -176,10 +194,8 @@ impl Session {
             .camera
             .unwrap_or_else(|| OrbitCamera::framing(config.bounds.lo, config.bounds.hi));
         let sorting = particles.sorting();
-        let base_depth = config.terrain.snow_depth.clone();
         Ok(Self {
-            terrain: config.terrain,
-            base_depth,
+            depth_link,
             frame: 0,
             state_output: None,
             readback: (0, Duration::ZERO),
@@ -309,9 +325,6 @@ impl Session {
         if step {
             self.time += self.dt;
             self.frame += 1;
-            if self.frame.is_multiple_of(COVER_UPLOAD_EVERY) {
-                self.upload_cover()?;
-            }
         }
         let start = Instant::now();
         self.draw(size);
@@ -344,6 +357,9 @@ impl Session {
         if update_field && let Some(link) = self.field_link.as_mut() {
             link.acquire(&gl)?;
         }
+        if step && let Some(link) = self.depth_link.as_mut() {
+            link.acquire(&gl)?;
+        }
         if splatting && let Some(pass) = self.splat.as_mut() {
             pass.acquire(&gl)?;
         }
@@ -362,6 +378,16 @@ impl Session {
                     &mut self.timeline,
                 ),
             )?;
+            if let Some(link) = self.depth_link.as_mut() {
+                in_stage(
+                    PARTICLES_STAGE,
+                    self.particles.write_ground_depth(
+                        &self.context,
+                        &mut link.target(),
+                        &mut self.timeline,
+                    ),
+                )?;
+            }
         }
         if update_field
             && let (Some(field), Some(link)) = (self.field.as_mut(), self.field_link.as_mut())
@@ -412,6 +438,10 @@ impl Session {
             ));
         }
         if update_field && let Some(link) = self.field_link.as_mut() {
+            transfer += link.publish(&gl)?;
+            copies.push((link.take_last_copy(), link.len()));
+        }
+        if step && let Some(link) = self.depth_link.as_mut() {
             transfer += link.publish(&gl)?;
             copies.push((link.take_last_copy(), link.len()));
         }
@@ -554,28 +584,6 @@ impl Session {
         }
     }
 
-    /// Draws the snow the particles laid on the ground, over the scene's initial cover.
-    fn upload_cover(&mut self) -> Result<()> {
-        let Some(depth) = self.particles.ground_depth()? else {
-            return Ok(());
-        };
-        if depth.len() != self.base_depth.len() {
-            return Err(Error::Internal(format!(
-                "{} snow depths for {} ground vertices drawn",
-                depth.len(),
-                self.base_depth.len()
-            )));
-        }
-        let total: Vec<f32> = depth
-            .iter()
-            .zip(&self.base_depth)
-            .map(|(d, b)| d + b)
-            .collect();
-        self.terrain.set_snow_depth(&total)?;
-        self.renderer.update_terrain_vertices(&self.terrain)?;
-        Ok(())
-    }
-
     /// Draws the current buffers and waits for GL to finish.
     pub fn draw(&self, size: (u32, u32)) {
         self.renderer.draw(&self.camera, size, &self.views);
@@ -586,6 +594,9 @@ impl Session {
     /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).
     fn drawn(&mut self) {
         self.particle_link.drawn();
+        if let Some(link) = self.depth_link.as_mut() {
+            link.drawn();
+        }
         if let Some(link) = self.field_link.as_mut() {
             link.drawn();
         }
@@ -606,10 +617,19 @@ impl Session {
         )?;
         self.timeline.resolve()?;
         self.particle_link.publish(&gl)?;
+        if let Some(link) = self.depth_link.as_mut() {
+            link.acquire(&gl)?;
+            self.particles.write_ground_depth(
+                &self.context,
+                &mut link.target(),
+                &mut self.timeline,
+            )?;
+            self.timeline.resolve()?;
+            link.publish(&gl)?;
+        }
         self.camera = self.home;
         self.time = 0.0;
         self.frame = 0;
-        self.upload_cover()?;
         Ok(())
     }
 }

@@ -45,10 +45,21 @@ pub trait ParticleSource {
     fn sorting(&self) -> bool {
         false
     }
-    /// The snow depth the particles have laid on each vertex of the ground surface, in
-    /// metres (blocking read), or `None` for a source that lays no snow.
-    fn ground_depth(&mut self) -> Result<Option<Vec<f32>>> {
-        Ok(None)
+    /// Vertices of the ground surface (in the terrain drawn's vertex order) whose laid snow
+    /// [`write_ground_depth`](Self::write_ground_depth) writes; zero for a source that lays no
+    /// snow.
+    fn ground_vertices(&self) -> usize {
+        0
+    }
+    /// Enqueues writing the snow depth the particles have laid on each ground vertex, metres,
+    /// four vertices per float4, into `target` (which the interop hands to the terrain drawn).
+    fn write_ground_depth(
+        &mut self,
+        _context: &Context,
+        _target: &mut OutputBuffer<'_, [f32; 4]>,
+        _timeline: &mut Timeline,
+    ) -> Result<()> {
+        Ok(())
     }
     /// Writes the simulation's state to `path` as VTK XML (`snowsim run --vtu`); a source
     /// without a mesh state refuses.

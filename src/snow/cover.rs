@@ -10,7 +10,9 @@
 //! snow moves only where the surface along an edge climbs more than 0.78 × 42 ≈ 33 m: bare
 //! slopes steeper than the angle shed their snow, gentler ground keeps it where it fell.
 
-use crate::cl::{Context, DeviceBuffer, Kernel, Program, Source, Timeline};
+use crate::cl::{
+    BufferArg, Context, DeviceBuffer, Kernel, OutputBuffer, Program, Source, Timeline,
+};
 use crate::meshio::ElementKind;
 use crate::terrain::GroundSurface;
 
@@ -129,6 +131,7 @@ pub struct GroundCover {
     flux: DeviceBuffer<i64>,
     ratio: DeviceBuffer<u32>,
     kernels: [Kernel; 3],
+    depth_kernel: Kernel,
     /// m³ per unit.
     unit: f64,
 }
@@ -156,6 +159,7 @@ impl GroundCover {
                 program.kernel("cover_ratio")?,
                 program.kernel("cover_apply")?,
             ],
+            depth_kernel: program.kernel("cover_depth")?,
             unit: parcel_volume / PARCEL_UNITS as f64,
             geometry,
         })
@@ -195,6 +199,41 @@ impl GroundCover {
             .zip(&self.geometry.area)
             .map(|(&u, &a)| (u as f64 * self.unit / f64::from(a)) as f32)
             .collect())
+    }
+
+    /// Enqueues writing the depth per ground vertex (metres, as [`depths`](Self::depths) but
+    /// on the device, in f32) into `target`, four vertices per float4 (the last padded with
+    /// zeros): at least `len().div_ceil(4)` values.
+    pub fn write_depths(
+        &self,
+        context: &Context,
+        target: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let nv = self.geometry.len();
+        let groups = nv.div_ceil(4);
+        if BufferArg::len(target) < groups {
+            return Err(Error::InvalidParameter(format!(
+                "a depth buffer of {} float4 for {nv} ground vertices",
+                BufferArg::len(target)
+            )));
+        }
+        let mut call = self.depth_kernel.call();
+        // SAFETY: volume and area hold nv values; target at least nv / 4 rounded up (checked);
+        // the kernel guards its id.
+        unsafe {
+            call.buffer(&self.volume)?
+                .buffer(&self.area)?
+                .buffer(target)?
+                .arg(&(nv as u32))?
+                .arg(&(self.unit as f32))?;
+        }
+        call.enqueue_into(
+            context,
+            self.depth_kernel.work_size(context, groups)?,
+            timeline,
+        )?;
+        Ok(())
     }
 
     /// Enqueues one smoothing step with the given repose angle (degrees) and rate.

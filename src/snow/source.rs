@@ -281,10 +281,21 @@ impl ParticleSource for SnowSource {
         self.setup.config.sort.mode != crate::scene::SortMode::Off
     }
 
-    fn ground_depth(&mut self) -> sim::Result<Option<Vec<f32>>> {
+    fn ground_vertices(&self) -> usize {
+        self.setup.domain.ground.volume_vertices.len()
+    }
+
+    fn write_ground_depth(
+        &mut self,
+        context: &Context,
+        target: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> sim::Result<()> {
         match &self.state {
-            Some((snow, _)) => Ok(Some(snow.cover().depths()?)),
-            None => Ok(None),
+            Some((snow, _)) => Ok(snow.cover().write_depths(context, target, timeline)?),
+            None => Err(sim::Error::Internal(
+                "snow depth written before prepare".into(),
+            )),
         }
     }
 

@@ -597,6 +597,84 @@ fn interop_external_without_the_extensions_is_a_clear_error() {
     );
 }
 
+/// The snow a source lays reaches the terrain drawn through the interop (a buffer OpenCL
+/// writes, added to each vertex's depth in the shader): with 1 m laid along the near edge of the
+/// ground and none along the far edge, the colour at each sampled ground point is the bare
+/// ground's blended towards the fully covered ground's by min(depth / full depth, 1), the depth
+/// interpolated from the vertices by the camera model, both references rendered here.
+#[test]
+fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
+    let device = default_device();
+    let headless = Headless::new(W, H).unwrap();
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let terrain = TerrainMesh::from_heightfield(&ground).unwrap();
+    let render = |depth: Vec<f32>| {
+        let config = SessionConfig {
+            interop: InteropMode::Auto,
+            terrain: terrain.clone(),
+            bounds: SceneBox {
+                lo: Vec3::ZERO,
+                hi: Vec3::new(GROUND, GROUND, 20.0),
+            },
+            views: Views {
+                particles: false,
+                ..Views::default()
+            },
+            paused: false,
+            dt: 0.0,
+            camera: Some(camera()),
+            particle_render: ParticleRender::Sprites,
+        };
+        let source = FixedParticles::with_laid_depth(vec![[0.0, 0.0, -100.0, 0.1]], depth);
+        let mut session =
+            Session::new(headless.setup(), &device, config, Box::new(source), None).unwrap();
+        session.frame((W, H)).unwrap();
+        read_frame(&headless.setup().gl, (W, H)).unwrap()
+    };
+    let n = terrain.positions.len();
+    let bare = render(vec![0.0; n]);
+    let covered = render(vec![1.0; n]);
+    let near_edge: Vec<f32> = terrain
+        .positions
+        .iter()
+        .map(|p| 1.0 - p.y / GROUND)
+        .collect();
+    let image = render(near_edge);
+    let full = Views::default().snow_full_depth;
+    let cam = Pinhole::orbit(&camera());
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for fy in [0.1f32, 0.78, 0.82, 0.86, 0.9, 0.94, 0.97] {
+        for fx in [0.3f32, 0.5, 0.7] {
+            let p = cam.project(Vec3::new(fx * GROUND, fy * GROUND, 0.0)).0;
+            let (x, y) = (p.x as u32, p.y as u32);
+            let s = ((1.0 - fy) / full).min(1.0);
+            let [b, c, got] = [&bare, &covered, &image].map(|i| i.get_pixel(x, y).0);
+            for k in 0..3 {
+                let expected = f32::from(b[k]) + s * (f32::from(c[k]) - f32::from(b[k]));
+                if (f32::from(got[k]) - expected).abs() > 6.0 {
+                    bad.push(format!(
+                        "ground ({fx}, {fy}) at pixel ({x}, {y}), channel {k}: {} against {expected:.1} \
+                         (bare {}, covered {}, cover {s:.2})",
+                        got[k], b[k], c[k]
+                    ));
+                }
+            }
+            checked += 1;
+            assert!(
+                c[0] > b[0] + 60,
+                "the covered ground must be much whiter: {c:?} {b:?}"
+            );
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} values wrong at {checked} points:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
 /// Flakes that project smaller than the sprite floor are drawn at the floor with the opacity
 /// of their true footprint: against the sky, the middle of such a sprite is the sky blended
 /// towards snow by (projected diameter / floor)², computed here from the camera model alone.

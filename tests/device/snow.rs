@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use snowsim::cl::{Context, DeviceBuffer};
+use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
 use snowsim::cl::{Program, Source, WorkSize};
 use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortKey, SortMode};
 use snowsim::snow::{
@@ -321,6 +321,49 @@ fn respawns_are_uniform_over_the_top_and_independent_of_where_particles_landed()
         "8 × 8 landing × 8 × 8 respawn cells: chi-square {stat} > {} (p < 0.001): respawns \
          remember where particles landed",
         chi2_limit(k)
+    );
+}
+
+/// The depths the device writes for the terrain drawn (four per float4) are the cover's depths
+/// computed on the host in f64 from the same volumes, to f32 rounding; the padding is zero.
+#[test]
+fn cover_depths_written_for_drawing_match_the_host_depths() {
+    let ctx = context();
+    let flat = domain([20.0, 20.0, 10.0], 12, 1, |x, y| 0.1 * x - 0.05 * y);
+    let geometry = CoverGeometry::new(&flat.ground).unwrap();
+    let nv = geometry.len();
+    assert!(
+        !nv.is_multiple_of(4),
+        "{nv} vertices: the test wants a padded last float4"
+    );
+    let mut cover = GroundCover::new(&ctx, geometry.clone(), 0.3).unwrap();
+    let volumes: Vec<u64> = (0..nv as u64)
+        .map(|i| (i * 2_654_435_761) % 1_000_000_007)
+        .collect();
+    cover.set_volumes(&volumes).unwrap();
+    let unit = cover.unit_volume();
+    let mut out = DeviceBuffer::<[f32; 4]>::zeroed(&ctx, nv.div_ceil(4)).unwrap();
+    let mut timeline = ctx.timeline();
+    cover
+        .write_depths(&ctx, &mut OutputBuffer::Device(&mut out), &mut timeline)
+        .unwrap();
+    timeline.wait().unwrap();
+    let written: Vec<f32> = out.read().unwrap().into_iter().flatten().collect();
+    for v in 0..nv {
+        let host = volumes[v] as f64 * unit / f64::from(geometry.area[v]);
+        let got = f64::from(written[v]);
+        assert!(
+            (got - host).abs() <= 1e-5 * host.abs() + 1e-12,
+            "vertex {v}: {got} against {host}"
+        );
+    }
+    assert!(written[nv..].iter().all(|&d| d == 0.0));
+    // Too short a target is refused, not overrun.
+    let mut short = DeviceBuffer::<[f32; 4]>::zeroed(&ctx, nv / 4 - 1).unwrap();
+    assert!(
+        cover
+            .write_depths(&ctx, &mut OutputBuffer::Device(&mut short), &mut timeline)
+            .is_err()
     );
 }
 
