@@ -1,8 +1,9 @@
 //! Vulkan as the allocator of memory that OpenCL and OpenGL both import (`--interop external`):
 //! neither of them can export memory, Vulkan can (`VK_KHR_external_memory_fd`).
 //!
-//! The Vulkan loader is opened at run time (`ash::Entry::load`): building needs nothing, and a
-//! machine without `libvulkan.so.1` gets a clear error, never a failed link.
+//! The Vulkan loader is opened at run time (`ash::Entry::load`), once per process and never
+//! closed: building needs nothing, and a machine without `libvulkan.so.1` gets a clear error,
+//! never a failed link.
 //!
 //! # Who owns what
 //!
@@ -71,8 +72,6 @@ pub struct VulkanDevice {
 }
 
 struct Inner {
-    // Kept for the loader's lifetime: the function tables below point into it.
-    _entry: ash::Entry,
     instance: ash::Instance,
     device: ash::Device,
     memory_fd: ash::khr::external_memory_fd::Device,
@@ -95,9 +94,21 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct Exporter(Rc<Inner>);
 
-fn load() -> Result<(ash::Entry, ash::Instance)> {
-    // SAFETY: loading the system's Vulkan loader, as its documentation asks.
-    let entry = unsafe { ash::Entry::load() }.map_err(|e| VulkanError::Loader(e.to_string()))?;
+/// The Vulkan loader, opened once and never closed: on NVIDIA the Vulkan driver is the very
+/// library that implements OpenGL (`libGLX_nvidia.so.0`), and unloading the loader with the
+/// last Vulkan object left the process's GL context unable to create a shader.
+fn entry() -> Result<&'static ash::Entry> {
+    static ENTRY: std::sync::OnceLock<std::result::Result<ash::Entry, String>> =
+        std::sync::OnceLock::new();
+    ENTRY
+        // SAFETY: loading the system's Vulkan loader, as its documentation asks.
+        .get_or_init(|| unsafe { ash::Entry::load() }.map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| VulkanError::Loader(e.clone()))
+}
+
+fn load() -> Result<(&'static ash::Entry, ash::Instance)> {
+    let entry = entry()?;
     let app = vk::ApplicationInfo::default()
         .application_name(c"snowsim")
         .api_version(vk::API_VERSION_1_1);
@@ -147,12 +158,32 @@ pub fn devices() -> Result<Vec<VulkanDevice>> {
 }
 
 impl Exporter {
-    /// Opens the Vulkan device whose UUID is `uuid` (the GPU that OpenCL and OpenGL run on),
-    /// or, with `None`, the first that can export memory.
+    /// The Vulkan device whose UUID is `uuid` (the GPU that OpenCL and OpenGL run on), or,
+    /// with `None`, the first that can export memory.
+    ///
+    /// One device per GPU and thread, opened on first use and kept until the thread ends: on
+    /// NVIDIA (driver 580) destroying the Vulkan device and instance left the thread's current
+    /// GL context unable to create a shader, so a second session in the same GL context failed.
     pub fn new(uuid: Option<[u8; 16]>) -> Result<Self> {
-        let (entry, instance) = load()?;
-        match Self::open(entry, &instance, uuid) {
-            Ok(inner) => Ok(Self(Rc::new(inner))),
+        thread_local! {
+            static OPENED: std::cell::RefCell<Vec<Exporter>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let cached = OPENED.with_borrow(|opened| {
+            opened
+                .iter()
+                .find(|e| uuid.is_none_or(|u| u == e.device().uuid))
+                .cloned()
+        });
+        if let Some(exporter) = cached {
+            return Ok(exporter);
+        }
+        let (_entry, instance) = load()?;
+        match Self::open(&instance, uuid) {
+            Ok(inner) => {
+                let exporter = Self(Rc::new(inner));
+                OPENED.with_borrow_mut(|opened| opened.push(exporter.clone()));
+                Ok(exporter)
+            }
             Err(e) => {
                 // SAFETY: `open` failed, so no device of this instance is alive.
                 unsafe { instance.destroy_instance(None) };
@@ -161,7 +192,7 @@ impl Exporter {
         }
     }
 
-    fn open(entry: ash::Entry, instance: &ash::Instance, uuid: Option<[u8; 16]>) -> Result<Inner> {
+    fn open(instance: &ash::Instance, uuid: Option<[u8; 16]>) -> Result<Inner> {
         // SAFETY: the instance is alive.
         let physicals = unsafe { instance.enumerate_physical_devices() }
             .map_err(call("vkEnumeratePhysicalDevices"))?;
@@ -210,7 +241,6 @@ impl Exporter {
         // SAFETY: a physical device of this instance.
         let memory_types = unsafe { instance.get_physical_device_memory_properties(physical) };
         Ok(Inner {
-            _entry: entry,
             instance: instance.clone(),
             device,
             memory_fd,

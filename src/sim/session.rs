@@ -98,7 +98,8 @@ pub struct Session {
     frame: u64,
     /// Where [`FrameDriver::finish`] writes the final state, if anywhere.
     state_output: Option<std::path::PathBuf>,
-    /// Copy mode: bytes read back and the time it took, over the frames stepped.
+    /// Copy mode, sprites: the particles' bytes read back and the time it took, over the
+    /// frames stepped.
     readback: (u64, Duration),
     /// How particles are drawn now and why (shared with whoever reports it after the run).
     render: Rc<RefCell<RenderChoice>>,
@@ -448,14 +449,18 @@ impl Session {
         times.push(StageTime::host(stage::TRANSFER, transfer));
         if copies.iter().any(|(c, _)| c.is_some()) {
             let (mut readback, mut upload) = (Duration::ZERO, Duration::ZERO);
-            for (copy, len) in copies {
+            for (i, (copy, len)) in copies.into_iter().enumerate() {
                 if let Some((r, u)) = copy {
                     readback += r;
                     upload += u;
-                    self.readback.0 += len as u64 * 16;
+                    // The rate is the particles' (the first, in sprites mode): the small
+                    // buffers' reads are latency, not bandwidth.
+                    if i == 0 && !splatting {
+                        self.readback.0 += len as u64 * 16;
+                        self.readback.1 += r;
+                    }
                 }
             }
-            self.readback.1 += readback;
             times.push(StageTime::host(stage::READBACK, readback));
             times.push(StageTime::host(stage::UPLOAD, upload));
         }
