@@ -4,5 +4,6 @@
 pub mod copy;
 pub mod gml_bandwidth;
 pub mod launch;
+pub mod record;
 pub mod reduce;
 pub mod wind;

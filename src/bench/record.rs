@@ -1,0 +1,291 @@
+//! One row of a benchmark sweep's CSV (`snowsim bench`), and reading and writing such files
+//! (`snowsim plot` reads them back). The columns are the fields of [`Row`], in order; the first
+//! is the schema version, so that a reader can refuse a file it does not understand.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the columns below. Bump it when a column changes meaning or moves.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What one configuration of a sweep did, averaged over its repeats.
+///
+/// Times are milliseconds per frame, the mean over the measured frames of every repeat (warm-up
+/// frames left out). A configuration that failed has `status` other than `ok`, the reason in
+/// `error`, and no times.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema: u32,
+    /// When the configuration ran, RFC 3339 in UTC.
+    pub date: String,
+    /// `CARGO_PKG_VERSION` of the snowsim that ran it.
+    pub snowsim_version: String,
+    /// The git commit it was built from (`unknown` outside a checkout).
+    pub git_commit: String,
+    /// The OpenCL device's name.
+    pub device: String,
+    /// Its platform's name.
+    pub platform: String,
+    /// CPU, GPU, accelerator.
+    pub device_type: String,
+    /// `CL_DRIVER_VERSION`.
+    pub driver_version: String,
+    /// `CL_DEVICE_VERSION`.
+    pub opencl_version: String,
+    /// Compute units.
+    pub compute_units: u32,
+    /// `CL_DEVICE_MAX_CLOCK_FREQUENCY` in MHz where the driver reports it.
+    pub clock_mhz: Option<u32>,
+    /// The scene file.
+    pub scene: String,
+    /// Snow particles.
+    pub particles: u64,
+    /// Tetrahedra of the wind's mesh asked for (`None`: the scene's own).
+    pub tets: Option<u64>,
+    /// Frame width and height in pixels.
+    pub width: u32,
+    /// See `width`.
+    pub height: u32,
+    /// Whether frames were drawn (`--render on`) or only simulated.
+    pub render: bool,
+    /// `--interop` as asked.
+    pub interop_requested: String,
+    /// The interop path actually used (empty without rendering or on failure).
+    pub interop: String,
+    /// `--particle-render` as asked.
+    pub particle_render_requested: String,
+    /// How particles were actually drawn (empty without rendering or on failure).
+    pub particle_render: String,
+    /// `--sort`: off, full or partial (empty: the scene's).
+    pub sort: String,
+    /// What was simulated: `wind+snow`, `wind` or `snow`.
+    pub simulate: String,
+    /// Measured frames per repeat.
+    pub frames: u32,
+    /// Warm-up frames per repeat, left out of every time.
+    pub warmup: u32,
+    /// Repeats that ran (each in a process of its own).
+    pub repeats: u32,
+    /// `ok`, `error` (the process failed), `timeout` or `killed` (by a signal).
+    pub status: String,
+    /// Why it failed (empty when ok).
+    pub error: String,
+    /// Frames per second: mean over the repeats.
+    pub fps_mean: Option<f64>,
+    /// Frames per second: standard deviation over the repeats (0 with one repeat).
+    pub fps_std: Option<f64>,
+    /// Whole frame.
+    pub ms_frame: Option<f64>,
+    /// The wind solver's kernels (stages `wind.*`), device time.
+    pub ms_wind: Option<f64>,
+    /// The snow step (`snow.step`: motion, location, landing and deposit in one kernel, or the
+    /// stand-in's `snow.particles`), device time.
+    pub ms_snow: Option<f64>,
+    /// Sorting and permuting the particles (`sort.*`), device time.
+    pub ms_sort: Option<f64>,
+    /// The snow cover's smoothing and depth (`snow.cover`), device time.
+    pub ms_smoothing: Option<f64>,
+    /// Splatting (`splat`), device time.
+    pub ms_splat: Option<f64>,
+    /// Handing buffers to OpenGL (`interop.transfer`), host time.
+    pub ms_transfer: Option<f64>,
+    /// Drawing until `glFinish` (`render.draw`), host time.
+    pub ms_draw: Option<f64>,
+}
+
+/// The stage columns of [`Row`] and the stage-name prefixes each sums, in the order a stacked
+/// bar draws them.
+pub const STAGE_COLUMNS: [(&str, &[&str]); 8] = [
+    ("wind", &["wind."]),
+    ("snow", &["snow.step", "snow.particles"]),
+    ("sort", &["sort."]),
+    ("smoothing", &["snow.cover"]),
+    ("splat", &["splat"]),
+    ("transfer", &["interop.transfer"]),
+    ("draw", &["render.draw"]),
+    ("frame", &[]),
+];
+
+impl Row {
+    /// The stage columns as (name, value), in [`STAGE_COLUMNS`] order.
+    pub fn stage_times(&self) -> [(&'static str, Option<f64>); 8] {
+        [
+            ("wind", self.ms_wind),
+            ("snow", self.ms_snow),
+            ("sort", self.ms_sort),
+            ("smoothing", self.ms_smoothing),
+            ("splat", self.ms_splat),
+            ("transfer", self.ms_transfer),
+            ("draw", self.ms_draw),
+            ("frame", self.ms_frame),
+        ]
+    }
+
+    /// Fills the stage columns from `snowsim run --json`'s `stages` list (each with `stage` and
+    /// `busy_ms`, per measured frame), summing the stages of each column's prefixes; a column
+    /// with no matching stage stays `None`.
+    pub fn set_stages(&mut self, stages: &[(String, f64)]) {
+        let sum = |prefixes: &[&str]| -> Option<f64> {
+            let matching: Vec<f64> = stages
+                .iter()
+                .filter(|(name, _)| prefixes.iter().any(|p| name.starts_with(p)))
+                .map(|(_, ms)| *ms)
+                .collect();
+            (!matching.is_empty()).then(|| matching.iter().sum())
+        };
+        self.ms_wind = sum(STAGE_COLUMNS[0].1);
+        self.ms_snow = sum(STAGE_COLUMNS[1].1);
+        self.ms_sort = sum(STAGE_COLUMNS[2].1);
+        self.ms_smoothing = sum(STAGE_COLUMNS[3].1);
+        self.ms_splat = sum(STAGE_COLUMNS[4].1);
+        self.ms_transfer = sum(STAGE_COLUMNS[5].1);
+        self.ms_draw = sum(STAGE_COLUMNS[6].1);
+    }
+}
+
+/// Errors reading or writing a sweep's CSV.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file could not be read or written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        error: String,
+    },
+    /// A row does not parse (line numbers count the header as line 1).
+    #[error("{}, line {line}: {error}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The line.
+        line: u64,
+        /// What is wrong with it.
+        error: String,
+    },
+    /// A row of another schema version.
+    #[error(
+        "{}, line {line}: schema version {found}, this snowsim reads version {SCHEMA_VERSION}",
+        path.display()
+    )]
+    Schema {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The line.
+        line: u64,
+        /// The version found.
+        found: u32,
+    },
+}
+
+/// Reads every row of a sweep's CSV, checking the schema version of each.
+pub fn read_rows(path: &Path) -> Result<Vec<Row>, RecordError> {
+    let io = |e: &dyn std::fmt::Display| RecordError::Io {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    };
+    let mut reader = csv::Reader::from_path(path).map_err(|e| io(&e))?;
+    let mut rows = Vec::new();
+    for (i, result) in reader.deserialize::<Row>().enumerate() {
+        let line = i as u64 + 2;
+        let row = result.map_err(|e| RecordError::Parse {
+            path: path.to_path_buf(),
+            line: e.position().map_or(line, |p| p.line()),
+            error: e.to_string(),
+        })?;
+        if row.schema != SCHEMA_VERSION {
+            return Err(RecordError::Schema {
+                path: path.to_path_buf(),
+                line,
+                found: row.schema,
+            });
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Writes `rows` as a CSV with a header, atomically (a reader never sees half a file).
+pub fn write_rows(path: &Path, rows: &[Row]) -> Result<(), RecordError> {
+    let io = |e: &dyn std::fmt::Display| RecordError::Io {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    };
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        writer.serialize(row).map_err(|e| io(&e))?;
+    }
+    let bytes = writer.into_inner().map_err(|e| io(&e))?;
+    crate::output::write_atomic(path, &bytes).map_err(|e| io(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(device: &str, particles: u64, fps: Option<f64>) -> Row {
+        Row {
+            schema: SCHEMA_VERSION,
+            device: device.into(),
+            particles,
+            status: if fps.is_some() { "ok" } else { "error" }.into(),
+            error: if fps.is_some() {
+                ""
+            } else {
+                "out of memory, it said"
+            }
+            .into(),
+            fps_mean: fps,
+            fps_std: fps.map(|_| 1.5),
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_through_a_file_with_errors_and_missing_values() {
+        let dir = std::env::temp_dir().join(format!("snowsim-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sweep.csv");
+        let rows = vec![
+            row("H100, \"SXM\"", 1 << 20, Some(325.25)),
+            row("pocl", 1 << 22, None),
+        ];
+        write_rows(&path, &rows).unwrap();
+        assert_eq!(read_rows(&path).unwrap(), rows);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("schema,date,"), "{text}");
+        std::fs::write(&path, text.replacen("\n1,", "\n7,", 1)).unwrap();
+        let err = read_rows(&path).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("version 7"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn stage_columns_sum_the_stages_of_their_prefixes() {
+        let mut r = Row::default();
+        let stages: Vec<(String, f64)> = [
+            ("wind.advect", 0.25),
+            ("wind.pressure", 0.5),
+            ("snow.step", 1.0),
+            ("sort.local", 0.125),
+            ("sort.merge", 0.125),
+            ("interop.transfer", 2.0),
+            ("render.draw", 3.0),
+            ("render.composite", 9.0),
+        ]
+        .iter()
+        .map(|(s, t)| (s.to_string(), *t))
+        .collect();
+        r.set_stages(&stages);
+        assert_eq!(r.ms_wind, Some(0.75));
+        assert_eq!(r.ms_snow, Some(1.0));
+        assert_eq!(r.ms_sort, Some(0.25));
+        assert_eq!(r.ms_smoothing, None);
+        assert_eq!(r.ms_splat, None);
+        assert_eq!(r.ms_transfer, Some(2.0));
+        assert_eq!(r.ms_draw, Some(3.0));
+    }
+}
