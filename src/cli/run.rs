@@ -74,6 +74,10 @@ pub struct Args {
     /// says.
     #[arg(long)]
     pressure: bool,
+    /// Frames at the start left out of the summary's means and FPS (the first always is:
+    /// shader and kernel compilation).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    warmup: u64,
     /// Start paused.
     #[arg(long)]
     paused: bool,
@@ -441,6 +445,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             headless.size(),
             &mut session,
             RunOptions {
+                warmup: args.warmup,
                 frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
                 capture,
                 log: &mut log,
@@ -473,6 +478,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 title: format!("snowsim: {}", scene.name),
             },
             RunOptions {
+                warmup: args.warmup,
                 frames,
                 capture,
                 log: &mut log,

@@ -216,6 +216,10 @@ impl Totals {
 pub struct FrameStats {
     all: Totals,
     first: Option<Duration>,
+    /// Frames still to keep out of the means (warm-up).
+    warmup_left: u64,
+    /// Warm-up frames recorded.
+    warmup_frames: u64,
     window: Totals,
     window_start: Instant,
     started: Instant,
@@ -231,12 +235,19 @@ impl Default for FrameStats {
 }
 
 impl FrameStats {
-    /// Starts counting now.
+    /// Starts counting now, with the first frame as warm-up.
     pub fn new() -> Self {
+        Self::with_warmup(1)
+    }
+
+    /// Starts counting now, keeping the first `warmup` frames (at least one) out of the means.
+    pub fn with_warmup(warmup: u64) -> Self {
         let now = Instant::now();
         Self {
             all: Totals::default(),
             first: None,
+            warmup_left: warmup.max(1),
+            warmup_frames: 0,
             window: Totals::default(),
             window_start: now,
             started: now,
@@ -247,12 +258,14 @@ impl FrameStats {
     }
 
     /// Records one frame: its stages, the time to present it (swap) and its whole wall time
-    /// (without capture). The first frame is kept apart as warm-up (lazy shader and kernel
-    /// compilation) and left out of the means.
+    /// (without capture). The warm-up frames (the first at least: lazy shader and kernel
+    /// compilation) are kept apart and left out of the means.
     pub fn record(&mut self, stages: &[StageTime], present: Duration, frame: Duration) {
         self.window.add(stages, present, frame);
-        if self.first.is_none() {
-            self.first = Some(frame);
+        if self.warmup_left > 0 {
+            self.first.get_or_insert(frame);
+            self.warmup_left -= 1;
+            self.warmup_frames += 1;
             return;
         }
         self.all.add(stages, present, frame);
@@ -309,7 +322,7 @@ impl FrameStats {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let n = a.frames().max(1) as u32;
         RunSummary {
-            frames: a.frames() + u64::from(self.first.is_some()),
+            frames: a.frames() + self.warmup_frames,
             measured_frames: a.frames(),
             first_frame_ms: self.first.map(ms).unwrap_or(0.0),
             fps: a.fps(),
@@ -342,12 +355,13 @@ impl FrameStats {
     }
 }
 
-/// What a run measured. Means are per frame over every frame but the first (warm-up).
+/// What a run measured. Means are per frame over every frame but the warm-up ones (the first
+/// at least).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct RunSummary {
     /// Frames drawn.
     pub frames: u64,
-    /// Frames the means and FPS are computed over (all but the first).
+    /// Frames the means and FPS are computed over (all but the warm-up).
     pub measured_frames: u64,
     /// Wall time of the first frame, in ms.
     pub first_frame_ms: f64,
@@ -462,6 +476,8 @@ pub(crate) fn capture_frame(
 pub struct RunOptions<'a> {
     /// Stop after this many frames; `None` runs until the user quits (window only).
     pub frames: Option<u64>,
+    /// Frames left out of the summary's means at the start (at least the first).
+    pub warmup: u64,
     /// PNG output.
     pub capture: Capture,
     /// Where the once-a-second statistics go.
@@ -477,7 +493,7 @@ pub fn run_headless(
 ) -> Result<RunSummary> {
     let frames = options.frames.unwrap_or(1);
     options.capture.prepare()?;
-    let mut stats = FrameStats::new();
+    let mut stats = FrameStats::with_warmup(options.warmup);
     for index in 0..frames {
         let start = Instant::now();
         let stages = driver.frame(size).map_err(Error::Frame)?;

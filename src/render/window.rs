@@ -80,13 +80,14 @@ where
         reason: format!("cannot connect to the display: {e}"),
     })?;
     event_loop.set_control_flow(ControlFlow::Poll);
+    let warmup = options.warmup;
     let mut app = App {
         window,
         options,
         make: Some(make),
         state: None,
         error: None,
-        stats: FrameStats::new(),
+        stats: FrameStats::with_warmup(warmup),
         frames_done: 0,
         screenshot_written: false,
         left_down: false,
@@ -405,7 +406,7 @@ where
             Ok(state) => {
                 state.window.request_redraw();
                 self.state = Some(state);
-                self.stats = FrameStats::new();
+                self.stats = FrameStats::with_warmup(self.options.warmup);
             }
             Err(e) => self.fail(event_loop, e),
         }
