@@ -491,6 +491,26 @@ pub fn run_headless(
     driver: &mut dyn FrameDriver,
     options: RunOptions<'_>,
 ) -> Result<RunSummary> {
+    run_frames(Some(gl), size, driver, options)
+}
+
+/// Runs `frames` frames of a driver that draws nothing (`--render off`): the statistics and
+/// the log of [`run_headless`], no capture.
+pub fn run_undrawn(driver: &mut dyn FrameDriver, options: RunOptions<'_>) -> Result<RunSummary> {
+    if options.capture.is_active() {
+        return Err(Error::InvalidParameter(
+            "nothing is drawn, so there is no frame to write as PNG".into(),
+        ));
+    }
+    run_frames(None, (0, 0), driver, options)
+}
+
+fn run_frames(
+    gl: Option<&glow::Context>,
+    size: (u32, u32),
+    driver: &mut dyn FrameDriver,
+    options: RunOptions<'_>,
+) -> Result<RunSummary> {
     let frames = options.frames.unwrap_or(1);
     options.capture.prepare()?;
     let mut stats = FrameStats::with_warmup(options.warmup);
@@ -501,7 +521,9 @@ pub fn run_headless(
         if let Some(line) = driver.notice() {
             (options.log)(&line);
         }
-        if options.capture.is_active() {
+        if let Some(gl) = gl
+            && options.capture.is_active()
+        {
             let start = Instant::now();
             capture_frame(gl, size, &options.capture, index, index + 1 == frames)?;
             stats.record_capture(start.elapsed());

@@ -420,6 +420,31 @@ impl ParticleSource for SnowSource {
         Ok(())
     }
 
+    fn check(&mut self, _context: &Context, _frame: u64) -> sim::Result<()> {
+        let Some((snow, wind)) = self.state.as_mut() else {
+            return Err(sim::Error::Internal("snow checked before prepare".into()));
+        };
+        // The wind: finite at every vertex.
+        let velocity = match wind {
+            WindField::Fixed { velocity, .. } => velocity.clone(),
+            WindField::Solved { solver, .. } => solver.velocity()?,
+        };
+        if let Some((v, u)) = velocity
+            .iter()
+            .enumerate()
+            .find(|(_, u)| !u[..3].iter().all(|c| c.is_finite()))
+        {
+            return Err(sim::Error::Invariant(format!(
+                "stage wind: the velocity at mesh vertex {v} is {:?}",
+                &u[..3]
+            )));
+        }
+        if let Some(snow) = snow.as_ref() {
+            snow.check_invariants()?;
+        }
+        Ok(())
+    }
+
     fn set_sorting(&mut self, on: bool) -> bool {
         let mode = if on {
             crate::scene::SortMode::Partial

@@ -549,3 +549,36 @@ fn simulate_switches_run_the_wind_alone_the_snow_in_a_frozen_wind_or_both() {
     assert!(stderr(&o).contains("--wind-every"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The long self-checking run: 2 000 frames of the flat scene, nothing drawn, checked
+/// every 100 frames.
+#[test]
+fn a_long_undrawn_run_checks_itself_and_reports_no_drawing() {
+    let report = run_flat(&[
+        "--render",
+        "off",
+        "--frames",
+        "2000",
+        "--check",
+        "--check-every",
+        "100",
+    ]);
+    assert_eq!(report["interop"], "none", "{report}");
+    assert_eq!(report["particle_render"], "none", "{report}");
+    assert_eq!(report["frames"], 2000);
+    assert!(report["fps"].as_f64().unwrap() > 0.0);
+    assert!(report["snow"]["landed"].as_u64().unwrap() > 0, "{report}");
+    let stages = device_stages(&report);
+    assert!(stages.iter().any(|s| s == "snow.step"), "{stages:?}");
+    // Nothing to capture without drawing.
+    let o = snowsim(&[
+        "run",
+        "--render",
+        "off",
+        "--screenshot",
+        "/tmp/x.png",
+        "--frames",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
