@@ -54,6 +54,7 @@ enum Command {
     Wind(wind::Args),
     /// Plot sweep CSVs (`snowsim bench`): FPS against particle count and mesh size, stacked
     /// per-stage times; PNG files with a JSON of their series beside each.
+    #[command(long_about = plot::LONG_ABOUT)]
     Plot(plot::Args),
 }
 

@@ -7,9 +7,8 @@ use snowsim::plot;
 
 use super::console::outln;
 
-/// Options of `snowsim plot`.
-#[derive(Debug, clap::Args)]
-#[command(long_about = "Draw the results of benchmark sweeps.
+/// What `snowsim plot --help` explains: inputs, outputs, series, failures, exit status.
+pub const LONG_ABOUT: &str = "Draw the results of benchmark sweeps.
 
 Inputs: one or more CSV files written by `snowsim bench` (schema version 1). Their rows are \
 taken together, so files of different devices from different machines can be plotted on one \
@@ -24,14 +23,18 @@ Outputs, in --out (created if missing), each PNG with a JSON of the same name be
 
 Rows are grouped into series by every setting except the x quantity: one line per device and \
 per combination of settings that varies (interop, particle render, sort, render, simulate, ...), \
-named by the device and the settings that differ. Error bars are one standard deviation over \
+named by the device and the settings that differ (interop and particle render as asked for, \
+since a failed row records no mode used). Error bars are one standard deviation over \
 the repeats. Rows whose status is not `ok` are not drawn (the FPS plots mark them with a cross on \
 the x axis) and are listed as failed in their series' JSON. The JSON gives, for every series, its \
 label, the settings that define it and its points (x, y, y_std) exactly as plotted, and the rows \
 left out with the reason.
 
 Exits with status 1 on an unreadable, empty or other-version CSV, a value that does not parse \
-(the error names the file and line), no completed row, or an output that cannot be written.")]
+(the error names the file and line), no completed row, or an output that cannot be written.";
+
+/// Options of `snowsim plot`.
+#[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sweep CSV files (`snowsim bench --csv FILE`).
     #[arg(required = true, value_name = "FILE.csv")]
@@ -41,6 +44,7 @@ pub struct Args {
     out: PathBuf,
 }
 
+/// Reads the CSVs, writes the plots and prints what was written.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let inputs = plot::read_inputs(&args.files)?;
     let report = plot::plot(&inputs, &args.out)?;

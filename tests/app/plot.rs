@@ -339,3 +339,21 @@ fn bad_inputs_and_outputs_are_clear_errors_with_status_1() {
 
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn help_names_the_inputs_and_every_output() {
+    let o = snowsim(&["plot", "--help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let help = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "snowsim bench",
+        "--out",
+        "fps_particles.png",
+        "fps_tets.png",
+        "stages.png",
+        "JSON",
+        "status 1",
+    ] {
+        assert!(help.contains(needle), "`{needle}` missing from:\n{help}");
+    }
+}
