@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::series::{Failure, Grouping, Skipped};
+use super::series::{Failure, Grouping, ModesUsed, Skipped};
 
 /// The stages a stacked bar draws, bottom to top: [`crate::bench::record::STAGE_COLUMNS`]
 /// without the whole frame.
@@ -38,6 +38,8 @@ pub struct LineSeries {
     pub label: String,
     /// Every setting the series' rows share.
     pub settings: BTreeMap<&'static str, String>,
+    /// The interop and particle-render modes its completed rows used.
+    pub modes_used: Vec<ModesUsed>,
     /// The points, by increasing x.
     pub points: Vec<Point>,
     /// Rows of this series that failed: not drawn.
@@ -86,6 +88,7 @@ impl LineFigure {
                 LineSeries {
                     label: g.label.clone(),
                     settings: g.settings(),
+                    modes_used: g.modes_used(),
                     points,
                     failed: g.failed.clone(),
                 }
@@ -141,6 +144,8 @@ pub struct BarSeries {
     pub label: String,
     /// Every setting the series' rows share.
     pub settings: BTreeMap<&'static str, String>,
+    /// The interop and particle-render modes its completed rows used.
+    pub modes_used: Vec<ModesUsed>,
     /// One bar per completed row, by increasing particle count.
     pub bars: Vec<Bar>,
     /// Rows of this series that failed: not drawn.
@@ -201,6 +206,7 @@ impl StageFigure {
                 BarSeries {
                     label: g.label.clone(),
                     settings: g.settings(),
+                    modes_used: g.modes_used(),
                     bars,
                     failed: g.failed.clone(),
                 }
@@ -218,5 +224,66 @@ impl StageFigure {
     /// Whether there is a bar to draw.
     pub fn has_bars(&self) -> bool {
         self.series.iter().any(|s| !s.bars.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::record::Row;
+    use crate::plot::series::{Origin, Sourced, group};
+
+    #[test]
+    fn completed_rows_without_fps_or_stage_times_are_skipped_with_their_origin() {
+        let rows = [
+            Row {
+                particles: 4,
+                status: "ok".into(),
+                fps_mean: Some(50.0),
+                fps_std: Some(f64::NAN),
+                ms_snow: Some(2.0),
+                ms_draw: Some(3.0),
+                ..Row::default()
+            },
+            Row {
+                particles: 2,
+                status: "ok".into(),
+                fps_mean: None,
+                ..Row::default()
+            },
+        ];
+        let origins: Vec<Origin> = (1..=2)
+            .map(|row| Origin {
+                file: "s.csv".into(),
+                row,
+            })
+            .collect();
+        let sourced: Vec<Sourced> = rows
+            .iter()
+            .zip(&origins)
+            .map(|(row, origin)| Sourced { origin, row })
+            .collect();
+        let grouping = group(&sourced, "particles", |r| Some(r.particles), "");
+
+        let lines = LineFigure::new(&grouping);
+        assert_eq!(
+            lines.series[0].points,
+            [Point {
+                x: 4,
+                y: 50.0,
+                y_std: None
+            }]
+        );
+        assert_eq!(lines.skipped.len(), 1);
+        assert_eq!(lines.skipped[0].origin.row, 2);
+
+        let stages = StageFigure::new(&grouping);
+        let bars = &stages.series[0].bars;
+        assert_eq!(bars.len(), 1);
+        assert_eq!(bars[0].total(), 5.0);
+        assert_eq!(bars[0].stages[1].stage, "snow");
+        assert_eq!(bars[0].stages[0].ms, None);
+        assert_eq!(stages.skipped.len(), 1);
+        assert_eq!(stages.skipped[0].reason, "status ok but no stage times");
     }
 }

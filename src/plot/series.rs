@@ -66,10 +66,35 @@ pub struct Group<'a> {
     pub failed: Vec<Failure>,
 }
 
+/// The interop and particle-render modes a completed row actually used (its series is keyed by
+/// the modes asked for, e.g. `auto`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ModesUsed {
+    /// `interop` of the row.
+    pub interop: String,
+    /// `particle_render` of the row.
+    pub particle_render: String,
+}
+
 impl Group<'_> {
     /// All settings of the series as a map (as the series JSON writes them).
     pub fn settings(&self) -> BTreeMap<&'static str, String> {
         self.key.iter().cloned().collect()
+    }
+
+    /// The distinct modes its completed rows used, in order of first appearance.
+    pub fn modes_used(&self) -> Vec<ModesUsed> {
+        let mut modes: Vec<ModesUsed> = Vec::new();
+        for (_, s) in &self.ok {
+            let m = ModesUsed {
+                interop: s.row.interop.clone(),
+                particle_render: s.row.particle_render.clone(),
+            };
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        modes
     }
 }
 

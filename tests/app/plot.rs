@@ -174,6 +174,11 @@ fn plot_writes_pngs_and_series_that_match_the_rows() {
             assert_eq!(series["settings"]["platform"], *platform);
             assert_eq!(series["settings"]["sort"], *mode);
             assert!(series["settings"].get("particles").is_none());
+            assert_eq!(series["settings"]["interop"], "auto");
+            assert_eq!(
+                series["modes_used"],
+                serde_json::json!([{"interop": "share", "particle_render": "splat"}])
+            );
             let points = series["points"].as_array().unwrap();
             assert_eq!(points.len(), PARTICLES.len(), "{label}");
             for (point, &p) in points.iter().zip(&PARTICLES) {
