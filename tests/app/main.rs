@@ -7,4 +7,5 @@
 
 mod cli;
 mod hardening;
+mod plot;
 mod render;
