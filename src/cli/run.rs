@@ -97,6 +97,11 @@ pub struct Args {
     /// stays fixed).
     #[arg(long, value_delimiter = ',', value_name = "LIST", num_args = 1..)]
     simulate: Vec<SimulateArg>,
+    /// Run the wind solver on this OpenCL device (index or part of a name, as --device) while
+    /// the snow and the drawing run on --device: the wind field crosses to the snow's device
+    /// once per wind step. Devices of different platforms work.
+    #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
+    wind_device: Option<snowsim::cl::DeviceSelector>,
     /// `off` runs the simulation alone, drawing nothing (no OpenGL at all; implies
     /// --headless): the simulation's own rate, and long self-checking runs.
     #[arg(long, value_enum, default_value_t = RenderArg::On, value_name = "on|off")]
@@ -459,6 +464,19 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     if let (Some(sort), Some(snow)) = (args.sort, setup.snow.as_mut()) {
         snow.config.sort.mode = sort.into();
+    }
+    if let Some(selector) = &args.wind_device {
+        let wind = selector.select(&devices)?;
+        match setup.snow.as_mut() {
+            Some(snow) if snow.solve.is_some() => {
+                say(&format!("wind device: {}", wind.info.label()))?;
+                snow.wind_device = Some(wind.clone());
+            }
+            _ => anyhow::bail!(
+                "--wind-device: {} runs no wind solver (its [simulate] wind is off)",
+                args.scene.display()
+            ),
+        }
     }
     if let Some(seed) = args.seed {
         setup.flakes.seed = seed;
