@@ -290,6 +290,23 @@ impl FrameStats {
             w.fps(),
             w.mean_ms(w.frame)
         );
+        // The simulation's device stages, where they ran: wind, snow (with its deposit),
+        // sort, and the cover's smoothing.
+        let groups: Vec<String> = [
+            ("wind", "wind."),
+            ("snow", "snow.step"),
+            ("sort", "sort."),
+            ("smoothing", "snow.cover"),
+        ]
+        .iter()
+        .filter(|(_, prefix)| w.stages.stages.iter().any(|s| s.stage.starts_with(prefix)))
+        .map(|(name, prefix)| format!("{name} {:.2}", w.mean_ms(w.stages.busy(prefix))))
+        .collect();
+        let simulation = if groups.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", groups.join(", "))
+        };
         // Splat mode: the splat kernels' device time and the composite's GPU time.
         let splat = if w.stages.get(stage::SPLAT).is_some() {
             format!(
@@ -301,8 +318,8 @@ impl FrameStats {
             String::new()
         };
         let line = format!(
-            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2})  transfer {:.2}  \
-             draw {:.2}{splat}  present {:.2} ms | {status}",
+            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2}{simulation})  \
+             transfer {:.2}  draw {:.2}{splat}  present {:.2} ms | {status}",
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),
