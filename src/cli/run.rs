@@ -102,6 +102,11 @@ pub struct Args {
     /// once per wind step. Devices of different platforms work.
     #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
     wind_device: Option<snowsim::cl::DeviceSelector>,
+    /// Write the state every K frames into DIR as a ParaView time series (`state_00000.vtu`,
+    /// … and `states.pvd`, which plays them with their simulated times); the disk is checked
+    /// for the whole series once the first state is written.
+    #[arg(long, num_args = 2, value_names = ["K", "DIR"])]
+    vtu_every: Option<Vec<String>>,
     /// `off` runs the simulation alone, drawing nothing (no OpenGL at all; implies
     /// --headless): the simulation's own rate, and long self-checking runs.
     #[arg(long, value_enum, default_value_t = RenderArg::On, value_name = "on|off")]
@@ -522,6 +527,20 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let snow_source = setup.snow_source()?;
     let snow_report = snow_source.as_ref().map(SnowSource::report_handle);
     let snow = std::cell::Cell::new(snow_source);
+    let series_frames = frames.or(args.headless.then_some(HEADLESS_FRAMES));
+    let series = || -> anyhow::Result<Option<snowsim::sim::Series>> {
+        let Some(v) = &args.vtu_every else {
+            return Ok(None);
+        };
+        let every: u64 = v[0]
+            .parse()
+            .with_context(|| format!("--vtu-every: `{}` is not a number of frames", v[0]))?;
+        Ok(Some(snowsim::sim::Series::new(
+            Path::new(&v[1]),
+            every,
+            series_frames,
+        )?))
+    };
     let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
         say(&format!("gl: {}", gl.info))?;
         let particles: Box<dyn ParticleSource> = match snow.take() {
@@ -532,6 +551,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         let mut session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
         if let Some(path) = &vtu {
             session.save_state_on_finish(path.clone());
+        }
+        if let Some(s) = series()? {
+            session.write_series(s);
         }
         say(&format!("interop: {}", session.interop()))?;
         say(&format!("particle render: {}", session.particle_render()))?;
@@ -559,6 +581,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         if let Some(path) = &vtu {
             stepper.save_state_on_finish(path.clone());
+        }
+        if let Some(s) = series()? {
+            stepper.write_series(s);
         }
         let summary = run_undrawn(
             &mut stepper,

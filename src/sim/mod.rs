@@ -15,6 +15,7 @@
 
 pub mod flakes;
 pub(crate) mod scene;
+mod series;
 mod session;
 mod source;
 mod splat;
@@ -22,6 +23,7 @@ mod stepper;
 
 pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
 pub use scene::{SceneSetup, WIND_SAMPLES};
+pub use series::Series;
 pub use session::{
     COMPOSITE_STAGE, FIELD_STAGE, PARTICLES_STAGE, SPLAT_STAGE, Session, SessionConfig,
 };

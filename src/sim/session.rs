@@ -98,6 +98,8 @@ pub struct Session {
     frame: u64,
     /// Where [`FrameDriver::finish`] writes the final state, if anywhere.
     state_output: Option<std::path::PathBuf>,
+    /// A ParaView series of the state, written every few frames.
+    series: Option<super::Series>,
     /// Copy mode, sprites: the particles' bytes read back and the time it took, over the
     /// frames stepped.
     readback: (u64, Duration),
@@ -200,6 +202,7 @@ impl Session {
             frame: 0,
             state_output: None,
             readback: (0, Duration::ZERO),
+            series: None,
             render: Rc::new(RefCell::new(render)),
             probe,
             notice: None,
@@ -232,6 +235,11 @@ impl Session {
     /// whether headless or in a window the user closes.
     pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
         self.state_output = Some(path);
+    }
+
+    /// Writes the state every few frames into a ParaView series ([`super::Series`]).
+    pub fn write_series(&mut self, series: super::Series) {
+        self.series = Some(series);
     }
 
     /// Copy mode: the read-back rate over the frames stepped (bytes per second), and whether
@@ -326,6 +334,13 @@ impl Session {
         if step {
             self.time += self.dt;
             self.frame += 1;
+            if let Some(series) = self.series.as_mut() {
+                series.after_frame(
+                    &mut *self.particles,
+                    self.frame,
+                    self.frame as f64 * f64::from(self.dt),
+                )?;
+            }
         }
         let start = Instant::now();
         self.draw(size);

@@ -28,6 +28,7 @@ pub struct Stepper {
     checks: u64,
     check_time: Duration,
     state_output: Option<std::path::PathBuf>,
+    series: Option<super::Series>,
 }
 
 impl Stepper {
@@ -66,6 +67,7 @@ impl Stepper {
             checks: 0,
             check_time: Duration::ZERO,
             state_output: None,
+            series: None,
         })
     }
 
@@ -83,6 +85,11 @@ impl Stepper {
     /// Writes the state to `path` when the run ends.
     pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
         self.state_output = Some(path);
+    }
+
+    /// Writes the state every few frames into a ParaView series ([`super::Series`]).
+    pub fn write_series(&mut self, series: super::Series) {
+        self.series = Some(series);
     }
 
     /// The context the kernels run on.
@@ -109,6 +116,13 @@ impl Stepper {
         times.extend(self.timeline.resolve()?);
         self.time += self.dt;
         self.frame += 1;
+        if let Some(series) = self.series.as_mut() {
+            series.after_frame(
+                &mut *self.source,
+                self.frame,
+                self.frame as f64 * f64::from(self.dt),
+            )?;
+        }
         if self.check_every > 0 && self.frame.is_multiple_of(self.check_every) {
             let start = Instant::now();
             self.source

@@ -639,3 +639,47 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
     assert!(reports[0].1 == reports[1].1, "the two state files differ");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--vtu-every K DIR` writes a state every K frames and a `.pvd` collection that lists each
+/// with its simulated time (frame × step), drawn or not.
+#[test]
+fn vtu_every_writes_a_paraview_series_with_the_simulated_times() {
+    let dir = temp_dir("vtu_every");
+    for (render, frames) in [("off", "30"), ("on", "20")] {
+        let out = dir.join(render);
+        let report = run_flat(&[
+            "--render",
+            render,
+            "--frames",
+            frames,
+            "--vtu-every",
+            "10",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(report["frames"].as_u64().unwrap().to_string(), frames);
+        let pvd = std::fs::read_to_string(out.join("states.pvd")).unwrap();
+        let entries: Vec<(f64, String)> = pvd
+            .lines()
+            .filter(|l| l.contains("<DataSet"))
+            .map(|l| {
+                let attr = |name: &str| {
+                    let start = l.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                    l[start..start + l[start..].find('"').unwrap()].to_string()
+                };
+                (attr("timestep").parse().unwrap(), attr("file"))
+            })
+            .collect();
+        let expected = frames.parse::<usize>().unwrap() / 10;
+        assert_eq!(entries.len(), expected, "{pvd}");
+        for (k, (time, file)) in entries.iter().enumerate() {
+            // The flat scene's step is 0.02 s.
+            assert!((time - 0.2 * (k + 1) as f64).abs() < 1e-6, "{pvd}");
+            let state = std::fs::read(out.join(file)).unwrap();
+            assert!(
+                state.starts_with(b"<?xml")
+                    && state.windows(17).any(|w| w == b"Name=\"snow_depth\"")
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

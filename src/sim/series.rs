@@ -1,0 +1,101 @@
+//! A time series of the simulation's state for ParaView (`snowsim run --vtu-every K DIR`):
+//! `DIR/state_00000.vtu`, `state_00001.vtu`, … every K frames, and `DIR/states.pvd`, the
+//! collection that plays them with their simulated times, rewritten atomically after each.
+//!
+//! The disk is checked once the first state is written, for as many more of its size as the
+//! run will write: a run that cannot finish its series stops at once, not when the disk fills.
+
+use std::path::{Path, PathBuf};
+
+use crate::budget::{Budget, Estimate};
+
+use super::source::ParticleSource;
+use super::{Error, Result};
+
+/// The series being written.
+#[derive(Debug)]
+pub struct Series {
+    dir: PathBuf,
+    every: u64,
+    /// Frames the run will draw, when known (to check the disk).
+    frames: Option<u64>,
+    /// (simulated time, file name) of every state written.
+    written: Vec<(f64, String)>,
+}
+
+impl Series {
+    /// A series in `dir` (created if missing), a state every `every` frames of a run of
+    /// `frames` frames (`None`: until the user quits).
+    pub fn new(dir: &Path, every: u64, frames: Option<u64>) -> Result<Self> {
+        if every == 0 {
+            return Err(Error::InvalidParameter(
+                "--vtu-every 0: a state needs at least one frame between writes".into(),
+            ));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::InvalidParameter(format!("cannot create {}: {e}", dir.display()))
+        })?;
+        crate::output::check_writable(&dir.join("states.pvd"))
+            .map_err(|e| Error::InvalidParameter(e.to_string()))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            every,
+            frames,
+            written: Vec::new(),
+        })
+    }
+
+    /// After frame `frame` (counted from 1) at simulated time `time`: writes the state if the
+    /// frame is one of the series'. Returns the file written.
+    pub fn after_frame(
+        &mut self,
+        source: &mut dyn ParticleSource,
+        frame: u64,
+        time: f64,
+    ) -> Result<Option<PathBuf>> {
+        if !frame.is_multiple_of(self.every) {
+            return Ok(None);
+        }
+        let name = format!("state_{:05}.vtu", self.written.len());
+        let path = self.dir.join(&name);
+        source.save_state(&path)?;
+        if self.written.is_empty()
+            && let Some(frames) = self.frames
+        {
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            let more = (frames / self.every).saturating_sub(1);
+            Budget::disk(&path)
+                .and_then(|budget| {
+                    budget.check(&Estimate::new(
+                        format!("--vtu-every {} over {frames} frames", self.every),
+                        format!("{more} more states of {size} bytes"),
+                        more.saturating_mul(size),
+                    ))
+                })
+                .map_err(|e| Error::InvalidParameter(e.to_string()))?;
+        }
+        self.written.push((time, name));
+        self.write_index()?;
+        Ok(Some(path))
+    }
+
+    /// The states written so far: (simulated time, file name in the directory).
+    pub fn written(&self) -> &[(f64, String)] {
+        &self.written
+    }
+
+    fn write_index(&self) -> Result<()> {
+        let mut xml = String::from(
+            "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\">\n  \
+             <Collection>\n",
+        );
+        for (time, name) in &self.written {
+            xml.push_str(&format!(
+                "    <DataSet timestep=\"{time}\" group=\"\" part=\"0\" file=\"{name}\"/>\n"
+            ));
+        }
+        xml.push_str("  </Collection>\n</VTKFile>\n");
+        crate::output::write_atomic(&self.dir.join("states.pvd"), xml.as_bytes())
+            .map_err(|e| Error::InvalidParameter(e.to_string()))
+    }
+}
