@@ -8,3 +8,4 @@
 mod cli;
 mod hardening;
 mod render;
+mod sweep;
