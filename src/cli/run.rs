@@ -90,6 +90,17 @@ pub struct Args {
     /// How the snow particles are sorted each frame [default: the scene's snow.sort].
     #[arg(long, value_enum, value_name = "MODE")]
     sort: Option<SortArg>,
+    /// What runs, overriding the scene's [simulate]: `wind,snow` (the snow blown by the wind
+    /// solver, stepping with the frames), `wind` (the wind alone: no particles; the wind and
+    /// pressure views show it) or `snow` (the snow in a frozen wind: the solver's start-up
+    /// solve and the scene's simulate.frozen_wind_steps steps, 0 by default, then the field
+    /// stays fixed).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", num_args = 1..)]
+    simulate: Vec<SimulateArg>,
+    /// A wind step every K frames over their time (the wind's step becomes K frame steps),
+    /// overriding the scene's simulate.wind_every and wind.step.
+    #[arg(long, value_name = "K")]
+    wind_every: Option<u32>,
     /// Write the final state as VTK XML (ParaView): the domain's tetrahedra and boundary
     /// triangles with cell data `ref`, point data `velocity` (m/s), `pressure` (Pa, zero
     /// with the fixed profile) and `snow_depth` (m, on the ground vertices, zero elsewhere).
@@ -118,6 +129,40 @@ impl From<SortArg> for SortMode {
             SortArg::Partial => SortMode::Partial,
         }
     }
+}
+
+/// `--simulate` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SimulateArg {
+    Wind,
+    Snow,
+}
+
+/// Applies `--simulate` and `--wind-every` to the scene, checked as the scene's own keys are.
+fn simulate_override(scene: &mut Scene, args: &Args) -> anyhow::Result<()> {
+    let s = &mut scene.simulate;
+    if !args.simulate.is_empty() {
+        s.wind = args.simulate.contains(&SimulateArg::Wind);
+        s.snow = args.simulate.contains(&SimulateArg::Snow);
+        if s.wind {
+            s.frozen_wind_steps = None;
+        } else {
+            s.frozen_wind_steps = Some(s.frozen_wind_steps.unwrap_or(0));
+        }
+    }
+    if let Some(k) = args.wind_every {
+        anyhow::ensure!(
+            (1..=10_000).contains(&k),
+            "--wind-every {k}: must be 1..=10000 frames"
+        );
+        anyhow::ensure!(
+            s.wind,
+            "--wind-every sets how often the wind steps, but the wind does not step (--simulate \
+             snow, or the scene's simulate.wind = false)"
+        );
+        s.wind_every = Some(k);
+    }
+    Ok(())
 }
 
 /// `--interop` values.
@@ -346,14 +391,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     };
-    let scene = load_scene(&args.scene)?;
+    let mut scene = load_scene(&args.scene)?;
+    simulate_override(&mut scene, &args)?;
     say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
-    if scene.simulate.snow {
-        // The snow runs on the tetrahedral domain: mesh it only if the host can hold it.
+    if scene.simulate.snow || scene.simulate.wind {
+        // The snow and the wind run on the tetrahedral domain: mesh it only if the host can
+        // hold it.
         check_domain_mesh(&scene)?;
     }
     let mut setup = SceneSetup::new(&scene)

@@ -253,10 +253,7 @@ impl Checker<'_> {
             )?,
         };
         let camera = self.camera(raw.camera, &domain)?;
-        let simulate = Simulate {
-            wind: raw.simulate.wind.unwrap_or(true),
-            snow: raw.simulate.snow.unwrap_or(true),
-        };
+        let simulate = self.simulate(&raw.simulate)?;
         let v = raw.view;
         let window = match v.window {
             None => [1280, 720],
@@ -555,6 +552,51 @@ impl Checker<'_> {
             step,
             advection: w.advection.unwrap_or_default(),
         })
+    }
+
+    fn simulate(&self, s: &raw::RawSimulate) -> Checked<Simulate> {
+        let simulate = Simulate {
+            wind: s.wind.unwrap_or(true),
+            snow: s.snow.unwrap_or(true),
+            wind_every: s.wind_every,
+            frozen_wind_steps: s.frozen_wind_steps,
+        };
+        if let Some(k) = simulate.wind_every
+            && !(1..=10_000).contains(&k)
+        {
+            return Err(self.error(
+                "simulate.wind_every",
+                format!("must be 1..=10000 frames, got {k}"),
+            ));
+        }
+        if let Some(n) = simulate.frozen_wind_steps {
+            if simulate.wind {
+                return Err(self.error(
+                    "simulate.frozen_wind_steps",
+                    "freezes the wind for the snow: it needs wind = false (with wind = true the \
+                     wind keeps stepping)",
+                ));
+            }
+            if !simulate.snow {
+                return Err(self.error(
+                    "simulate.frozen_wind_steps",
+                    "a frozen wind is for the snow, and snow = false",
+                ));
+            }
+            if n > 1_000_000 {
+                return Err(self.error(
+                    "simulate.frozen_wind_steps",
+                    format!("must be at most 1000000, got {n}"),
+                ));
+            }
+        }
+        if simulate.wind_every.is_some() && !simulate.wind {
+            return Err(self.error(
+                "simulate.wind_every",
+                "sets how often the wind steps, and wind = false",
+            ));
+        }
+        Ok(simulate)
     }
 
     fn camera(&self, c: Option<raw::RawCamera>, domain: &Domain) -> Checked<Camera> {

@@ -59,8 +59,12 @@
 //! fov = 55                 # vertical field of view (default 55)
 //!
 //! [simulate]               # both default to true
-//! wind = true
-//! snow = true
+//! wind = true              # the wind solver steps with the frames
+//! snow = true              # snow particles (wind = true, snow = false: the wind alone)
+//! wind_every = 1           # optional: a wind step every k frames, over their time
+//!                          # (replaces wind.step)
+//! frozen_wind_steps = 0    # optional, with wind = false: solve, step n times, then
+//!                          # freeze the field for the snow (absent: the inflow profile)
 //!
 //! [view]
 //! terrain = true           # (default true)

@@ -290,10 +290,16 @@ pub struct Camera {
 /// Which sub-simulations run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Simulate {
-    /// The wind solver.
+    /// The wind solver, stepping with the frames.
     pub wind: bool,
-    /// The snow particles.
+    /// The snow particles (without them, with `wind`, only the wind runs).
     pub snow: bool,
+    /// The wind steps every this many frames, over their time (its step is this many frame
+    /// steps, replacing `wind.step`); `None`: at `wind.step`'s own cadence.
+    pub wind_every: Option<u32>,
+    /// With `wind = false`: the solver runs its start-up solve and this many steps, then the
+    /// snow moves in that frozen field; `None` with `wind = false`: the scene's inflow profile.
+    pub frozen_wind_steps: Option<u32>,
 }
 
 /// What is drawn at the start.

@@ -140,6 +140,8 @@ pub struct RawCamera {
 pub struct RawSimulate {
     pub wind: Option<bool>,
     pub snow: Option<bool>,
+    pub wind_every: Option<u32>,
+    pub frozen_wind_steps: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -127,7 +127,8 @@ impl SceneSetup {
             flutter: (mean(snow.flutter_radius) * mean(snow.flutter_rate)) as f32,
             fall_speed: snow.fall_speed as f32,
         };
-        let snow = match scene.simulate.snow {
+        // The snow's setup carries the wind solver too, so the wind alone runs through it.
+        let snow = match scene.simulate.snow || scene.simulate.wind {
             true => Some(SnowSetup::new(scene, &ground)?),
             false => None,
         };

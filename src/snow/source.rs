@@ -47,9 +47,11 @@ pub struct SnowSetup {
     /// The wind per mesh vertex: the scene's inflow profile, the wind solver's inflow and
     /// start.
     pub wind: Vec<[f32; 4]>,
-    /// The wind solver stepped along with the frames (`simulate.wind`); `None` keeps the
-    /// profile fixed.
+    /// The wind solver stepped along with the frames (`simulate.wind`), or run and then
+    /// frozen (`simulate.frozen_wind_steps`); `None` keeps the profile fixed.
     pub solve: Option<WindSolve>,
+    /// Whether snow particles are simulated (`simulate.snow`); without them only the wind runs.
+    pub snow: bool,
 }
 
 /// The wind solver as the snow runs it: at its own time step, every time the frames have
@@ -64,12 +66,20 @@ pub struct WindSolve {
     pub view: crate::wind::view::SharedSamples,
     /// The vertices sampled for the views.
     pub view_vertices: Vec<u32>,
+    /// `Some(n)`: the solver runs its start-up solve and `n` steps, then its field is frozen
+    /// for the snow (`simulate.frozen_wind_steps`); `None`: it steps with the frames.
+    pub frozen_after: Option<u32>,
 }
 
 /// The wind the snow samples.
 enum WindField {
-    /// The profile, fixed.
-    Fixed(DeviceBuffer<[f32; 4]>),
+    /// A fixed field: the profile, or the solver's field frozen after `steps` steps.
+    Fixed {
+        buffer: DeviceBuffer<[f32; 4]>,
+        velocity: Vec<[f32; 4]>,
+        pressure: Vec<f32>,
+        steps: u64,
+    },
     /// The solver (its views' samples are the setup's [`WindSolve`]), the simulated time not
     /// yet stepped, the steps run and their CG iterations.
     Solved {
@@ -87,20 +97,31 @@ impl SnowSetup {
         let domain = scene.build_domain(true)?;
         let wind =
             crate::wind::profile::vertex_velocities(&domain.mesh.vertices, ground, &scene.wind);
-        let solve = scene.simulate.wind.then(|| WindSolve {
-            settings: crate::wind::setup::settings(scene, false),
+        let simulate = scene.simulate;
+        let mut settings = crate::wind::setup::settings(scene, false);
+        if let Some(every) = simulate.wind_every {
+            // Every k-th frame, over the k frames' time.
+            settings.step = Some(f64::from(every) * scene.time.step);
+        }
+        let frozen_after = (!simulate.wind)
+            .then_some(simulate.frozen_wind_steps)
+            .flatten();
+        let solve = (simulate.wind || frozen_after.is_some()).then(|| WindSolve {
+            settings,
             direction: scene.wind.direction,
             view: Default::default(),
             view_vertices: crate::wind::view::sample_vertices(
                 domain.mesh.vertices.len(),
                 WIND_VIEW_SAMPLES,
             ),
+            frozen_after,
         });
         Ok(Self {
             domain,
             config,
             wind,
             solve,
+            snow: simulate.snow,
         })
     }
 }
@@ -112,7 +133,8 @@ pub const WIND_VIEW_SAMPLES: usize = 1536;
 /// domain mesh (the scene's inflow profile until the wind solver hands over its field).
 pub struct SnowSource {
     setup: SnowSetup,
-    state: Option<(Snow, WindField)>,
+    /// The snow (without it, only the wind runs) and the wind it samples.
+    state: Option<(Option<Snow>, WindField)>,
     report: Arc<Mutex<SnowReport>>,
 }
 
@@ -140,7 +162,7 @@ impl SnowSource {
 
     /// The simulation (after [`prepare`](ParticleSource::prepare)).
     pub fn snow(&self) -> Option<&Snow> {
-        self.state.as_ref().map(|(s, _)| s)
+        self.state.as_ref().and_then(|(s, _)| s.as_ref())
     }
 
     /// A handle on the report, updated after every step (the session owns the source).
@@ -148,32 +170,37 @@ impl SnowSource {
         self.report.clone()
     }
 
-    fn state(&mut self) -> sim::Result<&mut (Snow, WindField)> {
-        self.state
-            .as_mut()
-            .ok_or_else(|| sim::Error::Internal("snow used before prepare".into()))
-    }
-
-    fn publish(&self, counters: &Counters, snow: &Snow, wind: &WindField) -> sim::Result<()> {
-        let (deposited_m3, max_depth_m) = snow.cover_summary()?;
+    fn publish(
+        &self,
+        counters: Option<&Counters>,
+        snow: Option<&Snow>,
+        wind: &WindField,
+    ) -> sim::Result<()> {
         let (wind_steps, wind_iterations) = match wind {
-            WindField::Fixed(_) => (0, 0.0),
+            WindField::Fixed { steps, .. } => (*steps, 0.0),
             WindField::Solved {
                 steps, iterations, ..
             } => (*steps, *iterations as f64 / (*steps).max(1) as f64),
         };
-        let report = SnowReport {
+        let mut report = SnowReport {
             wind_steps,
             wind_iterations,
-            particles: snow.particles().len(),
-            landed: counters.landed,
-            respawned: counters.respawned(),
-            wrapped: counters.wrapped,
-            lost: counters.lost,
-            deposited_m3,
-            max_depth_m,
-            parcel_m3: snow.parcel_volume(),
+            ..SnowReport::default()
         };
+        if let (Some(counters), Some(snow)) = (counters, snow) {
+            let (deposited_m3, max_depth_m) = snow.cover_summary()?;
+            report = SnowReport {
+                particles: snow.particles().len(),
+                landed: counters.landed,
+                respawned: counters.respawned(),
+                wrapped: counters.wrapped,
+                lost: counters.lost,
+                deposited_m3,
+                max_depth_m,
+                parcel_m3: snow.parcel_volume(),
+                ..report
+            };
+        }
         match self.report.lock() {
             Ok(mut r) => *r = report,
             Err(poisoned) => *poisoned.into_inner() = report,
@@ -188,13 +215,29 @@ impl ParticleSource for SnowSource {
     }
 
     fn count(&self) -> usize {
-        self.setup.config.particles
+        if self.setup.snow {
+            self.setup.config.particles
+        } else {
+            0
+        }
     }
 
     fn prepare(&mut self, context: &Context) -> sim::Result<()> {
-        let snow = Snow::new(context, &self.setup.domain, self.setup.config.clone())?;
+        let snow = match self.setup.snow {
+            true => Some(Snow::new(
+                context,
+                &self.setup.domain,
+                self.setup.config.clone(),
+            )?),
+            false => None,
+        };
         let wind = match &self.setup.solve {
-            None => WindField::Fixed(DeviceBuffer::from_slice(context, &self.setup.wind)?),
+            None => WindField::Fixed {
+                buffer: DeviceBuffer::from_slice(context, &self.setup.wind)?,
+                velocity: self.setup.wind.clone(),
+                pressure: vec![0.0; self.setup.wind.len()],
+                steps: 0,
+            },
             Some(solve) => {
                 let domain = &self.setup.domain;
                 let mut solver = crate::wind::Solver::new(
@@ -206,12 +249,30 @@ impl ParticleSource for SnowSource {
                     solve.settings,
                 )?;
                 solver.startup()?;
-                crate::wind::view::refresh(&mut solver, &solve.view_vertices, &solve.view)?;
-                WindField::Solved {
-                    solver: Box::new(solver),
-                    clock: 0.0,
-                    steps: 0,
-                    iterations: 0,
+                match solve.frozen_after {
+                    Some(steps) => {
+                        // Run, then keep the field and let the solver go.
+                        for _ in 0..steps {
+                            solver.step()?;
+                        }
+                        crate::wind::view::refresh(&mut solver, &solve.view_vertices, &solve.view)?;
+                        let velocity = solver.velocity()?;
+                        WindField::Fixed {
+                            buffer: DeviceBuffer::from_slice(context, &velocity)?,
+                            pressure: solver.pressure()?,
+                            velocity,
+                            steps: u64::from(steps),
+                        }
+                    }
+                    None => {
+                        crate::wind::view::refresh(&mut solver, &solve.view_vertices, &solve.view)?;
+                        WindField::Solved {
+                            solver: Box::new(solver),
+                            clock: 0.0,
+                            steps: 0,
+                            iterations: 0,
+                        }
+                    }
                 }
             }
         };
@@ -225,9 +286,11 @@ impl ParticleSource for SnowSource {
         particles: &mut OutputBuffer<'_, [f32; 4]>,
         timeline: &mut Timeline,
     ) -> sim::Result<()> {
-        let (snow, _) = self.state()?;
-        snow.reset(context, particles, timeline)?;
-        Ok(())
+        match self.state.as_mut() {
+            Some((Some(snow), _)) => Ok(snow.reset(context, particles, timeline)?),
+            Some((None, _)) => Ok(()),
+            None => Err(sim::Error::Internal("snow used before prepare".into())),
+        }
     }
 
     fn step(
@@ -242,7 +305,11 @@ impl ParticleSource for SnowSource {
             return Err(sim::Error::Internal("snow used before prepare".into()));
         };
         match wind {
-            WindField::Fixed(buffer) => snow.step(context, &*buffer, dt, particles, timeline)?,
+            WindField::Fixed { buffer, .. } => {
+                if let Some(snow) = snow.as_mut() {
+                    snow.step(context, &*buffer, dt, particles, timeline)?;
+                }
+            }
             WindField::Solved {
                 solver,
                 clock,
@@ -253,7 +320,9 @@ impl ParticleSource for SnowSource {
                 // (it waits for its own statistics; the snow samples the latest field).
                 *clock += f64::from(dt);
                 let mut stepped = false;
-                while *clock >= solver.dt() {
+                // A frame's f32 step sums to a hair under the wind's f64 step: without the
+                // tolerance a wind stepping every frame would skip the first.
+                while *clock >= solver.dt() * (1.0 - 1e-6) {
                     *clock -= solver.dt();
                     let s = solver.step_in(timeline)?;
                     *steps += 1;
@@ -263,16 +332,24 @@ impl ParticleSource for SnowSource {
                 if stepped && let Some(solve) = &self.setup.solve {
                     crate::wind::view::refresh(solver, &solve.view_vertices, &solve.view)?;
                 }
-                let velocity = solver.velocity_buffer()?;
-                snow.step(context, &velocity, dt, particles, timeline)?;
+                if let Some(snow) = snow.as_mut() {
+                    let velocity = solver.velocity_buffer()?;
+                    snow.step(context, &velocity, dt, particles, timeline)?;
+                }
             }
         }
         // Reading the counters waits for the frame's kernels, which the session waits for
         // anyway; a non-finite particle stops the run with its stage, frame and id.
-        let counters = snow.counters()?;
-        check_counters(&counters, snow.frame())?;
+        let counters = match snow.as_ref() {
+            Some(snow) => {
+                let counters = snow.counters()?;
+                check_counters(&counters, snow.frame())?;
+                Some(counters)
+            }
+            None => None,
+        };
         if let Some((snow, wind)) = &self.state {
-            self.publish(&counters, snow, wind)?;
+            self.publish(counters.as_ref(), snow.as_ref(), wind)?;
         }
         Ok(())
     }
@@ -282,7 +359,11 @@ impl ParticleSource for SnowSource {
     }
 
     fn ground_vertices(&self) -> usize {
-        self.setup.domain.ground.volume_vertices.len()
+        if self.setup.snow {
+            self.setup.domain.ground.volume_vertices.len()
+        } else {
+            0
+        }
     }
 
     fn write_ground_depth(
@@ -292,7 +373,8 @@ impl ParticleSource for SnowSource {
         timeline: &mut Timeline,
     ) -> sim::Result<()> {
         match &self.state {
-            Some((snow, _)) => Ok(snow.cover().write_depths(context, target, timeline)?),
+            Some((Some(snow), _)) => Ok(snow.cover().write_depths(context, target, timeline)?),
+            Some((None, _)) => Ok(()),
             None => Err(sim::Error::Internal(
                 "snow depth written before prepare".into(),
             )),
@@ -306,11 +388,17 @@ impl ParticleSource for SnowSource {
         };
         let mesh = &self.setup.domain.mesh;
         let (velocity, pressure): (Vec<[f32; 4]>, Vec<f32>) = match wind {
-            WindField::Fixed(_) => (self.setup.wind.clone(), vec![0.0; mesh.vertices.len()]),
+            WindField::Fixed {
+                velocity, pressure, ..
+            } => (velocity.clone(), pressure.clone()),
             WindField::Solved { solver, .. } => (solver.velocity()?, solver.pressure()?),
         };
         let mut depth = vec![0.0f32; mesh.vertices.len()];
-        for (g, d) in snow.cover().depths()?.into_iter().enumerate() {
+        let laid = match snow {
+            Some(snow) => snow.cover().depths()?,
+            None => Vec::new(),
+        };
+        for (g, d) in laid.into_iter().enumerate() {
             if let Some(&v) = self.setup.domain.ground.volume_vertices.get(g) {
                 depth[v as usize] = d;
             }
@@ -340,8 +428,8 @@ impl ParticleSource for SnowSource {
         };
         self.setup.config.sort.mode = mode;
         match self.state.as_mut() {
-            Some((snow, _)) => snow.set_sort(mode).is_ok(),
-            None => true,
+            Some((Some(snow), _)) => snow.set_sort(mode).is_ok(),
+            _ => true,
         }
     }
 }

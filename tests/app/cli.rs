@@ -424,3 +424,128 @@ fn run_writes_the_snow_state_after_a_headless_run() {
         assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
     }
 }
+
+/// `snowsim run --json` on the flat scene with `extra` options: the report.
+fn run_flat(extra: &[&str]) -> serde_json::Value {
+    let flat = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let mut args = vec![
+        "run",
+        "--scene",
+        flat.to_str().unwrap(),
+        "--headless",
+        "--size",
+        "160x120",
+        "--particles",
+        "2048",
+        "--particle-render",
+        "sprites",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let o = snowsim(&args);
+    assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn device_stages(report: &serde_json::Value) -> Vec<String> {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["device"] == true)
+        .map(|s| s["stage"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn simulate_switches_run_the_wind_alone_the_snow_in_a_frozen_wind_or_both() {
+    // The wind alone, a step every frame: no particle, no snow kernel, 12 wind steps.
+    let wind = run_flat(&["--frames", "12", "--simulate", "wind", "--wind-every", "1"]);
+    assert_eq!(wind["snow"]["particles"], 0, "{wind}");
+    assert_eq!(wind["snow"]["wind_steps"], 12, "{wind}");
+    let stages = device_stages(&wind);
+    assert!(stages.iter().any(|s| s.starts_with("wind.")), "{stages:?}");
+    assert!(!stages.iter().any(|s| s.starts_with("snow.")), "{stages:?}");
+    // Both, a wind step every third frame: 4 steps in 12 frames, and the snow moves.
+    let both = run_flat(&[
+        "--frames",
+        "12",
+        "--simulate",
+        "wind,snow",
+        "--wind-every",
+        "3",
+    ]);
+    assert_eq!(both["snow"]["wind_steps"], 4, "{both}");
+    assert_eq!(both["snow"]["particles"], 2048);
+    let stages = device_stages(&both);
+    assert!(stages.iter().any(|s| s == "snow.step"), "{stages:?}");
+    assert!(stages.iter().any(|s| s.starts_with("wind.")), "{stages:?}");
+    // The snow in a frozen wind: the start-up solve and the scene's 3 steps, then no more,
+    // however many frames run.
+    let dir = temp_dir("simulate_switches");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
+            .unwrap();
+    let frozen_scene = dir.join("frozen.toml");
+    std::fs::write(
+        &frozen_scene,
+        text.replace(
+            "[snow]",
+            "[simulate]\nwind = false\nfrozen_wind_steps = 3\n\n[snow]",
+        ),
+    )
+    .unwrap();
+    for frames in ["5", "15"] {
+        let o = snowsim(&[
+            "run",
+            "--scene",
+            frozen_scene.to_str().unwrap(),
+            "--headless",
+            "--size",
+            "160x120",
+            "--particles",
+            "2048",
+            "--frames",
+            frames,
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(report["snow"]["wind_steps"], 3, "{report}");
+        let stages = device_stages(&report);
+        assert!(!stages.iter().any(|s| s.starts_with("wind.")), "{stages:?}");
+        assert!(stages.iter().any(|s| s == "snow.step"), "{stages:?}");
+    }
+    // A frozen wind that keeps stepping is a contradiction, named with its key.
+    std::fs::write(
+        &frozen_scene,
+        text.replace(
+            "[snow]",
+            "[simulate]\nwind = true\nfrozen_wind_steps = 3\n\n[snow]",
+        ),
+    )
+    .unwrap();
+    let o = snowsim(&[
+        "run",
+        "--scene",
+        frozen_scene.to_str().unwrap(),
+        "--headless",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("simulate.frozen_wind_steps"),
+        "{}",
+        stderr(&o)
+    );
+    let o = snowsim(&[
+        "run",
+        "--headless",
+        "--simulate",
+        "snow",
+        "--wind-every",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--wind-every"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
