@@ -28,13 +28,16 @@ fn sweep(csv: &Path, args: &[&str]) -> Output {
             "3",
             "--warmup",
             "1",
-            "--repeats",
-            "2",
             "--timeout",
             "120",
             "--csv",
         ])
         .arg(csv)
+        .args(if args.contains(&"--repeats") {
+            &[][..]
+        } else {
+            &["--repeats", "2"][..]
+        })
         .args(args)
         .output()
         .expect("run snowsim")
@@ -175,5 +178,32 @@ fn bad_sweep_options_fail_before_running_anything() {
         !out.status.success(),
         "sweep options and a sub-command conflict"
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn simulate_items_reach_the_runs() {
+    let dir = temp_dir("simulate");
+    let csv = dir.join("sweep.csv");
+    let out = sweep(
+        &csv,
+        &[
+            "--particles",
+            "1024",
+            "--simulate",
+            "wind,snow",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = read_rows(&csv).unwrap();
+    let simulated: Vec<&str> = rows.iter().map(|r| r.simulate.as_str()).collect();
+    assert_eq!(simulated, ["wind", "snow"]);
+    for r in &rows {
+        assert_eq!((r.status.as_str(), r.repeats), ("ok", 1), "{r:?}");
+        // The snow step runs only where the snow is simulated.
+        assert_eq!(r.ms_snow.is_some(), r.simulate == "snow", "{r:?}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
