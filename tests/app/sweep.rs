@@ -12,32 +12,28 @@ fn temp_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// `snowsim bench ARGS` from the repository's root on PoCL, small frames, writing `csv`.
+/// `snowsim bench ARGS` from the repository's root on PoCL, small frames, writing `csv`; `args`
+/// replace the defaults of the same options.
 fn sweep(csv: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_snowsim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "bench",
-            "--devices",
-            "pocl",
-            "--scene",
-            "scenes/flat.toml",
-            "--size",
-            "160x120",
-            "--frames",
-            "3",
-            "--warmup",
-            "1",
-            "--timeout",
-            "120",
-            "--csv",
-        ])
+    let defaults = [
+        ("--devices", "pocl"),
+        ("--scene", "scenes/flat.toml"),
+        ("--size", "160x120"),
+        ("--frames", "3"),
+        ("--warmup", "1"),
+        ("--repeats", "2"),
+        ("--timeout", "120"),
+    ];
+    let mut command = Command::new(env!("CARGO_BIN_EXE_snowsim"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).arg("bench");
+    for (option, value) in defaults {
+        if !args.contains(&option) {
+            command.args([option, value]);
+        }
+    }
+    command
+        .arg("--csv")
         .arg(csv)
-        .args(if args.contains(&"--repeats") {
-            &[][..]
-        } else {
-            &["--repeats", "2"][..]
-        })
         .args(args)
         .output()
         .expect("run snowsim")
@@ -205,5 +201,39 @@ fn simulate_items_reach_the_runs() {
         // The snow step runs only where the snow is simulated.
         assert_eq!(r.ms_snow.is_some(), r.simulate == "snow", "{r:?}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_run_past_its_timeout_is_killed_and_gets_a_timeout_row() {
+    let dir = temp_dir("timeout");
+    let csv = dir.join("sweep.csv");
+    let started = std::time::Instant::now();
+    // A million particles for 10⁶ frames: far more than one second on any device.
+    let out = sweep(
+        &csv,
+        &[
+            "--particles",
+            "2^20",
+            "--frames",
+            "1000000",
+            "--timeout",
+            "1",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    let rows = read_rows(&csv).unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        (r.status.as_str(), r.particles),
+        ("timeout", 1 << 20),
+        "{r:?}"
+    );
+    assert!(r.error.starts_with("no result after 1 s, killed"), "{r:?}");
+    assert_eq!(r.fps_mean, None);
     std::fs::remove_dir_all(&dir).ok();
 }
