@@ -1,6 +1,7 @@
 //! `snowsim bench` without a sub-command: a sweep of `snowsim run` over devices and settings,
 //! one CSV row per configuration (the work is in `snowsim::bench::sweep`).
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -109,7 +110,14 @@ impl Progress for Bar {
     }
 
     fn stderr_line(&self, line: &str) {
-        if self.verbose {
+        if !self.verbose {
+            return;
+        }
+        if self.bar.is_hidden() {
+            // A hidden bar (stderr is not a terminal) prints nothing; an echo that cannot be
+            // written is not worth stopping the sweep for.
+            let _ = writeln!(std::io::stderr(), "  | {line}");
+        } else {
             self.bar.println(format!("  | {line}"));
         }
     }
