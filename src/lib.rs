@@ -20,6 +20,7 @@ pub mod inspect;
 pub mod interop;
 pub mod meshio;
 pub mod output;
+pub mod plot;
 pub mod quality;
 pub mod render;
 pub mod renumber;

@@ -6,6 +6,7 @@ mod bench_wind;
 mod console;
 mod devices;
 mod mesh;
+mod plot;
 mod run;
 mod scene;
 mod selftest;
@@ -53,6 +54,10 @@ enum Command {
     /// Run the wind solver alone, headless, and report how well it converged; optionally
     /// write the final state for ParaView (--vtu).
     Wind(wind::Args),
+    /// Plot sweep CSVs (`snowsim bench`): FPS against particle count and mesh size, stacked
+    /// per-stage times; PNG files with a JSON of their series beside each.
+    #[command(long_about = plot::LONG_ABOUT)]
+    Plot(plot::Args),
 }
 
 /// Which device a command runs on.
@@ -89,6 +94,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Scene(command) => scene::run(command),
         Command::Wind(args) => wind::run(args),
+        Command::Plot(args) => plot::run(args),
     }
 }
 

@@ -10,10 +10,10 @@ use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
 use snowsim::render::{
-    Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless,
+    Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless, run_undrawn,
 };
 use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
-use snowsim::sim::{ParticleSource, SceneSetup, Session};
+use snowsim::sim::{ParticleSource, SceneSetup, Session, Stepper};
 use snowsim::snow::{SnowReport, SnowSource};
 use snowsim::splat::{ParticleRender, RenderChoice};
 
@@ -97,6 +97,28 @@ pub struct Args {
     /// stays fixed).
     #[arg(long, value_delimiter = ',', value_name = "LIST", num_args = 1..)]
     simulate: Vec<SimulateArg>,
+    /// Run the wind solver on this OpenCL device (index or part of a name, as --device) while
+    /// the snow and the drawing run on --device: the wind field crosses to the snow's device
+    /// once per wind step. Devices of different platforms work.
+    #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
+    wind_device: Option<snowsim::cl::DeviceSelector>,
+    /// `off` runs the simulation alone, drawing nothing (no OpenGL at all; implies
+    /// --headless): the simulation's own rate, and long self-checking runs.
+    #[arg(long, value_enum, default_value_t = RenderArg::On, value_name = "on|off")]
+    render: RenderArg,
+    /// Check the simulation's invariants every --check-every frames: the wind finite at every
+    /// vertex, every particle id present exactly once, the snow on the ground exactly the
+    /// landings × the parcel's volume. The first failure stops the run (exit status 1) naming
+    /// the stage, the frame and the entity.
+    #[arg(long)]
+    check: bool,
+    /// Frames between checks with --check.
+    #[arg(long, value_name = "K", default_value_t = 60)]
+    check_every: u64,
+    /// Mesh the terrain scene's air with about N tetrahedra (the ground grid and layers
+    /// scaled), instead of the scene's own resolution.
+    #[arg(long, value_name = "N")]
+    tets: Option<usize>,
     /// A wind step every K frames over their time (the wind's step becomes K frame steps),
     /// overriding the scene's simulate.wind_every and wind.step.
     #[arg(long, value_name = "K")]
@@ -129,6 +151,13 @@ impl From<SortArg> for SortMode {
             SortArg::Partial => SortMode::Partial,
         }
     }
+}
+
+/// `--render` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum RenderArg {
+    On,
+    Off,
 }
 
 /// `--simulate` values.
@@ -355,7 +384,13 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
     )
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    // Nothing drawn, no window, no frame to write.
+    args.headless |= args.render == RenderArg::Off;
+    anyhow::ensure!(
+        args.render == RenderArg::On || (args.screenshot.is_none() && args.record.is_none()),
+        "--render off draws nothing, so there is no frame for --screenshot or --record"
+    );
     if args.frames == Some(0) {
         anyhow::bail!("--frames must be at least 1");
     }
@@ -393,6 +428,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut scene = load_scene(&args.scene)?;
     simulate_override(&mut scene, &args)?;
+    if let Some(tets) = args.tets {
+        let (resized, got) = snowsim::bench::wind::resized(&scene, tets).with_context(|| {
+            format!(
+                "--tets: {} has a mesh domain, which has one size",
+                args.scene.display()
+            )
+        })?;
+        scene = resized;
+        say(&format!(
+            "--tets {tets}: the air meshed with {got} tetrahedra"
+        ))?;
+    }
+    anyhow::ensure!(
+        args.check_every > 0,
+        "--check-every 0: checks need at least one frame between them"
+    );
     say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
@@ -413,6 +464,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let (Some(sort), Some(snow)) = (args.sort, setup.snow.as_mut()) {
         snow.config.sort.mode = sort.into();
+    }
+    if let Some(selector) = &args.wind_device {
+        let wind = selector.select(&devices)?;
+        match setup.snow.as_mut() {
+            Some(snow) if snow.solve.is_some() => {
+                say(&format!("wind device: {}", wind.info.label()))?;
+                snow.wind_device = Some(wind.clone());
+            }
+            _ => anyhow::bail!(
+                "--wind-device: {} runs no wind solver (its [simulate] wind is off)",
+                args.scene.display()
+            ),
+        }
     }
     if let Some(seed) = args.seed {
         setup.flakes.seed = seed;
@@ -484,6 +548,53 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let (w, h) = size;
     let mut readback = None;
+    if args.render == RenderArg::Off {
+        let particles: Box<dyn ParticleSource> = match snow.take() {
+            Some(s) => Box::new(s),
+            None => setup.particle_source()?,
+        };
+        let mut stepper = Stepper::new(entry, config.dt, particles)?;
+        if args.check {
+            stepper.check_every(args.check_every);
+        }
+        if let Some(path) = &vtu {
+            stepper.save_state_on_finish(path.clone());
+        }
+        let summary = run_undrawn(
+            &mut stepper,
+            RunOptions {
+                warmup: args.warmup,
+                frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
+                capture,
+                log: &mut log,
+            },
+        )?;
+        if args.check {
+            let (checks, time) = stepper.checks();
+            say(&format!(
+                "checked {checks} times (every {} frames, {:.3} s in all): all held",
+                args.check_every,
+                time.as_secs_f64()
+            ))?;
+        }
+        if let Some(e) = log_error {
+            return Err(e);
+        }
+        let snow = snow_report.map(|r| match r.lock() {
+            Ok(r) => *r,
+            Err(poisoned) => *poisoned.into_inner(),
+        });
+        let run = Ran {
+            scene: &scene,
+            path: &args.scene,
+            particles: setup.flakes.count,
+            size,
+            snow,
+            readback: None,
+        };
+        report(&args, &run, entry, &GlInfo::default(), None, &summary)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (summary, gl_info, interop) = if args.headless {
         let headless = Headless::new(w, h)?;
         let mut session = make_session(headless.setup())?;
@@ -556,7 +667,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         snow,
         readback,
     };
-    report(&args, &run, entry, &gl_info, &interop, &summary)?;
+    report(&args, &run, entry, &gl_info, Some(&interop), &summary)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -586,9 +697,16 @@ fn report(
     run: &Ran<'_>,
     entry: &DeviceEntry,
     gl: &GlInfo,
-    (interop, render): &(snowsim::interop::InteropChoice, RenderChoice),
+    modes: Option<&(snowsim::interop::InteropChoice, RenderChoice)>,
     summary: &RunSummary,
 ) -> anyhow::Result<()> {
+    // Without drawing (--render off) nothing crosses to OpenGL.
+    let undrawn = ("none".to_string(), "--render off".to_string());
+    let (interop, interop_reason) = modes.map_or(undrawn.clone(), |(i, _)| {
+        (i.transfer.to_string(), i.reason.clone())
+    });
+    let (render_mode, render_reason) =
+        modes.map_or(undrawn, |(_, r)| (r.mode.to_string(), r.reason.clone()));
     if args.json {
         let report = Report {
             scene: run.path.display().to_string(),
@@ -596,10 +714,10 @@ fn report(
             device: &entry.info.name,
             platform: &entry.info.platform,
             gl,
-            interop: interop.transfer.to_string(),
-            interop_reason: interop.reason.clone(),
-            particle_render: render.mode.to_string(),
-            particle_render_reason: render.reason.clone(),
+            interop,
+            interop_reason,
+            particle_render: render_mode,
+            particle_render_reason: render_reason,
             particles: run.particles,
             width: run.size.0,
             height: run.size.1,
@@ -613,9 +731,9 @@ fn report(
         outln!(
             "summary: {} particles, interop {}, particle render {} ({}), {}x{}, {} on {}",
             run.particles,
-            interop.transfer,
-            render.mode,
-            render.reason,
+            interop,
+            render_mode,
+            render_reason,
             run.size.0,
             run.size.1,
             entry.info.name,

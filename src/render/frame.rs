@@ -290,6 +290,23 @@ impl FrameStats {
             w.fps(),
             w.mean_ms(w.frame)
         );
+        // The simulation's device stages, where they ran: wind, snow (with its deposit),
+        // sort, and the cover's smoothing.
+        let groups: Vec<String> = [
+            ("wind", "wind."),
+            ("snow", "snow.step"),
+            ("sort", "sort."),
+            ("smoothing", "snow.cover"),
+        ]
+        .iter()
+        .filter(|(_, prefix)| w.stages.stages.iter().any(|s| s.stage.starts_with(prefix)))
+        .map(|(name, prefix)| format!("{name} {:.2}", w.mean_ms(w.stages.busy(prefix))))
+        .collect();
+        let simulation = if groups.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", groups.join(", "))
+        };
         // Splat mode: the splat kernels' device time and the composite's GPU time.
         let splat = if w.stages.get(stage::SPLAT).is_some() {
             format!(
@@ -301,8 +318,8 @@ impl FrameStats {
             String::new()
         };
         let line = format!(
-            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2})  transfer {:.2}  \
-             draw {:.2}{splat}  present {:.2} ms | {status}",
+            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2}{simulation})  \
+             transfer {:.2}  draw {:.2}{splat}  present {:.2} ms | {status}",
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),
@@ -491,6 +508,26 @@ pub fn run_headless(
     driver: &mut dyn FrameDriver,
     options: RunOptions<'_>,
 ) -> Result<RunSummary> {
+    run_frames(Some(gl), size, driver, options)
+}
+
+/// Runs `frames` frames of a driver that draws nothing (`--render off`): the statistics and
+/// the log of [`run_headless`], no capture.
+pub fn run_undrawn(driver: &mut dyn FrameDriver, options: RunOptions<'_>) -> Result<RunSummary> {
+    if options.capture.is_active() {
+        return Err(Error::InvalidParameter(
+            "nothing is drawn, so there is no frame to write as PNG".into(),
+        ));
+    }
+    run_frames(None, (0, 0), driver, options)
+}
+
+fn run_frames(
+    gl: Option<&glow::Context>,
+    size: (u32, u32),
+    driver: &mut dyn FrameDriver,
+    options: RunOptions<'_>,
+) -> Result<RunSummary> {
     let frames = options.frames.unwrap_or(1);
     options.capture.prepare()?;
     let mut stats = FrameStats::with_warmup(options.warmup);
@@ -501,7 +538,9 @@ pub fn run_headless(
         if let Some(line) = driver.notice() {
             (options.log)(&line);
         }
-        if options.capture.is_active() {
+        if let Some(gl) = gl
+            && options.capture.is_active()
+        {
             let start = Instant::now();
             capture_frame(gl, size, &options.capture, index, index + 1 == frames)?;
             stats.record_capture(start.elapsed());

@@ -33,7 +33,7 @@ pub(crate) use error::gl_call;
 pub use error::{Error, Result};
 pub use frame::{
     Action, Capture, FrameDriver, FrameError, FrameStats, RunOptions, RunSummary, StageTimes,
-    read_frame, run_headless, save_png,
+    read_frame, run_headless, run_undrawn, save_png,
 };
 pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};

@@ -18,6 +18,7 @@ pub(crate) mod scene;
 mod session;
 mod source;
 mod splat;
+mod stepper;
 
 pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
 pub use scene::{SceneSetup, WIND_SAMPLES};
@@ -26,6 +27,7 @@ pub use session::{
 };
 pub use source::{FieldRanges, FieldSource, ParticleSource};
 pub use splat::{PROBE_FRAMES, PROBE_WARMUP};
+pub use stepper::Stepper;
 
 use crate::cl;
 
@@ -70,6 +72,17 @@ pub enum Error {
         /// What failed.
         source: Box<Error>,
     },
+    /// `--check` found a broken invariant.
+    #[error("check after frame {frame}: {source}")]
+    Check {
+        /// Frames run when it was found.
+        frame: u64,
+        /// What broke.
+        source: Box<Error>,
+    },
+    /// A simulated state is wrong (what, where).
+    #[error("{0}")]
+    Invariant(String),
     /// An invariant of this module was broken (a bug).
     #[error("internal simulation error: {0}")]
     Internal(String),

@@ -61,6 +61,12 @@ pub trait ParticleSource {
     ) -> Result<()> {
         Ok(())
     }
+    /// Checks the source's invariants on the device state after `frame` frames (blocking reads):
+    /// `snowsim run --check`. The error names what broke and the entity (a particle id, a
+    /// vertex). Sources with nothing to check pass.
+    fn check(&mut self, _context: &Context, _frame: u64) -> Result<()> {
+        Ok(())
+    }
     /// Writes the simulation's state to `path` as VTK XML (`snowsim run --vtu`); a source
     /// without a mesh state refuses.
     fn save_state(&mut self, _path: &std::path::Path) -> Result<()> {

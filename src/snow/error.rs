@@ -50,6 +50,9 @@ pub enum Error {
         /// Vertices of the mesh.
         expected: usize,
     },
+    /// A checked invariant does not hold (`snowsim run --check`): what and where.
+    #[error("{0}")]
+    Invariant(String),
 }
 
 /// Result of the snow simulation.

@@ -491,6 +491,41 @@ impl Snow {
         Ok(self.cover.volumes()?.iter().map(|&v| u128::from(v)).sum())
     }
 
+    /// Checks what no frame may break (blocking reads): every particle id present exactly once
+    /// (none lost or doubled by sorting, permuting or respawning), and the snow on the ground
+    /// exactly the landings × [`PARCEL_UNITS`] (smoothing moves snow, never loses or makes it).
+    pub fn check_invariants(&self) -> Result<()> {
+        let ids = self.particles.ids.read()?;
+        let mut seen = vec![false; ids.len()];
+        for (slot, &id) in ids.iter().enumerate() {
+            match seen.get_mut(id as usize) {
+                Some(s) if !*s => *s = true,
+                Some(_) => {
+                    return Err(Error::Invariant(format!(
+                        "stage snow: particle id {id} appears twice (again in slot {slot})"
+                    )));
+                }
+                None => {
+                    return Err(Error::Invariant(format!(
+                        "stage snow: slot {slot} holds id {id}, beyond the {} particles",
+                        ids.len()
+                    )));
+                }
+            }
+        }
+        let counters = self.counters()?;
+        let deposited = self.deposited_units()?;
+        let expected = u128::from(counters.landed) * u128::from(PARCEL_UNITS);
+        if deposited != expected {
+            return Err(Error::Invariant(format!(
+                "stage snow.cover: {deposited} units of snow on the ground, but {} landings × \
+                 {PARCEL_UNITS} units per parcel = {expected}",
+                counters.landed
+            )));
+        }
+        Ok(())
+    }
+
     /// Deposited volume in m³ and the largest depth in m (blocking).
     pub fn cover_summary(&self) -> Result<(f64, f32)> {
         let units = self.deposited_units()?;

@@ -52,6 +52,9 @@ pub struct SnowSetup {
     pub solve: Option<WindSolve>,
     /// Whether snow particles are simulated (`simulate.snow`); without them only the wind runs.
     pub snow: bool,
+    /// Another OpenCL device for the wind solver (`--wind-device`); `None`: the snow's. Its
+    /// field then crosses to the snow's device once per wind step, through the host.
+    pub wind_device: Option<crate::cl::DeviceEntry>,
 }
 
 /// The wind solver as the snow runs it: at its own time step, every time the frames have
@@ -87,6 +90,9 @@ enum WindField {
         clock: f64,
         steps: u64,
         iterations: u64,
+        /// With the solver on another device: its field on the snow's device, refreshed after
+        /// each wind step.
+        mirror: Option<DeviceBuffer<[f32; 4]>>,
     },
 }
 
@@ -122,6 +128,7 @@ impl SnowSetup {
             wind,
             solve,
             snow: simulate.snow,
+            wind_device: None,
         })
     }
 }
@@ -240,8 +247,12 @@ impl ParticleSource for SnowSource {
             },
             Some(solve) => {
                 let domain = &self.setup.domain;
+                let wind_context = match &self.setup.wind_device {
+                    Some(device) => crate::cl::Context::new(device)?,
+                    None => context.clone(),
+                };
                 let mut solver = crate::wind::Solver::new(
-                    context.clone(),
+                    wind_context,
                     &domain.mesh,
                     &domain.boundary,
                     solve.direction,
@@ -266,11 +277,18 @@ impl ParticleSource for SnowSource {
                     }
                     None => {
                         crate::wind::view::refresh(&mut solver, &solve.view_vertices, &solve.view)?;
+                        let mirror = match self.setup.wind_device {
+                            Some(_) => {
+                                Some(DeviceBuffer::from_slice(context, &solver.velocity()?)?)
+                            }
+                            None => None,
+                        };
                         WindField::Solved {
                             solver: Box::new(solver),
                             clock: 0.0,
                             steps: 0,
                             iterations: 0,
+                            mirror,
                         }
                     }
                 }
@@ -315,6 +333,7 @@ impl ParticleSource for SnowSource {
                 clock,
                 steps,
                 iterations,
+                mirror,
             } => {
                 // The wind steps at its own time step once the frames have added up to one
                 // (it waits for its own statistics; the snow samples the latest field).
@@ -324,7 +343,12 @@ impl ParticleSource for SnowSource {
                 // tolerance a wind stepping every frame would skip the first.
                 while *clock >= solver.dt() * (1.0 - 1e-6) {
                     *clock -= solver.dt();
-                    let s = solver.step_in(timeline)?;
+                    // On another device the solver keeps its own timeline (events of two
+                    // contexts cannot be waited for together).
+                    let s = match mirror {
+                        Some(_) => solver.step()?,
+                        None => solver.step_in(timeline)?,
+                    };
                     *steps += 1;
                     *iterations += u64::from(s.iterations);
                     stepped = true;
@@ -333,8 +357,20 @@ impl ParticleSource for SnowSource {
                     crate::wind::view::refresh(solver, &solve.view_vertices, &solve.view)?;
                 }
                 if let Some(snow) = snow.as_mut() {
-                    let velocity = solver.velocity_buffer()?;
-                    snow.step(context, &velocity, dt, particles, timeline)?;
+                    match mirror {
+                        // The field crosses devices once per wind step (blocking: the read
+                        // waits for the step on the wind's device).
+                        Some(mirror) => {
+                            if stepped {
+                                mirror.write(&solver.velocity()?)?;
+                            }
+                            snow.step(context, &*mirror, dt, particles, timeline)?;
+                        }
+                        None => {
+                            let velocity = solver.velocity_buffer()?;
+                            snow.step(context, &velocity, dt, particles, timeline)?;
+                        }
+                    }
                 }
             }
         }
@@ -417,6 +453,31 @@ impl ParticleSource for SnowSource {
                 VtuArray::scalars("snow_depth", &depth),
             ],
         )?;
+        Ok(())
+    }
+
+    fn check(&mut self, _context: &Context, _frame: u64) -> sim::Result<()> {
+        let Some((snow, wind)) = self.state.as_mut() else {
+            return Err(sim::Error::Internal("snow checked before prepare".into()));
+        };
+        // The wind: finite at every vertex.
+        let velocity = match wind {
+            WindField::Fixed { velocity, .. } => velocity.clone(),
+            WindField::Solved { solver, .. } => solver.velocity()?,
+        };
+        if let Some((v, u)) = velocity
+            .iter()
+            .enumerate()
+            .find(|(_, u)| !u[..3].iter().all(|c| c.is_finite()))
+        {
+            return Err(sim::Error::Invariant(format!(
+                "stage wind: the velocity at mesh vertex {v} is {:?}",
+                &u[..3]
+            )));
+        }
+        if let Some(snow) = snow.as_ref() {
+            snow.check_invariants()?;
+        }
         Ok(())
     }
 

@@ -549,3 +549,93 @@ fn simulate_switches_run_the_wind_alone_the_snow_in_a_frozen_wind_or_both() {
     assert!(stderr(&o).contains("--wind-every"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The long self-checking run: 2 000 frames of the flat scene, nothing drawn, checked
+/// every 100 frames.
+#[test]
+fn a_long_undrawn_run_checks_itself_and_reports_no_drawing() {
+    let report = run_flat(&[
+        "--render",
+        "off",
+        "--frames",
+        "2000",
+        "--check",
+        "--check-every",
+        "100",
+    ]);
+    assert_eq!(report["interop"], "none", "{report}");
+    assert_eq!(report["particle_render"], "none", "{report}");
+    assert_eq!(report["frames"], 2000);
+    assert!(report["fps"].as_f64().unwrap() > 0.0);
+    assert!(report["snow"]["landed"].as_u64().unwrap() > 0, "{report}");
+    let stages = device_stages(&report);
+    assert!(stages.iter().any(|s| s == "snow.step"), "{stages:?}");
+    // Nothing to capture without drawing.
+    let o = snowsim(&[
+        "run",
+        "--render",
+        "off",
+        "--screenshot",
+        "/tmp/x.png",
+        "--frames",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// The wind solver on a context of its own (here a second context on the same PoCL device,
+/// through `--wind-device`) gives the very same run: the field crosses once per wind step and
+/// the snow samples the same time level, so the final state files are identical byte for byte.
+#[test]
+fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
+    let dir = temp_dir("wind_on_another_device");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
+            .unwrap();
+    // A log profile, so that the wind solver has work: advection and pressure iterations.
+    let scene = dir.join("log.toml");
+    std::fs::write(
+        &scene,
+        text.replace("profile = \"uniform\"", "profile = \"log\""),
+    )
+    .unwrap();
+    let mut reports = Vec::new();
+    for (name, extra) in [("one", None), ("two", Some("0"))] {
+        let vtu = dir.join(format!("{name}.vtu"));
+        let mut args = vec![
+            "run",
+            "--scene",
+            scene.to_str().unwrap(),
+            "--render",
+            "off",
+            "--frames",
+            "30",
+            "--particles",
+            "4096",
+            "--simulate",
+            "wind,snow",
+            "--wind-every",
+            "1",
+            "--vtu",
+            vtu.to_str().unwrap(),
+            "--json",
+        ];
+        if let Some(device) = extra {
+            args.extend(["--wind-device", device]);
+        }
+        let o = snowsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(report["snow"]["wind_steps"], 30, "{report}");
+        reports.push((report, std::fs::read(&vtu).unwrap()));
+    }
+    assert!(reports[0].0["snow"]["landed"].as_u64().unwrap() > 0);
+    assert!(
+        reports[0].0["snow"]["wind_iterations"].as_f64().unwrap() > 0.0,
+        "{}",
+        reports[0].0
+    );
+    assert_eq!(reports[0].0["snow"], reports[1].0["snow"]);
+    assert!(reports[0].1 == reports[1].1, "the two state files differ");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -7,5 +7,6 @@
 
 mod cli;
 mod hardening;
+mod plot;
 mod render;
 mod sweep;

@@ -160,6 +160,32 @@ fn snow_approaches_terminal_velocity_like_tanh() {
     assert_eq!(checked, 2, "checked at τ and 3τ");
 }
 
+/// `--check`'s invariants hold through sorted frames with landings, and each breach is found
+/// and named: one unit of snow too many on one vertex.
+#[test]
+fn invariants_hold_while_sorting_and_a_breach_is_named() {
+    let ctx = context();
+    let hills = hills();
+    let mut config = SnowConfig::new(2000);
+    config.sort.mode = SortMode::Partial;
+    let w = wind(&hills, [0.8, 0.6, 0.0], 6.0);
+    let mut run = Run::new(&ctx, &hills, config, &w);
+    let mut landed = 0;
+    for _ in 0..20 {
+        landed = run.step(&ctx, 0.5).landed;
+        run.snow.check_invariants().unwrap();
+    }
+    assert!(landed > 0, "the test needs landings");
+    let mut volumes = run.snow.cover().volumes().unwrap();
+    volumes[7] += 1;
+    run.snow.cover_mut().set_volumes(&volumes).unwrap();
+    let err = run.snow.check_invariants().unwrap_err().to_string();
+    assert!(
+        err.contains("snow.cover") && err.contains(&format!("{landed} landings")),
+        "{err}"
+    );
+}
+
 #[test]
 fn particles_stay_located_and_snow_is_conserved() {
     let ctx = context();

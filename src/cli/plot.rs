@@ -1,0 +1,66 @@
+//! `snowsim plot`: PNG plots and their series JSON from sweep CSVs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use snowsim::plot;
+
+use super::console::outln;
+
+/// What `snowsim plot --help` explains: inputs, outputs, series, failures, exit status.
+pub const LONG_ABOUT: &str = "Draw the results of benchmark sweeps.
+
+Inputs: one or more CSV files written by `snowsim bench` (schema version 1). Their rows are \
+taken together, so files of different devices from different machines can be plotted on one \
+figure.
+
+Outputs, in --out (created if missing), each PNG with a JSON of the same name beside it:
+  fps_particles.png  frames per second against particle count (log2 x axis)
+  fps_tets.png       frames per second against tetrahedra of the wind's mesh (log2 x axis),
+                     when rows have a mesh size
+  stages.png         stacked bars of milliseconds per frame in each stage (wind, snow, sort,
+                     smoothing, splat, transfer, draw), one bar per completed configuration
+
+Rows are grouped into series by every setting except the x quantity: one line per device and \
+per combination of settings that varies (interop, particle render, sort, render, simulate, ...), \
+named by the device and the settings that differ (interop and particle render as asked for, \
+since a failed row records no mode used). Error bars are one standard deviation over \
+the repeats. Rows whose status is not `ok` are not drawn (the FPS plots mark them with a cross on \
+the x axis) and are listed as failed in their series' JSON. The JSON gives, for every series, its \
+label, the settings that define it and its points (x, y, y_std) exactly as plotted, and the rows \
+left out with the reason.
+
+Exits with status 1 on an unreadable, empty or other-version CSV, a value that does not parse \
+(the error names the file and line), no completed row, or an output that cannot be written.";
+
+/// Options of `snowsim plot`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The sweep CSV files (`snowsim bench --csv FILE`).
+    #[arg(required = true, value_name = "FILE.csv")]
+    files: Vec<PathBuf>,
+    /// The folder the PNG and JSON files are written to (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// Reads the CSVs, writes the plots and prints what was written.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let inputs = plot::read_inputs(&args.files)?;
+    let report = plot::plot(&inputs, &args.out)?;
+    let rows: usize = inputs.iter().map(|i| i.rows.len()).sum();
+    outln!("{rows} rows from {} file(s)", inputs.len())?;
+    for w in &report.written {
+        outln!(
+            "wrote {} ({} series, {} points) and {}",
+            w.png.display(),
+            w.series,
+            w.points,
+            w.json.display()
+        )?;
+    }
+    for note in &report.not_made {
+        outln!("not drawn: {note}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,297 @@
+//! Drawing the figures into PNG images with plotters: FPS lines on a log2 x axis with error
+//! bars, and horizontal stacked bars of per-stage time.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::axis::TickedAxis;
+use super::figure::{LineFigure, STAGES, StageFigure};
+use super::font::{FAMILY, register};
+
+/// Width of every image, pixels.
+pub const WIDTH: u32 = 1280;
+/// Height of an FPS plot, pixels.
+pub const LINE_HEIGHT: u32 = 800;
+
+/// The height of the stage plot for `bars` bars, pixels.
+pub fn stage_height(bars: usize) -> u32 {
+    (160 + 30 * bars as u32).max(400)
+}
+
+/// An error while drawing (plotters' errors, as text).
+pub type DrawResult<T> = Result<T, String>;
+
+fn text<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// The FPS plot of `figure` as a PNG, [`WIDTH`]×[`LINE_HEIGHT`].
+pub fn line_png(figure: &LineFigure, title: &str, x_desc: &str) -> DrawResult<Vec<u8>> {
+    register()?;
+    let mut rgb = vec![0u8; WIDTH as usize * LINE_HEIGHT as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, LINE_HEIGHT)).into_drawing_area();
+        draw_lines(&root, figure, title, x_desc)?;
+        root.present().map_err(text)?;
+    }
+    png(rgb, WIDTH, LINE_HEIGHT)
+}
+
+/// The stacked bars of `figure` as a PNG, [`WIDTH`] wide.
+pub fn stage_png(figure: &StageFigure, title: &str) -> DrawResult<Vec<u8>> {
+    register()?;
+    let bars = figure.series.iter().map(|s| s.bars.len()).sum();
+    let height = stage_height(bars);
+    let mut rgb = vec![0u8; WIDTH as usize * height as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, height)).into_drawing_area();
+        draw_stages(&root, figure, title)?;
+        root.present().map_err(text)?;
+    }
+    png(rgb, WIDTH, height)
+}
+
+/// Encodes an RGB buffer as PNG.
+fn png(rgb: Vec<u8>, width: u32, height: u32) -> DrawResult<Vec<u8>> {
+    let image = image::RgbImage::from_raw(width, height, rgb)
+        .ok_or_else(|| "the image buffer has the wrong size".to_string())?;
+    let mut bytes = Vec::new();
+    image
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .map_err(text)?;
+    Ok(bytes)
+}
+
+/// The colour of series (or stage) `i`.
+fn colour(i: usize) -> RGBColor {
+    const COLOURS: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    COLOURS[i % COLOURS.len()]
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    figure: &LineFigure,
+    title: &str,
+    x_desc: &str,
+) -> DrawResult<()> {
+    root.fill(&WHITE).map_err(text)?;
+    let log2 = |x: u64| (x.max(1) as f64).log2();
+    let xs: Vec<f64> = figure
+        .series
+        .iter()
+        .flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.x)
+                .chain(s.failed.iter().map(|f| f.x))
+        })
+        .map(log2)
+        .collect();
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min).floor();
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil();
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() {
+        (lo, hi.max(lo + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
+    let step = ((hi - lo) / 16.0).ceil().max(1.0);
+    let ticks: Vec<f64> = (0..)
+        .map(|i| lo + step * f64::from(i))
+        .take_while(|t| *t <= hi)
+        .collect();
+    let y_max = figure
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.y + p.y_std.unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FAMILY, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            TickedAxis {
+                range: lo - 0.3..hi + 0.3,
+                ticks,
+            },
+            0.0..y_max,
+        )
+        .map_err(text)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc("frames per second")
+        .x_label_formatter(&|v| format!("2^{}", v.round() as i64))
+        .y_label_formatter(&|v| {
+            if y_max >= 20.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        })
+        .label_style((FAMILY, 18))
+        .axis_desc_style((FAMILY, 20))
+        .draw()
+        .map_err(text)?;
+
+    let cap = 0.06 * step;
+    for (i, series) in figure.series.iter().enumerate() {
+        let c = colour(i);
+        let line = c.stroke_width(2);
+        let points: Vec<(f64, f64)> = series.points.iter().map(|p| (log2(p.x), p.y)).collect();
+        let label = if series.failed.is_empty() {
+            series.label.clone()
+        } else {
+            format!("{} [{} failed: ×]", series.label, series.failed.len())
+        };
+        chart
+            .draw_series(LineSeries::new(points.clone(), line))
+            .map_err(text)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], line));
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 4, c.filled())))
+            .map_err(text)?;
+        let bars = series.points.iter().filter_map(|p| {
+            let std = p.y_std.filter(|s| *s > 0.0)?;
+            let x = log2(p.x);
+            let (low, high) = ((p.y - std).max(0.0), p.y + std);
+            Some([
+                PathElement::new(vec![(x, low), (x, high)], c.stroke_width(1)),
+                PathElement::new(vec![(x - cap, low), (x + cap, low)], c.stroke_width(1)),
+                PathElement::new(vec![(x - cap, high), (x + cap, high)], c.stroke_width(1)),
+            ])
+        });
+        chart.draw_series(bars.flatten()).map_err(text)?;
+        chart
+            .draw_series(
+                series
+                    .failed
+                    .iter()
+                    .map(|f| Cross::new((log2(f.x), 0.0), 6, c.stroke_width(2))),
+            )
+            .map_err(text)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 16))
+        .draw()
+        .map_err(text)?;
+    Ok(())
+}
+
+fn draw_stages<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    figure: &StageFigure,
+    title: &str,
+) -> DrawResult<()> {
+    root.fill(&WHITE).map_err(text)?;
+    let bars: Vec<(String, &super::figure::Bar)> = figure
+        .series
+        .iter()
+        .flat_map(|s| {
+            s.bars
+                .iter()
+                .map(move |b| (format!("{} · {}", s.label, power_of_two(b.x)), b))
+        })
+        .collect();
+    let n = bars.len();
+    let x_max = bars.iter().map(|(_, b)| b.total()).fold(0.0, f64::max);
+    // Room on the right for the legend.
+    let x_max = if x_max > 0.0 { x_max * 1.3 } else { 1.0 };
+    let longest = bars
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_area = (longest as u32 * 9 + 20).clamp(120, WIDTH / 2);
+    // Bar i is drawn at y = n - 1 - i, so the first bar is at the top.
+    let row = |i: usize| (n - 1 - i) as f64;
+    let ticks: Vec<f64> = (0..n).map(row).collect();
+    let labels: Vec<&str> = bars.iter().map(|(l, _)| l.as_str()).collect();
+
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FAMILY, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(label_area)
+        .build_cartesian_2d(
+            0.0..x_max,
+            TickedAxis {
+                range: -0.6..n as f64 - 0.4,
+                ticks,
+            },
+        )
+        .map_err(text)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc("milliseconds per frame")
+        .y_label_formatter(&|v| {
+            let i = n as i64 - 1 - v.round() as i64;
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| labels.get(i))
+                .map_or(String::new(), |l| l.to_string())
+        })
+        .label_style((FAMILY, 15))
+        .axis_desc_style((FAMILY, 20))
+        .draw()
+        .map_err(text)?;
+
+    for (s, stage) in STAGES.iter().enumerate() {
+        let c = colour(s);
+        let rects = bars.iter().enumerate().filter_map(|(i, (_, bar))| {
+            let start: f64 = bar.stages[..s].iter().filter_map(|t| t.ms).sum();
+            let ms = bar.stages[s].ms.filter(|ms| *ms > 0.0)?;
+            let y = row(i);
+            Some(Rectangle::new(
+                [(start, y - 0.35), (start + ms, y + 0.35)],
+                c.filled(),
+            ))
+        });
+        chart
+            .draw_series(rects)
+            .map_err(text)?
+            .label(*stage)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 16))
+        .draw()
+        .map_err(text)?;
+    Ok(())
+}
+
+/// `2^N` when `x` is a power of two, else `x` itself.
+pub fn power_of_two(x: u64) -> String {
+    if x.is_power_of_two() {
+        format!("2^{}", x.trailing_zeros())
+    } else {
+        x.to_string()
+    }
+}
