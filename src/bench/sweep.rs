@@ -322,8 +322,11 @@ pub fn finish_row(row: &mut Row, runs: &[RunReport], failure: Option<(&str, Stri
             .min()
             .unwrap_or(row.frames);
     }
-    row.interop = distinct(runs.iter().map(|r| r.interop.clone()));
-    row.particle_render = distinct(runs.iter().map(|r| r.particle_render.clone()));
+    // Without drawing the columns stay empty, as the record says (the run reports `none`).
+    if row.render {
+        row.interop = distinct(runs.iter().map(|r| r.interop.clone()));
+        row.particle_render = distinct(runs.iter().map(|r| r.particle_render.clone()));
+    }
 }
 
 /// What a sweep tells its caller while it runs (a progress bar).
@@ -527,5 +530,13 @@ mod tests {
         assert_eq!((row.status.as_str(), row.repeats), ("killed", 2));
         assert_eq!(row.error, "repeat 2 of 2: SIGABRT");
         assert_eq!((row.fps_mean, row.ms_frame), (None, None));
+
+        let mut row = p.row(config, SystemTime::now());
+        row.render = false;
+        finish_row(&mut row, &[report(100.0, "none")], None);
+        assert_eq!(
+            (row.interop.as_str(), row.particle_render.as_str()),
+            ("", "")
+        );
     }
 }

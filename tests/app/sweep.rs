@@ -237,3 +237,38 @@ fn a_run_past_its_timeout_is_killed_and_gets_a_timeout_row() {
     assert_eq!(r.fps_mean, None);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn render_off_and_tets_reach_the_runs() {
+    let dir = temp_dir("render");
+    let csv = dir.join("sweep.csv");
+    let out = sweep(
+        &csv,
+        &[
+            "--particles",
+            "1024",
+            "--tets",
+            "2^12",
+            "--render",
+            "on,off",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = read_rows(&csv).unwrap();
+    let rendered: Vec<bool> = rows.iter().map(|r| r.render).collect();
+    assert_eq!(rendered, [true, false]);
+    for r in &rows {
+        assert_eq!((r.status.as_str(), r.tets), ("ok", Some(4096)), "{r:?}");
+        assert!(
+            r.fps_mean.is_some_and(|f| f > 0.0) && r.ms_snow.is_some(),
+            "{r:?}"
+        );
+        // Drawing and its transfer happen only with rendering on.
+        assert_eq!(r.ms_draw.is_some(), r.render, "{r:?}");
+        assert_eq!(r.ms_transfer.is_some(), r.render, "{r:?}");
+        assert_eq!(r.interop.is_empty(), !r.render, "{r:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
