@@ -2,8 +2,10 @@
 //! profiling, reported as ratios to the device's own copy bandwidth.
 
 pub mod copy;
+pub mod counts;
 pub mod gml_bandwidth;
 pub mod launch;
 pub mod record;
 pub mod reduce;
+pub mod sweep;
 pub mod wind;

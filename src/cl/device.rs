@@ -79,6 +79,8 @@ pub struct DeviceInfo {
     pub driver_version: String,
     /// Number of compute units (SMs, cores).
     pub compute_units: u32,
+    /// `CL_DEVICE_MAX_CLOCK_FREQUENCY` in MHz (`None` where the driver reports 0 or fails).
+    pub max_clock_mhz: Option<u32>,
     /// Global memory size in bytes.
     pub global_mem_bytes: u64,
     /// Largest single buffer allocation in bytes.
@@ -135,6 +137,7 @@ impl DeviceInfo {
             compute_units: device
                 .max_compute_units()
                 .during(call("MAX_COMPUTE_UNITS"))?,
+            max_clock_mhz: device.max_clock_frequency().ok().filter(|&mhz| mhz > 0),
             global_mem_bytes: device.global_mem_size().during(call("GLOBAL_MEM_SIZE"))?,
             max_alloc_bytes: device
                 .max_mem_alloc_size()
@@ -326,6 +329,7 @@ mod tests {
             opencl_c_version: String::new(),
             driver_version: String::new(),
             compute_units: 1,
+            max_clock_mhz: None,
             global_mem_bytes: 0,
             max_alloc_bytes: 0,
             local_mem_bytes: 0,

@@ -10,6 +10,18 @@ use snowsim::gml::Gml;
 use super::DeviceArg;
 use super::console::outln;
 
+/// `snowsim bench`: a sweep of `snowsim run` (no sub-command) or one of the benchmarks.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, after_long_help = super::bench_sweep::SWEEP_HELP)]
+pub struct Args {
+    /// The benchmark to run; without one, a sweep.
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// The sweep's options.
+    #[command(flatten)]
+    sweep: super::bench_sweep::SweepArgs,
+}
+
 /// The benchmarks.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -119,7 +131,11 @@ pub struct GmlArgs {
     json: bool,
 }
 
-pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+/// Runs `snowsim bench`: the sub-command given, else the sweep.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Some(command) = args.command else {
+        return super::bench_sweep::run(args.sweep);
+    };
     match command {
         Command::Gml(args) => gml(args),
         Command::Launch(args) => launches(args),

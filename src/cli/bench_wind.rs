@@ -19,8 +19,8 @@ pub struct WindArgs {
     /// The scene whose terrain is remeshed at each size (its layers kept, its cells changed).
     #[arg(long, default_value = super::run::DEFAULT_SCENE)]
     scene: PathBuf,
-    /// Mesh sizes in tetrahedra, as powers of two: `2^14..2^22` (every power between),
-    /// `2^20`, or the scene's own mesh with `scene`.
+    /// Mesh sizes in tetrahedra: `2^14..2^22` (every power of two between), `2^20`, plain
+    /// numbers, a comma list of these, or the scene's own mesh with `scene`.
     #[arg(long, default_value = "2^14..2^22")]
     tets: String,
     /// Untimed steps after the start-up solve.
@@ -43,26 +43,14 @@ pub struct WindArgs {
     json: bool,
 }
 
-/// Sizes from `2^A..2^B`, `2^A` or `scene` (`None`: the scene's own mesh).
+/// Sizes from `2^A..2^B`, `2^A`, plain numbers (comma-separated) or `scene` (`None`: the
+/// scene's own mesh).
 fn sizes(text: &str) -> anyhow::Result<Vec<Option<usize>>> {
     if text == "scene" {
         return Ok(vec![None]);
     }
-    let power = |p: &str| -> anyhow::Result<u32> {
-        let e = p
-            .trim()
-            .strip_prefix("2^")
-            .with_context(|| format!("--tets: `{p}` is not a power of two written 2^N"))?;
-        let e: u32 = e.parse().with_context(|| format!("--tets: `{p}`"))?;
-        anyhow::ensure!((6..=26).contains(&e), "--tets: 2^{e} is outside 2^6..2^26");
-        Ok(e)
-    };
-    let (a, b) = match text.split_once("..") {
-        Some((a, b)) => (power(a)?, power(b)?),
-        None => (power(text)?, power(text)?),
-    };
-    anyhow::ensure!(a <= b, "--tets: {text} is an empty range");
-    Ok((a..=b).map(|e| Some(1usize << e)).collect())
+    let counts = snowsim::bench::counts::parse_counts("--tets", text, 6..=26)?;
+    Ok(counts.into_iter().map(|n| Some(n as usize)).collect())
 }
 
 /// One CSV row: a size and a stage.

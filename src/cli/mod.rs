@@ -1,6 +1,7 @@
 //! Command-line interface: argument definitions and dispatch to one module per command.
 
 mod bench;
+mod bench_sweep;
 mod bench_wind;
 mod console;
 mod devices;
@@ -32,9 +33,10 @@ enum Command {
     Devices(devices::Args),
     /// Run a short kernel (a STREAM triad) on a device, check it against the CPU and time it.
     Selftest(selftest::Args),
-    /// Benchmarks measured on the device (see benches/RESULTS.md for recorded numbers).
-    #[command(subcommand)]
-    Bench(bench::Command),
+    /// Benchmark sweeps: without a sub-command, `snowsim run` over devices and settings, one
+    /// CSV row per configuration (see --help); with one, a benchmark measured on the device
+    /// (see benches/RESULTS.md for recorded numbers).
+    Bench(Box<bench::Args>),
     /// Inspect, check, convert, renumber, measure and smooth INRIA .mesh/.meshb files, and mesh
     /// terrains from heightmaps.
     #[command(subcommand)]
@@ -87,7 +89,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Devices(args) => devices::run(args),
         Command::Selftest(args) => selftest::run(args),
         Command::Mesh(command) => mesh::run(command),
-        Command::Bench(command) => bench::run(command),
+        Command::Bench(args) => bench::run(*args),
         Command::Sort(command) => sort::run(command),
         Command::Run(args) => run::run(args),
         Command::Scene(command) => scene::run(command),

@@ -242,7 +242,7 @@ pub(super) const DEFAULT_SCENE: &str = "scenes/valley.toml";
 /// Frames a headless run draws when neither `--frames` nor the scene's `time.frames` says.
 const HEADLESS_FRAMES: u64 = 100;
 
-fn parse_size(s: &str) -> Result<(u32, u32), String> {
+pub(super) fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
         .ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT, e.g. 1280x720"))?;

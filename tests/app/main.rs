@@ -9,3 +9,4 @@ mod cli;
 mod hardening;
 mod plot;
 mod render;
+mod sweep;
