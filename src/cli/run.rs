@@ -97,6 +97,10 @@ pub struct Args {
     /// stays fixed).
     #[arg(long, value_delimiter = ',', value_name = "LIST", num_args = 1..)]
     simulate: Vec<SimulateArg>,
+    /// The snow's (and the drawing's) OpenCL device, with --wind-device for the wind's: the
+    /// same as --device, which it replaces.
+    #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
+    snow_device: Option<snowsim::cl::DeviceSelector>,
     /// Run the wind solver on this OpenCL device (index or part of a name, as --device) while
     /// the snow and the drawing run on --device: the wind field crosses to the snow's device
     /// once per wind step. Devices of different platforms work.
@@ -451,7 +455,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     );
     say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
     let devices = list_devices()?;
-    let entry = args.device.device.select(&devices)?;
+    let entry = match &args.snow_device {
+        Some(selector) => selector.select(&devices)?,
+        None => args.device.device.select(&devices)?,
+    };
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
     if scene.simulate.snow || scene.simulate.wind {
@@ -570,7 +577,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     let (w, h) = size;
     let mut readback = None;
-    if args.render == RenderArg::Off {
+    let (summary, gl_info, modes) = if args.render == RenderArg::Off {
         let particles: Box<dyn ParticleSource> = match snow.take() {
             Some(s) => Box::new(s),
             None => setup.particle_source()?,
@@ -602,25 +609,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 time.as_secs_f64()
             ))?;
         }
-        if let Some(e) = log_error {
-            return Err(e);
-        }
-        let snow = snow_report.map(|r| match r.lock() {
-            Ok(r) => *r,
-            Err(poisoned) => *poisoned.into_inner(),
-        });
-        let run = Ran {
-            scene: &scene,
-            path: &args.scene,
-            particles: setup.flakes.count,
-            size,
-            snow,
-            readback: None,
-        };
-        report(&args, &run, entry, &GlInfo::default(), None, &summary)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let (summary, gl_info, interop) = if args.headless {
+        (summary, GlInfo::default(), None)
+    } else if args.headless {
         let headless = Headless::new(w, h)?;
         let mut session = make_session(headless.setup())?;
         let summary = run_headless(
@@ -650,7 +640,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 })
             })
             .transpose()?;
-        (summary, headless.setup().info.clone(), interop)
+        (summary, headless.setup().info.clone(), Some(interop))
     } else {
         let mut info = None;
         let mut interop = None;
@@ -675,7 +665,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         )?;
         let (interop, render) = interop.context("the window closed before the session started")?;
         let render = render.borrow().clone();
-        (summary, info.unwrap_or_default(), (interop, render))
+        (summary, info.unwrap_or_default(), Some((interop, render)))
     };
     if let Some(e) = log_error {
         return Err(e);
@@ -692,7 +682,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         snow,
         readback,
     };
-    report(&args, &run, entry, &gl_info, Some(&interop), &summary)?;
+    report(&args, &run, entry, &gl_info, modes.as_ref(), &summary)?;
     Ok(ExitCode::SUCCESS)
 }
 

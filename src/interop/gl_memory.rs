@@ -83,16 +83,23 @@ pub fn missing(gl: &glow::Context, wanted: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Fails naming the extensions of `wanted` that the context lacks.
+fn require(gl: &glow::Context, wanted: &[&str]) -> Result<()> {
+    let missing = missing(gl, wanted);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::ExternalUnsupported(format!(
+            "the OpenGL context lacks {}",
+            missing.join(", ")
+        )))
+    }
+}
+
 impl MemoryFunctions {
     /// Loads the entry points, after checking that the context lists the extensions.
     pub fn load(gl: &glow::Context, proc_address: &ProcAddress) -> Result<Self> {
-        let missing = missing(gl, &MEMORY_EXTENSIONS);
-        if !missing.is_empty() {
-            return Err(Error::ExternalUnsupported(format!(
-                "the OpenGL context lacks {}",
-                missing.join(", ")
-            )));
-        }
+        require(gl, &MEMORY_EXTENSIONS)?;
         // SAFETY: each type matches its entry point in GL_EXT_memory_object(_fd).
         unsafe {
             Ok(Self {
@@ -190,13 +197,7 @@ impl MemoryFunctions {
 impl SemaphoreFunctions {
     /// Loads the entry points, or says which extension is missing.
     pub fn load(gl: &glow::Context, proc_address: &ProcAddress) -> Result<Self> {
-        let missing = missing(gl, &SEMAPHORE_EXTENSIONS);
-        if !missing.is_empty() {
-            return Err(Error::ExternalUnsupported(format!(
-                "the OpenGL context lacks {}",
-                missing.join(", ")
-            )));
-        }
+        require(gl, &SEMAPHORE_EXTENSIONS)?;
         // SAFETY: each type matches its entry point in GL_EXT_semaphore(_fd).
         unsafe {
             Ok(Self {
@@ -274,8 +275,13 @@ fn fd_number(fd: &OwnedFd) -> i32 {
 
 /// Clears errors left by earlier calls, so that the next check sees only its own.
 fn drain_errors(gl: &glow::Context) {
-    // SAFETY: error queries on the current context.
-    unsafe { while gl.get_error() != glow::NO_ERROR {} }
+    // SAFETY (the loop's query): error queries on the current context.
+    // Bounded: a lost context may report an error for ever.
+    for _ in 0..32 {
+        if unsafe { gl.get_error() } == glow::NO_ERROR {
+            break;
+        }
+    }
 }
 
 fn error(gl: &glow::Context) -> Option<u32> {

@@ -285,8 +285,8 @@ impl GlLink {
     }
 }
 
-/// Copies `data` into `gl_buffer`: into the buffer mapped for writing, in parallel chunks
-/// (one host thread cannot fill the bus), or with `glBufferSubData` where mapping fails.
+/// Copies `data` into `gl_buffer` (mapped for writing, in parallel chunks: one host thread
+/// cannot fill the bus).
 fn upload_to_gl(
     gl: &glow::Context,
     data: &[[f32; 4]],
@@ -294,47 +294,16 @@ fn upload_to_gl(
     map_failed: &mut bool,
 ) -> Result<()> {
     use rayon::prelude::*;
-    if data.is_empty() {
-        return Ok(());
-    }
-    let bytes = std::mem::size_of_val(data);
-    let gl_bytes = i32::try_from(bytes)
-        .map_err(|_| Error::Internal(format!("{bytes} bytes exceed a GL buffer")))?;
-    // SAFETY: GL calls on the current context; the mapped range is the first `bytes` of a buffer
-    // of at least that size, unmapped on every path.
-    unsafe {
-        gl.bind_buffer(glow::ARRAY_BUFFER, Some(gl_buffer));
-        let mapped = if *map_failed {
-            std::ptr::null_mut()
-        } else {
-            gl.map_buffer_range(
-                glow::ARRAY_BUFFER,
-                0,
-                gl_bytes,
-                glow::MAP_WRITE_BIT | glow::MAP_INVALIDATE_BUFFER_BIT,
-            )
-        };
-        if mapped.is_null() || !(mapped as usize).is_multiple_of(align_of::<[f32; 4]>()) {
-            if !mapped.is_null() {
-                gl.unmap_buffer(glow::ARRAY_BUFFER);
-            }
-            *map_failed = true;
-            gl.buffer_sub_data_u8_slice(glow::ARRAY_BUFFER, 0, bytemuck::cast_slice(data));
-        } else {
-            let out = std::slice::from_raw_parts_mut(mapped as *mut [f32; 4], data.len());
-            const CHUNK: usize = 1 << 16;
-            out.par_chunks_mut(CHUNK)
-                .zip(data.par_chunks(CHUNK))
-                .for_each(|(o, d)| o.copy_from_slice(d));
-            gl.unmap_buffer(glow::ARRAY_BUFFER);
-        }
-        gl.bind_buffer(glow::ARRAY_BUFFER, None);
-    }
-    Ok(())
+    fill_gl_buffer(gl, gl_buffer, data.len(), map_failed, |out| {
+        const CHUNK: usize = 1 << 16;
+        out.par_chunks_mut(CHUNK)
+            .zip(data.par_chunks(CHUNK))
+            .for_each(|(o, d)| o.copy_from_slice(d));
+        Ok(())
+    })
 }
 
-/// Reads `len` float4 of `buffer` into `gl_buffer`: straight into the mapped GL buffer, or
-/// through a host vector when the driver will not map it (`map_failed` remembers that).
+/// Reads `len` float4 of `buffer` into `gl_buffer` (straight into the mapped GL buffer).
 fn copy_into_gl(
     gl: &glow::Context,
     buffer: &DeviceBuffer<[f32; 4]>,
@@ -342,15 +311,30 @@ fn copy_into_gl(
     len: usize,
     map_failed: &mut bool,
 ) -> Result<()> {
+    fill_gl_buffer(gl, gl_buffer, len, map_failed, |out| {
+        Ok(buffer.read_into(out)?)
+    })
+}
+
+/// Has `fill` write the first `len` float4 of `gl_buffer`: in the buffer mapped for writing
+/// (`MAP_INVALIDATE_BUFFER_BIT`), or, when the driver will not map it, in a host vector then
+/// uploaded with `glBufferSubData` (`map_failed` remembers that, so the map is not retried
+/// every frame).
+fn fill_gl_buffer(
+    gl: &glow::Context,
+    gl_buffer: glow::Buffer,
+    len: usize,
+    map_failed: &mut bool,
+    fill: impl FnOnce(&mut [[f32; 4]]) -> Result<()>,
+) -> Result<()> {
     if len == 0 {
         return Ok(());
     }
     let bytes = len * 16;
     let gl_bytes = i32::try_from(bytes)
         .map_err(|_| Error::Internal(format!("{bytes} bytes exceed a GL buffer")))?;
-    let read = |out: &mut [[f32; 4]]| buffer.read_into(out);
-    // SAFETY: GL calls on the current context; the mapped range is the whole buffer the renderer
-    // allocated (at least `len` float4), and it is unmapped on every path.
+    // SAFETY: GL calls on the current context; the mapped range is the first `len` float4 of
+    // a buffer of at least that many, and it is unmapped on every path.
     unsafe {
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(gl_buffer));
         let mapped = if *map_failed {
@@ -366,25 +350,22 @@ fn copy_into_gl(
         let usable = !mapped.is_null() && (mapped as usize).is_multiple_of(align_of::<[f32; 4]>());
         let result = if usable {
             let out = std::slice::from_raw_parts_mut(mapped as *mut [f32; 4], len);
-            let result = read(out);
+            let result = fill(out);
             gl.unmap_buffer(glow::ARRAY_BUFFER);
             result
         } else {
             if !mapped.is_null() {
                 gl.unmap_buffer(glow::ARRAY_BUFFER);
             }
-            // The driver would not map the buffer: read to the host, then upload (two copies).
-            // Remembered, so the map is not retried every frame.
             *map_failed = true;
             let mut host = vec![[0f32; 4]; len];
-            let result = read(&mut host);
+            let result = fill(&mut host);
             if result.is_ok() {
                 gl.buffer_sub_data_u8_slice(glow::ARRAY_BUFFER, 0, bytemuck::cast_slice(&host));
             }
             result
         };
         gl.bind_buffer(glow::ARRAY_BUFFER, None);
-        result?;
+        result
     }
-    Ok(())
 }

@@ -621,7 +621,7 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
             "--json",
         ];
         if let Some(device) = extra {
-            args.extend(["--wind-device", device]);
+            args.extend(["--wind-device", device, "--snow-device", device]);
         }
         let o = snowsim(&args);
         assert!(o.status.success(), "{}", stderr(&o));
