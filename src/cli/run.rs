@@ -744,15 +744,16 @@ fn report(
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
-            "summary: {} particles, interop {}, particle render {} ({}), {}x{}, {} on {}",
+            "summary: {} particles, {}",
             run.particles,
-            interop,
-            render_mode,
-            render_reason,
-            run.size.0,
-            run.size.1,
-            entry.info.name,
-            gl.renderer
+            match modes {
+                Some(_) => format!(
+                    "interop {interop}, particle render {render_mode} ({render_reason}), {}x{}, {} \
+                     on {}",
+                    run.size.0, run.size.1, entry.info.name, gl.renderer
+                ),
+                None => format!("not drawn (--render off), {}", entry.info.name),
+            }
         )?;
         outln!("{summary}")?;
         if let Some(r) = &run.readback {
