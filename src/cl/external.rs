@@ -179,6 +179,19 @@ impl FileId {
     }
 }
 
+/// The duplicate fd an importer was given, while it may still be ours to close: closed on
+/// drop if still open on the same file (see the module doc). Declared after the imported
+/// object, so that the object is released first.
+struct Duplicate(Option<FileId>);
+
+impl Drop for Duplicate {
+    fn drop(&mut self) {
+        if let Some(file) = self.0 {
+            file.close_if_unclaimed();
+        }
+    }
+}
+
 /// Hands a duplicate of `fd` to `import`, and returns what it made with the duplicate's id.
 fn import_duplicate<T>(
     fd: &OwnedFd,
@@ -239,10 +252,9 @@ impl MemoryFunctions {
 
 /// A buffer whose memory another API allocated and exported as an opaque fd.
 pub struct ImportedBuffer<T: bytemuck::Pod> {
-    // Released before the fd check in Drop.
-    buffer: Option<DeviceBuffer<T>>,
-    /// The duplicate handed to the importer, while it may still be ours to close.
-    file: Option<FileId>,
+    // Field order is drop order: the buffer is released before the duplicate is checked.
+    buffer: DeviceBuffer<T>,
+    _file: Duplicate,
     functions: MemoryFunctions,
     acquired: bool,
 }
@@ -284,8 +296,8 @@ impl<T: bytemuck::Pod> ImportedBuffer<T> {
         // SAFETY: a buffer of `bytes` just created in `context`; the DeviceBuffer releases it.
         let buffer = unsafe { DeviceBuffer::from_raw(context, mem, len) };
         Ok(Self {
-            buffer: Some(buffer),
-            file,
+            buffer,
+            _file: Duplicate(file),
             functions,
             acquired: false,
         })
@@ -294,12 +306,12 @@ impl<T: bytemuck::Pod> ImportedBuffer<T> {
     /// The buffer kernels use, between [`acquire`](Self::acquire) and
     /// [`release`](Self::release).
     pub fn buffer_mut(&mut self) -> &mut DeviceBuffer<T> {
-        self.buffer.as_mut().expect("present until dropped")
+        &mut self.buffer
     }
 
     /// The buffer, for reading.
     pub fn buffer(&self) -> &DeviceBuffer<T> {
-        self.buffer.as_ref().expect("present until dropped")
+        &self.buffer
     }
 
     fn enqueue(&self, call: EnqueueExternalMemObjects, name: &str) -> Result<()> {
@@ -356,22 +368,17 @@ impl<T: bytemuck::Pod> Drop for ImportedBuffer<T> {
         if self.acquired {
             // Best effort: a buffer must not be released while acquired.
             let _ = self.release();
-            if let Some(b) = &self.buffer {
-                let _ = b.context().finish();
-            }
+            let _ = self.buffer.context().finish();
         }
-        drop(self.buffer.take());
-        if let Some(file) = self.file {
-            file.close_if_unclaimed();
-        }
+        // The fields drop next: the buffer, then the duplicate's check.
     }
 }
 
 /// A binary semaphore another API exported, imported into one context.
 pub struct ImportedSemaphore {
     semaphore: cl_semaphore_khr,
-    /// The duplicate handed to the importer, while it may still be ours to close.
-    file: Option<FileId>,
+    /// Checked after `Drop` released the semaphore.
+    _file: Duplicate,
     queue: cl_command_queue,
     // Keeps the queue and context alive while the semaphore is.
     context: Context,
@@ -421,7 +428,7 @@ impl ImportedSemaphore {
         })?;
         Ok(Self {
             semaphore,
-            file,
+            _file: Duplicate(file),
             queue: context.queue().get(),
             context: context.clone(),
             wait,
@@ -462,9 +469,6 @@ impl Drop for ImportedSemaphore {
         let _ = self.context.finish();
         // SAFETY: the semaphore is released once, here, with no command left that uses it.
         unsafe { (self.release)(self.semaphore) };
-        if let Some(file) = self.file {
-            file.close_if_unclaimed();
-        }
     }
 }
 

@@ -43,31 +43,34 @@ enum Kind {
     Copied(OwnedGl<DeviceBuffer<[f32; 4]>>),
 }
 
-/// An OpenCL object and the GL buffer it feeds, deleted after it.
+/// An OpenCL object and the GL buffer it feeds. Field order is drop order: the OpenCL side
+/// (a view of the GL buffer, in share mode) goes before the buffer.
 struct OwnedGl<T> {
-    cl: Option<T>,
-    gl: Rc<glow::Context>,
-    buffer: glow::Buffer,
+    cl: T,
+    /// Held to be deleted after `cl`.
+    _buffer: GlBufferName,
 }
 
 impl<T> OwnedGl<T> {
     fn new(gl: &Rc<glow::Context>, buffer: glow::Buffer, cl: T) -> Self {
         Self {
-            cl: Some(cl),
-            gl: gl.clone(),
-            buffer,
+            cl,
+            _buffer: GlBufferName {
+                gl: gl.clone(),
+                buffer,
+            },
         }
-    }
-
-    fn cl(&mut self) -> &mut T {
-        self.cl.as_mut().expect("present until dropped")
     }
 }
 
-impl<T> Drop for OwnedGl<T> {
+/// A GL buffer deleted when dropped.
+struct GlBufferName {
+    gl: Rc<glow::Context>,
+    buffer: glow::Buffer,
+}
+
+impl Drop for GlBufferName {
     fn drop(&mut self) {
-        // The OpenCL side (a view of the GL buffer, in share mode) goes first.
-        drop(self.cl.take());
         // SAFETY: the buffer belongs to `gl`, current on this thread (see `GlLink::new`).
         unsafe { self.gl.delete_buffer(self.buffer) };
     }
@@ -162,16 +165,16 @@ impl GlLink {
     /// buffer that is copied.
     pub fn target(&mut self) -> OutputBuffer<'_, [f32; 4]> {
         match &mut self.kind {
-            Kind::Shared(b) => OutputBuffer::Gl(b.cl()),
+            Kind::Shared(b) => OutputBuffer::Gl(&mut b.cl),
             Kind::External(b) => OutputBuffer::Device(b.target()),
-            Kind::Copied(b) => OutputBuffer::Device(b.cl()),
+            Kind::Copied(b) => OutputBuffer::Device(&mut b.cl),
         }
     }
 
     /// The device buffer (to read what the kernels wrote), `None` when shared.
     pub fn device_buffer(&self) -> Option<&DeviceBuffer<[f32; 4]>> {
         match &self.kind {
-            Kind::Copied(b) => b.cl.as_ref(),
+            Kind::Copied(b) => Some(&b.cl),
             Kind::External(b) => Some(b.device_buffer()),
             Kind::Shared(_) => None,
         }
@@ -204,7 +207,7 @@ impl GlLink {
     pub fn acquire(&mut self, gl: &glow::Context) -> Result<()> {
         match &mut self.kind {
             Kind::Shared(link) => {
-                let buffer = link.cl();
+                let buffer = &mut link.cl;
                 if !buffer.is_acquired() {
                     // SAFETY: GL is current on this thread.
                     unsafe { gl.finish() };
@@ -226,12 +229,12 @@ impl GlLink {
         let start = std::time::Instant::now();
         match &mut self.kind {
             Kind::Shared(link) => {
-                link.cl().release()?;
+                link.cl.release()?;
                 self.context.finish()?;
             }
             Kind::External(buffer) => buffer.release()?,
             Kind::Copied(link) => {
-                let buffer = link.cl.as_ref().expect("present until dropped");
+                let buffer = &link.cl;
                 self.last_copy = Some(match self.staging.as_mut() {
                     Some(staging) => {
                         buffer.read_into(staging.as_mut_slice())?;
@@ -277,7 +280,7 @@ impl GlLink {
     /// with [`drawn`](Self::drawn); in copy mode nothing moves.
     pub fn release(&mut self) -> Result<()> {
         match &mut self.kind {
-            Kind::Shared(link) => link.cl().release()?,
+            Kind::Shared(link) => link.cl.release()?,
             Kind::External(buffer) => buffer.release()?,
             Kind::Copied(_) => {}
         }

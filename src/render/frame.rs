@@ -216,9 +216,9 @@ impl Totals {
 pub struct FrameStats {
     all: Totals,
     first: Option<Duration>,
-    /// Frames still to keep out of the means (warm-up).
-    warmup_left: u64,
-    /// Warm-up frames recorded.
+    /// Frames to keep out of the means at the start (at least one).
+    warmup: u64,
+    /// Warm-up frames recorded so far.
     warmup_frames: u64,
     window: Totals,
     window_start: Instant,
@@ -246,7 +246,7 @@ impl FrameStats {
         Self {
             all: Totals::default(),
             first: None,
-            warmup_left: warmup.max(1),
+            warmup: warmup.max(1),
             warmup_frames: 0,
             window: Totals::default(),
             window_start: now,
@@ -262,9 +262,8 @@ impl FrameStats {
     /// compilation) are kept apart and left out of the means.
     pub fn record(&mut self, stages: &[StageTime], present: Duration, frame: Duration) {
         self.window.add(stages, present, frame);
-        if self.warmup_left > 0 {
+        if self.warmup_frames < self.warmup {
             self.first.get_or_insert(frame);
-            self.warmup_left -= 1;
             self.warmup_frames += 1;
             return;
         }

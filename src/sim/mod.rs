@@ -23,7 +23,7 @@ mod stepper;
 
 pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
 pub use scene::{SceneSetup, WIND_SAMPLES};
-pub use series::Series;
+pub use series::{Series, StateOutputs};
 pub use session::{
     COMPOSITE_STAGE, FIELD_STAGE, PARTICLES_STAGE, SPLAT_STAGE, Session, SessionConfig,
 };
@@ -94,6 +94,17 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Names the stage an error happened in (failures found when the frame waits name it already).
+/// Refuses a time step that is negative or not finite (a frame's simulated seconds).
+pub(crate) fn check_time_step(dt: f32) -> Result<()> {
+    if dt.is_finite() && dt >= 0.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter(format!(
+            "time step {dt} must be finite and not negative"
+        )))
+    }
+}
+
 pub(crate) fn in_stage<T>(stage: &'static str, result: Result<T>) -> Result<T> {
     result.map_err(|e| match e {
         Error::Cl(cl::Error::Stage { .. }) | Error::Stage { .. } => e,

@@ -12,6 +12,41 @@ use crate::budget::{Budget, Estimate};
 use super::source::ParticleSource;
 use super::{Error, Result};
 
+/// What a run writes of the simulation's state, for a drawn session and an undrawn stepper
+/// alike: the final state when the run ends (`--vtu`), a series every few frames
+/// (`--vtu-every`).
+#[derive(Debug, Default)]
+pub struct StateOutputs {
+    /// Where the final state goes.
+    pub final_state: Option<PathBuf>,
+    /// The series being written.
+    pub series: Option<Series>,
+}
+
+impl StateOutputs {
+    /// After frame `frame` (counted from 1) of `dt` seconds each: the series' state, if due.
+    pub fn after_frame(
+        &mut self,
+        source: &mut dyn ParticleSource,
+        frame: u64,
+        dt: f32,
+    ) -> Result<()> {
+        if let Some(series) = self.series.as_mut() {
+            series.after_frame(source, frame, frame as f64 * f64::from(dt))?;
+        }
+        Ok(())
+    }
+
+    /// When the run ends: the final state, and a line for the log saying so.
+    pub fn finish(&mut self, source: &mut dyn ParticleSource) -> Result<Option<String>> {
+        let Some(path) = self.final_state.clone() else {
+            return Ok(None);
+        };
+        source.save_state(&path)?;
+        Ok(Some(format!("wrote {}", path.display())))
+    }
+}
+
 /// The series being written.
 #[derive(Debug)]
 pub struct Series {

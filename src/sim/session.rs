@@ -96,10 +96,8 @@ pub struct Session {
     time: f32,
     dt: f32,
     frame: u64,
-    /// Where [`FrameDriver::finish`] writes the final state, if anywhere.
-    state_output: Option<std::path::PathBuf>,
-    /// A ParaView series of the state, written every few frames.
-    series: Option<super::Series>,
+    /// The state written at the end and every few frames.
+    outputs: super::StateOutputs,
     /// Copy mode, sprites: the particles' bytes read back and the time it took, over the
     /// frames stepped.
     readback: (u64, Duration),
@@ -121,12 +119,7 @@ impl Session {
         mut particles: Box<dyn ParticleSource>,
         mut field: Option<Box<dyn FieldSource>>,
     ) -> Result<Self> {
-        if !(config.dt.is_finite() && config.dt >= 0.0) {
-            return Err(Error::InvalidParameter(format!(
-                "time step {} must be finite and not negative",
-                config.dt
-            )));
-        }
+        super::check_time_step(config.dt)?;
         splat::check_request(config.particle_render, &device.info)?;
         let (context, interop) = interop::open(device, config.interop, gl)?;
         let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
@@ -200,9 +193,8 @@ impl Session {
         Ok(Self {
             depth_link,
             frame: 0,
-            state_output: None,
+            outputs: super::StateOutputs::default(),
             readback: (0, Duration::ZERO),
-            series: None,
             render: Rc::new(RefCell::new(render)),
             probe,
             notice: None,
@@ -234,12 +226,12 @@ impl Session {
     /// Writes the state to `path` (as [`save_state`](Self::save_state)) when the run ends,
     /// whether headless or in a window the user closes.
     pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
-        self.state_output = Some(path);
+        self.outputs.final_state = Some(path);
     }
 
     /// Writes the state every few frames into a ParaView series ([`super::Series`]).
     pub fn write_series(&mut self, series: super::Series) {
-        self.series = Some(series);
+        self.outputs.series = Some(series);
     }
 
     /// Copy mode: the read-back rate over the frames stepped (bytes per second), and whether
@@ -334,13 +326,8 @@ impl Session {
         if step {
             self.time += self.dt;
             self.frame += 1;
-            if let Some(series) = self.series.as_mut() {
-                series.after_frame(
-                    &mut *self.particles,
-                    self.frame,
-                    self.frame as f64 * f64::from(self.dt),
-                )?;
-            }
+            self.outputs
+                .after_frame(&mut *self.particles, self.frame, self.dt)?;
         }
         let start = Instant::now();
         self.draw(size);
@@ -752,11 +739,7 @@ impl FrameDriver for Session {
     }
 
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
-        let Some(path) = self.state_output.clone() else {
-            return Ok(None);
-        };
-        self.save_state(&path)?;
-        Ok(Some(format!("wrote {}", path.display())))
+        Ok(self.outputs.finish(&mut *self.particles)?)
     }
 
     fn status(&self) -> String {

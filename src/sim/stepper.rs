@@ -27,19 +27,14 @@ pub struct Stepper {
     check_every: u64,
     checks: u64,
     check_time: Duration,
-    state_output: Option<std::path::PathBuf>,
-    series: Option<super::Series>,
+    outputs: super::StateOutputs,
 }
 
 impl Stepper {
     /// Prepares `source` on a new context of `device` and puts its particles at their start;
     /// each frame then advances `dt` simulated seconds.
     pub fn new(device: &DeviceEntry, dt: f32, mut source: Box<dyn ParticleSource>) -> Result<Self> {
-        if !(dt.is_finite() && dt >= 0.0) {
-            return Err(Error::InvalidParameter(format!(
-                "time step {dt} must be finite and not negative"
-            )));
-        }
+        super::check_time_step(dt)?;
         let context = Context::new(device)?;
         source.prepare(&context)?;
         let mut particles = DeviceBuffer::uninit(&context, source.count())?;
@@ -66,8 +61,7 @@ impl Stepper {
             check_every: 0,
             checks: 0,
             check_time: Duration::ZERO,
-            state_output: None,
-            series: None,
+            outputs: super::StateOutputs::default(),
         })
     }
 
@@ -84,12 +78,12 @@ impl Stepper {
 
     /// Writes the state to `path` when the run ends.
     pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
-        self.state_output = Some(path);
+        self.outputs.final_state = Some(path);
     }
 
     /// Writes the state every few frames into a ParaView series ([`super::Series`]).
     pub fn write_series(&mut self, series: super::Series) {
-        self.series = Some(series);
+        self.outputs.series = Some(series);
     }
 
     /// The context the kernels run on.
@@ -116,13 +110,8 @@ impl Stepper {
         times.extend(self.timeline.resolve()?);
         self.time += self.dt;
         self.frame += 1;
-        if let Some(series) = self.series.as_mut() {
-            series.after_frame(
-                &mut *self.source,
-                self.frame,
-                self.frame as f64 * f64::from(self.dt),
-            )?;
-        }
+        self.outputs
+            .after_frame(&mut *self.source, self.frame, self.dt)?;
         if self.check_every > 0 && self.frame.is_multiple_of(self.check_every) {
             let start = Instant::now();
             self.source
@@ -161,10 +150,6 @@ impl FrameDriver for Stepper {
     }
 
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
-        let Some(path) = self.state_output.clone() else {
-            return Ok(None);
-        };
-        self.source.save_state(&path)?;
-        Ok(Some(format!("wrote {}", path.display())))
+        Ok(self.outputs.finish(&mut *self.source)?)
     }
 }
