@@ -1,4 +1,4 @@
-// Reductions of a solution field (src/gml/reduce.rs), in two passes.
+// Reductions of a solution field (src/gml/reduce.rs), in one pass or two.
 //
 // gml_reduce_first: every work-item reads whole loads of GML_LOAD scalars (a float4, a double2,
 // a float16: one 16-byte or wider load) with a grid-stride loop, so consecutive work-items read
@@ -10,6 +10,8 @@
 // writes one partial result per output. Work-item 0 also takes the tail (fewer scalars than
 // one load).
 // gml_reduce_host / gml_reduce_float / gml_reduce_double: one work-group folds the partials.
+// gml_reduce_once_host / _float / _double do both in one launch: the work-group that finishes
+// last folds the partials (gml_last_group), which saves the second launch.
 // The host variant writes the raw accumulators (value and compensation) for the host to
 // finish in double; the others finish on the device (sqrt for L2) and write the result as a
 // float or double at out[index], out[index + 1], … for a solver's kernels to read.
@@ -247,11 +249,9 @@ static void gml_group(const acc_t *s, const acc_t *c, __local acc_t *scratch)
     }
 }
 
-__kernel void gml_reduce_first(__global const GML_TL *restrict input,
-                               __global acc_t *restrict partials,
-                               const ulong loads,
-                               const ulong scalars,
-                               __local acc_t *scratch)
+// The first pass of one work-group: its result ends in scratch[0 .. GML_OUTS * GML_CS).
+static void gml_first(__global const GML_TL *restrict input, const ulong loads,
+                      const ulong scalars, __local acc_t *scratch)
 {
     acc_t s[GML_LANES], c[GML_LANES];
     for (int j = 0; j < GML_LANES; j++) {
@@ -308,13 +308,30 @@ __kernel void gml_reduce_first(__global const GML_TL *restrict input,
         gml_merge(&s[j % GML_W], &c[j % GML_W], s[j], c[j]);
 #endif
     gml_group(s, c, scratch);
+}
+
+// Work-item 0 writes the group's result as its partial.
+static inline void gml_write_partial(__global acc_t *partials, __local const acc_t *scratch)
+{
     if (get_local_id(0) == 0)
         for (int i = 0; i < GML_OUTS * GML_CS; i++)
             partials[get_group_id(0) * (GML_OUTS * GML_CS) + i] = scratch[i];
 }
 
+__kernel void gml_reduce_first(__global const GML_TL *restrict input,
+                               __global acc_t *restrict partials,
+                               const ulong loads,
+                               const ulong scalars,
+                               __local acc_t *scratch)
+{
+    gml_first(input, loads, scalars, scratch);
+    gml_write_partial(partials, scratch);
+}
+
 // Folds the partials of `groups` work-groups in one work-group; work-item 0 gets the result.
-static void gml_partials(__global const acc_t *partials, const uint groups,
+// The reads are volatile: in the one-pass kernels other work-groups wrote them during this
+// launch, and a cached line must not hide their writes.
+static void gml_partials(volatile __global const acc_t *partials, const uint groups,
                          __local acc_t *scratch)
 {
     acc_t s[GML_OUTS], c[GML_OUTS];
@@ -323,7 +340,7 @@ static void gml_partials(__global const acc_t *partials, const uint groups,
         c[o] = 0;
     }
     for (uint g = get_local_id(0); g < groups; g += get_local_size(0)) {
-        __global const acc_t *p = partials + g * (GML_OUTS * GML_CS);
+        volatile __global const acc_t *p = partials + g * (GML_OUTS * GML_CS);
         for (int o = 0; o < GML_OUTS; o++)
             gml_merge(&s[o], &c[o], p[o * GML_CS], GML_COMP ? p[o * GML_CS + GML_CS - 1] : 0);
     }
@@ -380,5 +397,90 @@ __kernel void gml_reduce_double(__global const acc_t *restrict partials,
     if (get_local_id(0) == 0)
         for (int o = 0; o < GML_OUTS; o++)
             out[index + o] = (double)gml_finish(scratch, o);
+}
+#endif
+
+// One pass: every work-group writes its partial and takes a ticket; the group that takes the
+// last ticket folds all partials and finishes, and puts the counter back to zero for the next
+// launch. The fence before the ticket makes a group's partial visible to every group that
+// sees its ticket; the fence after it, on the last group, orders its reads after the tickets.
+// Returns whether this work-group is the last (the same value in all its work-items).
+static bool gml_last_group(__global acc_t *partials, __global uint *counter,
+                           __local const acc_t *scratch, __local uint *last)
+{
+    if (get_local_id(0) == 0) {
+        for (int i = 0; i < GML_OUTS * GML_CS; i++)
+            partials[get_group_id(0) * (GML_OUTS * GML_CS) + i] = scratch[i];
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        *last = atomic_inc(counter) == get_num_groups(0) - 1;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    return *last;
+}
+
+__kernel void gml_reduce_once_host(__global const GML_TL *restrict input,
+                                   __global acc_t *partials,
+                                   const ulong loads,
+                                   const ulong scalars,
+                                   __local acc_t *scratch,
+                                   __global uint *counter,
+                                   __global acc_t *restrict out)
+{
+    __local uint last;
+    gml_first(input, loads, scalars, scratch);
+    if (!gml_last_group(partials, counter, scratch, &last))
+        return;
+    gml_partials(partials, get_num_groups(0), scratch);
+    if (get_local_id(0) == 0) {
+        for (int o = 0; o < GML_OUTS; o++) {
+            out[2 * o] = scratch[o * GML_CS];
+            out[2 * o + 1] = GML_COMP ? scratch[o * GML_CS + GML_CS - 1] : 0;
+        }
+        *counter = 0;
+    }
+}
+
+__kernel void gml_reduce_once_float(__global const GML_TL *restrict input,
+                                    __global acc_t *partials,
+                                    const ulong loads,
+                                    const ulong scalars,
+                                    __local acc_t *scratch,
+                                    __global uint *counter,
+                                    __global float *restrict out,
+                                    const uint index)
+{
+    __local uint last;
+    gml_first(input, loads, scalars, scratch);
+    if (!gml_last_group(partials, counter, scratch, &last))
+        return;
+    gml_partials(partials, get_num_groups(0), scratch);
+    if (get_local_id(0) == 0) {
+        for (int o = 0; o < GML_OUTS; o++)
+            out[index + o] = (float)gml_finish(scratch, o);
+        *counter = 0;
+    }
+}
+
+#ifdef GML_FP64
+__kernel void gml_reduce_once_double(__global const GML_TL *restrict input,
+                                     __global acc_t *partials,
+                                     const ulong loads,
+                                     const ulong scalars,
+                                     __local acc_t *scratch,
+                                     __global uint *counter,
+                                     __global double *restrict out,
+                                     const uint index)
+{
+    __local uint last;
+    gml_first(input, loads, scalars, scratch);
+    if (!gml_last_group(partials, counter, scratch, &last))
+        return;
+    gml_partials(partials, get_num_groups(0), scratch);
+    if (get_local_id(0) == 0) {
+        for (int o = 0; o < GML_OUTS; o++)
+            out[index + o] = (double)gml_finish(scratch, o);
+        *counter = 0;
+    }
 }
 #endif

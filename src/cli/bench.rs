@@ -97,6 +97,10 @@ pub struct ReduceArgs {
     /// without FP64 do), to compare the two.
     #[arg(long)]
     float_accumulators: bool,
+    /// Fold the partial results in a second launch instead of in the last work-group of one
+    /// launch (how gml reduced before), to compare the two.
+    #[arg(long)]
+    two_passes: bool,
 }
 
 /// Options of `snowsim bench launch`.
@@ -287,6 +291,7 @@ fn reductions(args: ReduceArgs) -> anyhow::Result<ExitCode> {
     }
     gml.set_reduce_options(snowsim::gml::ReduceOptions {
         float_accumulators: args.float_accumulators,
+        two_passes: args.two_passes,
         ..Default::default()
     });
     let report = reduce::run(&mut gml, 1 << args.log2, args.launches)?;

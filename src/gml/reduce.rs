@@ -1,9 +1,10 @@
 //! Reductions of solution fields on the device: min, max, sum, L0, L1, L2 and L∞ of `f32`,
 //! `f64` and `i32` fields, scalar or vector (per component, or over the norm of each vector).
 //!
-//! Two passes (`kernels/gml_reduce.cl`): a grid-stride pass with wide loads leaves one partial
-//! result per work-group, then one work-group folds the partials, so only the result comes
-//! back to the host, or stays on the device for the kernels that follow. Each (operator, type,
+//! One launch (`kernels/gml_reduce.cl`): a grid-stride pass with wide loads leaves one partial
+//! result per work-group, and the work-group that finishes last folds the partials, so only
+//! the result comes back to the host, or stays on the device for the kernels that follow.
+//! [`ReduceOptions::two_passes`] folds the partials in a second launch instead. Each (operator, type,
 //! width, mode, accumulator) gets its own program, built once from build options and cached.
 //!
 //! Accumulators: integer sums, counts, min and max in 64-bit integers (exact); sums and norms
@@ -147,6 +148,8 @@ pub struct ReduceOptions {
     pub float_accumulators: bool,
     /// The first pass's layout; `None`: grid stride, contiguous runs on CPU devices.
     pub layout: Option<ReduceLayout>,
+    /// Fold the partials in a second launch rather than in the last work-group to finish.
+    pub two_passes: bool,
 }
 
 /// The accumulator type of a reduction.
@@ -293,12 +296,24 @@ impl Plan {
     }
 }
 
+/// A one-pass kernel and a second-pass kernel per kind of output.
+struct Finishers {
+    /// Writes the raw accumulators for the host to finish.
+    host: Kernel,
+    /// Writes finished results as float.
+    float: Kernel,
+    /// Writes finished results as double (devices with fp64).
+    double: Option<Kernel>,
+}
+
 /// One reduction's compiled kernels and work-group size.
 struct Programs {
+    /// The first of two passes.
     first: Kernel,
-    host: Kernel,
-    float: Kernel,
-    double: Option<Kernel>,
+    /// The second of two passes.
+    second: Finishers,
+    /// Both passes in one launch.
+    once: Finishers,
     local: usize,
 }
 
@@ -307,6 +322,8 @@ struct Programs {
 pub(crate) struct Reducer {
     programs: HashMap<Plan, Programs>,
     partials: Option<DeviceBuffer<u8>>,
+    /// The one-pass kernels' count of finished work-groups, zero between launches.
+    counter: Option<DeviceBuffer<u32>>,
     result: Option<DeviceBuffer<u8>>,
     options: ReduceOptions,
 }
@@ -337,20 +354,29 @@ fn programs(gml: &mut Gml, plan: Plan) -> Result<&Programs> {
         let source =
             Source::embedded("gml_reduce.cl", include_str!("../../kernels/gml_reduce.cl"))?;
         let program = Program::build(context, &[source], &plan.defines())?;
-        let first = program.kernel("gml_reduce_first")?;
-        let host = program.kernel("gml_reduce_host")?;
-        let float = program.kernel("gml_reduce_float")?;
-        let double = if plan.fp64 {
-            Some(program.kernel("gml_reduce_double")?)
-        } else {
-            None
+        let finishers = |prefix: &str| -> Result<Finishers> {
+            Ok(Finishers {
+                host: program.kernel(&format!("{prefix}_host"))?,
+                float: program.kernel(&format!("{prefix}_float"))?,
+                double: if plan.fp64 {
+                    Some(program.kernel(&format!("{prefix}_double"))?)
+                } else {
+                    None
+                },
+            })
         };
+        let first = program.kernel("gml_reduce_first")?;
+        let second = finishers("gml_reduce")?;
+        let once = finishers("gml_reduce_once")?;
         // A power of two (the tree halves it), at most 256, within every kernel's limit and
         // the local memory (one partial per work-item).
         let mut cap = 256.min(context.info().max_work_group_size.max(1));
-        for kernel in [&first, &host, &float].into_iter().chain(double.as_ref()) {
-            cap = cap.min(kernel.max_group(context)?);
+        for f in [&second, &once] {
+            for kernel in [&f.host, &f.float].into_iter().chain(f.double.as_ref()) {
+                cap = cap.min(kernel.max_group(context)?);
+            }
         }
+        cap = cap.min(first.max_group(context)?);
         let memory = context.info().local_mem_bytes as usize;
         cap = cap.min(memory.saturating_sub(1024) / plan.partial_bytes());
         let local = power_of_two_below(cap);
@@ -358,9 +384,8 @@ fn programs(gml: &mut Gml, plan: Plan) -> Result<&Programs> {
             plan,
             Programs {
                 first,
-                host,
-                float,
-                double,
+                second,
+                once,
                 local,
             },
         );
@@ -386,7 +411,7 @@ enum Target {
     Host,
 }
 
-/// Enqueues the two passes reducing datum `id` with `op` into `target`; returns the plan.
+/// Enqueues the launch(es) reducing datum `id` with `op` into `target`; returns the plan.
 fn enqueue(
     gml: &mut Gml,
     id: DataId,
@@ -439,6 +464,9 @@ fn enqueue(
         .is_none_or(|p| p.len() < partial_bytes)
     {
         gml.reducer.partials = Some(DeviceBuffer::uninit(&context, partial_bytes)?);
+    }
+    if gml.reducer.counter.is_none() {
+        gml.reducer.counter = Some(DeviceBuffer::zeroed(&context, 1)?);
     }
     if matches!(target, Target::Host) && gml.reducer.result.is_none() {
         gml.reducer.result = Some(DeviceBuffer::uninit(&context, RESULT_BYTES)?);
@@ -512,68 +540,96 @@ fn enqueue(
         .partials
         .as_ref()
         .ok_or(GmlError::NoResultBuffer)?;
+    let counter = gml
+        .reducer
+        .counter
+        .as_ref()
+        .ok_or(GmlError::NoResultBuffer)?;
     let kernels = &gml.reducer.programs[&plan];
     let work = |groups: usize| WorkSize {
         global: groups * local,
         local,
     };
-
-    let mut first = kernels.first.call();
-    // SAFETY: gml_reduce_first(TL *input, ACC *partials, ulong loads, ulong scalars,
-    // local ACC *scratch): the input holds `scalars` scalars of the field's type (`loads`
-    // whole loads and a tail), the partials one partial per group (at most `max_groups`
-    // allocated), the scratch one partial per work-item.
-    unsafe {
-        first
-            .buffer(input)?
-            .buffer(partials)?
-            .arg(&loads)?
-            .arg(&scalars)?
-            .local::<u8>(local * plan.partial_bytes())?;
-    }
-    first.enqueue_into(&context, work(groups), timeline)?;
-
-    let groups = groups as u32;
     let scratch = local * plan.partial_bytes();
-    match scalar {
-        None => {
-            let mut second = kernels.host.call();
-            // SAFETY: gml_reduce_host(ACC *partials, ACC *out, uint groups, local ACC *scratch)
-            // reads `groups` partials and writes 2·outs ≤ 32 accumulators of at most 8 bytes
-            // into the RESULT_BYTES result buffer.
-            unsafe {
-                second
-                    .buffer(partials)?
-                    .mem::<u8>(output, RESULT_BYTES)?
-                    .arg(&groups)?
-                    .local::<u8>(scratch)?;
-            }
-            second.enqueue_into(&context, work(1), timeline)?;
+    let finishers = if options.two_passes {
+        &kernels.second
+    } else {
+        &kernels.once
+    };
+    let finisher = match scalar {
+        None => &finishers.host,
+        Some(Scalar::F64) => finishers
+            .double
+            .as_ref()
+            .ok_or_else(|| GmlError::NoFp64(format!("a double result of reducing `{name}`")))?,
+        Some(_) => &finishers.float,
+    };
+
+    let mut call = if options.two_passes {
+        let mut first = kernels.first.call();
+        // SAFETY: gml_reduce_first(TL *input, ACC *partials, ulong loads, ulong scalars,
+        // local ACC *scratch): the input holds `scalars` scalars of the field's type (`loads`
+        // whole loads and a tail), the partials one partial per group (at most `max_groups`
+        // allocated), the scratch one partial per work-item.
+        unsafe {
+            first
+                .buffer(input)?
+                .buffer(partials)?
+                .arg(&loads)?
+                .arg(&scalars)?
+                .local::<u8>(scratch)?;
         }
-        Some(scalar) => {
-            let kernel = match scalar {
-                Scalar::F64 => kernels.double.as_ref().ok_or_else(|| {
-                    GmlError::NoFp64(format!("a double result of reducing `{name}`"))
-                })?,
-                _ => &kernels.float,
-            };
-            let mut second = kernel.call();
-            // SAFETY: gml_reduce_float/double(ACC *partials, T *out, uint groups, local ACC
-            // *scratch, uint index) reads `groups` partials and writes out[index..index+outs],
-            // inside the output's `len` values (checked above).
-            unsafe {
-                let call = second.buffer(partials)?;
-                match scalar {
-                    Scalar::F64 => call.mem::<f64>(output, len)?,
-                    _ => call.mem::<f32>(output, len)?,
-                }
-                .arg(&groups)?
+        first.enqueue_into(&context, work(groups), timeline)?;
+        let mut second = finisher.call();
+        // SAFETY: gml_reduce_host/float/double(ACC *partials, OUT *out, uint groups, local ACC
+        // *scratch[, uint index]) reads `groups` partials.
+        unsafe {
+            second.buffer(partials)?;
+        }
+        second
+    } else {
+        let mut once = finisher.call();
+        // SAFETY: gml_reduce_once_host/float/double(TL *input, ACC *partials, ulong loads,
+        // ulong scalars, local ACC *scratch, uint *counter, OUT *out[, uint index]): as the
+        // first pass above, plus the one-word counter of finished groups (zero between
+        // launches: the last group resets it).
+        unsafe {
+            once.buffer(input)?
+                .buffer(partials)?
+                .arg(&loads)?
+                .arg(&scalars)?
                 .local::<u8>(scratch)?
-                .arg(&index_u32)?;
+                .buffer(counter)?;
+        }
+        once
+    };
+    let groups_u32 = groups as u32;
+    // SAFETY: the output arguments of both forms: the host form writes 2·outs ≤ 32
+    // accumulators of at most 8 bytes into the RESULT_BYTES result buffer; the float and
+    // double forms write out[index..index + outs], inside the output's `len` values (checked
+    // above). The second pass takes the partials' count before its scratch.
+    unsafe {
+        if options.two_passes {
+            match scalar {
+                None => call.mem::<u8>(output, RESULT_BYTES)?,
+                Some(Scalar::F64) => call.mem::<f64>(output, len)?,
+                Some(_) => call.mem::<f32>(output, len)?,
             }
-            second.enqueue_into(&context, work(1), timeline)?;
+            .arg(&groups_u32)?
+            .local::<u8>(scratch)?;
+        } else {
+            match scalar {
+                None => call.mem::<u8>(output, RESULT_BYTES)?,
+                Some(Scalar::F64) => call.mem::<f64>(output, len)?,
+                Some(_) => call.mem::<f32>(output, len)?,
+            };
+        }
+        if scalar.is_some() {
+            call.arg(&index_u32)?;
         }
     }
+    let launch = if options.two_passes { 1 } else { groups };
+    call.enqueue_into(&context, work(launch), timeline)?;
     Ok(plan)
 }
 
@@ -600,7 +656,7 @@ pub(crate) fn reduce(
         .read()?;
     if timeline.records_events() {
         let mut stages = timeline.stage_times()?;
-        // One reduction, two passes.
+        // One reduction (of one launch or two).
         stages.iter_mut().for_each(|s| s.launches = 1);
         gml.counters.add(&stages);
     }

@@ -551,6 +551,7 @@ impl Checker<'_> {
             pressure_tolerance,
             step,
             advection: w.advection.unwrap_or_default(),
+            operator: w.operator.unwrap_or_default(),
         })
     }
 

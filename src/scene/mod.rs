@@ -29,6 +29,7 @@
 //! # step = 0.8             # the wind's own time step, s (default: Courant number ~1 near
 //! #                        # the ground)
 //! advection = "linear"     # linear (default) or bfecc: sharper, limited, three walks a step
+//! operator = "assembled"   # pressure operator: assembled per vertex (default) or tetrahedra
 //!
 //! [snow]
 //! particles = 1048576      # (default 2^20)
@@ -97,6 +98,6 @@ pub use check::MAX_PARTICLES;
 pub use domain::{BoundaryCount, DomainMesh, DomainReport};
 pub use error::SceneError;
 pub use model::{
-    Advection, BoundaryRefs, Camera, Domain, Ground, Scene, Simulate, Snow, SortKey, SortMode,
-    Time, View, Wind, WindProfile,
+    Advection, BoundaryRefs, Camera, Domain, Ground, PressureOperator, Scene, Simulate, Snow,
+    SortKey, SortMode, Time, View, Wind, WindProfile,
 };

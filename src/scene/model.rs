@@ -138,6 +138,18 @@ pub enum Advection {
     Bfecc,
 }
 
+/// How the pressure solve applies its operator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PressureOperator {
+    /// Coefficients assembled per vertex over its one-ring: two vertex kernels per product
+    /// (the tetrahedra's loops where a one-ring is too wide to store).
+    #[default]
+    Assembled,
+    /// Loops over the tetrahedra and the vertex balls: four kernels per product.
+    Tetrahedra,
+}
+
 /// The wind blowing into the domain.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Wind {
@@ -159,6 +171,8 @@ pub struct Wind {
     pub step: Option<f64>,
     /// How the velocity is advected.
     pub advection: Advection,
+    /// How the pressure operator is applied.
+    pub operator: PressureOperator,
 }
 
 impl Wind {

@@ -75,6 +75,7 @@ pub struct RawWind {
     pub pressure_tolerance: Option<f64>,
     pub step: Option<f64>,
     pub advection: Option<super::model::Advection>,
+    pub operator: Option<super::model::PressureOperator>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -158,6 +158,7 @@ impl FlakesConfig {
                 pressure_tolerance: 1e-2,
                 step: None,
                 advection: Default::default(),
+                operator: Default::default(),
             },
             flutter: 0.15,
             fall_speed: 1.0,
@@ -575,6 +576,7 @@ mod tests {
             pressure_tolerance: 1e-2,
             step: None,
             advection: Default::default(),
+            operator: Default::default(),
         };
         let (v, p) = wind_args(&wind);
         assert!(
@@ -601,6 +603,7 @@ mod tests {
             pressure_tolerance: 1e-2,
             step: None,
             advection: Default::default(),
+            operator: Default::default(),
         };
         let field = ProfileWind::new([4, 2, 5], bounds, None, wind, 9.81).unwrap();
         assert_eq!(field.samples(), 40);

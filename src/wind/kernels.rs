@@ -25,11 +25,15 @@ pub struct Params {
     pub tolerance: f32,
     /// The walk's hop limit.
     pub max_hops: i32,
+    /// Vertices: the stride of the assembled operator's slots.
+    pub vertices: i32,
+    /// Padding to a multiple of 8 bytes.
+    pub pad: i32,
 }
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
-     float inv_dt; float tolerance; int max_hops; } GmlParSct;\n";
+     float inv_dt; float tolerance; int max_hops; int vertices; int pad; } GmlParSct;\n";
 
 /// Byte offset of `rz[slot]` in [`Params`].
 pub fn rz_offset(slot: usize) -> usize {
@@ -470,6 +474,85 @@ impl Kernels {
             cg_direction,
             project,
             reset,
+        })
+    }
+}
+
+/// The assembled pressure operator (`super::operator`) on the device: its two coefficient
+/// tables and the kernels that apply it.
+#[derive(Clone, Copy, Debug)]
+pub struct Assembled {
+    /// `G` row by row, `width` float4 per vertex, column-major.
+    pub grad_table: Solution<[f32; 4]>,
+    /// `D` row by row, laid out as `grad_table`.
+    pub div_table: Solution<[f32; 4]>,
+    /// `G = P M⁻¹ G d` at every vertex from the search direction, into `G`.
+    pub grad_dir: KernelId,
+    /// The same from the pressure.
+    pub grad_pressure: KernelId,
+    /// `q = D G` and `d·q`, into `Q` and `PQ`.
+    pub q: KernelId,
+}
+
+impl Assembled {
+    /// Uploads `tables` and compiles the kernels over `f`.
+    pub fn new(gml: &mut Gml, f: &Fields, tables: &super::operator::Assembled) -> Result<Self> {
+        let ver = MeshKind::Vertices;
+        let width = tables.width;
+        let grad_table = gml.new_solution::<[f32; 4]>(ver, width, "Gel")?;
+        let div_table = gml.new_solution::<[f32; 4]>(ver, width, "Del")?;
+        gml.set_block(grad_table, 0, &tables.grad)?;
+        gml.set_block(div_table, 0, &tables.div)?;
+        let grad = |gml: &mut Gml, name: &str, x: Solution<f64>, var: &str| {
+            gml.compile(
+                KernelSpec::new(name, ver)
+                    .access(Access::read(grad_table))
+                    .access(Access::read(x))
+                    .access(Access::read(f.bnd))
+                    .access(Access::read(f.flags))
+                    .access(Access::write(f.grad))
+                    .body(&format!(
+                        "const int n = GmlPar->vertices;
+                         double4 s = 0.0;
+                         for (int k = 0; k < {width}; k++) {{
+                             const float4 c = VerGelTab[k * n + VerIdx];
+                             s += convert_double4(c) * Ver{var}Tab[as_int(c.w)];
+                         }}
+                         s.w = 0.0;
+                         VerG = (VerFlg & WIND_FIXED_PRESSURE) ? (double4)(0.0)
+                              : wind_project_d(VerBnd, s) * (double)VerBnd.s6;"
+                    )),
+            )
+        };
+        let grad_dir = grad(gml, "wind_ell_grad_dir", f.dir, "Dir")?;
+        let grad_pressure = grad(gml, "wind_ell_grad_pressure", f.pressure, "X")?;
+        let q = gml.compile(
+            KernelSpec::new("wind_ell_q", ver)
+                .access(Access::read(div_table))
+                .access(Access::read(f.grad))
+                .access(Access::read(f.flags))
+                .access(Access::read(f.dir))
+                .access(Access::write(f.q))
+                .access(Access::write(f.pq))
+                .body(&format!(
+                    "const int n = GmlPar->vertices;
+                     double q = 0.0;
+                     for (int k = 0; k < {width}; k++) {{
+                         const float4 c = VerDelTab[k * n + VerIdx];
+                         const double4 g = VerGTab[as_int(c.w)];
+                         q += (double)c.x * g.x + (double)c.y * g.y + (double)c.z * g.z;
+                     }}
+                     if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
+                     VerQ = q;
+                     VerPQ = VerDir * q;"
+                )),
+        )?;
+        Ok(Self {
+            grad_table,
+            div_table,
+            grad_dir,
+            grad_pressure,
+            q,
         })
     }
 }

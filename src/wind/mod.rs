@@ -63,6 +63,7 @@ pub mod diagonal;
 pub mod error;
 pub mod geometry;
 pub mod kernels;
+pub mod operator;
 pub mod setup;
 pub mod solver;
 pub mod view;

@@ -14,6 +14,7 @@ pub fn settings(scene: &Scene, profile: bool) -> Settings {
         tolerance: scene.wind.pressure_tolerance,
         iterations: scene.wind.pressure_iterations,
         advection: scene.wind.advection,
+        assemble_operator: scene.wind.operator == crate::scene::PressureOperator::Assembled,
         profile,
         ..Settings::default()
     }

@@ -9,6 +9,7 @@ use super::diagonal;
 use super::error::{Result, WindError};
 use super::geometry::{self, Geometry};
 use super::kernels::{self, Fields, Kernels, Params};
+use super::operator;
 use crate::budget::{self, Estimate};
 use crate::cl::{self, Context, DeviceBuffer, Timeline};
 use crate::counters::Counters;
@@ -42,6 +43,10 @@ pub struct Settings {
     pub profile: bool,
     /// How the velocity is advected (`wind.advection`).
     pub advection: crate::scene::Advection,
+    /// Apply the pressure operator from coefficients assembled per vertex (two vertex kernels)
+    /// where the mesh's one-rings are narrow enough ([`operator::MAX_WIDTH`]), rather than
+    /// through the tetrahedra (four kernels, about three times the traffic).
+    pub assemble_operator: bool,
 }
 
 impl Default for Settings {
@@ -56,6 +61,7 @@ impl Default for Settings {
             walk_tolerance: 1e-3,
             profile: false,
             advection: crate::scene::Advection::Linear,
+            assemble_operator: true,
         }
     }
 }
@@ -127,6 +133,8 @@ pub struct Solver {
     gml: Gml,
     fields: Fields,
     kernels: Kernels,
+    /// The assembled pressure operator, where the settings and the mesh allow it.
+    assembled: Option<kernels::Assembled>,
     params: Parameters<Params>,
     settings: Settings,
     dt: f64,
@@ -179,8 +187,19 @@ impl Solver {
                 vertices.len()
             )));
         }
-        check_memory(context.info(), vertices.len(), tets.len())?;
         let nodes: Vec<[u32; 4]> = tets.iter().map(|t| t.0).collect();
+        let ball = diagonal::vertex_ball(vertices.len(), &nodes);
+        let width = if settings.assemble_operator {
+            operator::Assembled::width(&ball, &nodes)
+        } else {
+            0
+        };
+        let width = if width <= operator::MAX_WIDTH {
+            width
+        } else {
+            0
+        };
+        check_memory(context.info(), vertices.len(), tets.len(), width)?;
         let geometry = Geometry::new(&vertices, &nodes)?;
         let neighbours = geometry::neighbours(&nodes)?;
         let inflow64: Vec<[f64; 3]> = inflow
@@ -189,7 +208,6 @@ impl Solver {
             .collect();
         let mut boundary =
             Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
-        let ball = diagonal::vertex_ball(vertices.len(), &nodes);
         let reached = diagonal::jacobi(&ball, &nodes, &geometry, &boundary);
         boundary.fix_unreachable(&reached, &diagonal::unconstrained(&ball, &nodes, &geometry));
         let diagonal = diagonal::jacobi(&ball, &nodes, &geometry, &boundary);
@@ -276,7 +294,20 @@ impl Solver {
         gml.set_block(fields.coef, 0, &coef)?;
         gml.set_block(fields.ngb, 0, &neighbours)?;
         let kernels = Kernels::new(&mut gml, &fields)?;
+        let assembled = if width > 0 {
+            let tables = operator::Assembled::new(&ball, &nodes, &geometry);
+            Some(kernels::Assembled::new(&mut gml, &fields, &tables)?)
+        } else {
+            None
+        };
+        let vertex_count = i32::try_from(vertices.len()).map_err(|_| {
+            WindError::Mesh(format!(
+                "{} vertices: the wind's kernels index them with 32-bit integers",
+                vertices.len()
+            ))
+        })?;
         let host = Params {
+            vertices: vertex_count,
             dt: dt as f32,
             inv_dt: (1.0 / dt) as f32,
             tolerance: settings.walk_tolerance as f32,
@@ -290,6 +321,7 @@ impl Solver {
             gml,
             fields,
             kernels,
+            assembled,
             params,
             settings,
             dt,
@@ -477,14 +509,34 @@ impl Solver {
         Ok(())
     }
 
-    /// Enqueues `q = A d` (or `A x` for the start) into `Q`.
-    fn enqueue_operator(&mut self, grad: crate::gml::KernelId, tl: &mut Timeline) -> Result<()> {
+    /// Enqueues `q = A d` (or `A x` for the start and the checks) into `Q`, and `d·q`
+    /// into `PQ`.
+    fn enqueue_operator(&mut self, of: Operand, tl: &mut Timeline) -> Result<()> {
         let k = self.kernels;
+        if let Some(a) = self.assembled {
+            let grad = match of {
+                Operand::Direction => a.grad_dir,
+                Operand::Pressure => a.grad_pressure,
+            };
+            self.gml.enqueue(grad, tl)?;
+            self.gml.enqueue(a.q, tl)?;
+            return Ok(());
+        }
+        let grad = match of {
+            Operand::Direction => k.grad_dir,
+            Operand::Pressure => k.grad_pressure,
+        };
         self.gml.enqueue(grad, tl)?;
         self.gml.enqueue(k.gather_grad, tl)?;
         self.gml.enqueue(k.tet_div_grad, tl)?;
         self.gml.enqueue(k.gather_q, tl)?;
         Ok(())
+    }
+
+    /// Whether the pressure operator is applied assembled (two vertex kernels) rather than
+    /// through the tetrahedra.
+    pub fn operator_assembled(&self) -> bool {
+        self.assembled.is_some()
     }
 
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
@@ -501,7 +553,7 @@ impl Solver {
         let f = self.fields;
         let threshold = self.absolute_tolerance();
         let rms = |rr: f64, dt: f64, volume: f64| dt * (rr.max(0.0) / volume).sqrt();
-        self.enqueue_operator(k.grad_pressure, tl)?;
+        self.enqueue_operator(Operand::Pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
         self.gml.reduce_into_parameters(
             f.rz,
@@ -540,7 +592,7 @@ impl Solver {
                     break;
                 }
             }
-            self.enqueue_operator(k.grad_dir, tl)?;
+            self.enqueue_operator(Operand::Direction, tl)?;
             self.gml.reduce_into_parameters(
                 f.pq,
                 Reduction::Sum,
@@ -585,7 +637,7 @@ impl Solver {
         at: u32,
         tl: &mut Timeline,
     ) -> Result<(u32, crate::gml::PendingParameters<Params>)> {
-        self.enqueue_operator(self.kernels.grad_pressure, tl)?;
+        self.enqueue_operator(Operand::Pressure, tl)?;
         self.gml.enqueue(self.kernels.cg_residual, tl)?;
         self.gml.reduce_into_parameters(
             self.fields.rr,
@@ -716,7 +768,7 @@ impl Solver {
         self.gml.set_block(self.fields.pressure, 0, p)?;
         let mut tl = Timeline::new(false);
         tl.stage("wind.pressure");
-        self.enqueue_operator(self.kernels.grad_pressure, &mut tl)?;
+        self.enqueue_operator(Operand::Pressure, &mut tl)?;
         tl.wait()?;
         Ok(self.gml.read_all(self.fields.q)?)
     }
@@ -786,11 +838,22 @@ fn max_speed(field: &[[f32; 4]]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Refuses a mesh whose fields do not fit the device.
-fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize) -> Result<()> {
-    // Per vertex: 4 float4 + 1 float8 + 14 scalars; per tetrahedron: float16, int4,
-    // 2 float4, the nodes, and gml's link tables (~2 ints per incidence).
-    let bytes = budget::bytes_of(&[vertices as u64, 4 * 16 + 32 + 14 * 4])
+/// The operand of the pressure operator.
+#[derive(Clone, Copy, Debug)]
+enum Operand {
+    /// The search direction `Dir`.
+    Direction,
+    /// The pressure `X`.
+    Pressure,
+}
+
+/// Refuses a mesh whose fields do not fit the device; `width`: the assembled operator's
+/// entries per vertex (0 without it).
+fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize, width: usize) -> Result<()> {
+    // Per vertex: 4 float4 + 1 float8 + 14 scalars, and two float4 per assembled entry; per
+    // tetrahedron: float16, int4, 2 float4, the nodes, and gml's link tables (~2 ints per
+    // incidence).
+    let bytes = budget::bytes_of(&[vertices as u64, 4 * 16 + 32 + 14 * 4 + 32 * width as u64])
         .saturating_add(budget::bytes_of(&[tets as u64, 64 + 16 + 32 + 16 + 4 * 8]));
     let estimate = Estimate::new(
         "the wind mesh",

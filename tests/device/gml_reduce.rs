@@ -170,14 +170,38 @@ fn check_width<S>(
     }
 }
 
-/// Both layouts of the first pass: the device's default is only one of them.
-const LAYOUTS: [ReduceLayout; 2] = [ReduceLayout::GridStride, ReduceLayout::Contiguous];
+/// How a reduction may run: the layout of its first pass, and whether the partials are folded
+/// in a second launch (else by the last work-group of one launch). The device's default is
+/// only one of them.
+#[derive(Clone, Copy, Debug)]
+struct Form {
+    layout: ReduceLayout,
+    two_passes: bool,
+}
 
-/// Options with `layout`, and float accumulators when `float`.
-fn options(layout: ReduceLayout, float: bool) -> ReduceOptions {
+/// Every layout in one launch, and the GPU layout in two (the second launch is the same
+/// kernel code for both layouts).
+const FORMS: [Form; 3] = [
+    Form {
+        layout: ReduceLayout::GridStride,
+        two_passes: false,
+    },
+    Form {
+        layout: ReduceLayout::Contiguous,
+        two_passes: false,
+    },
+    Form {
+        layout: ReduceLayout::GridStride,
+        two_passes: true,
+    },
+];
+
+/// Options of `form`, and float accumulators when `float`.
+fn options(form: Form, float: bool) -> ReduceOptions {
     ReduceOptions {
         float_accumulators: float,
-        layout: Some(layout),
+        layout: Some(form.layout),
+        two_passes: form.two_passes,
     }
 }
 
@@ -202,8 +226,8 @@ where
     for (kind, n) in LENGTHS {
         for width in [1, 2, 4] {
             let values: Vec<S> = (0..n * width).map(|i| value(&mut rng, i)).collect();
-            for layout in LAYOUTS {
-                g.set_reduce_options(options(layout, false));
+            for form in FORMS {
+                g.set_reduce_options(options(form, false));
                 check_width(g, kind, width, &values, &|_, _| tol);
             }
         }
@@ -256,8 +280,8 @@ fn i32_fields_match_the_cpu_and_integer_sums_are_exact() {
                 (Reduction::L2, _) | (_, VectorMode::Norm) => tol,
                 _ => 0.0,
             };
-            for layout in LAYOUTS {
-                g.set_reduce_options(options(layout, false));
+            for form in FORMS {
+                g.set_reduce_options(options(form, false));
                 check_width(&mut g, kind, width, &values, &exact);
             }
         }
@@ -286,8 +310,8 @@ fn sixteen_wide_vectors_match_the_cpu() {
         let values: Vec<f32> = (0..n * 16)
             .map(|i| float_value(&mut rng, i) as f32)
             .collect();
-        for layout in LAYOUTS {
-            g.set_reduce_options(options(layout, false));
+        for form in FORMS {
+            g.set_reduce_options(options(form, false));
             check_width(&mut g, kind, 16, &values, &|_, _| tol);
         }
         g.set_reduce_options(ReduceOptions::default());
@@ -350,15 +374,15 @@ fn check_specials(g: &mut Gml, what: &str) {
 #[test]
 fn nan_and_infinities_follow_ieee() {
     let mut g = instance();
-    for layout in LAYOUTS {
-        g.set_reduce_options(options(layout, false));
+    for form in FORMS {
+        g.set_reduce_options(options(form, false));
         check_specials(
             &mut g,
-            &format!("{layout:?}, accumulated as the device allows"),
+            &format!("{form:?}, accumulated as the device allows"),
         );
         // The compensated float path must not turn +inf into NaN.
-        g.set_reduce_options(options(layout, true));
-        check_specials(&mut g, &format!("{layout:?}, compensated float"));
+        g.set_reduce_options(options(form, true));
+        check_specials(&mut g, &format!("{form:?}, compensated float"));
     }
 }
 
@@ -375,29 +399,29 @@ fn float_sums_are_accumulated_in_double_or_compensated() {
     let want = accurate_sum(values.iter().map(|&x| f64::from(x)));
     let want_l2 = accurate_sum(values.iter().map(|&x| f64::from(x).powi(2))).sqrt();
     if g.has_fp64() {
-        for layout in LAYOUTS {
-            g.set_reduce_options(options(layout, false));
+        for form in FORMS {
+            g.set_reduce_options(options(form, false));
             let got = g.reduce(field, Reduction::Sum).unwrap();
             assert!(
                 ((got - want) / want).abs() <= 1e-12,
-                "double, {layout:?}: {got} vs {want}"
+                "double, {form:?}: {got} vs {want}"
             );
             let got = g.reduce(field, Reduction::L2).unwrap();
-            assert!(((got - want_l2) / want_l2).abs() <= 1e-12, "{layout:?}");
+            assert!(((got - want_l2) / want_l2).abs() <= 1e-12, "{form:?}");
         }
     }
     // Compensated float, as on devices without fp64: within a few ulps of f32.
     let ulp = f64::from(f32::EPSILON);
-    for layout in LAYOUTS {
-        g.set_reduce_options(options(layout, true));
+    for form in FORMS {
+        g.set_reduce_options(options(form, true));
         let got = g.reduce(field, Reduction::Sum).unwrap();
         assert!(
             ((got - want) / want).abs() <= 4.0 * ulp,
-            "compensated, {layout:?}: {got} vs {want}, {:e} relative",
+            "compensated, {form:?}: {got} vs {want}, {:e} relative",
             (got - want) / want
         );
         let got = g.reduce(field, Reduction::L2).unwrap();
-        assert!(((got - want_l2) / want_l2).abs() <= 4.0 * ulp, "{layout:?}");
+        assert!(((got - want_l2) / want_l2).abs() <= 4.0 * ulp, "{form:?}");
     }
     // A naive float sum is far off: the test would catch its absence.
     let naive = values.iter().sum::<f32>();
@@ -566,24 +590,24 @@ fn float_sums_and_squares_beyond_float_range_stay_finite_in_double() {
         .new_solution::<f32>(MeshKind::Vertices, 1, "Wide")
         .unwrap();
     g.set_block(wide, 0, &vec![-1.0e20f32; n]).unwrap();
-    for layout in LAYOUTS {
-        g.set_reduce_options(options(layout, false));
+    for form in FORMS {
+        g.set_reduce_options(options(form, false));
         let sum = g.reduce(big, Reduction::Sum).unwrap();
         let want = n as f64 * f64::from(3.0e38f32);
         assert!(
             (sum - want).abs() <= 1e-12 * want,
-            "{layout:?}: sum {sum:e} vs {want:e}"
+            "{form:?}: sum {sum:e} vs {want:e}"
         );
         let l1 = g.reduce(wide, Reduction::L1).unwrap();
         assert!(
             (l1 - n as f64 * 1e20).abs() <= 1e-6 * n as f64 * 1e20,
-            "{layout:?}: L1 {l1:e}"
+            "{form:?}: L1 {l1:e}"
         );
         let l2 = g.reduce(wide, Reduction::L2).unwrap();
         let want = (n as f64).sqrt() * f64::from(1.0e20f32);
         assert!(
             (l2 - want).abs() <= 1e-12 * want,
-            "{layout:?}: L2 {l2:e} vs {want:e}"
+            "{form:?}: L2 {l2:e} vs {want:e}"
         );
     }
 }

@@ -224,21 +224,29 @@ fn pressure_operator_matches_reference() {
     let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);
     let dir = [1.0, 0.3];
     let u_in = inflow(&m, dir, 4.0, true, 200.0);
-    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
-    let noise = random_field(m.0.len(), 1.0, 3);
-    let p: Vec<f64> = noise
-        .iter()
-        .zip(cpu.unknown())
-        .map(|(v, &u)| if u { 100.0 * v[0] } else { 0.0 })
-        .collect();
-    let device = solver.apply_operator(&p).unwrap();
-    let expected = cpu.apply(&p);
-    let scale = expected.iter().fold(0.0f64, |a, b| a.max(b.abs()));
-    for (i, (d, e)) in device.iter().zip(&expected).enumerate() {
-        assert!(
-            (d - e).abs() <= 1e-5 * scale,
-            "A p at vertex {i}: device {d}, CPU {e} (scale {scale})"
-        );
+    // Assembled per vertex (the default), and through the tetrahedra.
+    for assemble in [true, false] {
+        let s = Settings {
+            assemble_operator: assemble,
+            ..settings(10, 1e-2, 5.0)
+        };
+        let (mut solver, cpu) = pair(&m, dir, &u_in, s);
+        assert_eq!(solver.operator_assembled(), assemble);
+        let noise = random_field(m.0.len(), 1.0, 3);
+        let p: Vec<f64> = noise
+            .iter()
+            .zip(cpu.unknown())
+            .map(|(v, &u)| if u { 100.0 * v[0] } else { 0.0 })
+            .collect();
+        let device = solver.apply_operator(&p).unwrap();
+        let expected = cpu.apply(&p);
+        let scale = expected.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+        for (i, (d, e)) in device.iter().zip(&expected).enumerate() {
+            assert!(
+                (d - e).abs() <= 1e-5 * scale,
+                "A p at vertex {i} (assembled: {assemble}): device {d}, CPU {e} (scale {scale})"
+            );
+        }
     }
 }
 
