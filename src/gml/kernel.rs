@@ -349,7 +349,7 @@ fn check_identifier(name: &str) -> Result<()> {
 
 /// Whether OpenCL C (1.2–3.0) reserves `name`: C keywords, address space and access
 /// qualifiers, and the built-in scalar, vector and image types.
-fn is_reserved(name: &str) -> bool {
+pub(crate) fn is_reserved(name: &str) -> bool {
     const WORDS: &[&str] = &[
         "auto",
         "break",
@@ -483,7 +483,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
             uplink,
             &variant,
             &spec.body,
-        );
+        )?;
         let generated_name = format!("{}.generated", spec.name);
         let mut sources = Vec::new();
         if double {

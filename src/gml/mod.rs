@@ -48,6 +48,7 @@ mod generation;
 mod kernel;
 mod kind;
 mod links;
+mod names;
 mod params;
 mod reduce;
 pub mod topology;
