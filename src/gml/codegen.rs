@@ -12,7 +12,7 @@ use super::data::DataId;
 use super::error::Result;
 use super::kernel::Mode;
 use super::kind::MeshKind;
-use super::names::{self, Claim, Naming};
+use super::names::{self, Claim};
 use super::value::ValueType;
 
 /// How the loop reaches one datum.
@@ -181,8 +181,8 @@ pub(crate) fn generate(
     Ok(generated)
 }
 
-/// Generates the source with the data's variables named as `namings` says (one per access),
-/// and lists every name it declares.
+/// Generates the source with the data's variables named `namings` (one per access), and lists
+/// every name it declares.
 fn emit(
     name: &str,
     loop_kind: MeshKind,
@@ -190,7 +190,7 @@ fn emit(
     uplink: Option<MeshKind>,
     variant: &Variant,
     body: &str,
-    namings: &[Naming],
+    namings: &[String],
 ) -> (Generated, Vec<Claim>) {
     let l = loop_kind.short();
     let mut b = Builder {
@@ -377,26 +377,14 @@ fn emit(
 
     // The data.
     for (a, naming) in accesses.iter().zip(namings) {
-        load(&mut b, loop_kind, a, &naming.declared, variant.width);
+        load(&mut b, loop_kind, a, naming, variant.width);
     }
 
-    // Other names the body uses for the data, limited to the body.
-    let mut defines = String::new();
-    let mut undefines = String::new();
-    for (a, naming) in accesses.iter().zip(namings) {
-        for alias in &naming.defines {
-            b.claim(alias.clone(), names::describe(loop_kind, a), true);
-            let _ = writeln!(defines, "    #define {alias} {}", naming.declared);
-            let _ = writeln!(undefines, "    #undef {alias}");
-        }
-    }
-
-    let mut epilogue = undefines;
-    for (a, naming) in accesses.iter().zip(namings) {
+    let mut epilogue = String::new();
+    for (a, var) in accesses.iter().zip(namings) {
         if a.mode == Mode::Read {
             continue;
         }
-        let var = &naming.declared;
         let tab = table(a.kind, &a.name);
         if a.items == 1 {
             let _ = writeln!(epilogue, "    {tab}[{l}Idx] = {var};");
@@ -420,7 +408,6 @@ fn emit(
     let _ = writeln!(prologue, "    {})", b.params.join(",\n    "));
     prologue.push_str("{\n");
     prologue.push_str(&b.code);
-    prologue.push_str(&defines);
     prologue.push_str("    {\n");
     let generated = Generated {
         prologue,
@@ -687,5 +674,82 @@ mod tests {
         assert!(g.prologue.contains("#define VerTriDegMax 16"));
         assert!(g.prologue.contains("float4 VerTriBar[16];"));
         assert!(g.prologue.contains("GmlBall[k * GmlCount + GmlCnt]"));
+    }
+
+    fn direct_variant() -> Variant {
+        Variant {
+            width: None,
+            contiguous: true,
+        }
+    }
+
+    #[test]
+    fn two_fields_of_one_name_on_two_kinds_are_declared_apart() {
+        let on_vertices = solution(
+            0,
+            MeshKind::Vertices,
+            "Nrm",
+            Mode::Read,
+            Relation::Down { count: 3 },
+        );
+        let on_triangles = solution(1, MeshKind::Triangles, "Nrm", Mode::Write, Relation::Direct);
+        let g = generate(
+            "nrm",
+            MeshKind::Triangles,
+            &[on_vertices, on_triangles],
+            None,
+            &direct_variant(),
+            "TriNrm = TriVerNrm[0];",
+        )
+        .unwrap();
+        assert!(
+            g.prologue.contains("float4 TriVerNrm[3];"),
+            "{}",
+            g.prologue
+        );
+        assert!(g.prologue.contains("float4 TriNrm;"), "{}", g.prologue);
+        assert!(g.prologue.contains("VerNrmTab") && g.prologue.contains("TriNrmTab"));
+        assert!(g.epilogue.contains("TriNrmTab[TriIdx] = TriNrm;"));
+    }
+
+    #[test]
+    fn the_body_s_name_is_the_declared_one() {
+        let sol = solution(
+            0,
+            MeshKind::Vertices,
+            "VerSol",
+            Mode::Write,
+            Relation::Direct,
+        );
+        let g = generate(
+            "gather",
+            MeshKind::Vertices,
+            &[sol],
+            None,
+            &direct_variant(),
+            "VerSol = 1.0f;",
+        )
+        .unwrap();
+        assert!(g.prologue.contains("float4 VerSol;"), "{}", g.prologue);
+        assert!(g.epilogue.contains("VerVerSolTab[VerIdx] = VerSol;"));
+    }
+
+    #[test]
+    fn a_field_named_like_the_loop_index_is_a_collision() {
+        let idx = solution(0, MeshKind::Triangles, "Idx", Mode::Write, Relation::Direct);
+        let err = generate(
+            "idx",
+            MeshKind::Triangles,
+            &[idx],
+            None,
+            &direct_variant(),
+            "",
+        )
+        .err()
+        .unwrap();
+        assert!(
+            matches!(&err, crate::gml::GmlError::NameCollision { name, .. } if name == "TriIdx"),
+            "{err}"
+        );
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! | how the loop reaches the datum | declared name | also accepted |
 //! | --- | --- | --- |
-//! | its own kind (direct) | `LN` (`VerSpeed`) | `N` (`relaxed`, `VerSol`), `LN^` (`VerSpeed` for `speed`) |
+//! | its own kind (direct) | `LN` (`VerSpeed`) | `LN^` (`VerSpeed` for `speed`), `N` (`relaxed`, `VerSol`) |
 //! | downlink (lower dimension) | `LKN` (`TriVerNrm[3]`) | `LN` (`TriNrm`, gml's earlier name), `LKN^` |
 //! | uplink (ball, shell) | `LKN` (`VerTriBar[i]`) | `LKN^` |
 //! | user link to its own kind (neighbours) | `LN` (`TriCenter[4]`) | `LN^` |
@@ -16,13 +16,14 @@
 //! Mesh data keep GMlib's preset names: `VerCrd`, `TriCrd[3]` (the coordinates of a triangle's
 //! vertices), `TriVer`, `TetTriVer[4]`.
 //!
-//! The declared name of every datum is unique as soon as the data differ by kind or name, so
-//! two fields of one name on two kinds never collide. An accepted alternative is only used when
-//! the body uses it: the variable is then declared under that name (a local variable of the body
-//! may shadow it, as in C), and further alternatives used beside it become `#define`s limited to
-//! the body. An alternative that is the declared name of another datum or a name gml generates
-//! (`TriIdx`, `VerTriDeg`, …) means that one; one that two data share is an error when the body
-//! uses it. Every name that remains is checked: two things under one generated name are a
+//! The first name of every datum is unique as soon as the data differ by kind or name, so two
+//! fields of one name on two kinds never collide. The variable is declared under the first name
+//! of the list that the body uses (in the order above), or the first name if it uses none: one
+//! name per datum and kernel, so that a local variable of the body named like another
+//! alternative stays the body's own (it may even shadow the datum's variable, as in C). An
+//! alternative that is the first name of another datum or a name gml generates (`TriIdx`,
+//! `VerTriDeg`, …) means that one; one that two data share is an error when the body uses it.
+//! Every name that remains is checked: two things under one generated name are a
 //! [`GmlError::NameCollision`], never an OpenCL build error.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,24 +31,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::codegen::{Relation, Resolved};
 use super::error::{GmlError, Result};
 use super::kind::MeshKind;
-
-/// How the generated code names one datum's variable.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Naming {
-    /// The name the variable is declared with.
-    pub declared: String,
-    /// Other names the body uses for it: `#define`d to the declared one around the body.
-    pub defines: Vec<String>,
-}
-
-impl Naming {
-    fn plain(declared: String) -> Self {
-        Self {
-            declared,
-            defines: Vec::new(),
-        }
-    }
-}
 
 /// A name the generated code declares, and what it holds (for error messages).
 #[derive(Clone, Debug)]
@@ -85,7 +68,7 @@ pub(crate) fn candidates(loop_kind: MeshKind, a: &Resolved) -> Vec<String> {
         }
     } else {
         match &a.relation {
-            Relation::Direct => vec![format!("{l}{n}"), n.to_string(), format!("{l}{cap}")],
+            Relation::Direct => vec![format!("{l}{n}"), format!("{l}{cap}"), n.to_string()],
             Relation::Down { .. } => vec![
                 format!("{l}{k}{n}"),
                 format!("{l}{n}"),
@@ -181,7 +164,8 @@ pub(crate) fn identifiers(body: &str) -> Identifiers {
     found
 }
 
-/// Picks the name of every access's variable for `body`. `fixed` holds the names gml generates
+/// Picks the name of every access's variable for `body`: the first of its names that the body
+/// uses. `fixed` holds the names gml generates
 /// besides the data's variables (indices, links, degrees, tables): an alternative equal to one
 /// of them, or to another datum's declared name, is theirs.
 pub(crate) fn choose(
@@ -190,7 +174,7 @@ pub(crate) fn choose(
     accesses: &[Resolved],
     fixed: &BTreeSet<String>,
     body: &str,
-) -> Result<Vec<Naming>> {
+) -> Result<Vec<String>> {
     let ids = identifiers(body);
     let all: Vec<Vec<String>> = accesses.iter().map(|a| candidates(loop_kind, a)).collect();
     let primaries: BTreeSet<&str> = all.iter().map(|c| c[0].as_str()).collect();
@@ -224,34 +208,27 @@ pub(crate) fn choose(
     Ok(all
         .iter()
         .map(|names| {
-            let used: Vec<&String> = names
+            let chosen = names
                 .iter()
                 .enumerate()
-                .filter(|(j, name)| {
+                .find(|(j, name)| {
                     if *j == 0 {
                         ids.used.contains(name.as_str())
                     } else {
                         usable(name)
                     }
                 })
-                .map(|(_, name)| name)
-                .collect();
-            match used.split_first() {
-                None => Naming::plain(names[0].clone()),
-                Some((declared, rest)) => Naming {
-                    declared: (*declared).clone(),
-                    defines: rest.iter().map(|s| (*s).clone()).collect(),
-                },
-            }
+                .map_or(&names[0], |(_, name)| name);
+            chosen.clone()
         })
         .collect())
 }
 
-/// The variables' declared names when the body is not looked at (the first generation pass).
-pub(crate) fn primaries(loop_kind: MeshKind, accesses: &[Resolved]) -> Vec<Naming> {
+/// The variables' first names, when the body is not looked at (the first generation pass).
+pub(crate) fn primaries(loop_kind: MeshKind, accesses: &[Resolved]) -> Vec<String> {
     accesses
         .iter()
-        .map(|a| Naming::plain(candidates(loop_kind, a).swap_remove(0)))
+        .map(|a| candidates(loop_kind, a).swap_remove(0))
         .collect()
 }
 
@@ -314,7 +291,7 @@ mod tests {
         let t = MeshKind::Triangles;
         let v = MeshKind::Vertices;
         let direct = field(0, v, "speed", Relation::Direct);
-        assert_eq!(candidates(v, &direct), ["Verspeed", "speed", "VerSpeed"]);
+        assert_eq!(candidates(v, &direct), ["Verspeed", "VerSpeed", "speed"]);
         let own = field(0, v, "VerSol", Relation::Direct);
         assert_eq!(candidates(v, &own), ["VerVerSol", "VerSol"]);
         let down = field(0, v, "Nrm", Relation::Down { count: 3 });
@@ -343,12 +320,11 @@ mod tests {
         let body = "int i; float4 NewSol = {0};\nfor(i=0;i<VerTriDegMax;i++)\n  NewSol += \
                     VerTriTmp[i];\nVerSol = NewSol / VerTriDeg;";
         let got = choose("gather", v, &[sol, tmp], &BTreeSet::new(), body).unwrap();
-        assert_eq!(got[0], Naming::plain("VerSol".into()));
-        assert_eq!(got[1], Naming::plain("VerTriTmp".into()));
+        assert_eq!(got, ["VerSol", "VerTriTmp"]);
         // Not used: the declared name stays the first one.
         let sol = field(0, v, "VerSol", Relation::Direct);
         let got = choose("gather", v, &[sol], &BTreeSet::new(), "").unwrap();
-        assert_eq!(got[0].declared, "VerVerSol");
+        assert_eq!(got, ["VerVerSol"]);
     }
 
     #[test]
@@ -366,24 +342,22 @@ mod tests {
         )
         .unwrap();
         // `TriNrm` is the triangles' own field, as in the manual; the vertices' is `TriVerNrm`.
-        assert_eq!(got[0].declared, "TriVerNrm");
-        assert_eq!(got[1].declared, "TriNrm");
+        assert_eq!(got, ["TriVerNrm", "TriNrm"]);
     }
 
     #[test]
-    fn an_earlier_name_used_together_with_the_manuals_becomes_a_define() {
-        let t = MeshKind::Triangles;
-        let nrm = field(0, MeshKind::Vertices, "Nrm", Relation::Down { count: 3 });
-        let got = choose(
-            "k",
-            t,
-            &[nrm],
-            &BTreeSet::new(),
-            "x = TriNrm[0]; y = TriVerNrm[1];",
-        )
-        .unwrap();
-        assert_eq!(got[0].declared, "TriVerNrm");
-        assert_eq!(got[0].defines, ["TriNrm"]);
+    fn one_name_per_datum_and_prefixed_names_first() {
+        let v = MeshKind::Vertices;
+        // The manual's `VerSpeed` for `speed`, and a local `speed` of the body's own.
+        let speed = field(0, v, "speed", Relation::Direct);
+        let body = "float speed = 2.0f * VerSpeed; VerCrd += speed;";
+        let got = choose("k", v, &[speed], &BTreeSet::new(), body).unwrap();
+        assert_eq!(got, ["VerSpeed"]);
+        // gml's own name used: a local `Area` stays the body's.
+        let area = field(0, v, "Area", Relation::Direct);
+        let body = "float Area = 1.0f; VerArea = Area;";
+        let got = choose("k", v, &[area], &BTreeSet::new(), body).unwrap();
+        assert_eq!(got, ["VerArea"]);
     }
 
     #[test]
@@ -419,19 +393,19 @@ mod tests {
         let idx = field(0, t, "idx", Relation::Direct);
         let fixed: BTreeSet<String> = ["TriIdx".to_string()].into();
         // `TriIdx` is the loop index, not `TriIdx` for the field `idx`.
-        let got = choose("k", t, &[idx], &fixed, "Triidx = TriIdx;").unwrap();
-        assert_eq!(got[0], Naming::plain("Triidx".into()));
+        let got = choose("k", t, &[idx], &fixed, "x = TriIdx;").unwrap();
+        assert_eq!(got, ["Triidx"]);
         // A field named like a function the body calls keeps the function.
         let min = field(0, t, "min", Relation::Direct);
-        let got = choose("k", t, &[min], &fixed, "Trimin = min(a, b);").unwrap();
-        assert_eq!(got[0], Naming::plain("Trimin".into()));
+        let got = choose("k", t, &[min], &fixed, "x = min(a, b);").unwrap();
+        assert_eq!(got, ["Trimin"]);
         // In a comment, a name is not used.
         let center = field(0, t, "center", Relation::Direct);
-        let got = choose("k", t, &[center], &fixed, "// center = 0\nTricenter = 1;").unwrap();
-        assert_eq!(got[0], Naming::plain("Tricenter".into()));
+        let got = choose("k", t, &[center], &fixed, "// center = 0\nx = 1;").unwrap();
+        assert_eq!(got, ["Tricenter"]);
         let half = field(0, t, "half", Relation::Direct);
         let got = choose("k", t, &[half], &fixed, "half x;").unwrap();
-        assert_eq!(got[0], Naming::plain("Trihalf".into()));
+        assert_eq!(got, ["Trihalf"]);
     }
 
     #[test]
