@@ -1,17 +1,22 @@
 //! Every kernel printed in the GMlib manual (sections 2.1–2.5), with its body exactly as
 //! printed: the manual's own names (`VerSpeed` for a field named `speed`, `center`, `min_dist`,
 //! `TriCenter[4]`, `relaxed`, `VerTriBar[i]`, `Tmp`, `VerTriTmp[i]`, a field named `VerSol`)
-//! and its own C style (`float4 NewCrd = {0};`, `/ 3.`, `int i;` before the loop).
+//! and its own C style (`/ 3.`, `int i;` before the loop, `min` on floats).
 //!
 //! ```text
 //! cargo run --release --example manual_kernels -- sample_meshes/sphere_surface.meshb
 //! ```
 //!
-//! One change only, in two kernels: the manual averages `TriCrd[0]`, `TriCrd[1]` and
-//! `TriCrd[3]`, but a triangle has three vertices, `TriCrd[0..2]`. `TriCrd[3]` is past the end
-//! of the table (in the C GMlib it reads the padding lane of the `int4` node vector, vertex 0,
-//! so the result is not the barycentre the text describes either); the kernels here read
-//! `TriCrd[2]`.
+//! Two changes, each where the printed text cannot work:
+//!
+//! - The barycentre and scatter kernels average `TriCrd[0]`, `TriCrd[1]` and `TriCrd[3]`, but a
+//!   triangle has three vertices, `TriCrd[0..2]`. `TriCrd[3]` is past the end of the table (in
+//!   the C GMlib it reads the padding lane of the `int4` node vector, vertex 0, so the result is
+//!   not the barycentre the text describes either); the kernels here read `TriCrd[2]`.
+//! - The uplink and gather kernels start their sums with `float4 NewCrd = {0};`, which is C but
+//!   not OpenCL C: a vector's initializer list must give every component ("too few elements in
+//!   vector initialization (expected 4 elements, have 1)", the test shows it); the kernels here
+//!   write `{0, 0, 0, 0}`.
 //!
 //! The tests (`tests/device/gml_examples.rs`) run each function below against a CPU reference.
 
@@ -38,9 +43,9 @@ min_dist = min(d1, d2);
 min_dist = min(min_dist, d3);";
 
 /// Section 2.4, the uplink kernel: relax toward the mean barycentre of the vertex's ball of
-/// triangles, as printed.
+/// triangles, with `{0, 0, 0, 0}` for the printed `{0}` (see the module comment).
 pub const RELAX: &str = "int i;
-float4 NewCrd = {0};
+float4 NewCrd = {0, 0, 0, 0};
 for(i=0;i<VerTriDegMax;i++)
   NewCrd += VerTriBar[i];
 relaxed = 0.8 * relaxed + 0.2 * NewCrd / VerTriDeg;";
@@ -49,9 +54,10 @@ relaxed = 0.8 * relaxed + 0.2 * NewCrd / VerTriDeg;";
 /// module comment).
 pub const SCATTER: &str = "Tmp = (TriCrd[0] + TriCrd[1] + TriCrd[2]) / 3.;";
 
-/// Section 2.5, the gather kernel, as printed.
+/// Section 2.5, the gather kernel, with `{0, 0, 0, 0}` for the printed `{0}` (see the module
+/// comment).
 pub const GATHER: &str = "int i;
-float4 NewSol = {0};
+float4 NewSol = {0, 0, 0, 0};
 for(i=0;i<VerTriDegMax;i++)
   NewSol += VerTriTmp[i];
 VerSol = NewSol / VerTriDeg;";

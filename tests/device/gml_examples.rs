@@ -907,6 +907,35 @@ fn manual_relaxation_matches_the_cpu() {
 }
 
 #[test]
+fn the_manuals_zero_vector_initializer_is_not_opencl_c() {
+    // Why manual_kernels.rs writes `{0, 0, 0, 0}`: the printed `{0}` does not build, and the
+    // error points at the body's own line.
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let bar = gml
+        .new_solution::<[f32; 4]>(MeshKind::Triangles, 1, "Bar")
+        .unwrap();
+    let relaxed = gml
+        .new_solution::<[f32; 4]>(MeshKind::Vertices, 1, "relaxed")
+        .unwrap();
+    let printed = manual_kernels::RELAX.replace("{0, 0, 0, 0}", "{0}");
+    assert!(printed.contains("float4 NewCrd = {0};"));
+    let err = gml
+        .compile(
+            KernelSpec::new("relax", MeshKind::Vertices)
+                .access(Access::read_write(relaxed))
+                .access(Access::read(bar))
+                .body(&printed),
+        )
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("relax:2:") && text.contains("vector initialization"),
+        "{text}"
+    );
+}
+
+#[test]
 fn manual_scatter_gather_matches_the_cpu() {
     let mesh = sample("sphere_surface.meshb");
     let mut gml = gml_with(&mesh);
