@@ -473,10 +473,10 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, var: &str, width: Op
                 b.claim(var, owner.clone(), true);
                 if a.mode == Mode::Write {
                     b.line(format!("{ty} {var}{item_suffix};"));
-                    b.line(clear(&var));
+                    b.line(clear(var));
                 } else {
                     b.line(format!("{ty} {var}{item_suffix};"));
-                    b.line(read(&var, &format!("{l}Idx")));
+                    b.line(read(var, &format!("{l}Idx")));
                 }
             }
             if a.refs {

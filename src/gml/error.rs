@@ -109,23 +109,16 @@ pub enum GmlError {
         second: String,
     },
     /// The body uses a name that the manual's naming gives to two data of the kernel.
-    #[error(
-        "kernel `{kernel}`: `{name}` could mean {first} or {second}; write `{first_name}` or \
-         `{second_name}`"
-    )]
+    #[error("kernel `{kernel}`: `{name}` could mean {first} or {second}")]
     AmbiguousName {
         /// Kernel name.
         kernel: String,
         /// The name the body uses.
         name: String,
-        /// One datum it could mean.
+        /// One datum it could mean, with its unambiguous name.
         first: String,
-        /// Its unambiguous name.
-        first_name: String,
-        /// The other datum.
+        /// The other datum, with its unambiguous name.
         second: String,
-        /// Its unambiguous name.
-        second_name: String,
     },
     /// A kernel writes data through a link other than the identity.
     #[error(

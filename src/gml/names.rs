@@ -198,10 +198,16 @@ pub(crate) fn choose(
             return Err(GmlError::AmbiguousName {
                 kernel: kernel.to_string(),
                 name: (*alt).to_string(),
-                first: describe(loop_kind, first),
-                first_name: all[data[0]][0].clone(),
-                second: describe(loop_kind, second),
-                second_name: all[data[1]][0].clone(),
+                first: format!(
+                    "{} (write `{}`)",
+                    describe(loop_kind, first),
+                    all[data[0]][0]
+                ),
+                second: format!(
+                    "{} (write `{}`)",
+                    describe(loop_kind, second),
+                    all[data[1]][0]
+                ),
             });
         }
     }
