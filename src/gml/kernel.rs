@@ -103,7 +103,8 @@ impl KernelSpec {
         self
     }
 
-    /// The loop body: OpenCL statements using the generated variables.
+    /// The loop body: OpenCL statements using the generated variables, under the manual's
+    /// names or gml's (see the module documentation of [`gml`](super), "Names").
     pub fn body(mut self, body: &str) -> Self {
         self.body = body.to_string();
         self

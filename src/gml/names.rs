@@ -147,6 +147,11 @@ pub(crate) fn identifiers(body: &str) -> Identifiers {
                 i += 1;
             }
             let word = body[start..i].to_string();
+            let before = body[..start].trim_end();
+            if before.ends_with('.') || before.ends_with("->") {
+                // A member or swizzle (`VerCrd.x`), not a variable.
+                continue;
+            }
             if body[i..].trim_start().starts_with('(') {
                 found.called.insert(word);
             } else {
@@ -416,9 +421,10 @@ mod tests {
 
     #[test]
     fn identifiers_skip_numbers_strings_and_comments() {
-        let ids = identifiers("a = 1.0f + b /* c */ + fmin(d, e) // f\n; g = \"h\" 0x1Fu;");
+        let ids =
+            identifiers("a = 1.0f + b /* c */ + fmin(d, e) // f\n; g = \"h\" 0x1Fu + p.x + q->y;");
         let used: Vec<&str> = ids.used.iter().map(String::as_str).collect();
-        assert_eq!(used, ["a", "b", "d", "e", "g"]);
+        assert_eq!(used, ["a", "b", "d", "e", "g", "p", "q"]);
         assert!(ids.called.contains("fmin"));
     }
 
