@@ -35,7 +35,9 @@ use super::kind::MeshKind;
 /// A name the generated code declares, and what it holds (for error messages).
 #[derive(Clone, Debug)]
 pub(crate) struct Claim {
+    /// The identifier.
     pub name: String,
+    /// What it holds, e.g. "solution `Nrm` on vertices (through the downlink …)".
     pub owner: String,
     /// Whether it is one datum's variable (the names [`choose`] picks), not a name of gml's.
     pub datum: bool,
@@ -170,9 +172,9 @@ pub(crate) fn identifiers(body: &str) -> Identifiers {
 }
 
 /// Picks the name of every access's variable for `body`: the first of its names that the body
-/// uses. `fixed` holds the names gml generates
-/// besides the data's variables (indices, links, degrees, tables): an alternative equal to one
-/// of them, or to another datum's declared name, is theirs.
+/// uses. `fixed` holds the names gml generates besides the data's variables (indices, links,
+/// degrees, tables): an alternative equal to one of them, or to another datum's first name, is
+/// theirs.
 pub(crate) fn choose(
     kernel: &str,
     loop_kind: MeshKind,
