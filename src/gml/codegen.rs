@@ -6,9 +6,13 @@
 
 use std::fmt::Write;
 
+use std::collections::BTreeSet;
+
 use super::data::DataId;
+use super::error::Result;
 use super::kernel::Mode;
 use super::kind::MeshKind;
+use super::names::{self, Claim};
 use super::value::ValueType;
 
 /// How the loop reaches one datum.
@@ -98,14 +102,32 @@ struct Builder {
     params: Vec<String>,
     args: Vec<Arg>,
     code: String,
+    /// Every name declared, with what it holds.
+    claims: Vec<Claim>,
 }
 
 impl Builder {
-    fn arg(&mut self, arg: Arg, declaration: String) {
+    /// Adds a kernel parameter once; `declaration` ends with its name.
+    fn arg(&mut self, arg: Arg, declaration: String, owner: impl Into<String>) {
         if !self.args.contains(&arg) {
+            let name = declaration
+                .rsplit([' ', '*'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            self.claim(name, owner, false);
             self.args.push(arg);
             self.params.push(declaration);
         }
+    }
+
+    /// Records a declared name.
+    fn claim(&mut self, name: impl Into<String>, owner: impl Into<String>, datum: bool) {
+        self.claims.push(Claim {
+            name: name.into(),
+            owner: owner.into(),
+            datum,
+        });
     }
 
     fn line(&mut self, text: impl AsRef<str>) {
@@ -128,7 +150,8 @@ const LANES: [&str; 16] = [
     "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "sa", "sb", "sc", "sd", "se", "sf",
 ];
 
-/// Generates the kernel `name` looping over `loop_kind` for one link table.
+/// Generates the kernel `name` looping over `loop_kind` for one link table, with the names
+/// the body uses for its data (see [`names`]); refuses two things under one name.
 pub(crate) fn generate(
     name: &str,
     loop_kind: MeshKind,
@@ -136,23 +159,70 @@ pub(crate) fn generate(
     uplink: Option<MeshKind>,
     variant: &Variant,
     body: &str,
-) -> Generated {
+) -> Result<Generated> {
+    // First pass with the declared names, for the names gml generates besides the data's.
+    let (_, claims) = emit(
+        name,
+        loop_kind,
+        accesses,
+        uplink,
+        variant,
+        body,
+        &names::primaries(loop_kind, accesses),
+    );
+    let fixed: BTreeSet<String> = claims
+        .into_iter()
+        .filter(|c| !c.datum)
+        .map(|c| c.name)
+        .collect();
+    let namings = names::choose(name, loop_kind, accesses, &fixed, body)?;
+    let (generated, claims) = emit(name, loop_kind, accesses, uplink, variant, body, &namings);
+    names::check_collisions(name, &claims)?;
+    Ok(generated)
+}
+
+/// Generates the source with the data's variables named `namings` (one per access), and lists
+/// every name it declares.
+fn emit(
+    name: &str,
+    loop_kind: MeshKind,
+    accesses: &[Resolved],
+    uplink: Option<MeshKind>,
+    variant: &Variant,
+    body: &str,
+    namings: &[String],
+) -> (Generated, Vec<Claim>) {
     let l = loop_kind.short();
     let mut b = Builder {
         params: Vec::new(),
         args: Vec::new(),
         code: String::new(),
+        claims: Vec::new(),
     };
-    b.arg(Arg::Count, "const int GmlCount".into());
-    b.arg(Arg::First, "const int GmlFirst".into());
+    b.arg(
+        Arg::Count,
+        "const int GmlCount".into(),
+        "gml's work-item count",
+    );
+    b.arg(
+        Arg::First,
+        "const int GmlFirst".into(),
+        "gml's first entity",
+    );
     b.line("const int GmlCnt = get_global_id(0);");
+    b.claim("GmlCnt", "gml's work-item index", false);
     b.line("if (GmlCnt >= GmlCount) return;");
     if variant.contiguous || uplink.is_none() {
         b.line(format!("const int {l}Idx = GmlFirst + GmlCnt;"));
     } else {
-        b.arg(Arg::UpRows, "__global const int *restrict GmlRows".into());
+        b.arg(
+            Arg::UpRows,
+            "__global const int *restrict GmlRows".into(),
+            "gml's uplink rows",
+        );
         b.line(format!("const int {l}Idx = GmlRows[GmlCnt];"));
     }
+    b.claim(format!("{l}Idx"), "the loop index", false);
 
     // The loop entity's own nodes, when anything needs them.
     let needs_nodes = loop_kind != MeshKind::Vertices
@@ -169,6 +239,13 @@ pub(crate) fn generate(
                 node_vector(loop_kind),
                 table(loop_kind, "Ver")
             ),
+            format!("the table of the {loop_kind}' nodes"),
+        );
+        b.claim(format!("Gml{l}Nodes"), "gml's node vector", false);
+        b.claim(
+            format!("{l}Ver"),
+            format!("the nodes of the loop's {loop_kind}"),
+            false,
         );
         b.line(format!(
             "const {} Gml{l}Nodes = {}[{l}Idx];",
@@ -194,6 +271,12 @@ pub(crate) fn generate(
             b.arg(
                 Arg::Down(a.kind),
                 format!("__global const int *restrict {l}{ds}Lnk"),
+                format!("the downlink table {loop_kind} → {}", a.kind),
+            );
+            b.claim(
+                var.clone(),
+                format!("the {} of each of the loop's {loop_kind}", a.kind),
+                false,
             );
             b.line(format!("int {var}[{count}];"));
             b.line(format!(
@@ -206,17 +289,42 @@ pub(crate) fn generate(
     if let (Some(up), Some(width)) = (uplink, variant.width) {
         let ds = up.short();
         let var = format!("{l}{ds}");
-        b.arg(Arg::UpDegree, "__global const int *restrict GmlDeg".into());
-        b.arg(Arg::UpBall, "__global const int *restrict GmlBall".into());
+        let link = format!("the uplink {loop_kind} → {up}");
+        b.arg(
+            Arg::UpDegree,
+            "__global const int *restrict GmlDeg".into(),
+            format!("the degrees of {link}"),
+        );
+        b.arg(
+            Arg::UpBall,
+            "__global const int *restrict GmlBall".into(),
+            format!("the table of {link}"),
+        );
         b.line(format!("const int {var}Deg = GmlDeg[{l}Idx];"));
+        b.claim(format!("{var}Deg"), format!("the degree of {link}"), false);
         b.line(format!("#define {var}DegMax {width}"));
+        b.claim(
+            format!("{var}DegMax"),
+            format!("the table width of {link}"),
+            false,
+        );
         b.line(format!("int {var}[{width}];"));
+        b.claim(var.clone(), format!("the entities of {link}"), false);
         b.line(format!(
             "for (int k = 0; k < {width}; k++) {var}[k] = k < {var}Deg ? GmlBall[k * GmlCount + GmlCnt] : 0;"
         ));
         if accesses.iter().any(|a| a.voyeurs) {
-            b.arg(Arg::UpLocals, "__global const char *restrict GmlVoy".into());
+            b.arg(
+                Arg::UpLocals,
+                "__global const char *restrict GmlVoy".into(),
+                format!("the local indices of {link}"),
+            );
             b.line(format!("int {var}Voy[{width}];"));
+            b.claim(
+                format!("{var}Voy"),
+                format!("the local indices of {link}"),
+                false,
+            );
             b.line(format!(
                 "for (int k = 0; k < {width}; k++) {var}Voy[k] = k < {var}Deg ? GmlVoy[k * GmlCount + GmlCnt] : 0;"
             ));
@@ -239,8 +347,14 @@ pub(crate) fn generate(
             b.arg(
                 Arg::Link(*link),
                 format!("__global const int *restrict {var}Tab"),
+                format!("the table of link `{link_name}`"),
             );
             b.line(format!("int {var}[{width}];"));
+            b.claim(
+                var.clone(),
+                format!("the entries of link `{link_name}`"),
+                false,
+            );
             b.line(format!(
                 "for (int k = 0; k < {width}; k++) {var}[k] = {var}Tab[{l}Idx * {width} + k];"
             ));
@@ -250,6 +364,11 @@ pub(crate) fn generate(
                 format!("{var}Deg")
             };
             b.line(format!("int {degree} = 0;"));
+            b.claim(
+                degree.clone(),
+                format!("the degree of link `{link_name}`"),
+                false,
+            );
             b.line(format!(
                 "for (int k = 0; k < {width}; k++) {degree} += {var}[k] >= 0;"
             ));
@@ -257,13 +376,15 @@ pub(crate) fn generate(
     }
 
     // The data.
-    for a in accesses {
-        load(&mut b, loop_kind, a, variant.width);
+    for (a, naming) in accesses.iter().zip(namings) {
+        load(&mut b, loop_kind, a, naming, variant.width);
     }
 
     let mut epilogue = String::new();
-    for a in accesses.iter().filter(|a| a.mode != Mode::Read) {
-        let var = format!("{l}{}", a.name);
+    for (a, var) in accesses.iter().zip(namings) {
+        if a.mode == Mode::Read {
+            continue;
+        }
         let tab = table(a.kind, &a.name);
         if a.items == 1 {
             let _ = writeln!(epilogue, "    {tab}[{l}Idx] = {var};");
@@ -277,39 +398,47 @@ pub(crate) fn generate(
     }
     epilogue.push_str("}\n");
 
-    b.arg(Arg::Params, "__global GmlParSct *GmlPar".into());
+    b.arg(
+        Arg::Params,
+        "__global GmlParSct *GmlPar".into(),
+        "the parameter struct",
+    );
     let mut prologue = String::new();
     let _ = writeln!(prologue, "__kernel void {name}(");
     let _ = writeln!(prologue, "    {})", b.params.join(",\n    "));
     prologue.push_str("{\n");
     prologue.push_str(&b.code);
     prologue.push_str("    {\n");
-    Generated {
+    let generated = Generated {
         prologue,
         body: body.to_string(),
         epilogue: format!("    }}\n{epilogue}"),
         args: b.args,
-    }
+    };
+    (generated, b.claims)
 }
 
 /// Declares and loads one datum.
-fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>) {
+fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, var: &str, width: Option<usize>) {
     let l = loop_kind.short();
     let ds = a.kind.short();
     let ty = a.value.opencl();
     let tab = table(a.kind, &a.name);
     let zero = a.value.zero();
+    let owner = names::describe(loop_kind, a);
     let declare_table = |b: &mut Builder| {
         let constness = if a.mode == Mode::Read { "const " } else { "" };
         b.arg(
             Arg::Data(a.data),
             format!("__global {constness}{ty} *restrict {tab}"),
+            format!("the table of {owner}"),
         );
     };
     let declare_refs = |b: &mut Builder| {
         b.arg(
             Arg::Refs(a.data),
             format!("__global const int *restrict {}", table(a.kind, "Ref")),
+            format!("the references of the {}", a.kind),
         );
     };
     let items = a.items;
@@ -341,17 +470,22 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
                 // The element's own nodes are already in `<L>Ver`.
             } else {
                 declare_table(b);
-                let var = format!("{l}{}", a.name);
+                b.claim(var, owner.clone(), true);
                 if a.mode == Mode::Write {
                     b.line(format!("{ty} {var}{item_suffix};"));
-                    b.line(clear(&var));
+                    b.line(clear(var));
                 } else {
                     b.line(format!("{ty} {var}{item_suffix};"));
-                    b.line(read(&var, &format!("{l}Idx")));
+                    b.line(read(var, &format!("{l}Idx")));
                 }
             }
             if a.refs {
                 declare_refs(b);
+                b.claim(
+                    format!("{l}Ref"),
+                    format!("the references of the loop's {loop_kind}"),
+                    false,
+                );
                 b.line(format!(
                     "const int {l}Ref = {}[{l}Idx];",
                     table(a.kind, "Ref")
@@ -365,11 +499,7 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
                 format!("{l}{ds}")
             };
             declare_table(b);
-            let var = if a.is_mesh && a.kind != MeshKind::Vertices {
-                format!("{l}{ds}Ver")
-            } else {
-                format!("{l}{}", a.name)
-            };
+            b.claim(var, owner.clone(), true);
             b.line(format!("{ty} {var}[{count}]{item_suffix};"));
             b.line(format!(
                 "for (int k = 0; k < {count}; k++) {{ {} }}",
@@ -377,6 +507,11 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
             ));
             if a.refs {
                 declare_refs(b);
+                b.claim(
+                    format!("{l}{ds}Ref"),
+                    format!("the references of the {}", a.kind),
+                    false,
+                );
                 b.line(format!("int {l}{ds}Ref[{count}];"));
                 b.line(format!(
                     "for (int k = 0; k < {count}; k++) {l}{ds}Ref[k] = {}[{index}[k]];",
@@ -388,7 +523,7 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
             let w = width.unwrap_or(1);
             let ball = format!("{l}{ds}");
             declare_table(b);
-            let var = format!("{l}{ds}{}", a.name);
+            b.claim(var, owner.clone(), true);
             b.line(format!("{ty} {var}[{w}]{item_suffix};"));
             b.line(format!(
                 "for (int k = 0; k < {w}; k++) {{ if (k < {ball}Deg) {{ {} }} else {{ {} }} }}",
@@ -397,6 +532,11 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
             ));
             if a.refs {
                 declare_refs(b);
+                b.claim(
+                    format!("{ball}Ref"),
+                    format!("the references of the {}", a.kind),
+                    false,
+                );
                 b.line(format!("int {ball}Ref[{w}];"));
                 b.line(format!(
                     "for (int k = 0; k < {w}; k++) {ball}Ref[k] = k < {ball}Deg ? {}[{ball}[k]] : 0;",
@@ -412,7 +552,7 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
         } => {
             let links = format!("{l}{link_name}");
             declare_table(b);
-            let var = format!("{l}{}", a.name);
+            b.claim(var, owner.clone(), true);
             let (size, offset) = if *neighbours {
                 (width + 1, 1)
             } else {
@@ -489,7 +629,8 @@ mod tests {
                 contiguous: true,
             },
             "TriBar = TriCrd[0];",
-        );
+        )
+        .unwrap();
         assert!(
             g.prologue
                 .contains("__global const int4 *restrict TriVerTab")
@@ -527,10 +668,88 @@ mod tests {
                 contiguous: false,
             },
             "",
-        );
+        )
+        .unwrap();
         assert!(g.prologue.contains("const int VerIdx = GmlRows[GmlCnt];"));
         assert!(g.prologue.contains("#define VerTriDegMax 16"));
         assert!(g.prologue.contains("float4 VerTriBar[16];"));
         assert!(g.prologue.contains("GmlBall[k * GmlCount + GmlCnt]"));
+    }
+
+    fn direct_variant() -> Variant {
+        Variant {
+            width: None,
+            contiguous: true,
+        }
+    }
+
+    #[test]
+    fn two_fields_of_one_name_on_two_kinds_are_declared_apart() {
+        let on_vertices = solution(
+            0,
+            MeshKind::Vertices,
+            "Nrm",
+            Mode::Read,
+            Relation::Down { count: 3 },
+        );
+        let on_triangles = solution(1, MeshKind::Triangles, "Nrm", Mode::Write, Relation::Direct);
+        let g = generate(
+            "nrm",
+            MeshKind::Triangles,
+            &[on_vertices, on_triangles],
+            None,
+            &direct_variant(),
+            "TriNrm = TriVerNrm[0];",
+        )
+        .unwrap();
+        assert!(
+            g.prologue.contains("float4 TriVerNrm[3];"),
+            "{}",
+            g.prologue
+        );
+        assert!(g.prologue.contains("float4 TriNrm;"), "{}", g.prologue);
+        assert!(g.prologue.contains("VerNrmTab") && g.prologue.contains("TriNrmTab"));
+        assert!(g.epilogue.contains("TriNrmTab[TriIdx] = TriNrm;"));
+    }
+
+    #[test]
+    fn the_body_s_name_is_the_declared_one() {
+        let sol = solution(
+            0,
+            MeshKind::Vertices,
+            "VerSol",
+            Mode::Write,
+            Relation::Direct,
+        );
+        let g = generate(
+            "gather",
+            MeshKind::Vertices,
+            &[sol],
+            None,
+            &direct_variant(),
+            "VerSol = 1.0f;",
+        )
+        .unwrap();
+        assert!(g.prologue.contains("float4 VerSol;"), "{}", g.prologue);
+        assert!(g.epilogue.contains("VerVerSolTab[VerIdx] = VerSol;"));
+    }
+
+    #[test]
+    fn a_field_named_like_the_loop_index_is_a_collision() {
+        let idx = solution(0, MeshKind::Triangles, "Idx", Mode::Write, Relation::Direct);
+        let err = generate(
+            "idx",
+            MeshKind::Triangles,
+            &[idx],
+            None,
+            &direct_variant(),
+            "",
+        )
+        .err()
+        .unwrap();
+        assert!(
+            matches!(&err, crate::gml::GmlError::NameCollision { name, .. } if name == "TriIdx"),
+            "{err}"
+        );
     }
 }

@@ -93,6 +93,33 @@ pub enum GmlError {
     /// Two data with the same name would produce the same generated variable.
     #[error("a datum named `{0}` already exists")]
     DuplicateName(String),
+    /// Two things a kernel accesses would be declared under one generated name.
+    #[error(
+        "kernel `{kernel}`: {first} and {second} would both be named `{name}` in the generated \
+         code; rename one of them"
+    )]
+    NameCollision {
+        /// Kernel name.
+        kernel: String,
+        /// The generated name.
+        name: String,
+        /// What the name was generated for first.
+        first: String,
+        /// What else it was generated for.
+        second: String,
+    },
+    /// The body uses a name that the manual's naming gives to two data of the kernel.
+    #[error("kernel `{kernel}`: `{name}` could mean {first} or {second}")]
+    AmbiguousName {
+        /// Kernel name.
+        kernel: String,
+        /// The name the body uses.
+        name: String,
+        /// One datum it could mean, with its unambiguous name.
+        first: String,
+        /// The other datum, with its unambiguous name.
+        second: String,
+    },
     /// A kernel writes data through a link other than the identity.
     #[error(
         "kernel `{kernel}` writes `{data}` through {how}: indirect writes race between \

@@ -103,7 +103,8 @@ impl KernelSpec {
         self
     }
 
-    /// The loop body: OpenCL statements using the generated variables.
+    /// The loop body: OpenCL statements using the generated variables, under the manual's
+    /// names or gml's (see the module documentation of [`gml`](super), "Names").
     pub fn body(mut self, body: &str) -> Self {
         self.body = body.to_string();
         self
@@ -349,7 +350,7 @@ fn check_identifier(name: &str) -> Result<()> {
 
 /// Whether OpenCL C (1.2–3.0) reserves `name`: C keywords, address space and access
 /// qualifiers, and the built-in scalar, vector and image types.
-fn is_reserved(name: &str) -> bool {
+pub(crate) fn is_reserved(name: &str) -> bool {
     const WORDS: &[&str] = &[
         "auto",
         "break",
@@ -483,7 +484,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
             uplink,
             &variant,
             &spec.body,
-        );
+        )?;
         let generated_name = format!("{}.generated", spec.name);
         let mut sources = Vec::new();
         if double {

@@ -7,6 +7,18 @@
 //! into degree classes, neighbours), launches the kernel once per link table, and stores back
 //! only the data opened for writing.
 //!
+//! # Names
+//!
+//! Looping over kind `L` (`Ver`, `Tri`, …) and accessing a field named `N` of kind `K`, the
+//! body sees the manual's names: `LN` for the loop kind's own field (`VerSpeed`; also the bare
+//! `N`, as the manual's `relaxed` or a field named `VerSol`, and `LN` with `N`'s first letter
+//! in upper case, `VerSpeed` for `speed`), `LKN` through a downlink (`TriVerNrm[3]`), an uplink
+//! (`VerTriBar[i]`) or a user link to another kind, and `LN` through neighbours
+//! (`TriCenter[4]`). gml's earlier `LN` for downlinks and user links (`TriNrm[3]`) is accepted
+//! where no other datum owns it. The first of a datum's names that the body uses is the one
+//! declared; a name two things would share is a [`GmlError::NameCollision`] or
+//! [`GmlError::AmbiguousName`] naming both, never an OpenCL build error.
+//!
 //! # Replacing mesh data
 //!
 //! Each kind's mesh data have a generation, new each time they are created, replaced
@@ -48,6 +60,7 @@ mod generation;
 mod kernel;
 mod kind;
 mod links;
+mod names;
 mod params;
 mod reduce;
 pub mod topology;

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use glam::DVec3;
-use snowsim::gml::{Gml, MeshKind};
+use snowsim::gml::{Access, Gml, GmlError, KernelSpec, MeshKind};
 use snowsim::meshio::{self, ElementKind, Mesh};
 
 use crate::common::{gml, sample};
@@ -28,6 +28,9 @@ mod gpu_bandwidth;
 #[allow(dead_code)]
 #[path = "../../examples/heat_equation.rs"]
 mod heat_equation;
+#[allow(dead_code)]
+#[path = "../../examples/manual_kernels.rs"]
+mod manual_kernels;
 #[allow(dead_code)]
 #[path = "../../examples/mesh_quality.rs"]
 mod mesh_quality;
@@ -772,5 +775,405 @@ fn conjugate_gradient_solves_the_system() {
         // The recursive residual reached 1e-5; the true one drifts from it by the f32
         // rounding of x (6e-8 × κ).
         assert!(r / b_norm < 3e-5, "{file}: ‖Ax − b‖/‖b‖ = {}", r / b_norm);
+    }
+}
+
+// ----- the manual's kernels, verbatim (examples/manual_kernels.rs) -----------------------------
+
+/// For each vertex, the triangles it belongs to.
+fn balls(mesh: &Mesh) -> Vec<Vec<usize>> {
+    let mut balls = vec![Vec::new(); mesh.vertices.len()];
+    for (t, (nodes, _)) in mesh.elements(ElementKind::Triangles).iter().enumerate() {
+        for &v in nodes {
+            balls[v as usize].push(t);
+        }
+    }
+    balls
+}
+
+/// Each triangle's barycentre.
+fn triangle_centres(mesh: &Mesh) -> Vec<P> {
+    mesh.elements(ElementKind::Triangles)
+        .iter()
+        .map(|(nodes, _)| centroid(&points(mesh, nodes)))
+        .collect()
+}
+
+#[test]
+fn manual_displacement_with_speed_and_direction_matches_the_cpu() {
+    let mesh = sample("cube.meshb");
+    let mut gml = gml_with(&mesh);
+    let n = mesh.vertices.len();
+    let speeds: Vec<f32> = (0..n).map(|i| 0.004 + (i % 7) as f32 * 0.001).collect();
+    let directions: Vec<[f32; 4]> = (0..n)
+        .map(|i| [0.5 * (i % 3) as f32, 1.0, -0.25 * (i % 5) as f32, 0.0])
+        .collect();
+    let steps = 12;
+    let got = manual_kernels::displacement(&mut gml, &speeds, &directions, steps).unwrap();
+    for (v, p) in mesh.vertices.iter().enumerate() {
+        let d = P::from([0, 1, 2].map(|c| f64::from(directions[v][c])));
+        let expected = P::from(*p) + d * (steps as f64 * f64::from(speeds[v]));
+        assert_near(
+            &f64x3(got[v]),
+            &expected.to_array(),
+            1e-5,
+            &format!("vertex {v}"),
+        );
+    }
+}
+
+#[test]
+fn manual_barycentre_matches_the_cpu() {
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let got = manual_kernels::barycentres(&mut gml).unwrap();
+    let expected = triangle_centres(&mesh);
+    assert_eq!(got.len(), expected.len());
+    for (t, c) in expected.iter().enumerate() {
+        let g = got[t].map(f64::from);
+        assert_near(&g, &[c.x, c.y, c.z, 0.0], 1e-6, &format!("triangle {t}"));
+    }
+}
+
+#[test]
+fn manual_closest_neighbour_matches_the_cpu() {
+    // The sphere is closed; the square has boundary edges, across which the manual's kernel
+    // measures the distance to a zero centre (the origin). The square is moved so that one
+    // boundary triangle's centre is near the origin: there, the zero decides the minimum.
+    for file in ["sphere_surface.meshb", "square_2d.meshb"] {
+        let mut mesh = sample(file);
+        let tris = mesh.elements(ElementKind::Triangles);
+        let ngb = neighbours(tris);
+        let boundary = ngb.iter().position(|n| n.contains(&None));
+        if let Some(b) = boundary {
+            let origin = centroid(&points(&mesh, tris.nodes(b))) - P::new(0.002, 0.001, 0.0);
+            for p in &mut mesh.vertices {
+                *p = (P::from(*p) - origin).to_array();
+            }
+        }
+        let mut gml = gml_with(&mesh);
+        let got = manual_kernels::closest_neighbour(&mut gml).unwrap();
+        let centres = triangle_centres(&mesh);
+        let mut decided_by_boundary = 0;
+        for (t, (c, n)) in centres.iter().zip(&ngb).enumerate() {
+            let across: Vec<f64> = n
+                .iter()
+                .map(|o| o.map_or(c.length(), |o| c.distance(centres[o])))
+                .collect();
+            let expected = across.iter().copied().fold(f64::INFINITY, f64::min);
+            let real = n
+                .iter()
+                .flatten()
+                .map(|&o| c.distance(centres[o]))
+                .fold(f64::INFINITY, f64::min);
+            if expected < real - 1e-3 {
+                decided_by_boundary += 1;
+            }
+            assert_near(
+                &[f64::from(got[t])],
+                &[expected],
+                2e-6,
+                &format!("{file} triangle {t}"),
+            );
+        }
+        assert_eq!(
+            decided_by_boundary > 0,
+            boundary.is_some(),
+            "{file}: the boundary's zero centres must decide some minima (and only with a boundary)"
+        );
+    }
+}
+
+#[test]
+fn manual_relaxation_matches_the_cpu() {
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let steps = 4;
+    let got = manual_kernels::relaxation(&mut gml, steps).unwrap();
+    let bars = triangle_centres(&mesh);
+    let balls = balls(&mesh);
+    assert!(balls.iter().all(|b| !b.is_empty()));
+    let mut relaxed = vertices(&mesh);
+    for _ in 0..steps {
+        for (v, ball) in balls.iter().enumerate() {
+            let sum: P = ball.iter().map(|&t| bars[t]).sum();
+            relaxed[v] = relaxed[v] * 0.8 + sum * (0.2 / ball.len() as f64);
+        }
+    }
+    for (v, r) in relaxed.iter().enumerate() {
+        let g = got[v].map(f64::from);
+        assert_near(&g, &[r.x, r.y, r.z, 0.0], 2e-6, &format!("vertex {v}"));
+    }
+}
+
+#[test]
+fn the_manuals_zero_vector_initializer_is_not_opencl_c() {
+    // Why manual_kernels.rs writes `{0, 0, 0, 0}`: the printed `{0}` does not build, and the
+    // error points at the body's own line.
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let bar = gml
+        .new_solution::<[f32; 4]>(MeshKind::Triangles, 1, "Bar")
+        .unwrap();
+    let relaxed = gml
+        .new_solution::<[f32; 4]>(MeshKind::Vertices, 1, "relaxed")
+        .unwrap();
+    let printed = manual_kernels::RELAX.replace("{0, 0, 0, 0}", "{0}");
+    assert!(printed.contains("float4 NewCrd = {0};"));
+    let err = gml
+        .compile(
+            KernelSpec::new("relax", MeshKind::Vertices)
+                .access(Access::read_write(relaxed))
+                .access(Access::read(bar))
+                .body(&printed),
+        )
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("relax:2:") && text.contains("vector initialization"),
+        "{text}"
+    );
+}
+
+#[test]
+fn manual_scatter_gather_matches_the_cpu() {
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let got = manual_kernels::scatter_gather(&mut gml).unwrap();
+    let bars = triangle_centres(&mesh);
+    for (v, ball) in balls(&mesh).iter().enumerate() {
+        assert!(!ball.is_empty());
+        let mean = centroid(&ball.iter().map(|&t| bars[t]).collect::<Vec<_>>());
+        let g = got[v].map(f64::from);
+        assert_near(
+            &g,
+            &[mean.x, mean.y, mean.z, 0.0],
+            1e-6,
+            &format!("vertex {v}"),
+        );
+    }
+}
+
+// ----- the manual's names ---------------------------------------------------------------------
+
+/// Distinct values per entity: vertex `v` → (v, 1, 0, 0) / 1000, triangle `t` → (0, 0, t, 1).
+fn vertex_value(v: usize) -> [f32; 4] {
+    [v as f32 / 1000.0, 0.001, 0.0, 0.0]
+}
+
+fn triangle_value(t: usize) -> [f32; 4] {
+    [0.0, 0.0, t as f32, 1.0]
+}
+
+#[test]
+fn fields_of_one_name_on_two_kinds_are_told_apart_by_the_manuals_names() {
+    // Section 3.2: looping over triangles, the triangle's own normal is `TriNrm`, its vertices'
+    // are `TriVerNrm[3]`; looping over vertices, the ball's triangles' are `VerTriNrm[i]`.
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let nv = mesh.vertices.len();
+    let tris = mesh.elements(ElementKind::Triangles);
+    let ver_nrm = gml
+        .new_solution::<[f32; 4]>(MeshKind::Vertices, 1, "Nrm")
+        .unwrap();
+    let tri_nrm = gml
+        .new_solution::<[f32; 4]>(MeshKind::Triangles, 1, "Nrm")
+        .unwrap();
+    let vertex_start: Vec<[f32; 4]> = (0..nv).map(vertex_value).collect();
+    let triangle_start: Vec<[f32; 4]> = (0..tris.len()).map(triangle_value).collect();
+    gml.set_block(ver_nrm, 0, &vertex_start).unwrap();
+    gml.set_block(tri_nrm, 0, &triangle_start).unwrap();
+    let down = gml
+        .compile(
+            KernelSpec::new("down", MeshKind::Triangles)
+                .access(Access::read(ver_nrm))
+                .access(Access::read_write(tri_nrm))
+                .body("TriNrm = 2.0f * TriNrm + TriVerNrm[0] + TriVerNrm[1] + TriVerNrm[2];"),
+        )
+        .unwrap();
+    let up = gml
+        .compile(
+            KernelSpec::new("up", MeshKind::Vertices)
+                .access(Access::read(tri_nrm))
+                .access(Access::write(ver_nrm))
+                .body(
+                    "float4 s = 0.0f;
+                     for (int i = 0; i < VerTriDegMax; i++) s += VerTriNrm[i];
+                     VerNrm = s;",
+                ),
+        )
+        .unwrap();
+    gml.launch(down).unwrap();
+    gml.launch(up).unwrap();
+    let as_p4 = |x: [f32; 4]| x.map(f64::from);
+    let expected_tri: Vec<[f64; 4]> = tris
+        .iter()
+        .enumerate()
+        .map(|(t, (nodes, _))| {
+            let mut e = as_p4(triangle_value(t)).map(|x| 2.0 * x);
+            for &v in nodes {
+                for (c, x) in as_p4(vertex_value(v as usize)).iter().enumerate() {
+                    e[c] += x;
+                }
+            }
+            e
+        })
+        .collect();
+    let got_tri = gml.read_all(tri_nrm).unwrap();
+    for (t, e) in expected_tri.iter().enumerate() {
+        assert_near(&as_p4(got_tri[t]), e, 1e-3, &format!("triangle {t}"));
+    }
+    let got_ver = gml.read_all(ver_nrm).unwrap();
+    for (v, ball) in balls(&mesh).iter().enumerate() {
+        let mut e = [0.0; 4];
+        for &t in ball {
+            for c in 0..4 {
+                e[c] += expected_tri[t][c];
+            }
+        }
+        assert_near(&as_p4(got_ver[v]), &e, 1e-2, &format!("vertex {v}"));
+    }
+}
+
+#[test]
+fn gmls_earlier_downlink_name_still_works() {
+    // `TriCrd`-style: a vertex field read in a triangle loop was `TriNrm[3]` before the
+    // manual's `TriVerNrm[3]`; with no triangle field of that name it still is.
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    let nv = mesh.vertices.len();
+    let ver_nrm = gml
+        .new_solution::<[f32; 4]>(MeshKind::Vertices, 1, "Nrm")
+        .unwrap();
+    let out = gml
+        .new_solution::<[f32; 4]>(MeshKind::Triangles, 1, "Out")
+        .unwrap();
+    gml.set_block(ver_nrm, 0, &(0..nv).map(vertex_value).collect::<Vec<_>>())
+        .unwrap();
+    let kernel = gml
+        .compile(
+            KernelSpec::new("legacy", MeshKind::Triangles)
+                .access(Access::read(ver_nrm))
+                .access(Access::write(out))
+                .body("TriOut = TriNrm[2];"),
+        )
+        .unwrap();
+    gml.launch(kernel).unwrap();
+    let got = gml.read_all(out).unwrap();
+    for (t, (nodes, _)) in mesh.elements(ElementKind::Triangles).iter().enumerate() {
+        assert_eq!(got[t], vertex_value(nodes[2] as usize), "triangle {t}");
+    }
+}
+
+#[test]
+fn a_generated_name_collision_is_a_gml_error_naming_both() {
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    // A triangle field `Idx` would be `TriIdx`, the loop index.
+    let idx = gml
+        .new_solution::<i32>(MeshKind::Triangles, 1, "Idx")
+        .unwrap();
+    let err = gml
+        .compile(
+            KernelSpec::new("idx", MeshKind::Triangles)
+                .access(Access::write(idx))
+                .body("TriIdx = 1;"),
+        )
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, GmlError::NameCollision { .. }), "{text}");
+    assert!(
+        text.contains("`TriIdx`")
+            && text.contains("the loop index")
+            && text.contains("solution `Idx` on triangles"),
+        "{text}"
+    );
+    // The manual's name of a vertex field `Nrm` read in a triangle loop, `TriVerNrm`, is also
+    // the name of a triangle field `VerNrm`.
+    let ver_nrm = gml
+        .new_solution::<f32>(MeshKind::Vertices, 1, "Nrm")
+        .unwrap();
+    let tri_ver_nrm = gml
+        .new_solution::<f32>(MeshKind::Triangles, 1, "VerNrm")
+        .unwrap();
+    let err = gml
+        .compile(
+            KernelSpec::new("nrm", MeshKind::Triangles)
+                .access(Access::read(ver_nrm))
+                .access(Access::write(tri_ver_nrm))
+                .body("TriVerNrm = 0.0f;"),
+        )
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, GmlError::NameCollision { .. }), "{text}");
+    assert!(
+        text.contains("`TriVerNrm`")
+            && text.contains("solution `Nrm` on vertices")
+            && text.contains("solution `VerNrm` on triangles"),
+        "{text}"
+    );
+    // A triangle field `Deg` read through the vertex ball would be `VerTriDeg`, its degree.
+    let deg = gml
+        .new_solution::<f32>(MeshKind::Triangles, 1, "Deg")
+        .unwrap();
+    let err = gml
+        .compile(
+            KernelSpec::new("deg", MeshKind::Vertices)
+                .access(Access::read(deg))
+                .access(Access::write(ver_nrm))
+                .body("VerNrm = VerTriDeg;"),
+        )
+        .unwrap_err();
+    assert!(matches!(err, GmlError::NameCollision { .. }), "{err}");
+}
+
+#[test]
+fn a_name_two_fields_could_mean_is_a_gml_error_naming_both() {
+    let mesh = sample("sphere_surface.meshb");
+    let mut gml = gml_with(&mesh);
+    gml.extract_edges().unwrap();
+    let nv = mesh.vertices.len();
+    let ne = gml.count(MeshKind::Edges).unwrap();
+    let ver_nrm = gml
+        .new_solution::<[f32; 4]>(MeshKind::Vertices, 1, "Nrm")
+        .unwrap();
+    let edg_nrm = gml
+        .new_solution::<[f32; 4]>(MeshKind::Edges, 1, "Nrm")
+        .unwrap();
+    let out = gml
+        .new_solution::<[f32; 4]>(MeshKind::Triangles, 1, "Out")
+        .unwrap();
+    gml.set_block(ver_nrm, 0, &(0..nv).map(vertex_value).collect::<Vec<_>>())
+        .unwrap();
+    gml.set_block(edg_nrm, 0, &vec![[0.0, 0.0, 0.0, 1.0]; ne])
+        .unwrap();
+    let spec = |body: &str| {
+        KernelSpec::new("both", MeshKind::Triangles)
+            .access(Access::read(ver_nrm))
+            .access(Access::read(edg_nrm))
+            .access(Access::write(out))
+            .body(body)
+    };
+    let err = gml.compile(spec("TriOut = TriNrm[0];")).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, GmlError::AmbiguousName { .. }), "{text}");
+    assert!(
+        text.contains("`Nrm` on vertices")
+            && text.contains("`Nrm` on edges")
+            && text.contains("`TriVerNrm`")
+            && text.contains("`TriEdgNrm`"),
+        "{text}"
+    );
+    let kernel = gml
+        .compile(spec(
+            "TriOut = TriVerNrm[1] + TriEdgNrm[0] + TriEdgNrm[1] + TriEdgNrm[2];",
+        ))
+        .unwrap();
+    gml.launch(kernel).unwrap();
+    let got = gml.read_all(out).unwrap();
+    for (t, (nodes, _)) in mesh.elements(ElementKind::Triangles).iter().enumerate() {
+        let mut e = vertex_value(nodes[1] as usize);
+        e[3] += 3.0;
+        assert_eq!(got[t], e, "triangle {t}");
     }
 }
