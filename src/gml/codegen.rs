@@ -21,6 +21,9 @@ pub(crate) enum Relation {
     Down { count: usize },
     /// The datum belongs to a higher-dimension kind: through the kernel's uplink.
     Up,
+    /// The datum belongs to another kind of the loop kind's dimension: through the automatic
+    /// link to the entity across each of `count` sides (-1 where none).
+    Across { count: usize },
     /// Through a user link of `width` entries; `neighbours` when it links the loop kind to
     /// itself (entry 0 of the variable is then the entity's own value).
     User {
@@ -198,6 +201,26 @@ pub(crate) fn generate(
             b.line(format!("int {var}[{count}];"));
             b.line(format!(
                 "for (int k = 0; k < {count}; k++) {var}[k] = {l}{ds}Lnk[{l}Idx * {count} + k];"
+            ));
+        }
+    }
+
+    // Automatic links across sides to other kinds of the loop kind's dimension.
+    for a in accesses {
+        if let Relation::Across { count } = a.relation {
+            let ds = a.kind.short();
+            let var = format!("{l}{ds}");
+            if b.args.contains(&Arg::Down(a.kind)) {
+                continue;
+            }
+            b.arg(
+                Arg::Down(a.kind),
+                format!("__global const int *restrict {l}{ds}Lnk"),
+            );
+            b.line(format!("int {var}[{count}];"));
+            b.line(format!("int {var}Deg = 0;"));
+            b.line(format!(
+                "for (int k = 0; k < {count}; k++) {{ {var}[k] = {l}{ds}Lnk[{l}Idx * {count} + k]; {var}Deg += {var}[k] >= 0; }}"
             ));
         }
     }
@@ -404,6 +427,29 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
                 ));
             }
         }
+        Relation::Across { count } => {
+            let links = format!("{l}{ds}");
+            declare_table(b);
+            let var = if a.is_mesh {
+                format!("{l}{ds}Ver")
+            } else {
+                format!("{l}{}", a.name)
+            };
+            b.line(format!("{ty} {var}[{count}]{item_suffix};"));
+            b.line(format!(
+                "for (int k = 0; k < {count}; k++) {{ if ({links}[k] >= 0) {{ {} }} else {{ {} }} }}",
+                read(&format!("{var}[k]"), &format!("{links}[k]")),
+                clear(&format!("{var}[k]"))
+            ));
+            if a.refs {
+                declare_refs(b);
+                b.line(format!("int {links}Ref[{count}];"));
+                b.line(format!(
+                    "for (int k = 0; k < {count}; k++) {links}Ref[k] = {links}[k] >= 0 ? {}[{links}[k]] : 0;",
+                    table(a.kind, "Ref")
+                ));
+            }
+        }
         Relation::User {
             link_name,
             width,
@@ -427,6 +473,17 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, width: Option<usize>
                 read(&format!("{var}[k + {offset}]"), &format!("{links}[k]")),
                 clear(&format!("{var}[k + {offset}]"))
             ));
+            if a.refs {
+                let refs = table(a.kind, "Ref");
+                declare_refs(b);
+                b.line(format!("int {links}Ref[{size}];"));
+                if *neighbours {
+                    b.line(format!("{links}Ref[0] = {refs}[{l}Idx];"));
+                }
+                b.line(format!(
+                    "for (int k = 0; k < {width}; k++) {links}Ref[k + {offset}] = {links}[k] >= 0 ? {refs}[{links}[k]] : 0;"
+                ));
+            }
         }
     }
 }
