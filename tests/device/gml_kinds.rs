@@ -55,11 +55,10 @@ fn grid(cells: [usize; 3], column: impl Fn(usize, usize) -> Column, tets_at_bott
     let (xs, ys, zs) = (prefix(&wx), prefix(&wy), prefix(&wz));
     let mut mesh = Mesh::new(3);
     let v = |i: usize, j: usize, k: usize| (i + (nx + 1) * (j + (ny + 1) * k)) as u32;
-    for k in 0..=nz {
-        for j in 0..=ny {
-            for i in 0..=nx {
-                let index = v(i, j, k) as i32;
-                mesh.push_vertex([xs[i], ys[j], zs[k]], index);
+    for (k, &z) in zs.iter().enumerate() {
+        for (j, &y) in ys.iter().enumerate() {
+            for (i, &x) in xs.iter().enumerate() {
+                mesh.push_vertex([x, y, z], v(i, j, k) as i32);
             }
         }
     }
@@ -593,17 +592,17 @@ fn quads_and_triangles() -> (Mesh, HashMap<ElementKind, Vec<f64>>) {
     let (wx, wy) = (widths(nx, 1.0, 0.5), widths(ny, 0.5, 0.25));
     let (xs, ys) = (prefix(&wx), prefix(&wy));
     let mut mesh = Mesh::new(3);
-    for j in 0..=ny {
-        for i in 0..=nx {
-            mesh.push_vertex([xs[i], ys[j], 0.0], 0);
+    for &y in &ys {
+        for &x in &xs {
+            mesh.push_vertex([x, y, 0.0], 0);
         }
     }
     let v = |i: usize, j: usize| (i + (nx + 1) * j) as u32;
     let mut areas: HashMap<ElementKind, Vec<f64>> = HashMap::new();
-    for j in 0..ny {
-        for i in 0..nx {
+    for (j, &dy) in wy.iter().enumerate() {
+        for (i, &dx) in wx.iter().enumerate() {
             let c = [v(i, j), v(i + 1, j), v(i + 1, j + 1), v(i, j + 1)];
-            let area = wx[i] * wy[j];
+            let area = dx * dy;
             if (i + j) % 3 == 0 {
                 for t in [[c[0], c[1], c[2]], [c[0], c[2], c[3]]] {
                     let list = areas.entry(ElementKind::Triangles).or_default();
