@@ -25,6 +25,9 @@ pub(crate) enum Relation {
     Down { count: usize },
     /// The datum belongs to a higher-dimension kind: through the kernel's uplink.
     Up,
+    /// The datum belongs to another kind of the loop kind's dimension: through the automatic
+    /// link to the entity across each of `count` sides (-1 where none).
+    Across { count: usize },
     /// Through a user link of `width` entries; `neighbours` when it links the loop kind to
     /// itself (entry 0 of the variable is then the entity's own value).
     User {
@@ -281,6 +284,37 @@ fn emit(
             b.line(format!("int {var}[{count}];"));
             b.line(format!(
                 "for (int k = 0; k < {count}; k++) {var}[k] = {l}{ds}Lnk[{l}Idx * {count} + k];"
+            ));
+        }
+    }
+
+    // Automatic links across sides to other kinds of the loop kind's dimension.
+    for a in accesses {
+        if let Relation::Across { count } = a.relation {
+            let ds = a.kind.short();
+            let var = format!("{l}{ds}");
+            if b.args.contains(&Arg::Down(a.kind)) {
+                continue;
+            }
+            b.arg(
+                Arg::Down(a.kind),
+                format!("__global const int *restrict {l}{ds}Lnk"),
+                format!("the link table {loop_kind} → {} across sides", a.kind),
+            );
+            b.claim(
+                var.clone(),
+                format!("the {} across each side of the loop's {loop_kind}", a.kind),
+                false,
+            );
+            b.claim(
+                format!("{var}Deg"),
+                format!("the count of {} across the loop's {loop_kind}", a.kind),
+                false,
+            );
+            b.line(format!("int {var}[{count}];"));
+            b.line(format!("int {var}Deg = 0;"));
+            b.line(format!(
+                "for (int k = 0; k < {count}; k++) {{ {var}[k] = {l}{ds}Lnk[{l}Idx * {count} + k]; {var}Deg += {var}[k] >= 0; }}"
             ));
         }
     }
@@ -544,6 +578,30 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, var: &str, width: Op
                 ));
             }
         }
+        Relation::Across { count } => {
+            let links = format!("{l}{ds}");
+            declare_table(b);
+            b.claim(var, owner.clone(), true);
+            b.line(format!("{ty} {var}[{count}]{item_suffix};"));
+            b.line(format!(
+                "for (int k = 0; k < {count}; k++) {{ if ({links}[k] >= 0) {{ {} }} else {{ {} }} }}",
+                read(&format!("{var}[k]"), &format!("{links}[k]")),
+                clear(&format!("{var}[k]"))
+            ));
+            if a.refs {
+                declare_refs(b);
+                b.claim(
+                    format!("{links}Ref"),
+                    format!("the references of the {} across sides", a.kind),
+                    false,
+                );
+                b.line(format!("int {links}Ref[{count}];"));
+                b.line(format!(
+                    "for (int k = 0; k < {count}; k++) {links}Ref[k] = {links}[k] >= 0 ? {}[{links}[k]] : 0;",
+                    table(a.kind, "Ref")
+                ));
+            }
+        }
         Relation::User {
             link_name,
             width,
@@ -567,6 +625,17 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, var: &str, width: Op
                 read(&format!("{var}[k + {offset}]"), &format!("{links}[k]")),
                 clear(&format!("{var}[k + {offset}]"))
             ));
+            if a.refs {
+                let refs = table(a.kind, "Ref");
+                declare_refs(b);
+                b.line(format!("int {links}Ref[{size}];"));
+                if *neighbours {
+                    b.line(format!("{links}Ref[0] = {refs}[{l}Idx];"));
+                }
+                b.line(format!(
+                    "for (int k = 0; k < {width}; k++) {links}Ref[k + {offset}] = {links}[k] >= 0 ? {refs}[{links}[k]] : 0;"
+                ));
+            }
         }
     }
 }

@@ -204,7 +204,10 @@ pub enum GmlError {
         sub_kind: MeshKind,
     },
     /// A face is shared by more than two elements.
-    #[error("{kind}: a face with nodes {nodes:?} is shared by more than two elements")]
+    #[error(
+        "{kind}: a side (face, edge or vertex) with nodes {nodes:?} is shared by more than two \
+         entities"
+    )]
     NonManifold {
         /// Element kind.
         kind: MeshKind,
@@ -213,9 +216,34 @@ pub enum GmlError {
     },
     /// Neighbours are not defined for this kind.
     #[error(
-        "neighbours through shared faces are not defined for {0} (their faces are of two kinds)"
+        "neighbours through shared sides are not defined for {0}: they have no sides (edges \
+         meet at vertices, surface elements at edges, solids at faces)"
     )]
     NoNeighbours(MeshKind),
+    /// Two kinds that no mesh links: one is never part of the other, or they share no side.
+    #[error("{}there is no link from {from} to {to}: {why}", kernel_prefix(.kernel))]
+    ImpossibleLink {
+        /// The kernel that asked for it, if a kernel did.
+        kernel: Option<String>,
+        /// Source kind (the kernel's loop kind).
+        from: MeshKind,
+        /// Destination kind (the data's kind).
+        to: MeshKind,
+        /// Why, in words (`quadrilaterals are never faces of tetrahedra`).
+        why: String,
+    },
+    /// An access option that cannot apply to the datum or to the way it is reached.
+    #[error("kernel `{kernel}`: `{data}` {option}, but {why}")]
+    OptionNotApplicable {
+        /// Kernel name.
+        kernel: String,
+        /// Data name.
+        data: String,
+        /// The option, in words (`is read with references (with_refs)`).
+        option: String,
+        /// Why it cannot apply, and what to do instead.
+        why: String,
+    },
     /// The device lacks double precision but a kernel or datum needs it.
     #[error("{0} needs double precision, which the device does not offer (cl_khr_fp64)")]
     NoFp64(String),

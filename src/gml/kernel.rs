@@ -213,6 +213,17 @@ fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKi
                 }
             }
             None if kind == l => Relation::Direct,
+            None if !l.links_to(kind) => {
+                return Err(GmlError::ImpossibleLink {
+                    kernel: Some(spec.name.clone()),
+                    from: l,
+                    to: kind,
+                    why: format!(
+                        "{}; `{name}` cannot be read in a loop over {l}",
+                        super::kind::no_link_reason(l, kind)
+                    ),
+                });
+            }
             None if kind.dimension() < l.dimension() => Relation::Down {
                 count: if kind == MeshKind::Vertices {
                     l.nodes()
@@ -233,21 +244,19 @@ fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKi
                 }
                 Relation::Up
             }
-            None => {
-                return Err(GmlError::NoDefaultLink {
-                    kernel: spec.name.clone(),
-                    data: name,
-                    from: l,
-                    to: kind,
-                });
-            }
+            None => Relation::Across {
+                count: l.transverse_sides(kind).len(),
+            },
         };
-        if matches!(relation, Relation::Down { count: 0 }) {
-            return Err(GmlError::NoDefaultLink {
+        if a.refs && !is_mesh {
+            return Err(GmlError::OptionNotApplicable {
                 kernel: spec.name.clone(),
                 data: name,
-                from: l,
-                to: kind,
+                option: "is read with references (with_refs)".to_string(),
+                why: format!(
+                    "references belong to mesh entities, not to solution data: pass the {kind} \
+                     mesh data (gml.mesh({kind:?})) with with_refs to read theirs"
+                ),
             });
         }
         if a.mode != super::Mode::Read {
@@ -255,6 +264,7 @@ fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKi
                 let how = match &relation {
                     Relation::User { link_name, .. } => format!("the link `{link_name}`"),
                     Relation::Down { .. } => format!("the downlink {l} → {kind}"),
+                    Relation::Across { .. } => format!("the link {l} → {kind} across sides"),
                     _ => format!("the uplink {l} → {kind}"),
                 };
                 return Err(GmlError::IndirectWrite {
@@ -284,7 +294,7 @@ fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKi
             items: datum.role.items(),
             is_mesh,
             mode: a.mode,
-            refs: a.refs && is_mesh,
+            refs: a.refs,
             voyeurs: a.voyeurs,
             relation,
         });
@@ -296,7 +306,10 @@ fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKi
 fn build_links(gml: &mut Gml, loop_kind: MeshKind, accesses: &[Resolved]) -> Result<()> {
     gml.mesh(loop_kind)?;
     for a in accesses {
-        if matches!(a.relation, Relation::Down { .. } | Relation::Up) {
+        if matches!(
+            a.relation,
+            Relation::Down { .. } | Relation::Up | Relation::Across { .. }
+        ) {
             gml.build_link(loop_kind, a.kind)?;
         }
     }

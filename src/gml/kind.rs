@@ -130,6 +130,99 @@ impl MeshKind {
     }
 }
 
+impl MeshKind {
+    /// The sides of one entity: its sub-entities of one dimension less, as local node lists in
+    /// GMlib's order. Two entities of one dimension are neighbours when they share a side
+    /// (GMlib's `NgbTyp`): an edge's two vertices (`[0]`, `[1]`), a surface element's edges, a
+    /// solid's faces, triangles first (a pyramid's four triangles then its base, a prism's two
+    /// triangles then its three quadrilaterals), so side `i` of a solid is face `i` of
+    /// [`ElementKind::faces`]. Empty for vertices.
+    pub fn sides(self) -> &'static [&'static [usize]] {
+        match self {
+            Self::Vertices => &[],
+            Self::Edges => &[&[0], &[1]],
+            Self::Triangles | Self::Quadrilaterals => self.sub_entities(Self::Edges),
+            _ => self.element().map_or(&[], ElementKind::faces),
+        }
+    }
+
+    /// The sides of this kind that an entity of `to` (same dimension) can share, as indices
+    /// into [`sides`](Self::sides): all of them when `to` is this kind, those whose node count
+    /// is that of a side of `to` otherwise (a pyramid's four triangles towards tetrahedra, its
+    /// base towards hexahedra). Entry `i` of the default link from this kind to `to` is the
+    /// entity across side `transverse_sides(to)[i]`; GMlib's widths (`NmbTpoLnk`). Empty for
+    /// kinds of other dimensions and for kinds that share no side (tetrahedra and hexahedra).
+    pub fn transverse_sides(self, to: MeshKind) -> Vec<usize> {
+        if self.dimension() != to.dimension() {
+            return Vec::new();
+        }
+        let sizes: Vec<usize> = to.sides().iter().map(|s| s.len()).collect();
+        self.sides()
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| sizes.contains(&s.len()))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Whether an entity of this kind can be linked to entities of `to` through the mesh:
+    /// itself; downward to its vertices, edges or faces; upward to the entities it is a vertex,
+    /// edge or face of; across to entities of its dimension sharing a side. Quadrilaterals
+    /// are never faces of tetrahedra, triangles never faces of hexahedra, and tetrahedra and
+    /// hexahedra share no face: those links (GMlib's zeros in `NmbTpoLnk`) do not exist.
+    pub fn links_to(self, to: MeshKind) -> bool {
+        use std::cmp::Ordering::*;
+        match self.dimension().cmp(&to.dimension()) {
+            _ if self == to => true,
+            Greater => to == Self::Vertices || !self.sub_entities(to).is_empty(),
+            Less => self == Self::Vertices || !to.sub_entities(self).is_empty(),
+            Equal => !self.transverse_sides(to).is_empty(),
+        }
+    }
+}
+
+/// Why there is no link from `from` to `to` (meant for pairs where
+/// [`MeshKind::links_to`] is false).
+pub(crate) fn no_link_reason(from: MeshKind, to: MeshKind) -> String {
+    let sides = |k: MeshKind| -> &'static str {
+        match k {
+            MeshKind::Tetrahedra => "only triangular faces",
+            MeshKind::Hexahedra => "only quadrilateral faces",
+            _ => "sides of both kinds",
+        }
+    };
+    let singular = |k: MeshKind| match k {
+        MeshKind::Triangles => "a triangle",
+        MeshKind::Quadrilaterals => "a quadrilateral",
+        MeshKind::Tetrahedra => "a tetrahedron",
+        MeshKind::Hexahedra => "a hexahedron",
+        MeshKind::Pyramids => "a pyramid",
+        MeshKind::Prisms => "a prism",
+        MeshKind::Edges => "an edge",
+        MeshKind::Vertices => "a vertex",
+    };
+    use std::cmp::Ordering::*;
+    match from.dimension().cmp(&to.dimension()) {
+        Less => format!(
+            "{from} are never faces of {to} ({} has {})",
+            singular(to),
+            sides(to)
+        ),
+        Greater => format!(
+            "{to} are never faces of {from} ({} has {})",
+            singular(from),
+            sides(from)
+        ),
+        Equal => format!(
+            "{from} and {to} share no face ({} has {}, {} has {})",
+            singular(from),
+            sides(from),
+            singular(to),
+            sides(to)
+        ),
+    }
+}
+
 impl fmt::Display for MeshKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -140,9 +233,11 @@ impl fmt::Display for MeshKind {
 mod tests {
     use super::*;
 
-    /// gml's local numbering as it was first written here, before the table moved to
-    /// `meshio::topology`: GMlib's `ItmEdgNod`/`ItmFacNod`, but for a pyramid's edges and the
-    /// start of a prism's last quadrilateral. Kernels index links by it, so it must not move.
+    /// GMlib's local numbering, copied from its tables `ItmEdgNod` and `ItmFacNod` in
+    /// `gmlib3.c` (GMlib master b0fb92e; `shared/reference/gmlib-internals.md` §1.5): the
+    /// manual's links (`…Edg[i]`, `…Tri[i]`, neighbour `i`) follow it, so gml must too. A
+    /// pyramid's base edges are `{0,1}, {3,2}, {0,3}, {1,2}` and a prism's last quadrilateral
+    /// is `{3,5,2,0}`, as there (gml had `{0,1}, {1,2}, {2,3}, {3,0}` and `{2,0,3,5}` before).
     fn pinned(kind: MeshKind, sub: MeshKind) -> &'static [&'static [usize]] {
         use MeshKind::*;
         match (kind, sub) {
@@ -151,9 +246,9 @@ mod tests {
             (Tetrahedra, Edges) => &[&[0, 1], &[1, 2], &[2, 0], &[3, 0], &[3, 1], &[3, 2]],
             (Pyramids, Edges) => &[
                 &[0, 1],
+                &[3, 2],
+                &[0, 3],
                 &[1, 2],
-                &[2, 3],
-                &[3, 0],
                 &[0, 4],
                 &[1, 4],
                 &[2, 4],
@@ -188,7 +283,7 @@ mod tests {
             (Pyramids, Triangles) => &[&[0, 1, 4], &[1, 2, 4], &[2, 3, 4], &[3, 0, 4]],
             (Pyramids, Quadrilaterals) => &[&[3, 2, 1, 0]],
             (Prisms, Triangles) => &[&[0, 2, 1], &[3, 4, 5]],
-            (Prisms, Quadrilaterals) => &[&[0, 1, 4, 3], &[1, 2, 5, 4], &[2, 0, 3, 5]],
+            (Prisms, Quadrilaterals) => &[&[0, 1, 4, 3], &[1, 2, 5, 4], &[3, 5, 2, 0]],
             (Hexahedra, Quadrilaterals) => &[
                 &[0, 4, 7, 3],
                 &[1, 2, 6, 5],
@@ -199,6 +294,62 @@ mod tests {
             ],
             _ => &[],
         }
+    }
+
+    /// GMlib's `NmbTpoLnk`: how many entities of the second kind one entity of the first
+    /// reaches through the mesh (rows and columns Ver, Edg, Tri, Qad, Tet, Pyr, Pri, Hex), 0
+    /// where no link exists. Vertices and edges are GMlib's own special cases (a row of 1s
+    /// for vertices, 1 for edges upward); triangles and quadrilaterals, which GMlib leaves
+    /// unlinked (0), share edges in gml.
+    const NMB_TPO_LNK: [[usize; 8]; 8] = [
+        [1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 2, 1, 1, 1, 1, 1, 1],
+        [3, 3, 3, 0, 2, 2, 2, 0],
+        [4, 4, 0, 4, 0, 2, 2, 2],
+        [4, 6, 4, 0, 4, 4, 4, 0],
+        [5, 8, 4, 1, 4, 5, 5, 1],
+        [6, 9, 2, 3, 2, 5, 5, 3],
+        [8, 12, 0, 6, 0, 6, 6, 6],
+    ];
+
+    #[test]
+    fn links_exist_where_gmlib_has_them_with_its_widths() {
+        for (i, from) in MeshKind::ALL.into_iter().enumerate() {
+            for (j, to) in MeshKind::ALL.into_iter().enumerate() {
+                let gmlib = NMB_TPO_LNK[i][j];
+                let pair = (from.short(), to.short());
+                match (from.dimension(), to.dimension()) {
+                    (a, b) if a > b && to != MeshKind::Vertices => {
+                        assert_eq!(from.sub_entities(to).len(), gmlib, "{pair:?}");
+                    }
+                    (a, b) if a > b => assert_eq!(from.nodes(), gmlib, "{pair:?}"),
+                    (a, b) if a == b && from != MeshKind::Vertices => {
+                        let ours = from.transverse_sides(to).len();
+                        if matches!(pair, ("Tri", "Qad") | ("Qad", "Tri")) {
+                            assert_eq!((gmlib, ours), (0, from.nodes()), "{pair:?}");
+                        } else {
+                            assert_eq!(ours, gmlib, "{pair:?}");
+                        }
+                    }
+                    _ => {}
+                }
+                let gmlib_links = gmlib != 0 || matches!(pair, ("Tri", "Qad") | ("Qad", "Tri"));
+                assert_eq!(from.links_to(to), gmlib_links, "{pair:?}");
+            }
+        }
+        // The impossible uplinks of the issue, and one that exists.
+        assert!(!MeshKind::Quadrilaterals.links_to(MeshKind::Tetrahedra));
+        assert!(!MeshKind::Triangles.links_to(MeshKind::Hexahedra));
+        assert!(MeshKind::Triangles.links_to(MeshKind::Pyramids));
+        assert_eq!(
+            MeshKind::Pyramids.transverse_sides(MeshKind::Hexahedra),
+            [4]
+        );
+        assert_eq!(
+            MeshKind::Prisms.transverse_sides(MeshKind::Tetrahedra),
+            [0, 1]
+        );
+        assert_eq!(MeshKind::Edges.sides(), [&[0usize][..], &[1]]);
     }
 
     #[test]

@@ -52,7 +52,8 @@ pub(crate) struct UpTable {
 
 /// A built link.
 pub(crate) enum Auto {
-    /// Element → its edges or faces: `width` ints per element, row-major.
+    /// Element → its edges or faces, or → the entities of another kind of its dimension
+    /// across its sides (-1 where none): `width` ints per element, row-major.
     Down {
         table: DeviceBuffer<i32>,
         width: usize,
@@ -134,15 +135,37 @@ impl Cache {
 }
 
 /// Builds the automatic link from `from` to `to` unless it exists. Element → vertex links need
-/// nothing: the element table is the link.
+/// nothing: the element table is the link. Between two kinds of one dimension the link is, for
+/// each entity, the entity of `to` across each side they can share, -1 where none (stored as a
+/// downlink table). A link no mesh can have is a [`GmlError::ImpossibleLink`].
 pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
+    if !from.links_to(to) {
+        return Err(GmlError::ImpossibleLink {
+            kernel: None,
+            from,
+            to,
+            why: super::kind::no_link_reason(from, to),
+        });
+    }
     if from == to || to == MeshKind::Vertices || gml.links.get(from, to).is_some() {
         return Ok(());
     }
     let from_count = gml.count(from).ok_or(GmlError::MissingMesh(from))?;
     let to_id = gml.mesh(to)?;
     let context = gml.context.clone();
-    let auto = if from.dimension() > to.dimension() {
+    let auto = if from.dimension() == to.dimension() {
+        let width = from.transverse_sides(to).len();
+        super::check_index_range(|| format!("the {from} → {to} link"), from_count, width)?;
+        let from_nodes = gml.datum(gml.mesh(from)?)?.nodes();
+        let to_nodes = gml.datum(to_id)?.nodes();
+        let table = topology::transverse(from, &from_nodes, to, &to_nodes)
+            .map_err(|nodes| GmlError::NonManifold { kind: from, nodes })?;
+        Auto::Down {
+            table: DeviceBuffer::from_slice(&context, &table)?,
+            width,
+            rows: from_count,
+        }
+    } else if from.dimension() > to.dimension() {
         super::check_index_range(
             || format!("the {from} → {to} downlink"),
             from_count,

@@ -851,15 +851,23 @@ impl Gml {
         }
     }
 
-    /// Builds the neighbour link of `kind`: for each element, the element across each face
-    /// (edge for surface elements), -1 on the boundary (`GmlSetNeighbours`). Entry `i` is the
-    /// neighbour across the element's face `i` in GMlib's local numbering.
+    /// Builds the neighbour link of `kind`: for each entity, the entity of the same kind across
+    /// each of its sides, -1 where there is none (`GmlSetNeighbours`). Sides are an edge's two
+    /// vertices, a surface element's edges, a solid's faces, triangles first
+    /// ([`MeshKind::sides`]): entry `i` is the neighbour across side `i` in GMlib's local
+    /// numbering (a prism's five faces, a pyramid's four triangles then its base). A side
+    /// shared with an entity of another kind is -1 here: read data across it through the
+    /// default link to that kind (a loop over pyramids reading tetrahedron data gets
+    /// `PyrTet[4]`, the tetrahedron across each triangle). Vertices have no neighbours; a side
+    /// shared by more than two entities is a [`GmlError::NonManifold`].
     pub fn set_neighbours(&mut self, kind: MeshKind) -> Result<Link> {
-        let face = topology::neighbour_face(kind).ok_or(GmlError::NoNeighbours(kind))?;
+        if kind.sides().is_empty() {
+            return Err(GmlError::NoNeighbours(kind));
+        }
         let nodes = self.datum(self.mesh(kind)?)?.nodes();
-        let ngb = topology::neighbours(kind, face, &nodes)
+        let ngb = topology::side_neighbours(kind, &nodes)
             .map_err(|nodes| GmlError::NonManifold { kind, nodes })?;
-        let width = kind.sub_entities(face).len();
+        let width = kind.sides().len();
         self.retire_neighbours(
             kind,
             &format!(

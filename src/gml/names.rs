@@ -65,7 +65,9 @@ pub(crate) fn candidates(loop_kind: MeshKind, a: &Resolved) -> Vec<String> {
             (Relation::Down { .. }, kind) if kind != MeshKind::Vertices => {
                 vec![format!("{l}{k}Ver")]
             }
-            (Relation::Up | Relation::User { .. }, _) => vec![format!("{l}{k}{n}")],
+            (Relation::Up | Relation::User { .. } | Relation::Across { .. }, _) => {
+                vec![format!("{l}{k}{n}")]
+            }
             _ => vec![format!("{l}{n}")],
         }
     } else {
@@ -77,6 +79,11 @@ pub(crate) fn candidates(loop_kind: MeshKind, a: &Resolved) -> Vec<String> {
                 format!("{l}{k}{cap}"),
             ],
             Relation::Up => vec![format!("{l}{k}{n}"), format!("{l}{k}{cap}")],
+            Relation::Across { .. } => vec![
+                format!("{l}{k}{n}"),
+                format!("{l}{n}"),
+                format!("{l}{k}{cap}"),
+            ],
             Relation::User {
                 neighbours: true, ..
             } => vec![format!("{l}{n}"), format!("{l}{cap}")],
@@ -111,6 +118,7 @@ pub(crate) fn describe(loop_kind: MeshKind, a: &Resolved) -> String {
         Relation::Direct => String::new(),
         Relation::Down { .. } => format!(" (through the downlink {loop_kind} → {})", a.kind),
         Relation::Up => format!(" (through the uplink {loop_kind} → {})", a.kind),
+        Relation::Across { .. } => format!(" (across the sides {loop_kind} → {})", a.kind),
         Relation::User { link_name, .. } => format!(" (through the link `{link_name}`)"),
     };
     format!("{what}{how}")

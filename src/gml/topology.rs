@@ -198,7 +198,10 @@ pub fn shell(
     Incidence::from_pairs(rows, triples.into_iter())
 }
 
-/// The kind of face two neighbouring elements of `kind` share, if neighbours are defined.
+/// The kind of face two neighbouring elements of `kind` share, when all its faces are of one
+/// kind (edges for surface elements, triangles for tetrahedra, quadrilaterals for hexahedra).
+/// Pyramids and prisms, whose faces are of two kinds, and edges, whose sides are vertices, have
+/// neighbours through [`side_neighbours`] instead.
 pub fn neighbour_face(kind: MeshKind) -> Option<MeshKind> {
     match kind {
         MeshKind::Triangles | MeshKind::Quadrilaterals => Some(MeshKind::Edges),
@@ -208,30 +211,51 @@ pub fn neighbour_face(kind: MeshKind) -> Option<MeshKind> {
     }
 }
 
-/// For each element of `kind` and each of its faces (edges for surface elements), the element
-/// on the other side, or -1 on the boundary. `Err(face nodes)` if a face has more than two
-/// elements.
+/// For each element of `kind` and each of its faces of kind `face_kind` (edges for surface
+/// elements), the element on the other side, or -1 on the boundary. `Err(face nodes)` if a
+/// face has more than two elements.
 pub fn neighbours(
     kind: MeshKind,
     face_kind: MeshKind,
     nodes: &[i32],
 ) -> Result<Vec<i32>, Vec<i32>> {
-    let locals = kind.sub_entities(face_kind);
-    let n = kind.nodes();
+    pair_sides(kind.sub_entities(face_kind), kind.nodes(), nodes)
+}
+
+/// For each entity of `kind` and each of its sides ([`MeshKind::sides`]: an edge's vertices,
+/// a surface element's edges, a solid's faces, triangles first), the entity of `kind` on the
+/// other side, or -1 where there is none. `Err(side nodes)` if a side is shared by more than
+/// two entities (a vertex of three edges, a face of three solids).
+pub fn side_neighbours(kind: MeshKind, nodes: &[i32]) -> Result<Vec<i32>, Vec<i32>> {
+    pair_sides(kind.sides(), kind.nodes(), nodes)
+}
+
+/// The nodes of side `local` of `element`, sorted, padded with `i32::MAX`: equal for two
+/// sides with the same nodes in any order.
+fn side_key(element: &[i32], local: &[usize]) -> [i32; 4] {
+    let mut key = [i32::MAX; 4];
+    for (k, &j) in local.iter().take(4).enumerate() {
+        key[k] = element[j];
+    }
+    key.sort_unstable();
+    key
+}
+
+fn key_nodes(key: &[i32; 4]) -> Vec<i32> {
+    key.iter().copied().filter(|&v| v != i32::MAX).collect()
+}
+
+/// Pairs the sides `locals` of the elements (`n` nodes each) that share their nodes.
+fn pair_sides(locals: &[&[usize]], n: usize, nodes: &[i32]) -> Result<Vec<i32>, Vec<i32>> {
     let width = locals.len();
-    let count = nodes.len() / n;
+    let count = nodes.len() / n.max(1);
     let mut faces: Vec<([i32; 4], i32, u8)> = Vec::with_capacity(count * width);
     for (e, element) in nodes.chunks_exact(n).enumerate() {
         for (l, local) in locals.iter().enumerate() {
-            let mut key = [i32::MAX; 4];
-            for (k, &j) in local.iter().enumerate() {
-                key[k] = element[j];
-            }
-            key.sort_unstable();
-            faces.push((key, e as i32, l as u8));
+            faces.push((side_key(element, local), e as i32, l as u8));
         }
     }
-    faces.sort_unstable();
+    faces.par_sort_unstable();
     let mut out = vec![-1i32; count * width];
     for run in faces.chunk_by(|a, b| a.0 == b.0) {
         match run {
@@ -240,14 +264,54 @@ pub fn neighbours(
                 out[a.1 as usize * width + a.2 as usize] = b.1;
                 out[b.1 as usize * width + b.2 as usize] = a.1;
             }
-            more => {
-                return Err(more[0]
-                    .0
-                    .iter()
-                    .copied()
-                    .filter(|&v| v != i32::MAX)
-                    .collect());
+            more => return Err(key_nodes(&more[0].0)),
+        }
+    }
+    Ok(out)
+}
+
+/// The default link between two kinds of one dimension: for each entity of `from` (nodes
+/// `from_nodes`) and each of its sides that `to` can share ([`MeshKind::transverse_sides`]),
+/// the entity of `to` (nodes `to_nodes`) across it, or -1 where there is none (a boundary, or
+/// an entity of another kind). `Err(side nodes)` if a side is shared by more than two
+/// entities of the two kinds together.
+pub fn transverse(
+    from: MeshKind,
+    from_nodes: &[i32],
+    to: MeshKind,
+    to_nodes: &[i32],
+) -> Result<Vec<i32>, Vec<i32>> {
+    let slots = from.transverse_sides(to);
+    let width = slots.len();
+    let from_sides = from.sides();
+    let sizes: Vec<usize> = slots.iter().map(|&s| from_sides[s].len()).collect();
+    let count = from_nodes.len() / from.nodes();
+    // (side, from this kind?, entity, slot)
+    let mut sides: Vec<([i32; 4], bool, i32, u8)> = Vec::new();
+    for (e, element) in from_nodes.chunks_exact(from.nodes()).enumerate() {
+        for (slot, &s) in slots.iter().enumerate() {
+            sides.push((side_key(element, from_sides[s]), true, e as i32, slot as u8));
+        }
+    }
+    for (e, element) in to_nodes.chunks_exact(to.nodes()).enumerate() {
+        for local in to.sides().iter().filter(|s| sizes.contains(&s.len())) {
+            sides.push((side_key(element, local), false, e as i32, 0));
+        }
+    }
+    sides.par_sort_unstable();
+    let mut out = vec![-1i32; count * width];
+    for run in sides.chunk_by(|a, b| a.0 == b.0) {
+        match run {
+            [_] => {}
+            [a, b] => {
+                let (mine, theirs) = match (a.1, b.1) {
+                    (true, false) => (a, b),
+                    (false, true) => (b, a),
+                    _ => continue,
+                };
+                out[mine.2 as usize * width + usize::from(mine.3)] = theirs.2;
             }
+            more => return Err(key_nodes(&more[0].0)),
         }
     }
     Ok(out)
@@ -440,6 +504,102 @@ mod tests {
         let mut bad = TETS.to_vec();
         bad.extend_from_slice(&[3, 2, 1, 5]); // a fourth element on face (1, 2, 3)
         assert!(neighbours(MeshKind::Tetrahedra, MeshKind::Triangles, &bad).is_err());
+    }
+
+    /// A unit cube `[0,1]³` (vertices 0–7 as libMeshb numbers a hexahedron) split into two
+    /// prisms by the plane through edges 0–2 and 4–6, plus a pyramid on its top face with
+    /// apex 8, and a tetrahedron on the pyramid's face (5, 6, 8) with apex 9.
+    const CUBE_PRISMS: [i32; 12] = [0, 1, 2, 4, 5, 6, 0, 2, 3, 4, 6, 7];
+    const TOP_PYRAMID: [i32; 5] = [4, 5, 6, 7, 8];
+    const SIDE_TET: [i32; 4] = [5, 6, 8, 9];
+
+    #[test]
+    fn prisms_pyramids_and_edges_have_neighbours_across_their_sides() {
+        // Prism sides: triangles (0,2,1), (3,4,5), then quads (0,1,4,3), (1,2,5,4), (3,5,2,0).
+        let ngb = side_neighbours(MeshKind::Prisms, &CUBE_PRISMS).unwrap();
+        assert_eq!(
+            &ngb[..5],
+            &[-1, -1, -1, -1, 1],
+            "prism 0 meets 1 across quad 0-2-6-4"
+        );
+        assert_eq!(
+            &ngb[5..],
+            &[-1, -1, 0, -1, -1],
+            "prism 1 meets 0 across its first quad"
+        );
+        // Two pyramids sharing the triangle (1, 2, 4): side 1 of the first, side 2 of the
+        // second (its local nodes 2, 3, 4 are 2, 1, 4).
+        let pyramids = [0, 1, 2, 3, 4, 5, 6, 2, 1, 4];
+        let ngb = side_neighbours(MeshKind::Pyramids, &pyramids).unwrap();
+        assert_eq!(ngb, [-1, 1, -1, -1, -1, -1, -1, 0, -1, -1]);
+        // A polyline 0-1-2-3: each edge meets the next across its second vertex.
+        let edges = [0, 1, 1, 2, 2, 3];
+        let ngb = side_neighbours(MeshKind::Edges, &edges).unwrap();
+        assert_eq!(ngb, [-1, 1, 0, 2, 1, -1]);
+        // A third edge at vertex 1: not a manifold line.
+        assert_eq!(
+            side_neighbours(MeshKind::Edges, &[0, 1, 1, 2, 1, 3]),
+            Err(vec![1])
+        );
+    }
+
+    #[test]
+    fn transverse_links_cross_kinds_through_shared_sides() {
+        // Prism 0's top triangle (4,5,6) and prism 1's (4,6,7) are half the pyramid's base: no
+        // side in common. The pyramid meets the tetrahedron across its triangle 1 (5, 6, 8).
+        let pyr_tet = transverse(
+            MeshKind::Pyramids,
+            &TOP_PYRAMID,
+            MeshKind::Tetrahedra,
+            &SIDE_TET,
+        )
+        .unwrap();
+        assert_eq!(pyr_tet, [-1, 0, -1, -1]);
+        let tet_pyr = transverse(
+            MeshKind::Tetrahedra,
+            &SIDE_TET,
+            MeshKind::Pyramids,
+            &TOP_PYRAMID,
+        )
+        .unwrap();
+        assert_eq!(tet_pyr, [-1, -1, -1, 0], "tet face 3 is (5, 8, 6)");
+        // A hexahedron on the pyramid's base shares it with the pyramid, and no face with the
+        // prisms (whose top is two triangles).
+        let hex_above = [4, 5, 6, 7, 10, 11, 12, 13];
+        let prism_hex = transverse(
+            MeshKind::Prisms,
+            &CUBE_PRISMS,
+            MeshKind::Hexahedra,
+            &hex_above,
+        )
+        .unwrap();
+        assert_eq!(prism_hex, [-1; 6]);
+        let pyr_hex = transverse(
+            MeshKind::Pyramids,
+            &TOP_PYRAMID,
+            MeshKind::Hexahedra,
+            &hex_above,
+        )
+        .unwrap();
+        assert_eq!(pyr_hex, [0], "the pyramid's base, its only quadrilateral");
+        // Triangles and quadrilaterals share edges.
+        let quads = [0, 1, 2, 3];
+        let tris = [2, 1, 4, 5, 6, 7];
+        let tri_quad = transverse(MeshKind::Triangles, &tris, MeshKind::Quadrilaterals, &quads);
+        assert_eq!(tri_quad, Ok(vec![0, -1, -1, -1, -1, -1]));
+        let quad_tri = transverse(MeshKind::Quadrilaterals, &quads, MeshKind::Triangles, &tris);
+        assert_eq!(quad_tri, Ok(vec![-1, 0, -1, -1]));
+        // A side shared by three entities is an error.
+        let two_tets = [5, 6, 8, 9, 6, 5, 8, 10];
+        assert_eq!(
+            transverse(
+                MeshKind::Pyramids,
+                &TOP_PYRAMID,
+                MeshKind::Tetrahedra,
+                &two_tets
+            ),
+            Err(vec![5, 6, 8])
+        );
     }
 
     #[test]

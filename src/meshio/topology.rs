@@ -1,11 +1,11 @@
 //! The local topology of each element kind: its edges and faces as lists of local node
 //! numbers, the one table that gml's links and inspect's checks both read.
 //!
-//! The numbering is GMlib's (`ItmEdgNod` and `ItmFacNod` in `gmlib.c`), so that gml's link
-//! `…Edg[i]` or neighbour `i` is across the same edge or face as in GMlib, with two exceptions
-//! kept from gml's first tables: a pyramid's edges run around the base (`{0,1}, {1,2}, {2,3},
-//! {3,0}`, where GMlib has `{0,1}, {3,2}, {0,3}, {1,2}`), and a prism's last quadrilateral
-//! starts at node 2 (`{2,0,3,5}`, the same face turning the same way as GMlib's `{3,5,2,0}`).
+//! The numbering is GMlib's, exactly (`ItmEdgNod` and `ItmFacNod` in `gmlib3.c`, listed in
+//! `shared/reference/gmlib-internals.md` §1.5), so that gml's link `…Edg[i]` or neighbour `i`
+//! is across the same edge or face as in GMlib. That includes a pyramid's base edges, which
+//! GMlib numbers `{0,1}, {3,2}, {0,3}, {1,2}` (two opposite sides, then the other two), and a
+//! prism's last quadrilateral, which starts at node 3 (`{3,5,2,0}`).
 //!
 //! Faces turn outward for a positive element: a tetrahedron `abcd` with
 //! `(b-a)×(c-a)·(d-a) > 0`, and the other solids numbered as libMeshb does (base first, counter
@@ -26,9 +26,9 @@ impl ElementKind {
             ElementKind::Tetrahedra => &[&[0, 1], &[1, 2], &[2, 0], &[3, 0], &[3, 1], &[3, 2]],
             ElementKind::Pyramids => &[
                 &[0, 1],
+                &[3, 2],
+                &[0, 3],
                 &[1, 2],
-                &[2, 3],
-                &[3, 0],
                 &[0, 4],
                 &[1, 4],
                 &[2, 4],
@@ -80,7 +80,7 @@ impl ElementKind {
                 &[3, 4, 5],
                 &[0, 1, 4, 3],
                 &[1, 2, 5, 4],
-                &[2, 0, 3, 5],
+                &[3, 5, 2, 0],
             ],
             ElementKind::Hexahedra => &[
                 &[0, 4, 7, 3],

@@ -13,6 +13,7 @@ mod cl;
 mod gml;
 mod gml_examples;
 mod gml_f64;
+mod gml_kinds;
 mod gml_links;
 mod gml_reduce;
 mod gml_safety;
