@@ -6,6 +6,17 @@
 use crate::gml::{Access, Data, Gml, KernelId, KernelSpec, MeshKind, Solution};
 
 use super::error::Result;
+use super::solver::EARLY_SCALE;
+
+/// The first line of every kernel of a CG iteration: nothing to do once the last convergence
+/// check's residual (in the parameters) is at or below the limit, as happens when the host has
+/// enqueued more iterations than the solve needs.
+const CONVERGED_RETURN: &str = "if (GmlPar->rr <= GmlPar->rr_limit) return;\n";
+
+/// `CONVERGED_RETURN` where `guard`, else nothing.
+fn guard(guard: bool) -> &'static str {
+    if guard { CONVERGED_RETURN } else { "" }
+}
 
 /// The device parameter struct (`GmlParSct`), mirrored by [`PARAMETERS`].
 #[repr(C)]
@@ -29,11 +40,14 @@ pub struct Params {
     pub vertices: i32,
     /// Padding to a multiple of 8 bytes.
     pub pad: i32,
+    /// The convergence limit of `rr`: once `rr` is at or below it, the iteration kernels
+    /// return at once (the host has enqueued more iterations than the solve needs).
+    pub rr_limit: f64,
 }
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
-     float inv_dt; float tolerance; int max_hops; int vertices; int pad; } GmlParSct;\n";
+     float inv_dt; float tolerance; int max_hops; int vertices; int pad; double rr_limit; } GmlParSct;\n";
 
 /// Byte offset of `rz[slot]` in [`Params`].
 pub fn rz_offset(slot: usize) -> usize {
@@ -166,6 +180,8 @@ pub struct Kernels {
     pub cg_start: KernelId,
     /// The true residual at a convergence check: `(b − A x)²/m` from `Q = A x`, into `RR`.
     pub cg_residual: KernelId,
+    /// The same scaled by `EARLY_SCALE`, for the checks before the first regular one.
+    pub cg_residual_early: KernelId,
     /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`.
     pub cg_update: [KernelId; 2],
     /// CG direction with `β = rz[1]/rz[0]` / `rz[0]/rz[1]`.
@@ -183,34 +199,36 @@ impl Kernels {
         let tet = MeshKind::Tetrahedra;
         let vertices = gml.mesh(ver)?;
         let tets = gml.mesh(tet)?;
-        let grad = |gml: &mut Gml, name: &str, x: Solution<f64>, var: &str| {
+        let grad = |gml: &mut Gml, name: &str, x: Solution<f64>, var: &str, g: bool| {
             gml.compile(
                 KernelSpec::new(name, tet)
                     .access(Access::read(x))
                     .access(Access::read(f.coef))
                     .access(Access::write(f.tet_grad))
                     .body(&format!(
-                        "TetGp = convert_float4(convert_double4(TetCof.s0123) * Tet{var}[0]
+                        "{}TetGp = convert_float4(convert_double4(TetCof.s0123) * Tet{var}[0]
                                + convert_double4(TetCof.s4567) * Tet{var}[1]
                                + convert_double4(TetCof.s89ab) * Tet{var}[2]
-                               + convert_double4(TetCof.scdef) * Tet{var}[3]);"
+                               + convert_double4(TetCof.scdef) * Tet{var}[3]);",
+                        guard(g)
                     )),
             )
         };
-        let tet_div = |gml: &mut Gml, name: &str, v: crate::gml::DataId, var: &str| {
+        let tet_div = |gml: &mut Gml, name: &str, v: crate::gml::DataId, var: &str, g: bool| {
             gml.compile(
                 KernelSpec::new(name, tet)
                     .access(Access::read(v))
                     .access(Access::read(f.coef))
                     .access(Access::write(f.tet_div))
                     .body(&format!(
-                        "double4 s = convert_double4(Tet{var}[0]) + convert_double4(Tet{var}[1])
+                        "{}double4 s = convert_double4(Tet{var}[0]) + convert_double4(Tet{var}[1])
                                    + convert_double4(Tet{var}[2]) + convert_double4(Tet{var}[3]);
                          s.w = 0.0;
                          TetDv = convert_float4((double4)(dot(convert_double4(TetCof.s0123), s),
                                                           dot(convert_double4(TetCof.s4567), s),
                                                           dot(convert_double4(TetCof.s89ab), s),
-                                                          dot(convert_double4(TetCof.scdef), s)));"
+                                                          dot(convert_double4(TetCof.scdef), s)));",
+                        guard(g)
                     )),
             )
         };
@@ -309,8 +327,9 @@ impl Kernels {
                 ),
         )?;
         let bfecc = [forward, backward, corrected];
-        let grad_dir = grad(gml, "wind_grad_dir", f.dir, "Dir")?;
-        let grad_pressure = grad(gml, "wind_grad_pressure", f.pressure, "X")?;
+        let grad_dir = grad(gml, "wind_grad_dir", f.dir, "Dir", true)?;
+        // Also the projection's gradient: never skipped.
+        let grad_pressure = grad(gml, "wind_grad_pressure", f.pressure, "X", false)?;
         let gather_grad = gml.compile(
             KernelSpec::new("wind_gather_grad", ver)
                 .access(Access::read(f.tet_grad))
@@ -318,15 +337,16 @@ impl Kernels {
                 .access(Access::read(f.flags))
                 .access(Access::write(f.grad))
                 .body(
-                    "double4 s = 0.0;
+                    &(CONVERGED_RETURN.to_string()
+                        + "double4 s = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) s += convert_double4(VerTetGp[i]);
                      VerG = (VerFlg & WIND_FIXED_PRESSURE) ? (double4)(0.0)
-                          : wind_project_d(VerBnd, s) * (double)VerBnd.s6;",
+                          : wind_project_d(VerBnd, s) * (double)VerBnd.s6;"),
                 ),
         )?;
-        let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad.id(), "G")?;
-        let tet_div_star = tet_div(gml, "wind_tet_div_star", f.star.id(), "Str")?;
-        let tet_div_vel = tet_div(gml, "wind_tet_div_vel", f.vel.id(), "Vel")?;
+        let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad.id(), "G", true)?;
+        let tet_div_star = tet_div(gml, "wind_tet_div_star", f.star.id(), "Str", false)?;
+        let tet_div_vel = tet_div(gml, "wind_tet_div_vel", f.vel.id(), "Vel", false)?;
         let gather_q = gml.compile(
             KernelSpec::new("wind_gather_q", ver)
                 .access(Access::read(f.tet_div).with_voyeurs())
@@ -335,11 +355,12 @@ impl Kernels {
                 .access(Access::write(f.q))
                 .access(Access::write(f.pq))
                 .body(
-                    "double q = 0.0;
+                    &(CONVERGED_RETURN.to_string()
+                        + "double q = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) q += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
                      if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
                      VerQ = q;
-                     VerPQ = VerDir * q;",
+                     VerPQ = VerDir * q;"),
                 ),
         )?;
         let gather_div = gml.compile(
@@ -357,7 +378,9 @@ impl Kernels {
                      const bool fixed = (VerFlg & WIND_FIXED_PRESSURE) != 0;
                      VerDiv = fixed ? 0.0f : (float)(w * VerBnd.s6);
                      VerDsq = fixed ? 0.0f : (float)(w * w * VerBnd.s6);
-                     VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;",
+                     VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;
+                     // A new solve starts here: no iteration is skipped until its first check.
+                     if (VerIdx == 0) GmlPar->rr = INFINITY;",
                 ),
         )?;
         let cg_start = gml.compile(
@@ -371,25 +394,30 @@ impl Kernels {
                 .access(Access::write(f.dir))
                 .access(Access::write(f.rz))
                 .access(Access::write(f.rr))
-                .body(
+                .body(&format!(
                     "VerR = VerB - VerQ;
                      VerZ = VerR * VerDia;
                      VerDir = VerZ;
                      VerRZ = VerR * VerZ;
-                     VerRR = VerR * VerR * (double)VerBnd.s6;",
-                ),
+                     VerRR = VerR * VerR * (double)VerBnd.s6 * {EARLY_SCALE:?};"
+                )),
         )?;
-        let cg_residual = gml.compile(
-            KernelSpec::new("wind_cg_residual", ver)
-                .access(Access::read(f.rhs))
-                .access(Access::read(f.q))
-                .access(Access::read(f.bnd))
-                .access(Access::write(f.rr))
-                .body(
-                    "const double r = VerB - VerQ;
-                     VerRR = r * r * (double)VerBnd.s6;",
-                ),
-        )?;
+        let residual = |gml: &mut Gml, name: &str, scale: f64| {
+            gml.compile(
+                KernelSpec::new(name, ver)
+                    .access(Access::read(f.rhs))
+                    .access(Access::read(f.q))
+                    .access(Access::read(f.bnd))
+                    .access(Access::write(f.rr))
+                    .body(&format!(
+                        "const double r = VerB - VerQ;
+                         VerRR = r * r * (double)VerBnd.s6 * {scale:?};"
+                    )),
+            )
+        };
+        // The start's residual is the first check, an early one (see `EARLY_SCALE`).
+        let cg_residual = residual(gml, "wind_cg_residual", 1.0)?;
+        let cg_residual_early = residual(gml, "wind_cg_residual_early", EARLY_SCALE)?;
         let update = |gml: &mut Gml, slot: usize| {
             gml.compile(
                 KernelSpec::new(&format!("wind_cg_update{slot}"), ver)
@@ -403,7 +431,7 @@ impl Kernels {
                     .access(Access::write(f.rz))
                     .access(Access::write(f.rr))
                     .body(&format!(
-                        "const double alpha = GmlPar->pq > 0.0 ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0;
+                        "{CONVERGED_RETURN}const double alpha = GmlPar->pq > 0.0 ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0;
                          VerX += alpha * VerDir;
                          VerR -= alpha * VerQ;
                          VerZ = VerR * VerDia;
@@ -420,7 +448,7 @@ impl Kernels {
                     .access(Access::read_write(f.dir))
                     .access(Access::read(f.z))
                     .body(&format!(
-                        "const double beta = GmlPar->rz[{old}] > 0.0 ? GmlPar->rz[{new}] / GmlPar->rz[{old}] : 0.0;
+                        "{CONVERGED_RETURN}const double beta = GmlPar->rz[{old}] > 0.0 ? GmlPar->rz[{new}] / GmlPar->rz[{old}] : 0.0;
                          VerDir = VerZ + beta * VerDir;"
                     )),
             )
@@ -470,6 +498,7 @@ impl Kernels {
             gather_div,
             cg_start,
             cg_residual,
+            cg_residual_early,
             cg_update,
             cg_direction,
             project,
@@ -512,7 +541,7 @@ impl Assembled {
                     .access(Access::read(f.flags))
                     .access(Access::write(f.grad))
                     .body(&format!(
-                        "const int n = GmlPar->vertices;
+                        "{CONVERGED_RETURN}const int n = GmlPar->vertices;
                          double4 s = 0.0;
                          for (int k = 0; k < {width}; k++) {{
                              const float4 c = VerGelTab[k * n + VerIdx];
@@ -535,7 +564,7 @@ impl Assembled {
                 .access(Access::write(f.q))
                 .access(Access::write(f.pq))
                 .body(&format!(
-                    "const int n = GmlPar->vertices;
+                    "{CONVERGED_RETURN}const int n = GmlPar->vertices;
                      double q = 0.0;
                      for (int k = 0; k < {width}; k++) {{
                          const float4 c = VerDelTab[k * n + VerIdx];

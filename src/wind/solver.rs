@@ -135,6 +135,10 @@ pub struct Solver {
     kernels: Kernels,
     /// The assembled pressure operator, where the settings and the mesh allow it.
     assembled: Option<kernels::Assembled>,
+    /// Iterations the next solve enqueues before its first wait: what the last one needed.
+    predicted_iterations: u32,
+    /// The convergence limit in the device's parameters, once written.
+    uploaded_limit: Option<f64>,
     params: Parameters<Params>,
     settings: Settings,
     dt: f64,
@@ -159,7 +163,9 @@ mod slot {
     pub const ENERGY: usize = 2;
     pub const MAX_SPEED: usize = 3;
     pub const LOST: usize = 4;
-    pub const COUNT: usize = 5;
+    /// The convergence checks of a solve's current batch, `Σ r²/m` each.
+    pub const HISTORY: usize = 5;
+    pub const COUNT: usize = HISTORY + super::HISTORY;
 }
 
 impl Solver {
@@ -322,6 +328,8 @@ impl Solver {
             fields,
             kernels,
             assembled,
+            predicted_iterations: settings.check_every.max(1),
+            uploaded_limit: None,
             params,
             settings,
             dt,
@@ -540,19 +548,34 @@ impl Solver {
     }
 
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
-    /// scalars stay on the device, the convergence is read at the iterations
-    /// [`Settings::checks_after`] names, through a read that does not block the queue. Each
-    /// check measures the true residual `b − A x` (one more operator), not the recursion's
-    /// estimate of it. The vectors are double: in f32 the recursive residual drifted from
-    /// the true one by 2× within 50 iterations on a hill mesh, and replacing it (with or
-    /// without its `r·z`) broke the conjugacy. The M⁻¹-weighted residual is not monotone
-    /// under CG (it rose 1.7× for 16 iterations mid-solve there), so there is no
-    /// stagnation stop: the iteration cap ends a solve that cannot converge.
+    /// scalars stay on the device. Each convergence check (at the iterations
+    /// [`Settings::checks_after`] names) measures the **true** residual `b − A x` (one more
+    /// operator), not the recursion's estimate of it, and leaves it in the parameters, where
+    /// every later iteration kernel reads it and does nothing once it is below the limit. So
+    /// the host enqueues a whole batch of iterations (as many as the last solve needed) with
+    /// their checks and waits once, reading each check's residual from the statistics, rather
+    /// than waiting at every check with the device idle meanwhile. A solve that has not
+    /// converged at the batch's end goes on in batches of [`Settings::check_every`].
+    ///
+    /// The vectors are double: in f32 the recursive residual drifted from the true one by 2×
+    /// within 50 iterations on a hill mesh, and replacing it (with or without its `r·z`) broke
+    /// the conjugacy. The M⁻¹-weighted residual is not monotone under CG (it rose 1.7× for
+    /// 16 iterations mid-solve there), so there is no stagnation stop: the iteration cap ends a
+    /// solve that cannot converge.
     fn solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
         let k = self.kernels;
         let f = self.fields;
-        let threshold = self.absolute_tolerance();
-        let rms = |rr: f64, dt: f64, volume: f64| dt * (rr.max(0.0) / volume).sqrt();
+        let limit = self.residual_limit();
+        self.set_residual_limit(limit)?;
+        let volume = self.unknown_volume;
+        let dt = self.dt;
+        // The RMS divergence a check's `Σ r²/m` stands for (early checks are scaled, see
+        // `EARLY_MARGIN`).
+        let rms = |rr: f64, at: u32, every: u32| {
+            let scale = if at < every { EARLY_SCALE } else { 1.0 };
+            dt * (rr.max(0.0) / scale / volume).sqrt()
+        };
+        // `gather_div` set the parameters' residual to infinity: the start is not skipped.
         self.enqueue_operator(Operand::Pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
         self.gml.reduce_into_parameters(
@@ -562,83 +585,101 @@ impl Solver {
             kernels::rz_offset(0),
             tl,
         )?;
-        self.gml.reduce_into_parameters(
-            f.rr,
-            Reduction::Sum,
-            &self.params,
-            kernels::RR_OFFSET,
-            tl,
-        )?;
-        let mut pending = Some((0u32, self.gml.download_parameters_async(&self.params)?));
+        self.enqueue_residual_reductions(0, tl)?;
+        let mut batch = vec![0u32];
         let mut residuals = Vec::new();
-        let mut converged = false;
+        let mut converged = None;
         let mut slot = 0usize;
         let mut iterations = 0;
-        while iterations < max_iterations {
-            if let Some((at, read)) = pending.take() {
-                let p = read.wait()?;
-                let r = rms(p.rr, self.dt, self.unknown_volume);
-                residuals.push((at, r));
-                // Before the first regular check a solve stops only with margin: stopping
-                // just under the tolerance after 1–4 iterations left the next steps harder
-                // (1–2 % of the valley's steps then hit the iteration cap).
-                let target = if at < self.settings.check_every {
-                    EARLY_MARGIN * threshold
-                } else {
-                    threshold
-                };
-                if r <= target {
-                    converged = true;
+        let every = self.settings.check_every;
+        let mut horizon = self.predicted_iterations.clamp(1, max_iterations.max(1));
+        loop {
+            while iterations < horizon.min(max_iterations) && batch.len() < HISTORY {
+                self.enqueue_operator(Operand::Direction, tl)?;
+                self.gml.reduce_into_parameters(
+                    f.pq,
+                    Reduction::Sum,
+                    &self.params,
+                    kernels::PQ_OFFSET,
+                    tl,
+                )?;
+                self.gml.enqueue(k.cg_update[slot], tl)?;
+                self.gml.reduce_into_parameters(
+                    f.rz,
+                    Reduction::Sum,
+                    &self.params,
+                    kernels::rz_offset(1 - slot),
+                    tl,
+                )?;
+                self.gml.enqueue(k.cg_direction[slot], tl)?;
+                slot = 1 - slot;
+                iterations += 1;
+                if self.settings.checks_after(iterations) || iterations == max_iterations {
+                    self.enqueue_check(iterations, batch.len(), tl)?;
+                    batch.push(iterations);
+                }
+            }
+            if batch.last() != Some(&iterations) {
+                self.enqueue_check(iterations, batch.len(), tl)?;
+                batch.push(iterations);
+            }
+            let stats = self.stats.read()?;
+            for (i, &at) in batch.iter().enumerate() {
+                let rr = stats[slot::HISTORY + i];
+                residuals.push((at, rms(rr, at, every)));
+                if rr <= limit {
+                    converged = Some(at);
                     break;
                 }
             }
-            self.enqueue_operator(Operand::Direction, tl)?;
-            self.gml.reduce_into_parameters(
-                f.pq,
-                Reduction::Sum,
-                &self.params,
-                kernels::PQ_OFFSET,
-                tl,
-            )?;
-            self.gml.enqueue(k.cg_update[slot], tl)?;
-            self.gml.reduce_into_parameters(
-                f.rz,
-                Reduction::Sum,
-                &self.params,
-                kernels::rz_offset(1 - slot),
-                tl,
-            )?;
-            self.gml.enqueue(k.cg_direction[slot], tl)?;
-            slot = 1 - slot;
-            iterations += 1;
-            if self.settings.checks_after(iterations) {
-                pending = Some(self.enqueue_check(iterations, tl)?);
+            batch.clear();
+            if converged.is_some() || iterations >= max_iterations {
+                break;
             }
+            horizon = iterations + every.max(1);
         }
-        if !converged {
-            if pending.is_none() {
-                pending = Some(self.enqueue_check(iterations, tl)?);
-            }
-            if let Some((at, read)) = pending.take() {
-                let p = read.wait()?;
-                let r = rms(p.rr, self.dt, self.unknown_volume);
-                residuals.push((at, r));
-                converged = r <= threshold;
-            }
+        // The next solve's first batch: as many iterations as this one needed.
+        let needed = converged.unwrap_or(iterations);
+        self.predicted_iterations = needed.max(1);
+        Ok((needed, residuals, converged.is_some()))
+    }
+
+    /// `Σ r²/m` at or below which a check has converged: an RMS divergence of
+    /// [`absolute_tolerance`](Self::absolute_tolerance).
+    fn residual_limit(&self) -> f64 {
+        let t = self.absolute_tolerance() / self.dt;
+        t * t * self.unknown_volume
+    }
+
+    /// Writes `limit` into the device's parameters where it changed (a blocking write, once
+    /// per change of the tolerance).
+    fn set_residual_limit(&mut self, limit: f64) -> Result<()> {
+        if self.uploaded_limit != Some(limit) {
+            let mut p = self.gml.download_parameters(&self.params)?;
+            p.rr_limit = limit;
+            self.gml.upload_parameters(&self.params, &p)?;
+            self.uploaded_limit = Some(limit);
         }
-        Ok((iterations, residuals, converged))
+        Ok(())
     }
 
     /// Enqueues a convergence check after iteration `at`: the true residual `b − A x` (`Q` is
-    /// free until the next iteration's operator), its `Σ r²/m` into the parameters, and their
-    /// read, without waiting.
-    fn enqueue_check(
-        &mut self,
-        at: u32,
-        tl: &mut Timeline,
-    ) -> Result<(u32, crate::gml::PendingParameters<Params>)> {
+    /// free until the next iteration's operator) and its `Σ r²/m` into the parameters and
+    /// into the statistics' history slot `index`.
+    fn enqueue_check(&mut self, at: u32, index: usize, tl: &mut Timeline) -> Result<()> {
         self.enqueue_operator(Operand::Pressure, tl)?;
-        self.gml.enqueue(self.kernels.cg_residual, tl)?;
+        let residual = if at < self.settings.check_every {
+            self.kernels.cg_residual_early
+        } else {
+            self.kernels.cg_residual
+        };
+        self.gml.enqueue(residual, tl)?;
+        self.enqueue_residual_reductions(index, tl)
+    }
+
+    /// Enqueues `Σ RR` into the parameters (which the iteration kernels test) and into the
+    /// statistics' history slot `index` (which the host reads).
+    fn enqueue_residual_reductions(&mut self, index: usize, tl: &mut Timeline) -> Result<()> {
         self.gml.reduce_into_parameters(
             self.fields.rr,
             Reduction::Sum,
@@ -646,7 +687,14 @@ impl Solver {
             kernels::RR_OFFSET,
             tl,
         )?;
-        Ok((at, self.gml.download_parameters_async(&self.params)?))
+        self.gml.reduce_into(
+            self.fields.rr,
+            Reduction::Sum,
+            &self.stats,
+            slot::HISTORY + index,
+            tl,
+        )?;
+        Ok(())
     }
 
     /// Switches the per-stage timing on (clearing what was counted) or off.
@@ -766,11 +814,21 @@ impl Solver {
     /// `p` as the pressure.
     pub fn apply_operator(&mut self, p: &[f64]) -> Result<Vec<f64>> {
         self.gml.set_block(self.fields.pressure, 0, p)?;
+        // The operator's kernels skip their work once a solve's residual is below the limit.
+        let mut params = self.gml.download_parameters(&self.params)?;
+        params.rr = f64::INFINITY;
+        self.gml.upload_parameters(&self.params, &params)?;
         let mut tl = Timeline::new(false);
         tl.stage("wind.pressure");
         self.enqueue_operator(Operand::Pressure, &mut tl)?;
         tl.wait()?;
         Ok(self.gml.read_all(self.fields.q)?)
+    }
+
+    /// Sets how many iterations the next solve enqueues before it first waits (tests and
+    /// benchmarks; the solver sets it to what the last solve needed).
+    pub fn set_first_batch(&mut self, iterations: u32) {
+        self.predicted_iterations = iterations.max(1);
     }
 
     /// Projects the field set by [`set_star`](Self::set_star) (tests).
@@ -822,8 +880,17 @@ impl Solver {
     }
 }
 
-/// The fraction of the tolerance a check before the first regular one must reach.
+/// The fraction of the tolerance a check before the first regular one must reach: stopping
+/// just under the tolerance after 1–4 iterations left the next steps harder (1–2 % of the
+/// valley's steps then hit the iteration cap).
 const EARLY_MARGIN: f64 = 0.5;
+
+/// What the early checks multiply `Σ r²/m` by, so that one limit serves every check:
+/// `1 / EARLY_MARGIN²`.
+pub(crate) const EARLY_SCALE: f64 = 1.0 / (EARLY_MARGIN * EARLY_MARGIN);
+
+/// Most convergence checks in one batch of a solve (the statistics' history slots).
+const HISTORY: usize = 16;
 
 /// What a pressure solve did: iterations, the residual at each check, whether it converged.
 type Solve = (u32, Vec<(u32, f64)>, bool);

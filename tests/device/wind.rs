@@ -302,6 +302,48 @@ fn projection_matches_reference() {
     eprintln!("projection: largest velocity difference from the CPU {worst:.2e} m/s");
 }
 
+/// Iterations enqueued past convergence do nothing: a solve whose first batch is far longer
+/// than it needs ends with the very pressure, iteration count and velocity of one that waits
+/// at every check.
+#[test]
+fn iterations_enqueued_after_convergence_change_nothing() {
+    let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);
+    let dir = [1.0, 0.3];
+    let u_in = inflow(&m, dir, 4.0, true, 200.0);
+    let noise = random_field(m.0.len(), 1.0, 5);
+    let u_star: Vec<[f64; 3]> = u_in
+        .iter()
+        .zip(&noise)
+        .map(|(u, n)| [u[0] + n[0], u[1] + n[1], n[2]])
+        .collect();
+    let mut run = |first_batch: u32| {
+        let (mut solver, _) = pair(&m, dir, &u_in, settings(3000, 1e-3, 5.0));
+        solver.set_first_batch(first_batch);
+        solver.set_star(&f32x4(&u_star)).unwrap();
+        let stats = solver.project(3000).unwrap();
+        (
+            stats,
+            solver.pressure().unwrap(),
+            solver.velocity().unwrap(),
+        )
+    };
+    let (waited, p_waited, u_waited) = run(1);
+    let (ahead, p_ahead, u_ahead) = run(2000);
+    assert!(waited.converged && ahead.converged, "{waited:?} {ahead:?}");
+    assert!(
+        waited.iterations > 8,
+        "the solve needs several batches: {}",
+        waited.iterations
+    );
+    assert!(
+        ahead.iterations < 2000,
+        "it converged well before the batch's end"
+    );
+    assert_eq!(waited.iterations, ahead.iterations);
+    assert_eq!(p_waited, p_ahead, "pressures differ");
+    assert_eq!(u_waited, u_ahead, "velocities differ");
+}
+
 #[test]
 fn advection_matches_reference_for_a_linear_field() {
     let m = reference::hill_mesh([8, 6, 4], [800.0, 600.0, 200.0], 50.0);
