@@ -1,6 +1,6 @@
 // Particle splatting: every flake projected with the camera's own matrix and written, nearest
-// first, into a linear image of one 64-bit value per pixel that OpenGL composites over the
-// terrain (shaders/splat.frag).
+// first, into a linear image of one 64-bit value per pixel, plus a coverage counter per pixel,
+// that OpenGL composites over the terrain (shaders/splat.frag).
 //
 // A pixel value is `(depth bits << 32) | RGBA8`: the high word is the window depth of the
 // nearest flake as float bits (depths are in [0, 1], and positive floats order as their bits),

@@ -1,7 +1,8 @@
 //! Particle splatting on the OpenCL device (`kernels/splat.cl`): where the GL point rate is the
 //! floor (compute GPUs such as the H100, whose raster hardware is small), the flakes are
 //! projected by a kernel into a linear image of one 64-bit value per pixel, nearest flake first,
-//! and OpenGL only composites that image over the terrain (`shaders/splat.frag`).
+//! and a 32-bit coverage counter per pixel, and OpenGL only composites that image over the
+//! terrain (`shaders/splat.frag`).
 //!
 //! This module is the OpenCL side only: the request (`--particle-render`), the device check,
 //! and the kernels' launch. The session ([`crate::sim::Session`]) moves the image to GL through

@@ -7,8 +7,8 @@ use glam::{Mat4, Vec2, Vec3};
 use snowsim::cl::{Context, DeviceBuffer, DeviceSelector, OutputBuffer, Timeline};
 use snowsim::render::OrbitCamera;
 use snowsim::splat::{
-    self, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers, SplatView, Splatter,
-    COVERAGE_ONE, SplatImage, coverage_alpha, decode, image_len,
+    self, COVERAGE_ONE, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers,
+    SplatImage, SplatView, Splatter, coverage_alpha, decode, image_len,
 };
 
 const W: u32 = 96;
@@ -290,7 +290,10 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
     let nearest = particles[alphas.len() - 1];
     let (_, _, near_depth, _) = project(&m, Vec3::new(nearest[0], nearest[1], nearest[2]));
     let (depth, rgba) = decode(out.image[pixel]).expect("the pixel holds a flake");
-    assert!((depth - near_depth).abs() < 1e-6, "the nearest flake's depth");
+    assert!(
+        (depth - near_depth).abs() < 1e-6,
+        "the nearest flake's depth"
+    );
     let near_alpha = alphas[alphas.len() - 1];
     assert!(
         (f32::from(rgba[3]) / 255.0 - near_alpha).abs() < 1.0 / 255.0,
@@ -300,7 +303,9 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
     // Each faint flake covers the one pixel under its centre (the floor's radius is 0.75 px).
     let around: Vec<u32> = [(-1i32, 0i32), (1, 0), (0, -1), (0, 1)]
         .iter()
-        .map(|(dx, dy)| out.coverage[((py as i32 + dy) as u32 * W + (px as i32 + dx) as u32) as usize])
+        .map(|(dx, dy)| {
+            out.coverage[((py as i32 + dy) as u32 * W + (px as i32 + dx) as u32) as usize]
+        })
         .collect();
     assert_eq!(around, vec![0; 4], "counters beside the pixel");
 
