@@ -118,6 +118,10 @@ __kernel void splat(__global const float4 *restrict particles,
     const uint width = (uint)viewport.x;
     __global uint *const counters = (__global uint *)(image + coverage_offset);
     const float inv_r2 = 1.0f / (r * r);
+    // Coverage units of the flake where its rim does not fade it (most of a faint flake's
+    // pixels): one logarithm per flake, not per pixel. Unused where it is opaque.
+    const uint flake_units =
+        convert_uint_sat_rte(-native_log(1.0f - coverage) * SPLAT_COVERAGE_ONE);
     for (int py = y0; py <= y1; ++py) {
         const float dy = (float)py + 0.5f - y;
         for (int px = x0; px <= x1; ++px) {
@@ -130,9 +134,11 @@ __kernel void splat(__global const float4 *restrict particles,
             const float alpha = coverage * rim;
             const uint rgba = pack_rgba8((float4)(colour.xyz * shade, alpha));
             // Opaque on this pixel: no counter (see the top of this file).
-            const uint units = (rgba >> 24) == 255u
-                                   ? 0u
-                                   : convert_uint_sat_rte(-log1p(-alpha) * SPLAT_COVERAGE_ONE);
+            const uint units =
+                (rgba >> 24) == 255u ? 0u
+                : rim == 1.0f        ? flake_units
+                                     : convert_uint_sat_rte(-native_log(1.0f - alpha) *
+                                                            SPLAT_COVERAGE_ONE);
             // A pixel it neither covers nor adds to would only hide flakes behind it.
             if ((rgba >> 24) == 0u && units == 0u)
                 continue;

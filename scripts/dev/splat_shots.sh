@@ -33,12 +33,16 @@ shoot sprites auto sprites "$@"
 shoot splat-copy copy splat "$@"
 if command -v python3 >/dev/null && python3 -c 'import PIL' 2>/dev/null; then
     python3 - "$out" <<'PY'
-import sys
+import json, sys
 from PIL import Image, ImageChops, ImageStat
 d = sys.argv[1]
 imgs = {n: Image.open(f"{d}/{n}.png").convert("RGB") for n in ("splat", "sprites", "splat-copy")}
 for n, im in imgs.items():
-    print(f"{n:11s} mean RGB {[round(v, 1) for v in ImageStat.Stat(im).mean]}")
+    j = json.load(open(f"{d}/{n}.json"))
+    ms = {s["stage"]: round(s["busy_ms"], 3) for s in j.get("stages", [])
+          if s["stage"] in ("splat", "render.draw", "render.composite")}
+    print(f"{n:11s} mean RGB {[round(v, 1) for v in ImageStat.Stat(im).mean]} "
+          f"fps {j.get('fps', 0):.1f} ms/frame {ms}")
 for a, b in (("splat", "sprites"), ("splat", "splat-copy")):
     diff = ImageStat.Stat(ImageChops.difference(imgs[a], imgs[b])).mean
     print(f"|{a} - {b}| mean per channel {[round(v, 2) for v in diff]}")

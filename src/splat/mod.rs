@@ -346,7 +346,11 @@ impl Splatter {
                 .arg(&words32)?
                 .buffer(&self.overflow_count)?;
         }
-        call.enqueue_into(context, self.clear.work_size(context, len)?, timeline)?;
+        call.enqueue_into(
+            context,
+            self.clear.work_size(context, padded / 2)?,
+            timeline,
+        )?;
         if count == 0 {
             return Ok(());
         }

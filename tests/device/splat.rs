@@ -264,10 +264,11 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
         let drawn = d.max(view.min_diameter);
         alphas.push((d / drawn).powi(2));
     }
-    // An opaque flake elsewhere: alpha 255 in its middle, nothing in its counter there.
+    // An opaque flake elsewhere, 4.6 px wide (the pixels 2.24 px from its centre are in its
+    // soft rim): alpha 255 in its middle, nothing in its counter there.
     let (ox, oy) = (70u32, 20u32);
     let p = unproject(&m, ox as f32 + 0.5, oy as f32 + 0.5, 30.0);
-    particles.push([p.x, p.y, p.z, radius_for(&view, 5.0, 30.0)]);
+    particles.push([p.x, p.y, p.z, radius_for(&view, 4.6, 30.0)]);
 
     let out = splat_on_device(&particles, &view, 4);
     let pixel = (py * W + px) as usize;
@@ -313,6 +314,31 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
     let (_, rgba) = decode(out.image[opaque]).expect("the opaque flake");
     assert_eq!(rgba[3], 255);
     assert_eq!(out.coverage[opaque], 0, "an opaque flake adds nothing");
+    // Its soft rim is translucent: there each pixel's counter gives back the rim's alpha.
+    let (fx, fy, _, fw) = project(&m, p);
+    let r = 0.5 * 2.0 * particles[particles.len() - 1][3] * view.point_scale / fw;
+    let mut rim_pixels = 0;
+    for y in oy - 4..=oy + 4 {
+        for x in ox - 4..=ox + 4 {
+            let r2 = Vec2::new(x as f32 + 0.5 - fx, y as f32 + 0.5 - fy).length_squared() / (r * r);
+            let t = ((r2 - 0.81) / (1.0 - 0.81)).clamp(0.0, 1.0);
+            let alpha = if r2 > 1.0 {
+                0.0
+            } else {
+                1.0 - t * t * (3.0 - 2.0 * t)
+            };
+            if alpha * 255.0 >= 254.5 {
+                continue;
+            }
+            let got = coverage_alpha(out.coverage[(y * W + x) as usize]);
+            assert!(
+                (got - alpha).abs() < 2e-3,
+                "rim pixel ({x}, {y}): opacity {got} from the counter, alpha {alpha}"
+            );
+            rim_pixels += usize::from(alpha > 0.01);
+        }
+    }
+    assert!(rim_pixels >= 4, "{rim_pixels} translucent rim pixels");
     assert_eq!(coverage_alpha(0), 0.0);
     // Nothing anywhere else but the opaque flake's disc (its rim is translucent).
     let stray: Vec<usize> = (0..out.coverage.len())
