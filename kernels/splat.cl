@@ -1,12 +1,22 @@
 // Particle splatting: every flake projected with the camera's own matrix and written, nearest
-// first, into a linear image of one 64-bit value per pixel that OpenGL composites over the
-// terrain (shaders/splat.frag).
+// first, into a linear image of one 64-bit value per pixel, plus a coverage counter per pixel,
+// that OpenGL composites over the terrain (shaders/splat.frag).
 //
 // A pixel value is `(depth bits << 32) | RGBA8`: the high word is the window depth of the
 // nearest flake as float bits (depths are in [0, 1], and positive floats order as their bits),
 // the low word its colour, R in the lowest byte, with alpha the flake's coverage. An empty
 // pixel is all ones, so `atom_min` keeps the nearest flake (`cl_khr_int64_extended_atomics`).
 // Rows run bottom to top, as GL's window coordinates: pixel (x, y) is `image[y * width + x]`.
+//
+// Beside it, after the 64-bit words of all pixels (their count rounded up to a multiple of 4,
+// `coverage_offset` ulong from the start), each pixel has a 32-bit coverage counter: the sum,
+// in fixed point (SPLAT_COVERAGE_ONE per unit), of every translucent flake's optical depth
+// -ln(1 - alpha) on that pixel, which only ever grows (an atomic add, order independent). The
+// composite draws the nearest flake's colour and depth with the opacity 1 - exp(-sum), that is
+// 1 - prod(1 - alpha): what blending the same flakes as sprites over one another gives, so many
+// faint flakes on a line of sight add up as they do with sprites. A flake opaque on a pixel
+// (alpha byte 255) adds nothing: it makes the pixel opaque when it is the nearest there, as it
+// is unless a translucent one lies in front of it (then that pixel misses it).
 //
 // Each flake is drawn as the sprite shader draws it (shaders/particles.vert and .frag): a disc
 // whose drawn diameter is its projected one, never below the pixel floor, with the opacity of
@@ -19,9 +29,12 @@
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 
 #define SPLAT_EMPTY 0xFFFFFFFFFFFFFFFFUL
+// Fixed-point units of one unit of optical depth in the coverage counters (src/splat: the
+// same constant, COVERAGE_ONE).
+#define SPLAT_COVERAGE_ONE 65536.0f
 
-// Empties the image (two pixels per work-item: `len` ulong2 hold 2·len pixels) and the
-// overflow list.
+// Empties the image and zeroes its coverage counters (two pixels per work-item: `len` ulong2
+// hold the words of 2·len pixels, the counters follow them), and empties the overflow list.
 __kernel void splat_clear(__global ulong2 *restrict image,
                           const uint len,
                           __global uint *restrict overflow_count)
@@ -29,8 +42,10 @@ __kernel void splat_clear(__global ulong2 *restrict image,
     const uint i = get_global_id(0);
     if (i == 0u)
         *overflow_count = 0u;
-    if (i < len)
+    if (i < len) {
         image[i] = (ulong2)(SPLAT_EMPTY, SPLAT_EMPTY);
+        ((__global uint2 *)(image + len))[i] = (uint2)(0u, 0u);
+    }
 }
 
 // RGBA in [0, 1] as RGBA8, R in the lowest byte.
@@ -46,6 +61,7 @@ uint pack_rgba8(const float4 c)
 // viewport: width and height in pixels, the point scale (pixels per metre at unit distance,
 // height / (2 tan(fovy / 2))), and the largest diameter splatted here (the cap).
 // min_diameter: the pixel floor of the drawn diameter. colour: the snow's RGB (w unused).
+// coverage_offset: where the coverage counters start, in ulong from the image's start.
 __kernel void splat(__global const float4 *restrict particles,
                     const uint n,
                     const float4 row0,
@@ -56,6 +72,7 @@ __kernel void splat(__global const float4 *restrict particles,
                     const float min_diameter,
                     const float4 colour,
                     __global ulong *restrict image,
+                    const uint coverage_offset,
                     __global float4 *restrict overflow,
                     __global uint *restrict overflow_count,
                     const uint overflow_cap)
@@ -99,7 +116,12 @@ __kernel void splat(__global const float4 *restrict particles,
     }
     const ulong depth_word = (ulong)as_uint(depth) << 32;
     const uint width = (uint)viewport.x;
+    __global uint *const counters = (__global uint *)(image + coverage_offset);
     const float inv_r2 = 1.0f / (r * r);
+    // Coverage units of the flake where its rim does not fade it (most of a faint flake's
+    // pixels): one logarithm per flake, not per pixel. Unused where it is opaque.
+    const uint flake_units =
+        convert_uint_sat_rte(-native_log(1.0f - coverage) * SPLAT_COVERAGE_ONE);
     for (int py = y0; py <= y1; ++py) {
         const float dy = (float)py + 0.5f - y;
         for (int px = x0; px <= x1; ++px) {
@@ -109,11 +131,21 @@ __kernel void splat(__global const float4 *restrict particles,
                 continue;
             const float rim = 1.0f - smoothstep(0.81f, 1.0f, r2);
             const float shade = 0.92f + 0.08f * sqrt(1.0f - r2);
-            const uint rgba = pack_rgba8((float4)(colour.xyz * shade, coverage * rim));
-            // A fully transparent pixel would only hide flakes behind it.
-            if ((rgba >> 24) == 0u)
+            const float alpha = coverage * rim;
+            const uint rgba = pack_rgba8((float4)(colour.xyz * shade, alpha));
+            // Opaque on this pixel: no counter (see the top of this file).
+            const uint units =
+                (rgba >> 24) == 255u ? 0u
+                : rim == 1.0f        ? flake_units
+                                     : convert_uint_sat_rte(-native_log(1.0f - alpha) *
+                                                            SPLAT_COVERAGE_ONE);
+            // A pixel it neither covers nor adds to would only hide flakes behind it.
+            if ((rgba >> 24) == 0u && units == 0u)
                 continue;
-            atom_min(&image[(size_t)py * width + (size_t)px], depth_word | (ulong)rgba);
+            const size_t pixel = (size_t)py * width + (size_t)px;
+            atom_min(&image[pixel], depth_word | (ulong)rgba);
+            if (units != 0u)
+                atomic_add(&counters[pixel], units);
         }
     }
 }

@@ -56,8 +56,9 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = InteropArg::Auto)]
     interop: InteropArg,
     /// How particles are drawn: `sprites` (GL point sprites), `splat` (an OpenCL kernel
-    /// projects every flake into an image, nearest per pixel, that GL composites over the
-    /// terrain; for GPUs whose GL point rate is the limit; needs cl_khr_int64_extended_atomics)
+    /// projects every flake into an image, the nearest per pixel drawn with the summed coverage
+    /// of all, as blended sprites, that GL composites over the terrain; for GPUs whose GL point
+    /// rate is the limit; needs cl_khr_int64_extended_atomics)
     /// or `auto` (splat where the device can, measured against sprites over the first frames:
     /// 1 warm-up + 5 measured frames of each, keeping the faster). The mode in use and why are
     /// printed and recorded in --json (`particle_render`).

@@ -201,8 +201,8 @@ impl Renderer {
     }
 
     /// Splat mode: instead of the particle sprites, composites the image of a `width × height`
-    /// frame that the OpenCL splat kernel wrote into `buffer` (8 bytes per pixel, see
-    /// [`crate::splat`]). The buffer stays the caller's, as with
+    /// frame that the OpenCL splat kernel wrote into `buffer` (a 64-bit word and a 32-bit
+    /// coverage counter per pixel, see [`crate::splat`]). The buffer stays the caller's, as with
     /// [`set_particles`](Self::set_particles). The image is drawn only into frames of that
     /// size.
     pub fn set_splat(&mut self, buffer: glow::Buffer, width: u32, height: u32) -> Result<()> {

@@ -1,7 +1,9 @@
 //! The GL side of particle splatting: one full-screen pass that composites the image the
 //! OpenCL splat kernel wrote (see [`crate::splat`]) over the terrain, reading it through a
 //! buffer texture (`GL_RG32UI` over the linked GL buffer) and writing each flake's depth
-//! (`gl_FragDepth`) so the terrain hides the flakes behind it.
+//! (`gl_FragDepth`) so the terrain hides the flakes behind it. Each pixel is drawn with the
+//! nearest flake's colour and the opacity of its coverage counter (see [`crate::splat`]), so
+//! many faint flakes add up as sprites do.
 
 use std::time::Duration;
 
@@ -21,6 +23,8 @@ pub(crate) struct SplatComposite {
     timer_pending: std::cell::Cell<bool>,
     /// Frame size of the image attached, in pixels.
     size: (u32, u32),
+    /// Where the coverage counters start, in `GL_RG32UI` texels (8 bytes) of the image.
+    coverage_offset: u32,
 }
 
 impl SplatComposite {
@@ -61,12 +65,14 @@ impl SplatComposite {
                 timer,
                 timer_pending: std::cell::Cell::new(false),
                 size: (0, 0),
+                coverage_offset: 0,
             })
         }
     }
 
-    /// Reads the image of a `width × height` frame from `buffer` (8 bytes per pixel, at
-    /// least `width · height · 8` bytes), checked against the texture-buffer limit.
+    /// Reads the image of a `width × height` frame from `buffer` (a word and a coverage
+    /// counter per pixel, at least [`crate::splat::image_len`] float4), checked against the
+    /// texture-buffer limit.
     pub(crate) fn set_image(
         &mut self,
         gl: &glow::Context,
@@ -74,13 +80,15 @@ impl SplatComposite {
         width: u32,
         height: u32,
     ) -> Result<()> {
-        let pixels = u64::from(width) * u64::from(height);
+        let padded = crate::splat::padded_pixels(width, height) as u64;
+        // The words, one texel each, then the counters, two per texel.
+        let texels = padded + padded / 2;
         // SAFETY: queries and texture setup on the current context.
         unsafe {
             let limit = gl.get_parameter_i32(glow::MAX_TEXTURE_BUFFER_SIZE).max(0) as u64;
-            if pixels == 0 || pixels > limit {
+            if texels == 0 || texels > limit || padded > i32::MAX as u64 {
                 return Err(Error::InvalidParameter(format!(
-                    "a {width}x{height} splat image has {pixels} texels; this GL reads at most \
+                    "a {width}x{height} splat image has {texels} texels; this GL reads at most \
                      {limit} through a buffer texture (GL_MAX_TEXTURE_BUFFER_SIZE); use \
                      --particle-render sprites or a smaller frame"
                 )));
@@ -90,6 +98,7 @@ impl SplatComposite {
             gl.bind_texture(glow::TEXTURE_BUFFER, None);
         }
         self.size = (width, height);
+        self.coverage_offset = padded as u32;
         Ok(())
     }
 
@@ -143,6 +152,16 @@ impl SplatComposite {
             gl.uniform_1_i32(
                 gl.get_uniform_location(self.program, "u_width").as_ref(),
                 self.size.0 as i32,
+            );
+            gl.uniform_1_i32(
+                gl.get_uniform_location(self.program, "u_coverage_offset")
+                    .as_ref(),
+                self.coverage_offset as i32,
+            );
+            gl.uniform_1_f32(
+                gl.get_uniform_location(self.program, "u_coverage_one")
+                    .as_ref(),
+                crate::splat::COVERAGE_ONE as f32,
             );
             gl.enable(glow::BLEND);
             gl.blend_func(glow::SRC_ALPHA, glow::ONE_MINUS_SRC_ALPHA);

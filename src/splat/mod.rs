@@ -1,7 +1,8 @@
 //! Particle splatting on the OpenCL device (`kernels/splat.cl`): where the GL point rate is the
 //! floor (compute GPUs such as the H100, whose raster hardware is small), the flakes are
 //! projected by a kernel into a linear image of one 64-bit value per pixel, nearest flake first,
-//! and OpenGL only composites that image over the terrain (`shaders/splat.frag`).
+//! and a 32-bit coverage counter per pixel, and OpenGL only composites that image over the
+//! terrain (`shaders/splat.frag`).
 //!
 //! This module is the OpenCL side only: the request (`--particle-render`), the device check,
 //! and the kernels' launch. The session ([`crate::sim::Session`]) moves the image to GL through
@@ -16,6 +17,26 @@
 //! colour as RGBA8 (R in the lowest byte, alpha its coverage as the sprite shader computes it).
 //! An empty pixel is all ones ([`EMPTY`]). Flakes drawn wider than [`MAX_SPLAT_PIXELS`] go to a
 //! small overflow list that GL draws as sprites.
+//!
+//! # Coverage: many faint flakes add up
+//!
+//! Keeping only the nearest flake would lose what sprites show: a far flake drawn at the pixel
+//! floor is faint (alpha = its footprint over the drawn one), and sprites blended over one
+//! another add up, `1 − Π(1 − αᵢ)`, where one nearest flake shows only its own `α`. So after
+//! the 64-bit words of all pixels (their count rounded up to a multiple of 4, [`padded_pixels`])
+//! the image holds one 32-bit counter per pixel: the sum of `−ln(1 − αᵢ)` of the translucent
+//! flakes on it, in fixed point ([`COVERAGE_ONE`] per unit), one atomic add per flake and
+//! pixel, in any order. The composite draws the nearest flake's colour and depth with the
+//! opacity [`coverage_alpha`]`(sum) = 1 − exp(−Σ −ln(1 − αᵢ)) = 1 − Π(1 − αᵢ)`, the nearest
+//! flake's own alpha when larger: the blending model of sprites (`SRC_ALPHA,
+//! ONE_MINUS_SRC_ALPHA`) for flakes of one colour, without the 8-bit rounding a sprite blend
+//! makes at every flake.
+//!
+//! What it does not do as sprites do: a flake opaque on a pixel (alpha byte 255) adds nothing
+//! (it makes the pixel opaque when it is the nearest there, which it is unless a translucent
+//! flake lies in front of it); and the counter sums every flake on the pixel's line of sight,
+//! also those behind the terrain when a nearer one is in front of it (the splat does not know
+//! the terrain's depth), where sprites would count only the nearer ones.
 //!
 //! # Depth precision
 //!
@@ -44,6 +65,11 @@ pub const SPLAT_EXTENSION: &str = "cl_khr_int64_extended_atomics";
 pub const MAX_SPLAT_PIXELS: f32 = 8.0;
 /// The value of an empty pixel.
 pub const EMPTY: u64 = u64::MAX;
+/// Fixed-point units of one unit of optical depth in a pixel's coverage counter (the kernel's
+/// `SPLAT_COVERAGE_ONE`). A counter holds up to 65 536 units of optical depth (each
+/// translucent flake adds at most 6.2), so it wraps only past some ten thousand nearly opaque
+/// flakes on one pixel.
+pub const COVERAGE_ONE: u32 = 1 << 16;
 /// Stage of the splat kernels in a frame's timeline.
 pub const SPLAT_STAGE: &str = crate::counters::stage::SPLAT;
 
@@ -167,9 +193,54 @@ pub fn check_request(requested: ParticleRender, info: &DeviceInfo) -> Result<()>
     Ok(())
 }
 
-/// Number of float4 a splat image of `width × height` pixels takes (8 bytes per pixel).
+/// Pixels of a `width × height` image rounded up to a multiple of 4: the number of 64-bit
+/// words before the coverage counters, and of the counters.
+pub fn padded_pixels(width: u32, height: u32) -> usize {
+    (width as usize * height as usize).next_multiple_of(4)
+}
+
+/// Number of float4 a splat image of `width × height` pixels takes: a 64-bit word and a 32-bit
+/// coverage counter per pixel (12 bytes), for [`padded_pixels`].
 pub fn image_len(width: u32, height: u32) -> usize {
-    (width as usize * height as usize).div_ceil(2)
+    padded_pixels(width, height) / 4 * 3
+}
+
+/// Opacity of a pixel whose coverage counter holds `counter`: `1 − exp(−counter /`
+/// [`COVERAGE_ONE`]`)`, as the composite computes it (it takes the nearest flake's own alpha
+/// when larger).
+pub fn coverage_alpha(counter: u32) -> f32 {
+    1.0 - (-(counter as f32) / COVERAGE_ONE as f32).exp()
+}
+
+/// A splat image read back from the device: per pixel, its 64-bit word (see [`decode`]) and its
+/// coverage counter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplatImage {
+    /// The words of the `width · height` pixels, row by row from the bottom.
+    pub words: Vec<u64>,
+    /// The coverage counters of the same pixels.
+    pub coverage: Vec<u32>,
+}
+
+impl SplatImage {
+    /// Splits the raw bytes of an image of `width × height` pixels (at least
+    /// [`image_len`] float4), `None` when too short.
+    pub fn from_bytes(bytes: &[u8], width: u32, height: u32) -> Option<Self> {
+        let pixels = width as usize * height as usize;
+        let padded = padded_pixels(width, height);
+        let words = bytes.get(..pixels * 8)?;
+        let coverage = bytes.get(padded * 8..padded * 8 + pixels * 4)?;
+        Some(Self {
+            words: words
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+            coverage: coverage
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        })
+    }
 }
 
 /// The window depth and RGBA8 colour of one pixel value, `None` when empty.
@@ -256,23 +327,30 @@ impl Splatter {
                 image.len()
             )));
         }
-        if count > particles.len() || count > u32::MAX as usize || len > u32::MAX as usize {
+        if count > particles.len() || count > u32::MAX as usize || 2 * len > u32::MAX as usize {
             return Err(Error::InvalidParameter(format!(
                 "{count} particles in a buffer of {} (or a {w}x{h} image) exceed the kernel's \
                  32-bit indices",
                 particles.len()
             )));
         }
-        let len32 = len as u32;
+        let padded = padded_pixels(w, h);
+        // The words as ulong2 (the counters follow them).
+        let words32 = (padded / 2) as u32;
         let mut call = self.clear.call();
-        // SAFETY: the image holds `len` float4 = `len` ulong2 (checked above), the counter one
-        // uint; the kernel guards `i < len`.
+        // SAFETY: the image holds `len` float4 = `padded` ulong words and then `padded` uint
+        // counters (checked above), the overflow counter one uint; the kernel guards
+        // `i < padded / 2` and writes ulong2 `i` and the uint2 of counters `i`.
         unsafe {
             call.buffer(image)?
-                .arg(&len32)?
+                .arg(&words32)?
                 .buffer(&self.overflow_count)?;
         }
-        call.enqueue_into(context, self.clear.work_size(context, len)?, timeline)?;
+        call.enqueue_into(
+            context,
+            self.clear.work_size(context, padded / 2)?,
+            timeline,
+        )?;
         if count == 0 {
             return Ok(());
         }
@@ -284,9 +362,12 @@ impl Splatter {
         let cap = overflow.len().min(u32::MAX as usize) as u32;
         let image_mem = image.cl_mem_checked()?;
         let mut call = self.splat.call();
+        let coverage_offset = padded as u32;
         // SAFETY: the particle buffer holds at least `n` float4 and the kernel guards `i < n`;
-        // it writes pixels (x, y) with x < width, y < height, within the `2 · len` ulong of the
-        // image; it writes overflow slots below `cap`, the buffer's length.
+        // it writes pixels (x, y) with x < width, y < height: their words among the first
+        // `padded` ulong of the image, their counters among the `padded` uint after them, all
+        // within its `2 · len` ulong; it writes overflow slots below `cap`, the buffer's
+        // length.
         unsafe {
             call.buffer(particles)?
                 .arg(&n)?
@@ -298,6 +379,7 @@ impl Splatter {
                 .arg(&view.min_diameter)?
                 .arg(&colour)?
                 .mem::<u64>(image_mem, 2 * len)?
+                .arg(&coverage_offset)?
                 .buffer(overflow)?
                 .buffer(&self.overflow_count)?
                 .arg(&cap)?;

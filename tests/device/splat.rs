@@ -1,13 +1,14 @@
 //! The splat kernel (`kernels/splat.cl`) on a real device (PoCL in CI), against a projection of
 //! the same matrix computed here on the CPU: where each flake lands, the window depth it
-//! carries, nearest-wins, the footprint it covers, and the overflow list for wide flakes.
+//! carries, nearest-wins, the footprint it covers, the overflow list for wide flakes, and the
+//! coverage counters that let many faint flakes on one pixel add up.
 
 use glam::{Mat4, Vec2, Vec3};
 use snowsim::cl::{Context, DeviceBuffer, DeviceSelector, OutputBuffer, Timeline};
 use snowsim::render::OrbitCamera;
 use snowsim::splat::{
-    self, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers, SplatView, Splatter,
-    decode, image_len,
+    self, COVERAGE_ONE, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers,
+    SplatImage, SplatView, Splatter, coverage_alpha, decode, image_len,
 };
 
 const W: u32 = 96;
@@ -39,6 +40,7 @@ fn project(m: &Mat4, p: Vec3) -> (f32, f32, f32, f32) {
 
 struct Splatted {
     image: Vec<u64>,
+    coverage: Vec<u32>,
     overflow: Vec<[f32; 4]>,
     overflow_count: usize,
 }
@@ -53,7 +55,9 @@ fn splat_on_device(particles: &[[f32; 4]], view: &SplatView, overflow_len: usize
     }
     let splatter = Splatter::new(&context).unwrap();
     let mut input = DeviceBuffer::from_slice(&context, particles).unwrap();
-    let mut image = DeviceBuffer::<[f32; 4]>::zeroed(&context, image_len(W, H)).unwrap();
+    // Not zeroed: the clear must empty the words and zero the counters itself.
+    let stale = vec![[f32::from_bits(0x3f3f_3f3f); 4]; image_len(W, H)];
+    let mut image = DeviceBuffer::from_slice(&context, &stale).unwrap();
     let mut overflow = DeviceBuffer::<[f32; 4]>::zeroed(&context, overflow_len).unwrap();
     let mut timeline = Timeline::default();
     let (input, image_out, overflow_out) = (
@@ -72,14 +76,10 @@ fn splat_on_device(particles: &[[f32; 4]], view: &SplatView, overflow_len: usize
         .unwrap();
     timeline.wait().unwrap();
     let raw = image.read().unwrap();
-    let bytes: &[u8] = bytemuck::cast_slice(&raw);
-    let image: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .take((W * H) as usize)
-        .collect();
+    let read = SplatImage::from_bytes(bytemuck::cast_slice(&raw), W, H).expect("a whole image");
     Splatted {
-        image,
+        image: read.words,
+        coverage: read.coverage,
         overflow: overflow.read().unwrap(),
         overflow_count: splatter.overflow_count().unwrap(),
     }
@@ -228,4 +228,125 @@ fn splat_on_a_device_without_64_bit_atomics_is_a_clear_error() {
     // Sprites and auto are always possible (auto then draws sprites).
     splat::check_request(ParticleRender::Sprites, &info).unwrap();
     splat::check_request(ParticleRender::Auto, &info).unwrap();
+}
+
+/// A world point the camera's matrix `m` puts at window position `(x, y)` (pixels from the
+/// bottom-left) with clip w `w`.
+fn unproject(m: &Mat4, x: f32, y: f32, w: f32) -> Vec3 {
+    let inv = m.inverse();
+    let ndc = |z: f32| {
+        let p = inv * glam::Vec4::new(2.0 * x / W as f32 - 1.0, 2.0 * y / H as f32 - 1.0, z, 1.0);
+        p.truncate() / p.w
+    };
+    // Along the line of sight through the pixel, at view distance `w` (clip w is linear along
+    // it, from the near plane's point to the far plane's).
+    let (a, b) = (ndc(-1.0), ndc(1.0));
+    let (wa, wb) = ((*m * a.extend(1.0)).w, (*m * b.extend(1.0)).w);
+    a + (b - a) * ((w - wa) / (wb - wa))
+}
+
+#[test]
+fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
+    let (m, view) = view();
+    // Flakes drawn at the pixel floor (1.5 px) but projecting 0.2 to 1.3 px: each has the alpha
+    // (projected / drawn)² on the pixel under its centre, and all sit on the line of sight of
+    // pixel (40, 30), nearest last.
+    let (px, py) = (40u32, 30u32);
+    let projected = [0.2f32, 0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 0.25, 0.4];
+    let mut particles = Vec::new();
+    let mut alphas = Vec::new();
+    for (i, d) in projected.iter().enumerate() {
+        let w = 60.0 - 3.0 * i as f32;
+        let p = unproject(&m, px as f32 + 0.5, py as f32 + 0.5, w);
+        let (x, y, _, w_cpu) = project(&m, p);
+        assert!((x - px as f32 - 0.5).abs() < 1e-2 && (y - py as f32 - 0.5).abs() < 1e-2);
+        particles.push([p.x, p.y, p.z, radius_for(&view, *d, w_cpu)]);
+        let drawn = d.max(view.min_diameter);
+        alphas.push((d / drawn).powi(2));
+    }
+    // An opaque flake elsewhere, 4.6 px wide (the pixels 2.24 px from its centre are in its
+    // soft rim): alpha 255 in its middle, nothing in its counter there.
+    let (ox, oy) = (70u32, 20u32);
+    let p = unproject(&m, ox as f32 + 0.5, oy as f32 + 0.5, 30.0);
+    particles.push([p.x, p.y, p.z, radius_for(&view, 4.6, 30.0)]);
+
+    let out = splat_on_device(&particles, &view, 4);
+    let pixel = (py * W + px) as usize;
+    let expected_units: f64 = alphas
+        .iter()
+        .map(|&a| -(1.0 - f64::from(a)).ln() * f64::from(COVERAGE_ONE))
+        .sum();
+    let got = out.coverage[pixel];
+    assert!(
+        (f64::from(got) - expected_units).abs() <= 1.0 + 1e-3 * expected_units,
+        "counter {got}, expected Σ −ln(1 − α) = {expected_units:.1} units"
+    );
+    // The opacity the composite draws: 1 − Π(1 − α), as sprites blended over one another.
+    let opacity = 1.0 - alphas.iter().map(|a| 1.0 - a).product::<f32>();
+    assert!(
+        (coverage_alpha(got) - opacity).abs() < 1e-3,
+        "opacity {} from the counter, 1 − Π(1 − α) = {opacity}",
+        coverage_alpha(got)
+    );
+    let nearest = particles[alphas.len() - 1];
+    let (_, _, near_depth, _) = project(&m, Vec3::new(nearest[0], nearest[1], nearest[2]));
+    let (depth, rgba) = decode(out.image[pixel]).expect("the pixel holds a flake");
+    assert!(
+        (depth - near_depth).abs() < 1e-6,
+        "the nearest flake's depth"
+    );
+    let near_alpha = alphas[alphas.len() - 1];
+    assert!(
+        (f32::from(rgba[3]) / 255.0 - near_alpha).abs() < 1.0 / 255.0,
+        "the nearest flake's own alpha {} in the word, {near_alpha} expected",
+        rgba[3]
+    );
+    // Each faint flake covers the one pixel under its centre (the floor's radius is 0.75 px).
+    let around: Vec<u32> = [(-1i32, 0i32), (1, 0), (0, -1), (0, 1)]
+        .iter()
+        .map(|(dx, dy)| {
+            out.coverage[((py as i32 + dy) as u32 * W + (px as i32 + dx) as u32) as usize]
+        })
+        .collect();
+    assert_eq!(around, vec![0; 4], "counters beside the pixel");
+
+    let opaque = (oy * W + ox) as usize;
+    let (_, rgba) = decode(out.image[opaque]).expect("the opaque flake");
+    assert_eq!(rgba[3], 255);
+    assert_eq!(out.coverage[opaque], 0, "an opaque flake adds nothing");
+    // Its soft rim is translucent: there each pixel's counter gives back the rim's alpha.
+    let (fx, fy, _, fw) = project(&m, p);
+    let r = 0.5 * 2.0 * particles[particles.len() - 1][3] * view.point_scale / fw;
+    let mut rim_pixels = 0;
+    for y in oy - 4..=oy + 4 {
+        for x in ox - 4..=ox + 4 {
+            let r2 = Vec2::new(x as f32 + 0.5 - fx, y as f32 + 0.5 - fy).length_squared() / (r * r);
+            let t = ((r2 - 0.81) / (1.0 - 0.81)).clamp(0.0, 1.0);
+            let alpha = if r2 > 1.0 {
+                0.0
+            } else {
+                1.0 - t * t * (3.0 - 2.0 * t)
+            };
+            if alpha * 255.0 >= 254.5 {
+                continue;
+            }
+            let got = coverage_alpha(out.coverage[(y * W + x) as usize]);
+            assert!(
+                (got - alpha).abs() < 2e-3,
+                "rim pixel ({x}, {y}): opacity {got} from the counter, alpha {alpha}"
+            );
+            rim_pixels += usize::from(alpha > 0.01);
+        }
+    }
+    assert!(rim_pixels >= 4, "{rim_pixels} translucent rim pixels");
+    assert_eq!(coverage_alpha(0), 0.0);
+    // Nothing anywhere else but the opaque flake's disc (its rim is translucent).
+    let stray: Vec<usize> = (0..out.coverage.len())
+        .filter(|&i| out.coverage[i] != 0 && i != pixel)
+        .filter(|&i| {
+            let (x, y) = ((i as u32 % W) as f32, (i as u32 / W) as f32);
+            (x - ox as f32).hypot(y - oy as f32) > 4.0
+        })
+        .collect();
+    assert!(stray.is_empty(), "counters set at {stray:?}");
 }

@@ -414,3 +414,99 @@ fn run_records_the_particle_render_mode_and_why() {
         text(&out)
     );
 }
+
+/// The line of sight through the centre of pixel `(x, y)` (from the top-left) of the camera
+/// model: the view depth at which it meets the ground plane z = 0, `None` when it does not.
+fn ground_depth(cam: &Pinhole, x: f32, y: f32) -> Option<f32> {
+    let nx = 2.0 * (x + 0.5) / cam.size.x - 1.0;
+    let ny = 1.0 - 2.0 * (y + 0.5) / cam.size.y;
+    let aspect = cam.size.x / cam.size.y;
+    let ray = cam.forward + nx * cam.tan_half * aspect * cam.right + ny * cam.tan_half * cam.up;
+    let t = -cam.eye.z / ray.z;
+    let hit = cam.eye + t * ray;
+    (t > 0.0 && (0.0..=GROUND).contains(&hit.x) && (0.0..=GROUND).contains(&hit.y)).then_some(t)
+}
+
+/// Many faint flakes stacked on one pixel's line of sight blend as sprites over one another:
+/// `k` flakes of coverage alpha `a` each (drawn at the 1.5 px floor, projecting smaller) give
+/// the pixel `behind · (1 − A) + snow · A` with `A = 1 − (1 − a)^k`, computed here from the
+/// camera model, against the sky and in front of the ground, with splatting (coverage counters)
+/// and, within the 8-bit rounding of a blend per flake, with sprites. Splatting that kept only
+/// the nearest flake showed `A = a` on every pixel.
+#[test]
+fn many_faint_flakes_on_a_line_of_sight_add_up_as_sprites_do() {
+    let headless = Headless::new(W, H).unwrap();
+    let cam = pinhole((W, H));
+    let mut base_session = session(&headless, Vec::new(), ParticleRender::Sprites);
+    let base = draw(&headless, &mut base_session, (W, H));
+    drop(base_session);
+    let background = rgb(Palette::default().background);
+    let snow = rgb(Palette::default().snow);
+
+    // Each flake projects 0.45 px and is drawn 1.5 px wide: alpha 0.09 under its centre.
+    let (projected, floor) = (0.45f32, Views::default().min_particle_pixels);
+    let a = (projected / floor).powi(2);
+    // (pixel, flakes on its line of sight, whether the sky is behind it).
+    let mut stacks = Vec::new();
+    for (i, k) in [1usize, 3, 8, 20].into_iter().enumerate() {
+        stacks.push(((40.0 + 60.0 * i as f32, 12.0), k, true));
+        stacks.push(((112.0 + 30.0 * i as f32, 140.0), k, false));
+    }
+    let mut flakes = Vec::new();
+    for &((x, y), k, sky) in &stacks {
+        let ground = ground_depth(&cam, x, y);
+        assert_eq!(
+            ground.is_none(),
+            sky,
+            "pixel ({x}, {y}): sky {sky}, ground at {ground:?}"
+        );
+        assert_eq!(
+            classify(px(&base, Vec2::new(x, y)), background) == Class::Background,
+            sky,
+            "pixel ({x}, {y}) of the bare scene"
+        );
+        // Nearer than the ground (or 60 m) and well apart along the line.
+        let far = ground.unwrap_or(60.0) * 0.9;
+        for j in 0..k {
+            let depth = far * (0.35 + 0.6 * j as f32 / k as f32);
+            flakes.push(at_pixel(&cam, x + 0.5, y + 0.5, depth, projected));
+        }
+    }
+
+    let mut bad = Vec::new();
+    let mut images = Vec::new();
+    for render in [ParticleRender::Splat, ParticleRender::Sprites] {
+        let mut s = session(&headless, flakes.clone(), render);
+        let image = draw(&headless, &mut s, (W, H));
+        assert_eq!(s.particle_render().mode.to_string(), render.to_string());
+        for &((x, y), k, _) in &stacks {
+            let behind = px(&base, Vec2::new(x, y));
+            let opacity = 1.0 - (1.0 - a).powi(k as i32);
+            let expected: [f32; 3] = std::array::from_fn(|c| {
+                f32::from(behind[c]) * (1.0 - opacity) + f32::from(snow[c]) * opacity
+            });
+            let got = px(&image, Vec2::new(x, y));
+            // Splatting blends once, from the exact sum; sprites round at every flake.
+            let tolerance = if render == ParticleRender::Splat {
+                2.0
+            } else {
+                3.0 + 0.5 * k as f32
+            };
+            if (0..3).any(|c| (f32::from(got[c]) - expected[c]).abs() > tolerance) {
+                bad.push(format!(
+                    "{render}: {k} flakes of alpha {a:.3} at ({x}, {y}) over {behind:?}: \
+                     {got:?}, expected {expected:?} (opacity {opacity:.3})"
+                ));
+            }
+        }
+        images.push(image);
+    }
+    if !bad.is_empty() {
+        for (image, name) in images.iter().zip(["splat", "sprites"]) {
+            image
+                .save(std::env::temp_dir().join(format!("snowsim-faint-stack-{name}.png")))
+                .ok();
+        }
+        panic!("{}", bad.join("\n"));
+    }
+}
