@@ -316,7 +316,7 @@ fn iterations_enqueued_after_convergence_change_nothing() {
         .zip(&noise)
         .map(|(u, n)| [u[0] + n[0], u[1] + n[1], n[2]])
         .collect();
-    let mut run = |first_batch: u32| {
+    let run = |first_batch: u32| {
         let (mut solver, _) = pair(&m, dir, &u_in, settings(3000, 1e-3, 5.0));
         solver.set_first_batch(first_batch);
         solver.set_star(&f32x4(&u_star)).unwrap();
