@@ -125,6 +125,11 @@ pub struct Args {
     /// Frames between checks with --check.
     #[arg(long, value_name = "K", default_value_t = 60)]
     check_every: u64,
+    /// Time the kernels (OpenCL profiling events, the per-stage device times) on one frame in
+    /// K; the others run without events. On NVIDIA an event costs ~8 µs of host time per
+    /// launch, which a frame of a hundred launches or more feels.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    profile_every: u64,
     /// Mesh the terrain scene's air with about N tetrahedra (the ground grid and layers
     /// scaled), instead of the scene's own resolution.
     #[arg(long, value_name = "N")]
@@ -531,6 +536,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
 
     let mut config = setup.session_config(mode, args.paused);
     config.particle_render = particle_render;
+    config.profile_every = args.profile_every;
     // The snow when the scene simulates it, else the flakes stand-in.
     let snow_source = setup.snow_source()?;
     let snow_report = snow_source.as_ref().map(SnowSource::report_handle);
@@ -587,6 +593,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         if args.check {
             stepper.check_every(args.check_every);
         }
+        stepper.profile_every(args.profile_every);
         if let Some(path) = &vtu {
             stepper.save_state_on_finish(path.clone());
         }

@@ -170,18 +170,26 @@ pub fn save_png(image: &image::RgbaImage, path: &Path) -> Result<()> {
     crate::output::write_atomic(path, &bytes).map_err(|e| failed(e.to_string()))
 }
 
-/// Sums of stage times over some frames.
+/// Sums of stage times over some frames: the host stages over every frame, the device stages
+/// over the frames whose kernels were timed (all, or one in `--profile-every`), so that their
+/// means are per frame either way.
 #[derive(Clone, Debug, Default)]
 struct Totals {
     frame: Duration,
     stages: Counters,
+    device: Counters,
 }
 
 impl Totals {
     fn add(&mut self, stages: &[StageTime], present: Duration, frame: Duration) {
         self.frame += frame;
-        self.stages.add_frame(stages);
+        let (device, host): (Vec<StageTime>, Vec<StageTime>) =
+            stages.iter().cloned().partition(|s| s.device);
+        self.stages.add_frame(&host);
         self.stages.add(&[StageTime::host(stage::PRESENT, present)]);
+        if !device.is_empty() {
+            self.device.add_frame(&device);
+        }
     }
 
     fn frames(&self) -> u64 {
@@ -193,6 +201,15 @@ impl Totals {
             0.0
         } else {
             d.as_secs_f64() * 1e3 / self.frames() as f64
+        }
+    }
+
+    /// Mean per timed frame of a device time.
+    fn device_mean_ms(&self, d: Duration) -> f64 {
+        if self.device.frames == 0 {
+            0.0
+        } else {
+            d.as_secs_f64() * 1e3 / self.device.frames as f64
         }
     }
 
@@ -298,8 +315,8 @@ impl FrameStats {
             ("smoothing", "snow.cover"),
         ]
         .iter()
-        .filter(|(_, prefix)| w.stages.stages.iter().any(|s| s.stage.starts_with(prefix)))
-        .map(|(name, prefix)| format!("{name} {:.2}", w.mean_ms(w.stages.busy(prefix))))
+        .filter(|(_, prefix)| w.device.stages.iter().any(|s| s.stage.starts_with(prefix)))
+        .map(|(name, prefix)| format!("{name} {:.2}", w.device_mean_ms(w.device.busy(prefix))))
         .collect();
         let simulation = if groups.is_empty() {
             String::new()
@@ -307,10 +324,10 @@ impl FrameStats {
             format!(" [{}]", groups.join(", "))
         };
         // Splat mode: the splat kernels' device time and the composite's GPU time.
-        let splat = if w.stages.get(stage::SPLAT).is_some() {
+        let splat = if w.device.get(stage::SPLAT).is_some() {
             format!(
                 "  (splat {:.2}, composite {:.2})",
-                w.stage_ms(stage::SPLAT),
+                w.device_mean_ms(w.device.busy_of(stage::SPLAT)),
                 w.stage_ms(stage::COMPOSITE)
             )
         } else {
@@ -323,7 +340,7 @@ impl FrameStats {
             w.fps(),
             w.mean_ms(w.frame),
             w.stage_ms(stage::KERNELS),
-            w.mean_ms(w.stages.device_busy()),
+            w.device_mean_ms(w.device.device_busy()),
             w.stage_ms(stage::TRANSFER),
             w.stage_ms(stage::DRAW),
             w.stage_ms(stage::PRESENT),
@@ -350,21 +367,26 @@ impl FrameStats {
             },
             max_frame_ms: ms(self.max_frame),
             kernel_ms: a.stage_ms(stage::KERNELS),
-            kernel_device_ms: a.mean_ms(a.stages.device_busy()),
+            kernel_device_ms: a.device_mean_ms(a.device.device_busy()),
             transfer_ms: a.stage_ms(stage::TRANSFER),
             draw_ms: a.stage_ms(stage::DRAW),
             present_ms: a.stage_ms(stage::PRESENT),
-            stages: a
-                .stages
-                .stages
-                .iter()
-                .map(|s| StageTime {
-                    busy: s.busy / n,
-                    span: s.span / n,
-                    launches: s.launches / u64::from(n),
-                    ..s.clone()
-                })
-                .collect(),
+            stages: {
+                let per = |c: &Counters, n: u32| {
+                    c.stages
+                        .iter()
+                        .map(|s| StageTime {
+                            busy: s.busy / n,
+                            span: s.span / n,
+                            launches: s.launches / u64::from(n),
+                            ..s.clone()
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let mut stages = per(&a.device, a.device.frames.max(1) as u32);
+                stages.extend(per(&a.stages, n));
+                stages
+            },
             capture_seconds: self.capture.as_secs_f64(),
             wall_seconds: self.started.elapsed().as_secs_f64(),
         }

@@ -158,6 +158,7 @@ impl SceneSetup {
             dt: self.dt,
             camera: Some(self.camera),
             particle_render: crate::splat::ParticleRender::default(),
+            profile_every: 1,
         }
     }
 

@@ -63,6 +63,8 @@ pub struct SessionConfig {
     pub camera: Option<OrbitCamera>,
     /// How particles are drawn: sprites, splatted, or whichever is faster.
     pub particle_render: ParticleRender,
+    /// Time the kernels (profiling events) on one frame in this many (1: every frame).
+    pub profile_every: u64,
 }
 
 /// One device feeding one renderer: the [`FrameDriver`] behind `snowsim run`.
@@ -96,6 +98,8 @@ pub struct Session {
     time: f32,
     dt: f32,
     frame: u64,
+    /// Kernels are timed on one frame in this many.
+    profile_every: u64,
     /// The state written at the end and every few frames.
     outputs: super::StateOutputs,
     /// Copy mode, sprites: the particles' bytes read back and the time it took, over the
@@ -193,6 +197,7 @@ impl Session {
         Ok(Self {
             depth_link,
             frame: 0,
+            profile_every: config.profile_every,
             outputs: super::StateOutputs::default(),
             readback: (0, Duration::ZERO),
             render: Rc::new(RefCell::new(render)),
@@ -369,6 +374,9 @@ impl Session {
         let acquire = start.elapsed();
 
         let start = Instant::now();
+        self.timeline.set_records_events(
+            self.context.profiling() && self.frame.is_multiple_of(self.profile_every.max(1)),
+        );
         if step {
             self.timeline.stage(PARTICLES_STAGE);
             in_stage(

@@ -25,6 +25,8 @@ pub struct Stepper {
     frame: u64,
     /// Check the source's invariants every this many frames (`--check`); 0: never.
     check_every: u64,
+    /// Kernels are timed on one frame in this many.
+    profile_every: u64,
     checks: u64,
     check_time: Duration,
     outputs: super::StateOutputs,
@@ -59,6 +61,7 @@ impl Stepper {
             time: 0.0,
             frame: 0,
             check_every: 0,
+            profile_every: 1,
             checks: 0,
             check_time: Duration::ZERO,
             outputs: super::StateOutputs::default(),
@@ -69,6 +72,11 @@ impl Stepper {
     /// never); the first failure stops the run.
     pub fn check_every(&mut self, frames: u64) {
         self.check_every = frames;
+    }
+
+    /// Times the kernels (profiling events) on one frame in `frames` (1: every frame).
+    pub fn profile_every(&mut self, frames: u64) {
+        self.profile_every = frames.max(1);
     }
 
     /// Checks run so far and the host time they took.
@@ -94,6 +102,9 @@ impl Stepper {
     /// One frame: the source's step, one wait, and every stage's time.
     pub fn step(&mut self) -> Result<StageTimes> {
         let start = Instant::now();
+        self.timeline.set_records_events(
+            self.context.profiling() && self.frame.is_multiple_of(self.profile_every),
+        );
         self.timeline.stage(PARTICLES_STAGE);
         in_stage(
             PARTICLES_STAGE,

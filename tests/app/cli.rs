@@ -583,6 +583,40 @@ fn a_long_undrawn_run_checks_itself_and_reports_no_drawing() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
+/// `--profile-every K` times the kernels on one frame in K: the device stages are still means
+/// per frame (the snow step's launches per frame as when every frame is timed) and the host
+/// stages still count every frame.
+#[test]
+fn sampled_profiling_keeps_per_frame_means() {
+    let stage = |report: &serde_json::Value, name: &str| -> serde_json::Value {
+        report["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no stage {name}: {report}"))
+    };
+    let every = run_flat(&["--render", "off", "--frames", "41"]);
+    let sampled = run_flat(&["--render", "off", "--frames", "41", "--profile-every", "4"]);
+    let (a, b) = (stage(&every, "snow.step"), stage(&sampled, "snow.step"));
+    assert!(a["launches"].as_u64().unwrap() > 0, "{a}");
+    assert_eq!(a["launches"], b["launches"], "{a} {b}");
+    assert!(b["busy_ms"].as_f64().unwrap() > 0.0, "{b}");
+    assert!(sampled["kernel_device_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(every["frames"], sampled["frames"]);
+    let o = snowsim(&[
+        "run",
+        "--render",
+        "off",
+        "--frames",
+        "2",
+        "--profile-every",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
 /// The wind solver on a context of its own (here a second context on the same PoCL device,
 /// through `--wind-device`) gives the very same run: the field crosses once per wind step and
 /// the snow samples the same time level, so the final state files are identical byte for byte.

@@ -239,6 +239,7 @@ fn render_fixed_scene_with(
         dt: 0.0,
         camera: Some(camera()),
         particle_render: render,
+        profile_every: 1,
     };
     let mut session = Session::new(
         headless.setup(),
@@ -624,6 +625,7 @@ fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
             dt: 0.0,
             camera: Some(camera()),
             particle_render: ParticleRender::Sprites,
+            profile_every: 1,
         };
         let source = FixedParticles::with_laid_depth(vec![[0.0, 0.0, -100.0, 0.1]], depth);
         let mut session =
@@ -721,6 +723,7 @@ fn coverage_case(render: ParticleRender) {
         dt: 0.0,
         camera: Some(camera()),
         particle_render: render,
+        profile_every: 1,
     };
     let mut session = Session::new(
         headless.setup(),

@@ -32,6 +32,7 @@ fn session_with(
         dt: 0.0,
         camera: Some(camera()),
         particle_render: render,
+        profile_every: 1,
     };
     Session::new(
         headless.setup(),
