@@ -55,6 +55,7 @@
 mod codegen;
 mod data;
 mod error;
+mod export;
 mod field;
 mod generation;
 mod kernel;
@@ -76,6 +77,7 @@ use rayon::prelude::*;
 
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
+pub use export::{ExportField, ExportedSolutions, ImportedField};
 pub use field::FieldBuffer;
 pub use kernel::{Access, KernelId, KernelSpec, Mode};
 pub use kind::MeshKind;
@@ -114,6 +116,9 @@ pub struct Gml {
     /// prepare again.
     generation: u64,
     counters: Counters,
+    /// The dimension of the last mesh imported and the generation its vertices got, so that
+    /// an export gives a 2D mesh back in 2D.
+    imported_dimension: Option<(u8, u64)>,
 }
 
 impl Gml {
@@ -139,6 +144,7 @@ impl Gml {
             options: String::new(),
             generation: 0,
             counters: Counters::default(),
+            imported_dimension: None,
         }
     }
 
@@ -484,6 +490,7 @@ impl Gml {
         // New vertices retire every element table (they index the old vertices).
         self.replace_mesh(MeshKind::Vertices, mesh.vertices.len(), "import_mesh")?;
         self.set_vertices(0, &mesh.vertices, Some(&mesh.vertex_refs))?;
+        self.imported_dimension = Some((mesh.dimension, self.mesh_generation(MeshKind::Vertices)));
         for &element in kinds {
             let elements = mesh.elements(element);
             if elements.is_empty() {
