@@ -4,9 +4,12 @@
 //! # Mesh
 //! [`Gml::export_mesh`] gives the mesh as the instance holds it now: the vertices
 //! (coordinates, references) and every element kind it has, after extraction, replacement or
-//! edits, read back from the device where kernels wrote it. Coordinates are stored as `f32` on
-//! the device: a mesh read from a version 1 file (`f32` reals) comes back exactly, one with
-//! `f64` reals rounded to `f32`. [`Gml::write_mesh`] writes it to a `.mesh`/`.meshb` file.
+//! edits, read back from the device where kernels wrote it. Coordinates are `f32` on the
+//! device (GMlib's `float4 VerCrd`); the import keeps the `f64` coordinates of a mesh that
+//! `f32` would round (and `set_vertices` keeps them current), and the export gives each
+//! coordinate in `f64` as long as the device still holds exactly its rounding, the device's
+//! value otherwise (a kernel moved it). So an imported mesh, in any version, comes back
+//! exactly until kernels move it. [`Gml::write_mesh`] writes it to a `.mesh`/`.meshb` file.
 //!
 //! # Solutions
 //! [`Gml::export_solutions`] groups the fields by kind into one `SolAt…` keyword per kind, in
@@ -25,6 +28,8 @@
 //! no name are fields `Sol1`, `Sol2`, … (by their position in the keyword).
 
 use std::path::Path;
+
+use rayon::prelude::*;
 
 use super::data::{DataId, Role, Solution};
 use super::error::{GmlError, Result};
@@ -89,6 +94,40 @@ pub struct ImportedField<T: super::Value> {
     pub field: Solution<T>,
 }
 
+/// What [`Gml::export_mesh`] keeps of the last mesh imported: its dimension and, when the
+/// device's `f32` would round them, its coordinates in double precision, for the generation of
+/// vertices the import made (kept up to date by `set_vertices`).
+#[derive(Debug, Clone)]
+pub(crate) struct Imported {
+    dimension: u8,
+    generation: u64,
+    coordinates: Option<Vec<[f64; 3]>>,
+}
+
+impl Imported {
+    /// What to keep of `mesh`, whose vertices got `generation`.
+    pub(crate) fn new(mesh: &meshio::Mesh, generation: u64) -> Self {
+        let rounded = mesh.vertices.par_iter().any(|p| {
+            p.iter()
+                .any(|&x| f64::from(x as f32).to_bits() != x.to_bits())
+        });
+        Self {
+            dimension: mesh.dimension,
+            generation,
+            coordinates: rounded.then(|| mesh.vertices.clone()),
+        }
+    }
+
+    /// Vertices `first..` were set to `coordinates` (already checked to be in range).
+    pub(crate) fn set(&mut self, first: usize, coordinates: &[[f64; 3]]) {
+        if let Some(kept) = &mut self.coordinates
+            && let Some(range) = kept.get_mut(first..first + coordinates.len())
+        {
+            range.copy_from_slice(coordinates);
+        }
+    }
+}
+
 /// GMlib's component names for up to four values per line.
 const COMPONENTS: [char; 4] = ['x', 'y', 'z', 't'];
 
@@ -99,20 +138,31 @@ impl Gml {
     /// imported and every `z` is still 0, 3 otherwise.
     pub fn export_mesh(&mut self) -> Result<meshio::Mesh> {
         let (coordinates, refs) = self.vertices()?;
-        let flat = coordinates.iter().all(|p| p[2] == 0.0);
-        let dimension = match self.imported_dimension {
-            Some((2, generation))
-                if flat && generation == self.mesh_generation(MeshKind::Vertices) =>
-            {
-                2
-            }
+        let generation = self.mesh_generation(MeshKind::Vertices);
+        let imported = self
+            .imported
+            .as_ref()
+            .filter(|i| i.generation == generation);
+        let exact = imported.and_then(|i| i.coordinates.as_deref());
+        let vertices: Vec<[f64; 3]> = coordinates
+            .par_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let kept = exact.and_then(|e| e.get(i));
+                // Each coordinate in double precision while the device holds its rounding.
+                std::array::from_fn(|axis| match kept {
+                    Some(e) if e[axis] as f32 == p[axis] => e[axis],
+                    _ => f64::from(p[axis]),
+                })
+            })
+            .collect();
+        let flat = vertices.par_iter().all(|p| p[2] == 0.0);
+        let dimension = match imported {
+            Some(i) if i.dimension == 2 && flat => 2,
             _ => 3,
         };
         let mut mesh = meshio::Mesh::new(dimension);
-        mesh.vertices = coordinates
-            .iter()
-            .map(|p| [f64::from(p[0]), f64::from(p[1]), f64::from(p[2])])
-            .collect();
+        mesh.vertices = vertices;
         mesh.vertex_refs = refs;
         for element in ElementKind::ALL {
             let kind = MeshKind::from_element(element);

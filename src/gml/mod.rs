@@ -116,9 +116,9 @@ pub struct Gml {
     /// prepare again.
     generation: u64,
     counters: Counters,
-    /// The dimension of the last mesh imported and the generation its vertices got, so that
-    /// an export gives a 2D mesh back in 2D.
-    imported_dimension: Option<(u8, u64)>,
+    /// What an export needs to give the imported mesh back as it was (its dimension, its
+    /// double-precision coordinates).
+    imported: Option<export::Imported>,
 }
 
 impl Gml {
@@ -144,7 +144,7 @@ impl Gml {
             options: String::new(),
             generation: 0,
             counters: Counters::default(),
-            imported_dimension: None,
+            imported: None,
         }
     }
 
@@ -244,7 +244,11 @@ impl Gml {
             coordinates.len(),
             bytemuck::cast_slice(&lines),
             refs,
-        )
+        )?;
+        if let Some(imported) = &mut self.imported {
+            imported.set(first, coordinates);
+        }
+        Ok(())
     }
 
     /// A vertex field holding `coordinates` (one per vertex) in double precision, as `double4`
@@ -490,7 +494,10 @@ impl Gml {
         // New vertices retire every element table (they index the old vertices).
         self.replace_mesh(MeshKind::Vertices, mesh.vertices.len(), "import_mesh")?;
         self.set_vertices(0, &mesh.vertices, Some(&mesh.vertex_refs))?;
-        self.imported_dimension = Some((mesh.dimension, self.mesh_generation(MeshKind::Vertices)));
+        self.imported = Some(export::Imported::new(
+            mesh,
+            self.mesh_generation(MeshKind::Vertices),
+        ));
         for &element in kinds {
             let elements = mesh.elements(element);
             if elements.is_empty() {
