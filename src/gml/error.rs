@@ -332,9 +332,9 @@ pub enum GmlError {
     /// A reduction's programs or work buffers are missing (an internal error).
     #[error("a reduction's programs or work buffers are missing (an internal error)")]
     NoResultBuffer,
-    /// A solution file could not be read or written.
+    /// A solution file could not be read or written (boxed: it is large).
     #[error(transparent)]
-    Solution(#[from] crate::meshio::SolutionError),
+    Solution(Box<crate::meshio::SolutionError>),
     /// Fields that cannot be exported as asked.
     #[error("{what} {why}")]
     Export {
@@ -356,6 +356,12 @@ pub enum GmlError {
         /// What does not match.
         why: String,
     },
+}
+
+impl From<crate::meshio::SolutionError> for GmlError {
+    fn from(error: crate::meshio::SolutionError) -> Self {
+        GmlError::Solution(Box::new(error))
+    }
 }
 
 fn kernel_prefix(kernel: &Option<String>) -> String {

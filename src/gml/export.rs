@@ -166,7 +166,7 @@ impl Gml {
         mesh.vertex_refs = refs;
         for element in ElementKind::ALL {
             let kind = MeshKind::from_element(element);
-            if !self.count(kind).is_some_and(|n| n > 0) {
+            if self.count(kind).unwrap_or(0) == 0 {
                 continue;
             }
             let id = self.mesh(kind)?;
@@ -243,9 +243,9 @@ impl Gml {
                     None => {
                         for k in 0..width {
                             scalar_number += 1;
-                            let text = match width {
-                                1 => format!("{name} {scalar_number}"),
-                                2..=4 => format!("{name}.{} {scalar_number}", COMPONENTS[k]),
+                            let text = match COMPONENTS.get(k) {
+                                _ if width == 1 => format!("{name} {scalar_number}"),
+                                Some(c) if width <= 4 => format!("{name}.{c} {scalar_number}"),
                                 _ => format!("{name}.{k} {scalar_number}"),
                             };
                             names.push(ReferenceString::new(code, 1, text));
