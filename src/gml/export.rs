@@ -132,7 +132,7 @@ impl Imported {
 const COMPONENTS: [char; 4] = ['x', 'y', 'z', 't'];
 
 impl Gml {
-    /// The mesh the instance holds now (see the [module](self) notes): vertices with their
+    /// The mesh the instance holds now (see the [module notes](crate::gml::export) notes): vertices with their
     /// references, then every element kind it has with nodes and references, from the device
     /// where kernels wrote them. The dimension is 2 when the vertices are those of a 2D mesh
     /// imported and every `z` is still 0, 3 otherwise.
@@ -189,7 +189,7 @@ impl Gml {
     }
 
     /// The solution blocks and names of `fields` in `dimension` (2 or 3): one `SolAt…` block
-    /// per kind, see the [module](self) notes. Each field's values are read back from the
+    /// per kind, see the [module notes](crate::gml::export) notes. Each field's values are read back from the
     /// device if kernels wrote them; integer fields are exported exactly as reals.
     pub fn export_solutions(
         &mut self,
@@ -314,7 +314,7 @@ impl Gml {
     }
 
     /// Creates one field of `T` (`f32` or `f64`) per named field of `solutions`, as the
-    /// [module](self) notes say how `names` split each block. The mesh data of each block's
+    /// [module notes](crate::gml::export) notes say how `names` split each block. The mesh data of each block's
     /// kind must exist with as many entities as the block has lines, and no datum of that kind
     /// may already have a field's name. Names that do not match a block's types (a count or an
     /// index that fits neither libMeshb's convention nor GMlib's) are an error naming the

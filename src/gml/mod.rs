@@ -55,7 +55,7 @@
 mod codegen;
 mod data;
 mod error;
-mod export;
+pub mod export;
 mod field;
 mod generation;
 mod kernel;
