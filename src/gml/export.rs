@@ -318,14 +318,33 @@ impl Gml {
     /// kind must exist with as many entities as the block has lines, and no datum of that kind
     /// may already have a field's name. Names that do not match a block's types (a count or an
     /// index that fits neither libMeshb's convention nor GMlib's) are an error naming the
-    /// keyword: import such blocks whole with [`import_solution`](Self::import_solution).
+    /// keyword: import such blocks whole with [`import_solution`](Self::import_solution). On
+    /// any error no field is left behind.
     pub fn import_solutions<T: SolutionReal>(
         &mut self,
         solutions: &Solutions,
         names: &[ReferenceString],
     ) -> Result<Vec<ImportedField<T>>> {
-        let dimension = solutions.dimension;
         let mut imported = Vec::new();
+        match self.import_into(solutions, names, &mut imported) {
+            Ok(()) => Ok(imported),
+            Err(error) => {
+                // All or nothing: the fields made before the error are freed.
+                for field in imported {
+                    self.free(field.field).ok();
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn import_into<T: SolutionReal>(
+        &mut self,
+        solutions: &Solutions,
+        names: &[ReferenceString],
+        imported: &mut Vec<ImportedField<T>>,
+    ) -> Result<()> {
+        let dimension = solutions.dimension;
         for block in &solutions.blocks {
             let kind = match block.support {
                 Support::Vertices => MeshKind::Vertices,
@@ -381,7 +400,7 @@ impl Gml {
                 start = end;
             }
         }
-        Ok(imported)
+        Ok(())
     }
 
     /// Reads a `.sol`/`.solb` file with its names and imports its fields

@@ -383,8 +383,36 @@ fn exports_and_imports_that_cannot_be_done_are_errors() {
     let fields = g.import_solutions::<f32>(&file.solutions, &[]).unwrap();
     let named: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(named, ["Sol1", "Sol2"]);
-    // A second import under the same names is the duplicate-name error.
+    // A second import under the same names is the duplicate-name error, and leaves nothing.
+    g.free(fields[1].field).unwrap();
     let e = g.import_solutions::<f32>(&file.solutions, &[]).unwrap_err();
     assert!(matches!(e, GmlError::DuplicateName(_)), "{e}");
+    // `A` is made, then `U` clashes with the field above: `A` is freed again.
+    g.free(fields[0].field).unwrap();
+    let names = [
+        ReferenceString::new(62, 1, "A"),
+        ReferenceString::new(62, 2, "U"),
+    ];
+    let e = g
+        .import_solutions::<f32>(&file.solutions, &names)
+        .unwrap_err();
+    assert!(
+        matches!(e, GmlError::DuplicateName(ref n) if n == "U"),
+        "{e}"
+    );
+    // `A` was made, then freed: importing it again works.
+    let again = g.import_solutions::<f32>(&file.solutions, &[]).unwrap();
+    assert_eq!(again.len(), 2);
+    let a = [ReferenceString::new(62, 1, "A")];
+    let only_a = SolutionBlock {
+        types: vec![SolType::Scalar],
+        values: vec![0.0; nv],
+        ..file.solutions.blocks[0].clone()
+    };
+    let one = Solutions {
+        dimension: 3,
+        blocks: vec![only_a],
+    };
+    assert_eq!(g.import_solutions::<f32>(&one, &a).unwrap()[0].name, "A");
     std::fs::remove_dir_all(dir).ok();
 }
