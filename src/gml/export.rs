@@ -9,7 +9,10 @@
 //! `f32` would round (and `set_vertices` keeps them current), and the export gives each
 //! coordinate in `f64` as long as the device still holds exactly its rounding, the device's
 //! value otherwise (a kernel moved it). So an imported mesh, in any version, comes back
-//! exactly until kernels move it. [`Gml::write_mesh`] writes it to a `.mesh`/`.meshb` file.
+//! exactly until kernels move it. The copy costs 24 bytes per vertex of host memory, only for
+//! meshes that need it; values `set_vertices` gives a mesh imported without one (all its
+//! coordinates were exact in `f32`) come back rounded to `f32`. [`Gml::write_mesh`] writes the
+//! mesh to a `.mesh`/`.meshb` file.
 //!
 //! # Solutions
 //! [`Gml::export_solutions`] groups the fields by kind into one `SolAt…` keyword per kind, in
