@@ -332,6 +332,36 @@ pub enum GmlError {
     /// A reduction's programs or work buffers are missing (an internal error).
     #[error("a reduction's programs or work buffers are missing (an internal error)")]
     NoResultBuffer,
+    /// A solution file could not be read or written (boxed: it is large).
+    #[error(transparent)]
+    Solution(Box<crate::meshio::SolutionError>),
+    /// Fields that cannot be exported as asked.
+    #[error("{what} {why}")]
+    Export {
+        /// The call or field, e.g. ``field `U` ``.
+        what: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A solution file's `ReferenceStrings` do not match the types of a keyword.
+    #[error(
+        "{}{keyword}: its ReferenceStrings {why}",
+        file.as_ref().map_or_else(String::new, |f| format!("{}: ", f.display()))
+    )]
+    SolutionNames {
+        /// The file, when it was read by name.
+        file: Option<std::path::PathBuf>,
+        /// The keyword whose types are named, e.g. `SolAtVertices`.
+        keyword: &'static str,
+        /// What does not match.
+        why: String,
+    },
+}
+
+impl From<crate::meshio::SolutionError> for GmlError {
+    fn from(error: crate::meshio::SolutionError) -> Self {
+        GmlError::Solution(Box::new(error))
+    }
 }
 
 fn kernel_prefix(kernel: &Option<String>) -> String {

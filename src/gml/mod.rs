@@ -55,6 +55,7 @@
 mod codegen;
 mod data;
 mod error;
+pub mod export;
 mod field;
 mod generation;
 mod kernel;
@@ -76,6 +77,7 @@ use rayon::prelude::*;
 
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
+pub use export::{ExportField, ExportedSolutions, ImportedField};
 pub use field::FieldBuffer;
 pub use kernel::{Access, KernelId, KernelSpec, Mode};
 pub use kind::MeshKind;
@@ -114,6 +116,9 @@ pub struct Gml {
     /// prepare again.
     generation: u64,
     counters: Counters,
+    /// What an export needs to give the imported mesh back as it was (its dimension, its
+    /// double-precision coordinates).
+    imported: Option<export::Imported>,
 }
 
 impl Gml {
@@ -139,6 +144,7 @@ impl Gml {
             options: String::new(),
             generation: 0,
             counters: Counters::default(),
+            imported: None,
         }
     }
 
@@ -238,7 +244,11 @@ impl Gml {
             coordinates.len(),
             bytemuck::cast_slice(&lines),
             refs,
-        )
+        )?;
+        if let Some(imported) = &mut self.imported {
+            imported.set(first, coordinates);
+        }
+        Ok(())
     }
 
     /// A vertex field holding `coordinates` (one per vertex) in double precision, as `double4`
@@ -484,6 +494,10 @@ impl Gml {
         // New vertices retire every element table (they index the old vertices).
         self.replace_mesh(MeshKind::Vertices, mesh.vertices.len(), "import_mesh")?;
         self.set_vertices(0, &mesh.vertices, Some(&mesh.vertex_refs))?;
+        self.imported = Some(export::Imported::new(
+            mesh,
+            self.mesh_generation(MeshKind::Vertices),
+        ));
         for &element in kinds {
             let elements = mesh.elements(element);
             if elements.is_empty() {

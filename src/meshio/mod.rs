@@ -52,6 +52,7 @@ mod solution;
 mod solution_ascii;
 mod solution_binary;
 mod solution_error;
+mod solution_names;
 mod topology;
 pub mod vtu;
 
@@ -67,6 +68,10 @@ pub use solution::{
     solution_format, solution_to_bytes, write_solution,
 };
 pub use solution_error::{SolutionEncodeError, SolutionError};
+pub use solution_names::{
+    REFERENCE_STRINGS, REFERENCE_TEXT_BYTES, ReferenceString, named_solution_to_bytes,
+    read_named_solution, read_reference_strings, write_named_solution,
+};
 pub use vtu::{VtuArray, VtuData, VtuError, write_vtu, write_vtu_file};
 
 use crate::budget::{Budget, ByteSize, Estimate};

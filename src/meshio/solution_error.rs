@@ -45,6 +45,14 @@ pub enum SolutionEncodeError {
         /// Number of types.
         types: usize,
     },
+    /// A `ReferenceStrings` line that a file cannot hold or give back unchanged.
+    #[error("ReferenceStrings text `{text}` {why}")]
+    BadReferenceString {
+        /// The text.
+        text: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
 }
 
 /// Errors of [`read_solution`](super::read_solution),
@@ -100,6 +108,16 @@ pub enum SolutionError {
         /// The code found.
         code: i64,
     },
+    /// A `ReferenceStrings` keyword that cannot be read.
+    #[error("{}: {at}: ReferenceStrings: {why}", path.display())]
+    BadReferenceString {
+        /// The file.
+        path: PathBuf,
+        /// Where the problem is.
+        at: Location,
+        /// What is wrong.
+        why: String,
+    },
     /// The solutions cannot be encoded ([`solution_to_bytes`](super::solution_to_bytes)).
     #[error("cannot encode solutions: {0}")]
     Encode(SolutionEncodeError),
@@ -122,6 +140,7 @@ impl SolutionError {
             SolutionError::UnknownExtension { path }
             | SolutionError::BadTypeCount { path, .. }
             | SolutionError::BadType { path, .. }
+            | SolutionError::BadReferenceString { path, .. }
             | SolutionError::EncodeFile { path, .. } => Some(path),
             SolutionError::Encode(_) => None,
         }
@@ -131,7 +150,9 @@ impl SolutionError {
     pub fn location(&self) -> Option<Location> {
         match self {
             SolutionError::File(e) => e.location(),
-            SolutionError::BadTypeCount { at, .. } | SolutionError::BadType { at, .. } => Some(*at),
+            SolutionError::BadTypeCount { at, .. }
+            | SolutionError::BadType { at, .. }
+            | SolutionError::BadReferenceString { at, .. } => Some(*at),
             SolutionError::UnknownExtension { .. }
             | SolutionError::Encode(_)
             | SolutionError::EncodeFile { .. } => None,

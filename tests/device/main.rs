@@ -12,6 +12,7 @@ mod common;
 mod cl;
 mod gml;
 mod gml_examples;
+mod gml_export;
 mod gml_f64;
 mod gml_kinds;
 mod gml_links;

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use snowsim::meshio::{
-    self, ElementKind, Format, SolType, SolutionBlock, SolutionError, Solutions, Support, Version,
+    self, ElementKind, Format, ReferenceString, SolType, SolutionBlock, SolutionError, Solutions,
+    Support, Version,
 };
 
 use crate::common::{snowsim, temp_dir, text};
@@ -596,4 +597,166 @@ fn cli_info_and_convert_handle_solution_files() {
         err.contains("bad.solb: byte 4: unknown mesh version 9"),
         "{err}"
     );
+}
+
+/// `hand_binary` with a `ReferenceStrings` keyword (code 199) before End, laid out from
+/// libMeshb's format `iic`: two integers of the version's int size, then 64 words of 4 bytes
+/// of text, zero-padded.
+fn hand_binary_named(
+    version: Version,
+    big: bool,
+    blocks: &[(i32, &[i32], &[f64])],
+    names: &[(i64, i64, &str)],
+) -> Vec<u8> {
+    let mut bytes = hand_binary(version, big, 3, blocks);
+    let pos = version.position_bytes();
+    let int = version.int_bytes();
+    bytes.truncate(bytes.len() - 4 - pos);
+    let mut w = Words { bytes, big };
+    w.int(199, 4);
+    let next = w.bytes.len() + pos + version.count_bytes() + names.len() * (2 * int + 256);
+    w.int(next as i64, pos);
+    w.int(names.len() as i64, version.count_bytes());
+    for &(keyword, index, text) in names {
+        w.int(keyword, int);
+        w.int(index, int);
+        let mut field = [0u8; 256];
+        field[..text.len()].copy_from_slice(text.as_bytes());
+        w.bytes.extend_from_slice(&field);
+    }
+    w.int(54, 4);
+    w.int(0, pos);
+    w.bytes
+}
+
+#[test]
+fn reference_strings_match_hand_written_files_in_every_version() {
+    let values = [1.0, 0.5, -2.0, 4.0, 0.25, 8.0, 3.0, -1.0, 0.125, 2.0];
+    let blocks: [(i32, &[i32], &[f64]); 1] = [(62, &[1, 2, 1], &values)];
+    let names = [
+        (62, 1, "first scalar"),
+        (62, 2, "a vector"),
+        (62, 3, "second scalar"),
+    ];
+    let solutions = Solutions {
+        dimension: 3,
+        blocks: vec![SolutionBlock {
+            support: Support::Vertices,
+            types: vec![SolType::Scalar, SolType::Vector, SolType::Scalar],
+            values: values.to_vec(),
+        }],
+    };
+    let refs: Vec<ReferenceString> = names
+        .iter()
+        .map(|&(k, i, t)| ReferenceString::new(k as i32, i, t))
+        .collect();
+    for version in Version::ALL {
+        let little = hand_binary_named(version, false, &blocks, &names);
+        let ours =
+            meshio::named_solution_to_bytes(&solutions, &refs, Format::Binary, version).unwrap();
+        assert!(ours == little, "version {}", version.number());
+        for big in [false, true] {
+            let hand = hand_binary_named(version, big, &blocks, &names);
+            let path = Path::new("n.solb");
+            let file = meshio::read_solution_bytes(&hand, Format::Binary, path).unwrap();
+            assert_eq!(file.solutions, solutions);
+            assert_eq!(file.skipped_keywords, ["ReferenceStrings"]);
+            let got = meshio::read_reference_strings(&hand, Format::Binary, path).unwrap();
+            assert_eq!(got, refs, "version {} big {big}", version.number());
+        }
+    }
+    // Text as libMeshb lays it out: keyword, count, then `code index text` lines; the names
+    // may come before the solutions, the count on the keyword's line.
+    let text = "MeshVersionFormatted 2\n\nDimension 3\n\n# names\nReferenceStrings 3\n\
+                62 1 first scalar\n62   2\ta vector  \n62 3 second scalar\n\nSolAtVertices\n2\n\
+                3 1 2 1\n1 0.5 -2 4 0.25\n8 3 -1 0.125 2\n\nEnd\n";
+    let path = Path::new("n.sol");
+    let got = meshio::read_reference_strings(text.as_bytes(), Format::Ascii, path).unwrap();
+    assert_eq!(got, refs);
+    let file = meshio::read_solution_bytes(text.as_bytes(), Format::Ascii, path).unwrap();
+    assert_eq!(file.solutions, solutions);
+    // Ours: after the solutions, before End.
+    let ours =
+        meshio::named_solution_to_bytes(&solutions, &refs, Format::Ascii, Version::V2).unwrap();
+    let ours = String::from_utf8(ours).unwrap();
+    assert!(
+        ours.ends_with(
+            "\nReferenceStrings\n3\n62 1 first scalar\n62 2 a vector\n62 3 second scalar\n\nEnd\n"
+        ),
+        "{ours}"
+    );
+    // Files without names have none.
+    let plain = meshio::solution_to_bytes(&solutions, Format::Binary, Version::V2).unwrap();
+    assert!(
+        meshio::read_reference_strings(&plain, Format::Binary, path)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn damaged_reference_strings_are_located_errors() {
+    let values = [1.0, 2.0];
+    let blocks: [(i32, &[i32], &[f64]); 1] = [(62, &[1], &values)];
+    let names = [(62, 1, "T"), (62, 1, "U")];
+    for version in Version::ALL {
+        let hand = hand_binary_named(version, false, &blocks, &names);
+        let end = hand.len() - 4 - version.position_bytes();
+        // Every cut inside the ReferenceStrings keyword.
+        let start = end
+            - 4
+            - version.position_bytes()
+            - version.count_bytes()
+            - 2 * (2 * version.int_bytes() + 256);
+        for len in start..end {
+            let (result, peak) = peak_allocation(|| {
+                meshio::read_reference_strings(&hand[..len], Format::Binary, Path::new("t.solb"))
+            });
+            let e = result.expect_err("a truncated file is an error");
+            assert_located(&e, "t.solb");
+            assert!(peak <= 4 * hand.len() + 4096, "{len}: {peak}");
+        }
+        // A text that is not UTF-8.
+        let mut bad = hand.clone();
+        let text_at = end - 256;
+        bad[text_at] = 0xff;
+        let e =
+            meshio::read_reference_strings(&bad, Format::Binary, Path::new("t.solb")).unwrap_err();
+        assert_located(&e, "t.solb");
+        assert!(e.to_string().contains("UTF-8"), "{e}");
+    }
+    // Text: a count the file cannot hold, a missing index.
+    let text = "MeshVersionFormatted 2\nDimension 3\nReferenceStrings\n99999999\n62 1 a\nEnd\n";
+    let e = meshio::read_reference_strings(text.as_bytes(), Format::Ascii, Path::new("t.sol"))
+        .unwrap_err();
+    assert_located(&e, "t.sol");
+    let text = "MeshVersionFormatted 2\nDimension 3\nReferenceStrings\n1\n62\n";
+    let e = meshio::read_reference_strings(text.as_bytes(), Format::Ascii, Path::new("t.sol"))
+        .unwrap_err();
+    assert_located(&e, "t.sol");
+    assert!(e.to_string().contains("end of the file"), "{e}");
+    // Writing: a name a file cannot give back is refused, naming the file.
+    let s = Solutions {
+        dimension: 3,
+        blocks: vec![SolutionBlock {
+            support: Support::Vertices,
+            types: vec![SolType::Scalar],
+            values: vec![1.0],
+        }],
+    };
+    let dir = temp_dir("host", "reference_strings_refused");
+    let path = dir.join("x.solb");
+    let e = meshio::write_named_solution(
+        &path,
+        &s,
+        &[ReferenceString::new(62, 1, "two\nlines")],
+        Version::V2,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with(&format!("{}: ", path.display())),
+        "{e}"
+    );
+    assert!(!path.exists());
+    std::fs::remove_dir_all(dir).ok();
 }
