@@ -58,7 +58,7 @@ impl Assembled {
     /// `ball` is the vertex → tetrahedra incidence with local indices.
     pub fn new(ball: &Incidence, tets: &[[u32; 4]], geometry: &Geometry) -> Self {
         let vertices = ball.rows();
-        let rows: Vec<Vec<(u32, [f64; 3], [f64; 3])>> = (0..vertices)
+        let rows: Vec<Vec<Entry>> = (0..vertices)
             .into_par_iter()
             .map(|v| {
                 let mut row: BTreeMap<u32, ([f64; 3], [f64; 3])> = ring(ball, tets, v)
@@ -100,6 +100,9 @@ impl Assembled {
         Self { width, grad, div }
     }
 }
+
+/// One entry of a row: the column, `G_vw` and `D_vw`.
+type Entry = (u32, [f64; 3], [f64; 3]);
 
 /// Vertex `v` and its edge neighbours, increasing.
 fn ring(ball: &Incidence, tets: &[[u32; 4]], v: usize) -> Vec<u32> {
