@@ -521,6 +521,8 @@ pub struct Assembled {
     pub grad_pressure: KernelId,
     /// `q = D G` and `d·q`, into `Q` and `PQ`.
     pub q: KernelId,
+    /// Entries per vertex of the tables.
+    pub width: usize,
 }
 
 impl Assembled {
@@ -582,6 +584,7 @@ impl Assembled {
             grad_dir,
             grad_pressure,
             q,
+            width,
         })
     }
 }

@@ -547,6 +547,11 @@ impl Solver {
         self.assembled.is_some()
     }
 
+    /// The assembled operator's entries per vertex (its widest one-ring), if assembled.
+    pub fn operator_width(&self) -> Option<usize> {
+        self.assembled.map(|a| a.width)
+    }
+
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
     /// scalars stay on the device. Each convergence check (at the iterations
     /// [`Settings::checks_after`] names) measures the **true** residual `b − A x` (one more
