@@ -419,6 +419,19 @@ static bool gml_last_group(__global acc_t *partials, __global uint *counter,
     return *last;
 }
 
+// The one-pass kernels' common part: the first pass, then, in the last work-group only, the
+// fold of every partial (work-item 0 gets the result). Returns whether this group is the last.
+static bool gml_once(__global const GML_TL *restrict input, __global acc_t *partials,
+                     const ulong loads, const ulong scalars, __local acc_t *scratch,
+                     __global uint *counter, __local uint *last)
+{
+    gml_first(input, loads, scalars, scratch);
+    if (!gml_last_group(partials, counter, scratch, last))
+        return false;
+    gml_partials(partials, get_num_groups(0), scratch);
+    return true;
+}
+
 __kernel void gml_reduce_once_host(__global const GML_TL *restrict input,
                                    __global acc_t *partials,
                                    const ulong loads,
@@ -428,11 +441,8 @@ __kernel void gml_reduce_once_host(__global const GML_TL *restrict input,
                                    __global acc_t *restrict out)
 {
     __local uint last;
-    gml_first(input, loads, scalars, scratch);
-    if (!gml_last_group(partials, counter, scratch, &last))
-        return;
-    gml_partials(partials, get_num_groups(0), scratch);
-    if (get_local_id(0) == 0) {
+    if (gml_once(input, partials, loads, scalars, scratch, counter, &last) &&
+        get_local_id(0) == 0) {
         for (int o = 0; o < GML_OUTS; o++) {
             out[2 * o] = scratch[o * GML_CS];
             out[2 * o + 1] = GML_COMP ? scratch[o * GML_CS + GML_CS - 1] : 0;
@@ -451,11 +461,8 @@ __kernel void gml_reduce_once_float(__global const GML_TL *restrict input,
                                     const uint index)
 {
     __local uint last;
-    gml_first(input, loads, scalars, scratch);
-    if (!gml_last_group(partials, counter, scratch, &last))
-        return;
-    gml_partials(partials, get_num_groups(0), scratch);
-    if (get_local_id(0) == 0) {
+    if (gml_once(input, partials, loads, scalars, scratch, counter, &last) &&
+        get_local_id(0) == 0) {
         for (int o = 0; o < GML_OUTS; o++)
             out[index + o] = (float)gml_finish(scratch, o);
         *counter = 0;
@@ -473,11 +480,8 @@ __kernel void gml_reduce_once_double(__global const GML_TL *restrict input,
                                      const uint index)
 {
     __local uint last;
-    gml_first(input, loads, scalars, scratch);
-    if (!gml_last_group(partials, counter, scratch, &last))
-        return;
-    gml_partials(partials, get_num_groups(0), scratch);
-    if (get_local_id(0) == 0) {
+    if (gml_once(input, partials, loads, scalars, scratch, counter, &last) &&
+        get_local_id(0) == 0) {
         for (int o = 0; o < GML_OUTS; o++)
             out[index + o] = (double)gml_finish(scratch, o);
         *counter = 0;

@@ -1029,7 +1029,8 @@ impl Gml {
     /// `offset` of the parameter struct, where the kernels enqueued after it read it
     /// (`GmlPar->alpha`): a solver's scalars never visit the host. The result is a `float` for
     /// `f32` and `i32` fields, a `double` for `f64` fields (`offset` a multiple of its size).
-    /// Its two passes go into `timeline`. For a vector field, reduce per component or over
+    /// Its launch goes into `timeline` (two with
+    /// [`ReduceOptions::two_passes`]). For a vector field, reduce per component or over
     /// norms into a buffer with [`reduce_vector_into`](Self::reduce_vector_into).
     pub fn reduce_into_parameters<T: ReducibleScalar, P: bytemuck::Pod>(
         &mut self,
@@ -1043,7 +1044,7 @@ impl Gml {
     }
 
     /// Enqueues a reduction of a scalar field whose result goes to `output[index]` on the
-    /// device, as a `float` or (on fp64 devices) a `double`. Its two passes go into
+    /// device, as a `float` or (on fp64 devices) a `double`. Its launch goes into
     /// `timeline`.
     pub fn reduce_into<T: ReducibleScalar, R: ReduceOutput>(
         &mut self,
@@ -1059,7 +1060,8 @@ impl Gml {
 
     /// Enqueues a reduction of a scalar or vector field whose results stay on the device:
     /// per component, the `width` results go to `output[index..index + width]`; over norms,
-    /// the one result to `output[index]`. Its two passes go into `timeline`.
+    /// the one result to `output[index]`. Its launch goes into `timeline` (two with
+    /// [`ReduceOptions::two_passes`]).
     #[allow(clippy::too_many_arguments)]
     pub fn reduce_vector_into<T: Reducible, R: ReduceOutput>(
         &mut self,
