@@ -858,7 +858,21 @@ fn is_solution(path: &Path) -> bool {
 
 /// `mesh info FILE.sol[b]`: each solution keyword with its count and field types.
 fn solution_info(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
-    let file = meshio::read_solution(path)?;
+    let (file, names) = meshio::read_named_solution(path)?;
+    // The names `ReferenceStrings` gives a block's types, as `index text`.
+    let names_of = |b: &meshio::SolutionBlock| -> Vec<String> {
+        names
+            .iter()
+            .filter(|n| n.keyword == b.support.code())
+            .map(|n| format!("{} {}", n.index, n.text))
+            .collect()
+    };
+    // `ReferenceStrings` is read, not skipped.
+    let skipped: Vec<&String> = file
+        .skipped_keywords
+        .iter()
+        .filter(|k| k.as_str() != "ReferenceStrings")
+        .collect();
     let dim = file.solutions.dimension;
     let format = match file.format {
         meshio::Format::Ascii => "sol",
@@ -876,6 +890,7 @@ fn solution_info(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
                     "count": b.count(dim),
                     "types": b.types.iter().map(|t| t.name()).collect::<Vec<_>>(),
                     "width": b.width(dim),
+                    "names": names_of(b),
                 })
             })
             .collect();
@@ -886,7 +901,7 @@ fn solution_info(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
             "dimension": dim,
             "big_endian": file.big_endian,
             "solutions": blocks,
-            "skipped_keywords": file.skipped_keywords,
+            "skipped_keywords": skipped,
         });
         outln!("{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -910,12 +925,17 @@ fn solution_info(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
             types.join(", "),
             b.width(dim)
         )?;
+        let named = names_of(b);
+        if !named.is_empty() {
+            outln!("{:<20} names: {}", "", named.join(", "))?;
+        }
     }
     if file.solutions.blocks.is_empty() {
         outln!("no solution keyword")?;
     }
-    if !file.skipped_keywords.is_empty() {
-        outln!("skipped:    {}", file.skipped_keywords.join(", "))?;
+    if !skipped.is_empty() {
+        let skipped: Vec<&str> = skipped.iter().map(|k| k.as_str()).collect();
+        outln!("skipped:    {}", skipped.join(", "))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -581,6 +581,43 @@ fn cli_info_and_convert_handle_solution_files() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read(&back).unwrap(), original);
 
+    // Names from ReferenceStrings are shown with their block, not listed as skipped.
+    let named = dir.join("named.solb");
+    let names = [
+        ReferenceString::new(62, 1, "pressure"),
+        ReferenceString::new(64, 1, "wind"),
+    ];
+    meshio::write_named_solution(&named, &s, &names, Version::V3).unwrap();
+    let out = snowsim(&["mesh", "info", named.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let blocks = json["solutions"].as_array().unwrap();
+    let of = |keyword: &str| {
+        blocks
+            .iter()
+            .find(|b| b["keyword"] == keyword)
+            .map(|b| b["names"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        of("SolAtVertices"),
+        serde_json::json!(["1 pressure"]),
+        "{json}"
+    );
+    assert_eq!(
+        of("SolAtTriangles"),
+        serde_json::json!(["1 wind"]),
+        "{json}"
+    );
+    assert_eq!(of("SolAtEdges"), serde_json::json!([]), "{json}");
+    assert_eq!(json["skipped_keywords"], serde_json::json!([]), "{json}");
+    let out = snowsim(&["mesh", "info", named.to_str().unwrap()]);
+    assert!(
+        text(&out.stdout).contains("names: 1 pressure"),
+        "{}",
+        text(&out.stdout)
+    );
+
     let out = snowsim(&[
         "mesh",
         "convert",
