@@ -615,20 +615,13 @@ fn enqueue(
     // double forms write out[index..index + outs], inside the output's `len` values (checked
     // above). The second pass takes the partials' count before its scratch.
     unsafe {
+        match scalar {
+            None => call.mem::<u8>(output, RESULT_BYTES)?,
+            Some(Scalar::F64) => call.mem::<f64>(output, len)?,
+            Some(_) => call.mem::<f32>(output, len)?,
+        };
         if options.two_passes {
-            match scalar {
-                None => call.mem::<u8>(output, RESULT_BYTES)?,
-                Some(Scalar::F64) => call.mem::<f64>(output, len)?,
-                Some(_) => call.mem::<f32>(output, len)?,
-            }
-            .arg(&groups_u32)?
-            .local::<u8>(scratch)?;
-        } else {
-            match scalar {
-                None => call.mem::<u8>(output, RESULT_BYTES)?,
-                Some(Scalar::F64) => call.mem::<f64>(output, len)?,
-                Some(_) => call.mem::<f32>(output, len)?,
-            };
+            call.arg(&groups_u32)?.local::<u8>(scratch)?;
         }
         if scalar.is_some() {
             call.arg(&index_u32)?;

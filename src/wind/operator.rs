@@ -23,8 +23,6 @@
 //! at its own vertex with a zero coefficient. A mesh whose widest one-ring is wider than
 //! [`MAX_WIDTH`] keeps the matrix-free operator.
 
-use std::collections::BTreeMap;
-
 use rayon::prelude::*;
 
 use super::geometry::Geometry;
@@ -44,34 +42,51 @@ pub struct Assembled {
     pub div: Vec<[f32; 4]>,
 }
 
-impl Assembled {
-    /// The width of the assembled rows of a mesh: its widest one-ring.
-    pub fn width(ball: &Incidence, tets: &[[u32; 4]]) -> usize {
-        (0..ball.rows())
+/// Each vertex's one-ring (itself and its edge neighbours, increasing): the columns of its
+/// rows. Computed once, before the device's memory is checked for the tables it implies.
+#[derive(Clone, Debug)]
+pub struct Rings {
+    rings: Vec<Vec<u32>>,
+}
+
+impl Rings {
+    /// The one-rings of the tetrahedra `tets` (nodes); `ball` is the vertex → tetrahedra
+    /// incidence.
+    pub fn new(ball: &Incidence, tets: &[[u32; 4]]) -> Self {
+        let rings = (0..ball.rows())
             .into_par_iter()
-            .map(|v| ring(ball, tets, v).len())
-            .max()
-            .unwrap_or(0)
+            .map(|v| ring(ball, tets, v))
+            .collect();
+        Self { rings }
     }
 
-    /// Assembles `G` and `D` of the tetrahedra `tets` (nodes) with `geometry`'s coefficients;
-    /// `ball` is the vertex → tetrahedra incidence with local indices.
-    pub fn new(ball: &Incidence, tets: &[[u32; 4]], geometry: &Geometry) -> Self {
+    /// Entries per assembled row: the widest one-ring.
+    pub fn width(&self) -> usize {
+        self.rings.iter().map(Vec::len).max().unwrap_or(0)
+    }
+}
+
+impl Assembled {
+    /// Assembles `G` and `D` over `rings` from the tetrahedra `tets` (nodes) with `geometry`'s
+    /// coefficients; `ball` is the vertex → tetrahedra incidence with local indices.
+    pub fn new(rings: &Rings, ball: &Incidence, tets: &[[u32; 4]], geometry: &Geometry) -> Self {
         let vertices = ball.rows();
-        let rows: Vec<Vec<Entry>> = (0..vertices)
-            .into_par_iter()
-            .map(|v| {
-                let mut row: BTreeMap<u32, ([f64; 3], [f64; 3])> = ring(ball, tets, v)
-                    .into_iter()
-                    .map(|w| (w, ([0.0; 3], [0.0; 3])))
-                    .collect();
+        let width = rings.width();
+        // Per vertex, its row's (G, D) entries in f32, column by column of its ring.
+        let rows: Vec<Vec<([f32; 3], [f32; 3])>> = rings
+            .rings
+            .par_iter()
+            .enumerate()
+            .map(|(v, ring)| {
+                let mut row = vec![([0.0f64; 3], [0.0f64; 3]); ring.len()];
                 let span = ball.offsets[v]..ball.offsets[v + 1];
                 for (&e, &local) in ball.elements[span.clone()].iter().zip(&ball.locals[span]) {
                     let e = e as usize;
                     let own = geometry.coefficients[4 * e + usize::from(local)];
-                    for (k, &w) in tets[e].iter().enumerate() {
+                    for (k, w) in tets[e].iter().enumerate() {
                         let theirs = geometry.coefficients[4 * e + k];
-                        if let Some((g, d)) = row.get_mut(&w) {
+                        if let Ok(at) = ring.binary_search(w) {
+                            let (g, d) = &mut row[at];
                             for c in 0..3 {
                                 g[c] += f64::from(theirs[c]);
                                 d[c] += f64::from(own[c]);
@@ -79,30 +94,28 @@ impl Assembled {
                         }
                     }
                 }
-                row.into_iter().map(|(w, (g, d))| (w, g, d)).collect()
+                row.iter()
+                    .map(|(g, d)| (g.map(|x| x as f32), d.map(|x| x as f32)))
+                    .collect()
             })
             .collect();
-        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
         let mut grad = vec![[0.0f32; 4]; width * vertices];
         let mut div = vec![[0.0f32; 4]; width * vertices];
-        for (v, row) in rows.iter().enumerate() {
+        for (v, (ring, row)) in rings.rings.iter().zip(&rows).enumerate() {
             for slot in 0..width {
                 let at = slot * vertices + v;
-                let (w, g, d) = row
-                    .get(slot)
-                    .copied()
-                    .unwrap_or((v as u32, [0.0; 3], [0.0; 3]));
+                let (w, (g, d)) = match (ring.get(slot), row.get(slot)) {
+                    (Some(&w), Some(&entry)) => (w, entry),
+                    _ => (v as u32, ([0.0; 3], [0.0; 3])),
+                };
                 let column = f32::from_bits(w);
-                grad[at] = [g[0] as f32, g[1] as f32, g[2] as f32, column];
-                div[at] = [d[0] as f32, d[1] as f32, d[2] as f32, column];
+                grad[at] = [g[0], g[1], g[2], column];
+                div[at] = [d[0], d[1], d[2], column];
             }
         }
         Self { width, grad, div }
     }
 }
-
-/// One entry of a row: the column, `G_vw` and `D_vw`.
-type Entry = (u32, [f64; 3], [f64; 3]);
 
 /// Vertex `v` and its edge neighbours, increasing.
 fn ring(ball: &Incidence, tets: &[[u32; 4]], v: usize) -> Vec<u32> {
@@ -140,9 +153,10 @@ mod tests {
         let (v, t) = two_tets();
         let geometry = Geometry::new(&v, &t).unwrap();
         let ball = diagonal::vertex_ball(v.len(), &t);
-        let a = Assembled::new(&ball, &t, &geometry);
-        assert_eq!(a.width, 5, "vertices 1, 2, 3 see every vertex");
-        assert_eq!(Assembled::width(&ball, &t), 5);
+        let rings = Rings::new(&ball, &t);
+        assert_eq!(rings.width(), 5, "vertices 1, 2, 3 see every vertex");
+        let a = Assembled::new(&rings, &ball, &t, &geometry);
+        assert_eq!(a.width, 5);
         let n = v.len();
         let x = [0.3, -1.2, 2.5, 0.7, -0.4];
         let g: Vec<[f64; 3]> = (0..n).map(|i| [x[i], 2.0 * x[i], -x[i]]).collect();

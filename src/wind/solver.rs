@@ -195,16 +195,11 @@ impl Solver {
         }
         let nodes: Vec<[u32; 4]> = tets.iter().map(|t| t.0).collect();
         let ball = diagonal::vertex_ball(vertices.len(), &nodes);
-        let width = if settings.assemble_operator {
-            operator::Assembled::width(&ball, &nodes)
-        } else {
-            0
-        };
-        let width = if width <= operator::MAX_WIDTH {
-            width
-        } else {
-            0
-        };
+        let rings = settings
+            .assemble_operator
+            .then(|| operator::Rings::new(&ball, &nodes))
+            .filter(|r| r.width() <= operator::MAX_WIDTH);
+        let width = rings.as_ref().map_or(0, operator::Rings::width);
         check_memory(context.info(), vertices.len(), tets.len(), width)?;
         let geometry = Geometry::new(&vertices, &nodes)?;
         let neighbours = geometry::neighbours(&nodes)?;
@@ -300,11 +295,12 @@ impl Solver {
         gml.set_block(fields.coef, 0, &coef)?;
         gml.set_block(fields.ngb, 0, &neighbours)?;
         let kernels = Kernels::new(&mut gml, &fields)?;
-        let assembled = if width > 0 {
-            let tables = operator::Assembled::new(&ball, &nodes, &geometry);
-            Some(kernels::Assembled::new(&mut gml, &fields, &tables)?)
-        } else {
-            None
+        let assembled = match &rings {
+            Some(rings) => {
+                let tables = operator::Assembled::new(rings, &ball, &nodes, &geometry);
+                Some(kernels::Assembled::new(&mut gml, &fields, &tables)?)
+            }
+            None => None,
         };
         let vertex_count = i32::try_from(vertices.len()).map_err(|_| {
             WindError::Mesh(format!(
@@ -660,11 +656,18 @@ impl Solver {
     /// per change of the tolerance).
     fn set_residual_limit(&mut self, limit: f64) -> Result<()> {
         if self.uploaded_limit != Some(limit) {
-            let mut p = self.gml.download_parameters(&self.params)?;
-            p.rr_limit = limit;
-            self.gml.upload_parameters(&self.params, &p)?;
+            self.edit_parameters(|p| p.rr_limit = limit)?;
             self.uploaded_limit = Some(limit);
         }
+        Ok(())
+    }
+
+    /// Changes the device's parameters with `edit`: a blocking read and write, outside the
+    /// steps' queues of launches.
+    fn edit_parameters(&mut self, edit: impl FnOnce(&mut Params)) -> Result<()> {
+        let mut p = self.gml.download_parameters(&self.params)?;
+        edit(&mut p);
+        self.gml.upload_parameters(&self.params, &p)?;
         Ok(())
     }
 
@@ -820,9 +823,7 @@ impl Solver {
     pub fn apply_operator(&mut self, p: &[f64]) -> Result<Vec<f64>> {
         self.gml.set_block(self.fields.pressure, 0, p)?;
         // The operator's kernels skip their work once a solve's residual is below the limit.
-        let mut params = self.gml.download_parameters(&self.params)?;
-        params.rr = f64::INFINITY;
-        self.gml.upload_parameters(&self.params, &params)?;
+        self.edit_parameters(|p| p.rr = f64::INFINITY)?;
         let mut tl = Timeline::new(false);
         tl.stage("wind.pressure");
         self.enqueue_operator(Operand::Pressure, &mut tl)?;
