@@ -20,7 +20,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 snow = r.get("snow") or {}
 steps = snow.get("wind_steps") or 0
-it = (snow.get("wind_iterations") or 0) / max(steps, 1)
+it = snow.get("wind_iterations") or 0  # already per step
 wind = [(s["stage"], round(s["busy_ms"], 3)) for s in r["stages"] if s["stage"].startswith("wind.")]
 print(f"  {r['fps']:.1f}/s  frame {r['frame_ms']:.3f} ms  device {r['kernel_device_ms']:.3f} ms"
       f"  {it:.2f} CG it/step  {wind}")

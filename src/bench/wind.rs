@@ -40,6 +40,9 @@ pub struct Row {
     pub not_converged: usize,
     /// Mean RMS divergence after projection, 1/s.
     pub divergence_after: f64,
+    /// The pressure operator: `"tetrahedra"`, or `"assembled"` with its rows' widest and
+    /// mean entries.
+    pub operator: String,
     /// Device copy bandwidth, GB/s.
     pub copy_gbs: f64,
     /// Per stage: device ms per step (profiled steps), model bytes per step, and those bytes
@@ -162,6 +165,10 @@ pub fn measure(
         iterations: mean_iterations,
         not_converged,
         divergence_after: divergence / n,
+        operator: match (solver.operator_width(), solver.operator_mean_width()) {
+            (Some(w), Some(m)) => format!("assembled, {w} entries per row at most, {m:.1} on average"),
+            _ => "tetrahedra".to_string(),
+        },
         copy_gbs: copy_bytes_per_s / 1e9,
         stages,
     })
@@ -185,12 +192,12 @@ fn profile(
         solver.tetrahedra().len() as f64,
     );
     let mean_iterations = iterations as f64 / steps.max(1) as f64;
-    let width = solver.operator_width();
+    let entries = solver.operator_mean_width();
     Ok(per_step
         .iter()
         .map(|s| {
             let ms = s.busy.as_secs_f64() * 1e3;
-            let bytes = stage_bytes(&s.stage, v, t, mean_iterations, width);
+            let bytes = stage_bytes(&s.stage, v, t, mean_iterations, entries);
             Stage {
                 stage: s.stage.to_string(),
                 launches: s.launches,
@@ -208,25 +215,26 @@ fn profile(
 
 /// The unique bytes a stage's kernels must read and write per step, for `v` vertices, `t`
 /// tetrahedra (each in 4 vertex balls), `iterations` CG iterations and the assembled
-/// operator's entries per vertex (`None`: the operator through the tetrahedra):
+/// operator's mean entries per vertex (`None`: the operator through the tetrahedra):
 ///
 /// - a tetrahedron pass reads its nodes (16 B), its coefficients (64 B) and writes a float4
 ///   (16 B), and reads the vertex field once (4 or 16 B per vertex);
 /// - a ball gather reads 4 B of index, 16 B of value and 1 B of local index per ball entry
 ///   (`4t` of them) and the vertex's own data (projector 32 B, output);
-/// - the assembled operator reads its two tables (16 B per entry each) and each vertex's
+/// - the assembled operator reads its two tables (16 B per entry each, up to the row's end;
+///   the end marker and the padding after it are not counted) and each vertex's
 ///   operand, projector, flags, gradient and direction once, and writes the gradient (32 B),
 ///   `q` and `d·q`;
 /// - vector updates and reductions read and write each field once.
 ///
 /// Gaps between launches and link-table headers are not counted: the ratio is what the
 /// kernels achieve on the bytes they cannot avoid.
-pub fn stage_bytes(stage: &str, v: f64, t: f64, iterations: f64, width: Option<usize>) -> f64 {
+pub fn stage_bytes(stage: &str, v: f64, t: f64, iterations: f64, entries: Option<f64>) -> f64 {
     let tet_pass = |vertex_bytes: f64| t * 96.0 + v * vertex_bytes;
     let gather = |vertex_bytes: f64| 4.0 * t * 21.0 + v * vertex_bytes;
     let reduction = v * 4.0;
-    let operator = match width {
-        Some(w) => v * (2.0 * 16.0 * w as f64 + 8.0 + 32.0 + 4.0 + 32.0 + 32.0 + 4.0 + 8.0 + 16.0),
+    let operator = match entries {
+        Some(w) => v * (2.0 * 16.0 * w + 8.0 + 32.0 + 4.0 + 32.0 + 32.0 + 4.0 + 8.0 + 16.0),
         None => tet_pass(4.0) + gather(48.0) + tet_pass(16.0) + gather(16.0),
     };
     match stage {

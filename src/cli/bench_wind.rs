@@ -178,7 +178,7 @@ fn print_row(r: &Row, json: bool) {
     let _ = outln!(
         "{:>9} tets {:>8} vertices dt {:.3} s: step median {:.3} ms (p10 {:.3}, p90 {:.3}), \
          first {:.1} ms, start-up {:.0} ms / {} it; CG {:.1} it/step, {} not converged, \
-         divergence after {:.2e} 1/s",
+         divergence after {:.2e} 1/s; operator {}",
         r.tetrahedra,
         r.vertices,
         r.dt,
@@ -190,7 +190,8 @@ fn print_row(r: &Row, json: bool) {
         r.startup_iterations,
         r.iterations,
         r.not_converged,
-        r.divergence_after
+        r.divergence_after,
+        r.operator
     );
     for s in &r.stages {
         let _ = outln!(

@@ -353,7 +353,11 @@ impl ParticleSource for SnowSource {
                     *iterations += u64::from(s.iterations);
                     stepped = true;
                 }
-                if stepped && let Some(solve) = &self.setup.solve {
+                // The view's samples follow the wind only while the view is shown.
+                if stepped
+                    && let Some(solve) = &self.setup.solve
+                    && crate::wind::view::take_request(&solve.view)
+                {
                     crate::wind::view::refresh(solver, &solve.view_vertices, &solve.view)?;
                 }
                 if let Some(snow) = snow.as_mut() {

@@ -523,6 +523,8 @@ pub struct Assembled {
     pub q: KernelId,
     /// Entries per vertex of the tables.
     pub width: usize,
+    /// Entries per vertex before the row's end, on average.
+    pub mean_width: f64,
 }
 
 impl Assembled {
@@ -547,7 +549,9 @@ impl Assembled {
                          double4 s = 0.0;
                          for (int k = 0; k < {width}; k++) {{
                              const float4 c = VerGelTab[k * n + VerIdx];
-                             s += convert_double4(c) * Ver{var}Tab[as_int(c.w)];
+                             const int w = as_int(c.w);
+                             if (w < 0) break;
+                             s += convert_double4(c) * Ver{var}Tab[w];
                          }}
                          s.w = 0.0;
                          VerG = (VerFlg & WIND_FIXED_PRESSURE) ? (double4)(0.0)
@@ -570,7 +574,9 @@ impl Assembled {
                      double q = 0.0;
                      for (int k = 0; k < {width}; k++) {{
                          const float4 c = VerDelTab[k * n + VerIdx];
-                         const double4 g = VerGTab[as_int(c.w)];
+                         const int w = as_int(c.w);
+                         if (w < 0) break;
+                         const double4 g = VerGTab[w];
                          q += (double)c.x * g.x + (double)c.y * g.y + (double)c.z * g.z;
                      }}
                      if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
@@ -585,6 +591,7 @@ impl Assembled {
             grad_pressure,
             q,
             width,
+            mean_width: tables.mean_width,
         })
     }
 }

@@ -20,6 +20,19 @@ pub struct Samples {
     pub generation: u64,
     /// Colour ranges of the field at the last refresh.
     pub ranges: Option<FieldRanges>,
+    /// Set by the view on every frame it is shown and cleared by the next refresh: reading
+    /// the whole field back (and its pressure percentiles) costs milliseconds per wind step,
+    /// which a run that does not show the view must not pay.
+    pub wanted: bool,
+}
+
+/// Whether the view has been shown since the last refresh (clearing the request).
+pub fn take_request(samples: &SharedSamples) -> bool {
+    let mut s = match samples.lock() {
+        Ok(s) => s,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    std::mem::take(&mut s.wanted)
 }
 
 /// Samples shared between the simulation and the view.
@@ -101,10 +114,11 @@ impl FieldSource for SolvedView {
         _time: f32,
         _timeline: &mut Timeline,
     ) -> sim::Result<()> {
-        let s = match self.samples.lock() {
+        let mut s = match self.samples.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
         };
+        s.wanted = true;
         if s.generation != self.shown && s.points.len() == 2 * self.count {
             field.write(&s.points)?;
             self.shown = s.generation;

@@ -587,7 +587,11 @@ fn the_solved_view_shows_the_solver_fields() {
     let indices = view::sample_vertices(m.0.len(), 40);
     let shared = view::SharedSamples::default();
     view::refresh(&mut solver, &indices, &shared).unwrap();
-    let mut field = SolvedView::new(shared, indices.len());
+    assert!(
+        !view::take_request(&shared),
+        "nothing asks for samples before the view is shown"
+    );
+    let mut field = SolvedView::new(shared.clone(), indices.len());
     let context = context();
     field.prepare(&context).unwrap();
     let mut buffer =
@@ -601,6 +605,14 @@ fn the_solved_view_shows_the_solver_fields() {
             &mut timeline,
         )
         .unwrap();
+    assert!(
+        view::take_request(&shared),
+        "a shown view asks the simulation for the next wind step's samples"
+    );
+    assert!(
+        !view::take_request(&shared),
+        "one refresh answers the request"
+    );
     let drawn = buffer.read().unwrap();
     let (u, p) = (solver.velocity().unwrap(), solver.pressure().unwrap());
     for (k, &i) in indices.iter().enumerate() {
