@@ -68,13 +68,14 @@ impl Default for Settings {
 
 impl Settings {
     /// Whether the solve checks its convergence after `iterations` iterations: 1, 2, 4, then
-    /// every [`check_every`](Self::check_every) (the first three only when the last solve
-    /// needed fewer than `check_every`). Each check costs one operator (the true residual)
-    /// and two reductions. On the valley (H100), checking only every 8
+    /// every [`check_every`](Self::check_every). Each check costs one operator (the true
+    /// residual) and a wait for the device. On the valley (H100), checking only every 8
     /// iterations made the median step 2.6 ms; every 2, 1.35 ms but with the solves stopping
     /// just under the tolerance; 1, 2, 4 and then 8, with the early checks asking for half
     /// the tolerance, 1.68 ms with 2 of 1 000 steps at the iteration cap (1.00 ms once the
-    /// tetrahedron passes stored f32).
+    /// tetrahedron passes stored f32). With a wind step every frame (11 iterations a step),
+    /// dropping the checks at 1, 2 and 4 when the last solve needed 8 or more made the
+    /// solves longer (13.7 iterations) and the frame slower (388 against 454 steps/s).
     pub fn checks_after(&self, iterations: u32) -> bool {
         (iterations.is_power_of_two() && iterations < self.check_every)
             || iterations.is_multiple_of(self.check_every)
@@ -427,26 +428,26 @@ impl Solver {
         tl.stage("wind.divergence");
         self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, tl)?;
         tl.stage("wind.pressure");
-        let mut solve = self.start_solve(max_iterations, tl)?;
-        // The projection and the statistics go in behind the batch, so that one read answers
-        // both; a solve that needs another batch projects (from the same `Str`) again.
-        let s = loop {
-            self.enqueue_projection(tl)?;
-            let s = self.stats.read()?;
-            if self.read_batch(&mut solve, &s) {
-                break s;
-            }
-            // The check's divergence wrote `B` from `Vel` (and reset the parameters'
-            // residual): `B` comes again from `Str`, the same kernels on the same field.
-            tl.stage("wind.divergence");
-            self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, tl)?;
-            tl.stage("wind.pressure");
-            self.enqueue_batch(&mut solve, tl)?;
-        };
-        // The next solve's first batch: as many iterations as this one needed.
-        let iterations = solve.converged.unwrap_or(solve.iterations);
-        self.predicted_iterations = iterations.max(1);
-        let (residuals, converged) = (solve.residuals, solve.converged.is_some());
+        let (iterations, residuals, converged) = self.solve(max_iterations, tl)?;
+        tl.stage("wind.project");
+        self.gml.enqueue(self.kernels.grad_pressure, tl)?;
+        self.gml.enqueue(self.kernels.project, tl)?;
+        tl.stage("wind.check");
+        self.enqueue_divergence(self.kernels.tet_div_vel, slot::DIV_AFTER, tl)?;
+        let f = self.fields;
+        self.gml
+            .reduce_into(f.energy, Reduction::Sum, &self.stats, slot::ENERGY, tl)?;
+        self.gml.reduce_vector_into(
+            f.vel,
+            Reduction::Linf,
+            VectorMode::Norm,
+            &self.stats,
+            slot::MAX_SPEED,
+            tl,
+        )?;
+        self.gml
+            .reduce_into(f.lost, Reduction::Sum, &self.stats, slot::LOST, tl)?;
+        let s = self.stats.read()?;
         let stats = StepStats {
             step,
             iterations,
@@ -476,30 +477,6 @@ impl Solver {
             return Err(self.not_finite("project", step, f.vel, "velocity"));
         }
         Ok(stats)
-    }
-
-    /// Enqueues the projection of `Str` into `Vel` with the pressure in `X`, and the step's
-    /// statistics (divergence after, energy, largest speed, lost walks).
-    fn enqueue_projection(&mut self, tl: &mut Timeline) -> Result<()> {
-        tl.stage("wind.project");
-        self.gml.enqueue(self.kernels.grad_pressure, tl)?;
-        self.gml.enqueue(self.kernels.project, tl)?;
-        tl.stage("wind.check");
-        self.enqueue_divergence(self.kernels.tet_div_vel, slot::DIV_AFTER, tl)?;
-        let f = self.fields;
-        self.gml
-            .reduce_into(f.energy, Reduction::Sum, &self.stats, slot::ENERGY, tl)?;
-        self.gml.reduce_vector_into(
-            f.vel,
-            Reduction::Linf,
-            VectorMode::Norm,
-            &self.stats,
-            slot::MAX_SPEED,
-            tl,
-        )?;
-        self.gml
-            .reduce_into(f.lost, Reduction::Sum, &self.stats, slot::LOST, tl)?;
-        Ok(())
     }
 
     fn not_finite(
@@ -585,23 +562,30 @@ impl Solver {
     /// operator), not the recursion's estimate of it, and leaves it in the parameters, where
     /// every later iteration kernel reads it and does nothing once it is below the limit. So
     /// the host enqueues a whole batch of iterations (as many as the last solve needed) with
-    /// their checks and reads each check's residual from the statistics only after the
-    /// projection and the step's statistics are enqueued behind them: one wait per step
-    /// (see [`project_star`](Self::project_star)). A solve that has not converged at the
-    /// batch's end goes on in batches of [`Settings::check_every`].
+    /// their checks and waits once, reading each check's residual from the statistics, rather
+    /// than waiting at every check with the device idle meanwhile. (Enqueuing the projection
+    /// behind the batch, to wait once per step, was slower on the H100: the steps whose solve
+    /// needs a second batch then divide and project twice, 440 against 454 steps/s.) A solve that has not
+    /// converged at the batch's end goes on in batches of [`Settings::check_every`].
     ///
     /// The vectors are double: in f32 the recursive residual drifted from the true one by 2×
     /// within 50 iterations on a hill mesh, and replacing it (with or without its `r·z`) broke
     /// the conjugacy. The M⁻¹-weighted residual is not monotone under CG (it rose 1.7× for
     /// 16 iterations mid-solve there), so there is no stagnation stop: the iteration cap ends a
     /// solve that cannot converge.
-    ///
-    /// This enqueues the start and the first batch.
-    fn start_solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
+    fn solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
         let k = self.kernels;
         let f = self.fields;
         let limit = self.residual_limit();
         self.set_residual_limit(limit)?;
+        let volume = self.unknown_volume;
+        let dt = self.dt;
+        // The RMS divergence a check's `Σ r²/m` stands for (early checks are scaled, see
+        // `EARLY_MARGIN`).
+        let rms = |rr: f64, at: u32, every: u32| {
+            let scale = if at < every { EARLY_SCALE } else { 1.0 };
+            dt * (rr.max(0.0) / scale / volume).sqrt()
+        };
         // `gather_div` set the parameters' residual to infinity: the start is not skipped.
         self.enqueue_operator(Operand::Pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
@@ -613,90 +597,62 @@ impl Solver {
             tl,
         )?;
         self.enqueue_residual_reductions(0, tl)?;
-        let predicted = self.predicted_iterations.clamp(1, max_iterations.max(1));
-        let mut solve = Solve {
-            max_iterations,
-            limit,
-            early_checks: predicted < self.settings.check_every,
-            horizon: predicted,
-            iterations: 0,
-            slot: 0,
-            batch: vec![0],
-            residuals: Vec::new(),
-            converged: None,
-        };
-        self.enqueue_batch(&mut solve, tl)?;
-        Ok(solve)
-    }
-
-    /// Enqueues the iterations up to `solve.horizon` (or the cap), with their checks and one
-    /// at the batch's end.
-    fn enqueue_batch(&mut self, solve: &mut Solve, tl: &mut Timeline) -> Result<()> {
-        let k = self.kernels;
-        let f = self.fields;
+        let mut batch = vec![0u32];
+        let mut residuals = Vec::new();
+        let mut converged = None;
+        let mut slot = 0usize;
+        let mut iterations = 0;
         let every = self.settings.check_every;
-        let max = solve.max_iterations;
-        while solve.iterations < solve.horizon.min(max) && solve.batch.len() < HISTORY {
-            let slot = solve.slot;
-            self.enqueue_operator(Operand::Direction, tl)?;
-            self.gml.reduce_into_parameters(
-                f.pq,
-                Reduction::Sum,
-                &self.params,
-                kernels::PQ_OFFSET,
-                tl,
-            )?;
-            self.gml.enqueue(k.cg_update[slot], tl)?;
-            self.gml.reduce_into_parameters(
-                f.rz,
-                Reduction::Sum,
-                &self.params,
-                kernels::rz_offset(1 - slot),
-                tl,
-            )?;
-            self.gml.enqueue(k.cg_direction[slot], tl)?;
-            solve.slot = 1 - slot;
-            solve.iterations += 1;
-            let at = solve.iterations;
-            let scheduled =
-                self.settings.checks_after(at) && (solve.early_checks || at >= every);
-            if scheduled || at == max {
-                self.enqueue_check(at, solve.batch.len(), tl)?;
-                solve.batch.push(at);
+        let mut horizon = self.predicted_iterations.clamp(1, max_iterations.max(1));
+        loop {
+            while iterations < horizon.min(max_iterations) && batch.len() < HISTORY {
+                self.enqueue_operator(Operand::Direction, tl)?;
+                self.gml.reduce_into_parameters(
+                    f.pq,
+                    Reduction::Sum,
+                    &self.params,
+                    kernels::PQ_OFFSET,
+                    tl,
+                )?;
+                self.gml.enqueue(k.cg_update[slot], tl)?;
+                self.gml.reduce_into_parameters(
+                    f.rz,
+                    Reduction::Sum,
+                    &self.params,
+                    kernels::rz_offset(1 - slot),
+                    tl,
+                )?;
+                self.gml.enqueue(k.cg_direction[slot], tl)?;
+                slot = 1 - slot;
+                iterations += 1;
+                if self.settings.checks_after(iterations) || iterations == max_iterations {
+                    self.enqueue_check(iterations, batch.len(), tl)?;
+                    batch.push(iterations);
+                }
             }
-        }
-        if solve.batch.last() != Some(&solve.iterations) {
-            self.enqueue_check(solve.iterations, solve.batch.len(), tl)?;
-            solve.batch.push(solve.iterations);
-        }
-        Ok(())
-    }
-
-    /// Reads the batch's checks from the statistics `stats`; returns whether the solve is
-    /// over (converged or at its cap), else sets the next batch's horizon.
-    fn read_batch(&self, solve: &mut Solve, stats: &[f64]) -> bool {
-        let every = self.settings.check_every;
-        let (volume, dt) = (self.unknown_volume, self.dt);
-        // The RMS divergence a check's `Σ r²/m` stands for (early checks are scaled, see
-        // `EARLY_MARGIN`).
-        let rms = |rr: f64, at: u32| {
-            let scale = if at < every { EARLY_SCALE } else { 1.0 };
-            dt * (rr.max(0.0) / scale / volume).sqrt()
-        };
-        for (i, &at) in solve.batch.iter().enumerate() {
-            let rr = stats[slot::HISTORY + i];
-            solve.residuals.push((at, rms(rr, at)));
-            if rr <= solve.limit {
-                solve.converged = Some(at);
+            if batch.last() != Some(&iterations) {
+                self.enqueue_check(iterations, batch.len(), tl)?;
+                batch.push(iterations);
+            }
+            let stats = self.stats.read()?;
+            for (i, &at) in batch.iter().enumerate() {
+                let rr = stats[slot::HISTORY + i];
+                residuals.push((at, rms(rr, at, every)));
+                if rr <= limit {
+                    converged = Some(at);
+                    break;
+                }
+            }
+            batch.clear();
+            if converged.is_some() || iterations >= max_iterations {
                 break;
             }
+            horizon = iterations + every.max(1);
         }
-        solve.batch.clear();
-        if solve.converged.is_some() || solve.iterations >= solve.max_iterations {
-            return true;
-        }
-        solve.horizon = solve.iterations + every.max(1);
-        false
+        // The next solve's first batch: as many iterations as this one needed.
+        let needed = converged.unwrap_or(iterations);
+        self.predicted_iterations = needed.max(1);
+        Ok((needed, residuals, converged.is_some()))
     }
 
     /// `Σ r²/m` at or below which a check has converged: an RMS divergence of
@@ -952,30 +908,8 @@ pub(crate) const EARLY_SCALE: f64 = 1.0 / (EARLY_MARGIN * EARLY_MARGIN);
 /// Most convergence checks in one batch of a solve (the statistics' history slots).
 const HISTORY: usize = 16;
 
-/// A pressure solve under way: what is enqueued and what its checks have said.
-#[derive(Debug)]
-struct Solve {
-    /// The iteration cap.
-    max_iterations: u32,
-    /// `Σ r²/m` at which a check has converged.
-    limit: f64,
-    /// Whether the checks at 1, 2 and 4 iterations are enqueued: only when the last solve
-    /// needed fewer than [`Settings::check_every`] iterations (a solve that needed 11 would
-    /// pay three checks, 15 launches, for nothing).
-    early_checks: bool,
-    /// The current batch ends at this iteration.
-    horizon: u32,
-    /// Iterations enqueued.
-    iterations: u32,
-    /// Which `r·z` slot the next iteration's update reads.
-    slot: usize,
-    /// The iterations after which the current batch checks (history slot by slot).
-    batch: Vec<u32>,
-    /// Every check read so far: iteration and RMS divergence.
-    residuals: Vec<(u32, f64)>,
-    /// The check at which the solve converged.
-    converged: Option<u32>,
-}
+/// What a pressure solve did: iterations, the residual at each check, whether it converged.
+type Solve = (u32, Vec<(u32, f64)>, bool);
 
 /// The divergence floor's factor (see [`Solver::divergence_floor`]).
 const FLOOR: f64 = 1e-5;
