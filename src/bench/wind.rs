@@ -166,7 +166,9 @@ pub fn measure(
         not_converged,
         divergence_after: divergence / n,
         operator: match (solver.operator_width(), solver.operator_mean_width()) {
-            (Some(w), Some(m)) => format!("assembled, {w} entries per row at most, {m:.1} on average"),
+            (Some(w), Some(m)) => {
+                format!("assembled, {w} entries per row at most, {m:.1} on average")
+            }
             _ => "tetrahedra".to_string(),
         },
         copy_gbs: copy_bytes_per_s / 1e9,

@@ -209,7 +209,10 @@ mod tests {
                 let dr = a.div[slot * n + vertex];
                 assert_eq!(gr[3].to_bits(), dr[3].to_bits());
                 if gr[3].to_bits() == END {
-                    assert!(gr[..3] == [0.0; 3] && dr[..3] == [0.0; 3], "padding at {vertex}");
+                    assert!(
+                        gr[..3] == [0.0; 3] && dr[..3] == [0.0; 3],
+                        "padding at {vertex}"
+                    );
                     ended = true;
                     continue;
                 }
