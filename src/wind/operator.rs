@@ -21,8 +21,8 @@
 //! The rows are padded to the widest one-ring (ELLPACK), column-major (`slot × vertices +
 //! vertex`) so that neighbouring work-items read neighbouring entries. A row ends at its first
 //! padding entry, whose column is [`END`]: the kernels stop there rather than read the
-//! padding, which on the valley (one-rings of 15 entries on average, 31 at most) would be half
-//! the tables' traffic. A mesh whose widest one-ring is wider than [`MAX_WIDTH`] keeps the
+//! padding, which on the valley (one-rings of 14.5 entries on average, 19 at most) was a
+//! quarter of the tables' traffic. A mesh whose widest one-ring is wider than [`MAX_WIDTH`] keeps the
 //! matrix-free operator.
 
 use rayon::prelude::*;

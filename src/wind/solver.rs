@@ -563,10 +563,11 @@ impl Solver {
     /// every later iteration kernel reads it and does nothing once it is below the limit. So
     /// the host enqueues a whole batch of iterations (as many as the last solve needed) with
     /// their checks and waits once, reading each check's residual from the statistics, rather
-    /// than waiting at every check with the device idle meanwhile. (Enqueuing the projection
-    /// behind the batch, to wait once per step, was slower on the H100: the steps whose solve
-    /// needs a second batch then divide and project twice, 440 against 454 steps/s.) A solve that has not
+    /// than waiting at every check with the device idle meanwhile. A solve that has not
     /// converged at the batch's end goes on in batches of [`Settings::check_every`].
+    /// (Enqueuing the projection behind the batch, to wait once per step, was slower on the
+    /// H100: the steps whose solve needs a second batch then divide and project twice, 440
+    /// against 454 steps/s.)
     ///
     /// The vectors are double: in f32 the recursive residual drifted from the true one by 2×
     /// within 50 iterations on a hill mesh, and replacing it (with or without its `r·z`) broke

@@ -2,7 +2,7 @@
 //! pressure at a spread of mesh vertices, handed from the simulation (which steps the wind)
 //! to the view (which the session asks for the field buffer).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::sim::{self, FieldRanges, FieldSource};
@@ -28,15 +28,18 @@ pub struct Samples {
 
 /// Whether the view has been shown since the last refresh (clearing the request).
 pub fn take_request(samples: &SharedSamples) -> bool {
-    let mut s = match samples.lock() {
-        Ok(s) => s,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut s = lock(samples);
     std::mem::take(&mut s.wanted)
 }
 
 /// Samples shared between the simulation and the view.
 pub type SharedSamples = Arc<Mutex<Samples>>;
+
+/// The samples, also after a panic elsewhere poisoned the lock (they stay consistent: every
+/// writer replaces whole fields).
+fn lock(samples: &SharedSamples) -> MutexGuard<'_, Samples> {
+    samples.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// `count` vertices spread over the mesh: every k-th of a renumbered (space-filling curve)
 /// order, which spreads them through the volume.
@@ -61,10 +64,7 @@ pub fn refresh(solver: &mut Solver, indices: &[u32], samples: &SharedSamples) ->
         points.push([p[0] as f32, p[1] as f32, p[2] as f32, 0.0]);
         points.push([u[0], u[1], u[2], pressure[i as usize]]);
     }
-    let mut s = match samples.lock() {
-        Ok(s) => s,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut s = lock(samples);
     let speed_max = velocity
         .iter()
         .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
@@ -114,10 +114,7 @@ impl FieldSource for SolvedView {
         _time: f32,
         _timeline: &mut Timeline,
     ) -> sim::Result<()> {
-        let mut s = match self.samples.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut s = lock(&self.samples);
         s.wanted = true;
         if s.generation != self.shown && s.points.len() == 2 * self.count {
             field.write(&s.points)?;
@@ -127,10 +124,7 @@ impl FieldSource for SolvedView {
     }
 
     fn ranges(&self) -> FieldRanges {
-        let s = match self.samples.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let s = lock(&self.samples);
         s.ranges.unwrap_or(FieldRanges {
             speed_max: 1.0,
             pressure: [0.0, 1.0],
