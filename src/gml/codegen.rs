@@ -80,6 +80,12 @@ pub(crate) enum Arg {
     Link(DataId),
     /// The parameter struct.
     Params,
+    /// The work-groups' partial sums of a kernel that folds sums (`KernelSpec::sums`).
+    SumPartials,
+    /// The ticket that tells the work-group finishing last.
+    SumTicket,
+    /// Local memory for a work-group's fold of its sums.
+    SumScratch,
 }
 
 /// What one generated source depends on.
@@ -88,6 +94,9 @@ pub(crate) struct Variant {
     pub width: Option<usize>,
     /// Whether that table's rows are consecutive entities.
     pub contiguous: bool,
+    /// Sums the kernel folds itself (`KernelSpec::sums`): the body then runs in a function
+    /// the kernel calls, so that its `return` cannot skip the fold's barriers.
+    pub sums: Option<usize>,
 }
 
 /// A generated kernel: the parts of its source and its argument list.
@@ -96,8 +105,11 @@ pub(crate) struct Generated {
     pub prologue: String,
     /// The user's body.
     pub body: String,
-    /// The stores and the closing brace.
+    /// The stores and the closing brace; with sums, also the kernel that calls the body's
+    /// function and folds the sums, up to its `finish` block.
     pub epilogue: String,
+    /// With sums, what follows the `finish` block (empty otherwise).
+    pub tail: String,
     pub args: Vec<Arg>,
 }
 
@@ -212,9 +224,13 @@ fn emit(
         "const int GmlFirst".into(),
         "gml's first entity",
     );
-    b.line("const int GmlCnt = get_global_id(0);");
     b.claim("GmlCnt", "gml's work-item index", false);
-    b.line("if (GmlCnt >= GmlCount) return;");
+    if variant.sums.is_some() {
+        b.claim("GmlSum", "gml's sums", false);
+    } else {
+        b.line("const int GmlCnt = get_global_id(0);");
+        b.line("if (GmlCnt >= GmlCount) return;");
+    }
     if variant.contiguous || uplink.is_none() {
         b.line(format!("const int {l}Idx = GmlFirst + GmlCnt;"));
     } else {
@@ -437,16 +453,71 @@ fn emit(
         "__global GmlParSct *GmlPar".into(),
         "the parameter struct",
     );
+    let params = b.params.join(",\n    ");
     let mut prologue = String::new();
-    let _ = writeln!(prologue, "__kernel void {name}(");
-    let _ = writeln!(prologue, "    {})", b.params.join(",\n    "));
+    match variant.sums {
+        None => {
+            let _ = writeln!(prologue, "__kernel void {name}(");
+            let _ = writeln!(prologue, "    {params})");
+        }
+        Some(_) => {
+            let _ = writeln!(prologue, "static void {name}_gml_item(");
+            let _ = writeln!(prologue, "    {params},");
+            prologue.push_str("    const int GmlCnt,\n    GML_SUM_T *GmlSum)\n");
+        }
+    }
     prologue.push_str("{\n");
     prologue.push_str(&b.code);
     prologue.push_str("    {\n");
+    let mut epilogue = format!("    }}\n{epilogue}");
+    let mut tail = String::new();
+    if let Some(count) = variant.sums {
+        // The names of the item function's parameters, in order, for the call.
+        let names: Vec<&str> = b
+            .params
+            .iter()
+            .map(|d| d.rsplit([' ', '*']).next().unwrap_or_default())
+            .collect();
+        let names = names.join(", ");
+        b.arg(
+            Arg::SumPartials,
+            "__global GML_SUM_T *GmlSumPart".into(),
+            "gml's partial sums",
+        );
+        b.arg(
+            Arg::SumTicket,
+            "__global uint *GmlSumTicket".into(),
+            "gml's sum ticket",
+        );
+        b.arg(
+            Arg::SumScratch,
+            "__local GML_SUM_T *GmlSumScratch".into(),
+            "gml's sum scratch",
+        );
+        b.claim("GmlSumLast", "gml's last-group flag", false);
+        let _ = write!(
+            epilogue,
+            "\n__kernel void {name}(\n    {params},\n    \
+             __global GML_SUM_T *GmlSumPart,\n    \
+             __global uint *GmlSumTicket,\n    \
+             __local GML_SUM_T *GmlSumScratch)\n\
+             {{\n    \
+             __local uint GmlSumLast;\n    \
+             GML_SUM_T GmlSum[{count}];\n    \
+             for (int k = 0; k < {count}; k++) GmlSum[k] = 0;\n    \
+             const int GmlCnt = get_global_id(0);\n    \
+             if (GmlCnt < GmlCount) {name}_gml_item({names}, GmlCnt, GmlSum);\n    \
+             if (!gml_sums_fold(GmlSum, GmlSumPart, GmlSumTicket, GmlSumScratch, &GmlSumLast))\n        \
+             return;\n    \
+             {{\n"
+        );
+        tail.push_str("    }\n}\n");
+    }
     let generated = Generated {
         prologue,
         body: body.to_string(),
-        epilogue: format!("    }}\n{epilogue}"),
+        epilogue,
+        tail,
         args: b.args,
     };
     (generated, b.claims)
@@ -696,6 +767,7 @@ mod tests {
             &Variant {
                 width: None,
                 contiguous: true,
+                sums: None,
             },
             "TriBar = TriCrd[0];",
         )
@@ -735,6 +807,7 @@ mod tests {
             &Variant {
                 width: Some(16),
                 contiguous: false,
+                sums: None,
             },
             "",
         )
@@ -749,6 +822,7 @@ mod tests {
         Variant {
             width: None,
             contiguous: true,
+            sums: None,
         }
     }
 

@@ -313,6 +313,14 @@ pub enum GmlError {
     /// The kernel handle does not belong to this instance.
     #[error("kernel handle {0} does not belong to this gml instance")]
     UnknownKernel(usize),
+    /// A kernel's sums (`KernelSpec::sums`) cannot be folded as asked.
+    #[error("kernel `{kernel}` cannot fold its sums: {why}")]
+    Sums {
+        /// The kernel.
+        kernel: String,
+        /// What stops it.
+        why: String,
+    },
     /// A reduction over a field of no lines.
     #[error("reduction of `{0}`: the field has no values")]
     EmptyReduction(String),

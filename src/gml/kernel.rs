@@ -84,7 +84,18 @@ pub struct KernelSpec {
     loop_kind: MeshKind,
     accesses: Vec<Access>,
     body: String,
+    sums: Option<Sums>,
 }
+
+/// Sums a kernel folds itself: how many, and the code that receives the totals.
+#[derive(Clone, Debug)]
+struct Sums {
+    count: usize,
+    finish: String,
+}
+
+/// Most sums one kernel may fold.
+pub const MAX_SUMS: usize = 8;
 
 impl KernelSpec {
     /// A kernel called `name` (an OpenCL identifier) looping over every entity of `loop_kind`.
@@ -94,6 +105,7 @@ impl KernelSpec {
             loop_kind,
             accesses: Vec::new(),
             body: String::new(),
+            sums: None,
         }
     }
 
@@ -107,6 +119,23 @@ impl KernelSpec {
     /// names or gml's (see the module documentation of [`gml`](super), "Names").
     pub fn body(mut self, body: &str) -> Self {
         self.body = body.to_string();
+        self
+    }
+
+    /// Makes the kernel fold `count` sums over its entities itself, without a reduction
+    /// launch: the body sets (or adds to) `GmlSum[k]`, its entity's term of sum `k` (zero on
+    /// entry; double where the device has fp64, float otherwise); once every entity is done,
+    /// the work-group that finishes last runs `finish` once, with the totals in `GmlSum[k]`
+    /// and the parameters writable (`GmlPar->dot = GmlSum[0];`), where later kernels of the
+    /// queue read them. A body's `return` ends only its own entity. This is how a Krylov
+    /// solver gets its dot products for free: the kernel that computes `A d` also sums
+    /// `d · A d`. At most [`MAX_SUMS`] sums, and not through an uplink (its kernels run once
+    /// per degree table, the fold needs one launch).
+    pub fn sums(mut self, count: usize, finish: &str) -> Self {
+        self.sums = Some(Sums {
+            count,
+            finish: finish.to_string(),
+        });
         self
     }
 }
@@ -131,6 +160,16 @@ pub(crate) struct CompiledVariant {
     /// Rows of its table and first entity, as of the last [`prepare`].
     rows: usize,
     first: i32,
+    /// With sums, the work-groups' partials and the last-group ticket.
+    sum_buffers: Option<SumBuffers>,
+}
+
+/// The device side of a kernel's sums: one partial per work-group and sum, and the ticket.
+struct SumBuffers {
+    partials: DeviceBuffer<u8>,
+    ticket: DeviceBuffer<u32>,
+    /// Work-groups the partials have room for.
+    groups: usize,
 }
 
 /// A compiled kernel with its variants.
@@ -331,6 +370,7 @@ fn variants(
                     Variant {
                         width: Some(t.width),
                         contiguous: t.first.is_some(),
+                        sums: None,
                     },
                     Some(i),
                 )
@@ -340,6 +380,7 @@ fn variants(
             Variant {
                 width: None,
                 contiguous: true,
+                sums: None,
             },
             None,
         )],
@@ -466,6 +507,10 @@ pub(crate) fn is_reserved(name: &str) -> bool {
 fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
     check_identifier(&spec.name)?;
     let (accesses, uplink) = resolve(gml, spec).map_err(|e| in_kernel(&spec.name, e))?;
+    if let Some(sums) = &spec.sums {
+        check_sums(spec, sums, uplink)?;
+    }
+    let sum_double = spec.sums.is_some() && gml.has_fp64();
     build_links(gml, spec.loop_kind, &accesses)?;
     let toolkit = Source::embedded(
         "gml_toolkit.cl",
@@ -489,7 +534,8 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
     );
     let mut compiled_variants = Vec::new();
     let uplink_version = uplink.and_then(|up| gml.links.version(spec.loop_kind, up));
-    for (variant, table) in variants(gml, spec.loop_kind, uplink) {
+    for (mut variant, table) in variants(gml, spec.loop_kind, uplink) {
+        variant.sums = spec.sums.as_ref().map(|s| s.count);
         let generated = codegen::generate(
             &spec.name,
             spec.loop_kind,
@@ -500,7 +546,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         )?;
         let generated_name = format!("{}.generated", spec.name);
         let mut sources = Vec::new();
-        if double {
+        if double || sum_double {
             sources.push(Source::new(
                 "fp64",
                 "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
@@ -517,9 +563,27 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
             sources.push(Source::new("user toolkit", gml.toolkit.clone()));
         }
         sources.push(Source::new("parameters", params.clone()));
+        if let Some(sums) = &spec.sums {
+            let t = if sum_double { "double" } else { "float" };
+            sources.push(Source::new(
+                "sums",
+                format!("#define GML_SUM_T {t}\n#define GML_SUMS {}\n", sums.count),
+            ));
+            sources.push(Source::embedded(
+                "gml_sums.cl",
+                include_str!("../../kernels/gml_sums.cl"),
+            )?);
+        }
         sources.push(Source::new(generated_name.clone(), generated.prologue));
         sources.push(Source::new(spec.name.clone(), generated.body));
-        sources.push(Source::new(generated_name, generated.epilogue));
+        sources.push(Source::new(generated_name.clone(), generated.epilogue));
+        if let Some(sums) = &spec.sums {
+            sources.push(Source::new(
+                format!("{}.finish", spec.name),
+                sums.finish.clone(),
+            ));
+            sources.push(Source::new(generated_name, generated.tail));
+        }
         let source: String = sources
             .iter()
             .map(|s| format!("// ---- {} ----\n{}", s.name, s.text))
@@ -549,6 +613,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
             multiple,
             rows: 0,
             first: 0,
+            sum_buffers: None,
         });
     }
     Ok(Compiled {
@@ -561,6 +626,25 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         builds: 1,
         accesses,
         variants: compiled_variants,
+    })
+}
+
+/// Sums need one launch over the loop, and a count the fold can hold.
+fn check_sums(spec: &KernelSpec, sums: &Sums, uplink: Option<MeshKind>) -> Result<()> {
+    let why = if let Some(up) = uplink {
+        format!(
+            "it loops through the uplink {} → {up}, which runs one launch per degree table, \
+             and a fold needs one launch: write each entity's term to a field and reduce it",
+            spec.loop_kind
+        )
+    } else if !(1..=MAX_SUMS).contains(&sums.count) {
+        format!("{} sums asked for, 1 to {MAX_SUMS} allowed", sums.count)
+    } else {
+        return Ok(());
+    };
+    Err(GmlError::Sums {
+        kernel: spec.name.clone(),
+        why,
     })
 }
 
@@ -631,10 +715,27 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
             _ => (count, 0),
         })
         .collect();
+    let sums = gml.kernels[id.index].spec.sums.as_ref().map(|s| s.count);
+    let sum_size = if gml.has_fp64() { 8 } else { 4 };
     let kernel = &mut gml.kernels[id.index];
     for (variant, (rows, first)) in kernel.variants.iter_mut().zip(ranges) {
         variant.rows = rows;
         variant.first = first;
+        if let Some(count) = sums {
+            let work = WorkSize::choose(rows, variant.allowed, variant.multiple);
+            let groups = work.global / work.local;
+            if variant
+                .sum_buffers
+                .as_ref()
+                .is_none_or(|b| b.groups < groups)
+            {
+                variant.sum_buffers = Some(SumBuffers {
+                    partials: DeviceBuffer::zeroed(&context, groups * count * sum_size)?,
+                    ticket: DeviceBuffer::zeroed(&context, 1)?,
+                    groups,
+                });
+            }
+        }
     }
     // Generation is read after the uploads and link builds above, which may bump it.
     kernel.prepared = Some(gml.generation);
@@ -683,12 +784,14 @@ pub(crate) fn enqueue(gml: &mut Gml, id: KernelId, timeline: &mut Timeline) -> R
     prepare(gml, id)?;
     let kernel = &gml.kernels[id.index];
     for variant in &kernel.variants {
-        if variant.rows == 0 {
+        // A kernel with sums runs even over no entity: its `finish` then gets zeros.
+        if variant.rows == 0 && variant.sum_buffers.is_none() {
             continue;
         }
-        bind(gml, kernel.loop_kind, kernel.uplink, variant)?.enqueue_into(
+        let work = WorkSize::choose(variant.rows, variant.allowed, variant.multiple);
+        bind(gml, kernel.loop_kind, kernel.uplink, variant, work.local)?.enqueue_into(
             &gml.context,
-            WorkSize::choose(variant.rows, variant.allowed, variant.multiple),
+            work,
             timeline,
         )?;
     }
@@ -719,12 +822,14 @@ pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
     Ok(stages.iter().map(|s| s.busy).sum())
 }
 
-/// Sets every argument of one variant (those that changed since its last launch).
+/// Sets every argument of one variant (those that changed since its last launch), for
+/// work-groups of `local` work-items.
 fn bind<'k>(
     gml: &Gml,
     loop_kind: MeshKind,
     uplink: Option<MeshKind>,
     variant: &'k CompiledVariant,
+    local: usize,
 ) -> Result<KernelCall<'k>> {
     let missing = |what: &str| {
         GmlError::Cl(cl::Error::InvalidBuildInput(format!(
@@ -742,6 +847,12 @@ fn bind<'k>(
             .device
             .as_ref()
             .ok_or_else(|| missing("data"))
+    };
+    let sums = || {
+        variant
+            .sum_buffers
+            .as_ref()
+            .ok_or_else(|| missing("sum buffers"))
     };
     let mut call = variant.kernel.call();
     for arg in &variant.args {
@@ -778,6 +889,12 @@ fn bind<'k>(
                 )?,
                 Arg::Params => {
                     call.buffer(gml.params_buffer().ok_or_else(|| missing("parameters"))?)?
+                }
+                Arg::SumPartials => call.buffer(&sums()?.partials)?,
+                Arg::SumTicket => call.buffer(&sums()?.ticket)?,
+                Arg::SumScratch => {
+                    let count = sums()?.partials.len() / sums()?.groups.max(1);
+                    call.local::<u8>(local * count)?
                 }
             };
         }

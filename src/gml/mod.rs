@@ -79,7 +79,7 @@ pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
 pub use export::{ExportField, ExportedSolutions, ImportedField};
 pub use field::FieldBuffer;
-pub use kernel::{Access, KernelId, KernelSpec, Mode};
+pub use kernel::{Access, KernelId, KernelSpec, MAX_SUMS, Mode};
 pub use kind::MeshKind;
 pub use links::{LinkInfo, LinkTable};
 pub use params::{Parameters, PendingParameters};

@@ -38,25 +38,37 @@ pub struct Params {
     pub max_hops: i32,
     /// Vertices: the stride of the assembled operator's slots.
     pub vertices: i32,
-    /// Padding to a multiple of 8 bytes.
-    pub pad: i32,
+    /// Convergence checks since the solve began (the divergence kernel resets it): check `i`
+    /// writes its `Σ r²/m` into `history[i % HISTORY]`.
+    pub checks: i32,
     /// The convergence limit of `rr`: once `rr` is at or below it, the iteration kernels
     /// return at once (the host has enqueued more iterations than the solve needs).
     pub rr_limit: f64,
+    /// `Σ r²/m` of the solve's last [`HISTORY`] checks, where the host reads them after a
+    /// batch.
+    pub history: [f64; HISTORY],
 }
+
+/// Most convergence checks in one batch of a solve: the slots of [`Params::history`].
+pub const HISTORY: usize = 16;
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
-     float inv_dt; float tolerance; int max_hops; int vertices; int pad; double rr_limit; } GmlParSct;\n";
+     float inv_dt; float tolerance; int max_hops; int vertices; int checks; double rr_limit; \
+     double history[16]; } GmlParSct;\n";
 
-/// Byte offset of `rz[slot]` in [`Params`].
-pub fn rz_offset(slot: usize) -> usize {
-    8 * slot
-}
 /// Byte offset of `pq`.
 pub const PQ_OFFSET: usize = 16;
-/// Byte offset of `rr`.
-pub const RR_OFFSET: usize = 24;
+
+/// The `finish` of a kernel whose sum 0 is a convergence check's `Σ r²/m`: the residual the
+/// iteration kernels test, and the check's slot of the history.
+fn check_finish() -> String {
+    format!(
+        "GmlPar->rr = GmlSum[0];
+         GmlPar->history[GmlPar->checks % {HISTORY}] = GmlSum[0];
+         GmlPar->checks += 1;"
+    )
+}
 
 /// Every field of the solver.
 #[derive(Clone, Copy, Debug)]
@@ -89,12 +101,9 @@ pub struct Fields {
     pub dir: Solution<f64>,
     /// `A d`.
     pub q: Solution<f64>,
-    /// `d·q` per vertex.
+    /// `d·q` per vertex, for the reduction of the operator through the tetrahedra (the
+    /// assembled one folds it).
     pub pq: Solution<f64>,
-    /// `r·z` per vertex.
-    pub rz: Solution<f64>,
-    /// `r²/m` per vertex.
-    pub rr: Solution<f64>,
     /// Vertex gradient `P M⁻¹ G x` of a CG vector.
     pub grad: Solution<[f64; 4]>,
     /// Divergence (1/s), zero where the pressure is fixed.
@@ -137,8 +146,6 @@ impl Fields {
             dir: gml.new_solution(ver, 1, "Dir")?,
             q: gml.new_solution(ver, 1, "Q")?,
             pq: gml.new_solution(ver, 1, "PQ")?,
-            rz: gml.new_solution(ver, 1, "RZ")?,
-            rr: gml.new_solution(ver, 1, "RR")?,
             grad: gml.new_solution(ver, 1, "G")?,
             div: gml.new_solution(ver, 1, "Div")?,
             div_sq: gml.new_solution(ver, 1, "Dsq")?,
@@ -176,13 +183,16 @@ pub struct Kernels {
     pub gather_q: KernelId,
     /// Divergence, its square and the right-hand side.
     pub gather_div: KernelId,
-    /// CG start: `r = b − A x`, `z`, `d`, `r·z`, `r²/m` (from `Q = A x`).
+    /// CG start: `r = b − A x`, `z`, `d` (from `Q = A x`), folding `r·z` into `rz[0]` and
+    /// `Σ r²/m` as the first, early, check.
     pub cg_start: KernelId,
-    /// The true residual at a convergence check: `(b − A x)²/m` from `Q = A x`, into `RR`.
+    /// The true residual at a convergence check: `Σ (b − A x)²/m` from `Q = A x`, folded into
+    /// `rr` and the history.
     pub cg_residual: KernelId,
     /// The same scaled by `EARLY_SCALE`, for the checks before the first regular one.
     pub cg_residual_early: KernelId,
-    /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`.
+    /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`, folding the new `r·z` into
+    /// the other slot.
     pub cg_update: [KernelId; 2],
     /// CG direction with `β = rz[1]/rz[0]` / `rz[0]/rz[1]`.
     pub cg_direction: [KernelId; 2],
@@ -380,7 +390,7 @@ impl Kernels {
                      VerDsq = fixed ? 0.0f : (float)(w * w * VerBnd.s6);
                      VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;
                      // A new solve starts here: no iteration is skipped until its first check.
-                     if (VerIdx == 0) GmlPar->rr = INFINITY;",
+                     if (VerIdx == 0) { GmlPar->rr = INFINITY; GmlPar->checks = 0; }",
                 ),
         )?;
         let cg_start = gml.compile(
@@ -392,15 +402,17 @@ impl Kernels {
                 .access(Access::write(f.r))
                 .access(Access::write(f.z))
                 .access(Access::write(f.dir))
-                .access(Access::write(f.rz))
-                .access(Access::write(f.rr))
                 .body(&format!(
                     "VerR = VerB - VerQ;
                      VerZ = VerR * VerDia;
                      VerDir = VerZ;
-                     VerRZ = VerR * VerZ;
-                     VerRR = VerR * VerR * (double)VerBnd.s6 * {EARLY_SCALE:?};"
-                )),
+                     GmlSum[0] = VerR * VerR * (double)VerBnd.s6 * {EARLY_SCALE:?};
+                     GmlSum[1] = VerR * VerZ;"
+                ))
+                .sums(
+                    2,
+                    &format!("GmlPar->rz[0] = GmlSum[1];\n{}", check_finish()),
+                ),
         )?;
         let residual = |gml: &mut Gml, name: &str, scale: f64| {
             gml.compile(
@@ -408,11 +420,11 @@ impl Kernels {
                     .access(Access::read(f.rhs))
                     .access(Access::read(f.q))
                     .access(Access::read(f.bnd))
-                    .access(Access::write(f.rr))
                     .body(&format!(
                         "const double r = VerB - VerQ;
-                         VerRR = r * r * (double)VerBnd.s6 * {scale:?};"
-                    )),
+                         GmlSum[0] = r * r * (double)VerBnd.s6 * {scale:?};"
+                    ))
+                    .sums(1, &check_finish()),
             )
         };
         // The start's residual is the first check, an early one (see `EARLY_SCALE`).
@@ -426,18 +438,16 @@ impl Kernels {
                     .access(Access::read(f.dir))
                     .access(Access::read(f.q))
                     .access(Access::read(f.inv_diag))
-                    .access(Access::read(f.bnd))
                     .access(Access::write(f.z))
-                    .access(Access::write(f.rz))
-                    .access(Access::write(f.rr))
                     .body(&format!(
                         "{CONVERGED_RETURN}const double alpha = GmlPar->pq > 0.0 ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0;
                          VerX += alpha * VerDir;
                          VerR -= alpha * VerQ;
                          VerZ = VerR * VerDia;
-                         VerRZ = VerR * VerZ;
-                         VerRR = VerR * VerR * (double)VerBnd.s6;"
-                    )),
+                         GmlSum[0] = VerR * VerZ;"
+                    ))
+                    // Converged, the terms are zero: the slot keeps its value.
+                    .sums(1, &format!("if (GmlPar->rr > GmlPar->rr_limit) GmlPar->rz[{}] = GmlSum[0];", 1 - slot)),
             )
         };
         let cg_update = [update(gml, 0)?, update(gml, 1)?];
@@ -519,7 +529,9 @@ pub struct Assembled {
     pub grad_dir: KernelId,
     /// The same from the pressure.
     pub grad_pressure: KernelId,
-    /// `q = D G` and `d·q`, into `Q` and `PQ`.
+    /// `q = D G` into `Q`, folding `d·q` into the parameters' `pq`.
+    pub q_dir: KernelId,
+    /// `q = D G` into `Q` (of the pressure: the start and the checks).
     pub q: KernelId,
     /// Entries per vertex of the tables.
     pub width: usize,
@@ -561,34 +573,45 @@ impl Assembled {
         };
         let grad_dir = grad(gml, "wind_ell_grad_dir", f.dir, "Dir")?;
         let grad_pressure = grad(gml, "wind_ell_grad_pressure", f.pressure, "X")?;
-        let q = gml.compile(
-            KernelSpec::new("wind_ell_q", ver)
+        let q = |gml: &mut Gml, name: &str, sums: bool| {
+            let spec = KernelSpec::new(name, ver)
                 .access(Access::read(div_table))
                 .access(Access::read(f.grad))
                 .access(Access::read(f.flags))
-                .access(Access::read(f.dir))
-                .access(Access::write(f.q))
-                .access(Access::write(f.pq))
-                .body(&format!(
-                    "{CONVERGED_RETURN}const int n = GmlPar->vertices;
-                     double q = 0.0;
-                     for (int k = 0; k < {width}; k++) {{
-                         const float4 c = VerDelTab[k * n + VerIdx];
-                         const int w = as_int(c.w);
-                         if (w < 0) break;
-                         const double4 g = VerGTab[w];
-                         q += (double)c.x * g.x + (double)c.y * g.y + (double)c.z * g.z;
-                     }}
-                     if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
-                     VerQ = q;
-                     VerPQ = VerDir * q;"
-                )),
-        )?;
+                .access(Access::write(f.q));
+            let (spec, guard, sum) = if sums {
+                (
+                    spec.access(Access::read(f.dir))
+                        .sums(1, "GmlPar->pq = GmlSum[0];"),
+                    CONVERGED_RETURN,
+                    "GmlSum[0] = VerDir * q;",
+                )
+            } else {
+                (spec, "", "")
+            };
+            gml.compile(spec.body(&format!(
+                "{guard}const int n = GmlPar->vertices;
+                 double q = 0.0;
+                 for (int k = 0; k < {width}; k++) {{
+                     const float4 c = VerDelTab[k * n + VerIdx];
+                     const int w = as_int(c.w);
+                     if (w < 0) break;
+                     const double4 g = VerGTab[w];
+                     q += (double)c.x * g.x + (double)c.y * g.y + (double)c.z * g.z;
+                 }}
+                 if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
+                 VerQ = q;
+                 {sum}"
+            )))
+        };
+        let q_dir = q(gml, "wind_ell_q_dir", true)?;
+        let q = q(gml, "wind_ell_q", false)?;
         Ok(Self {
             grad_table,
             div_table,
             grad_dir,
             grad_pressure,
+            q_dir,
             q,
             width,
             mean_width: tables.mean_width,

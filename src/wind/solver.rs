@@ -8,7 +8,7 @@ use super::boundary::{Boundary, FIXED_PRESSURE};
 use super::diagonal;
 use super::error::{Result, WindError};
 use super::geometry::{self, Geometry};
-use super::kernels::{self, Fields, Kernels, Params};
+use super::kernels::{self, Fields, HISTORY, Kernels, Params};
 use super::operator;
 use crate::budget::{self, Estimate};
 use crate::cl::{self, Context, DeviceBuffer, Timeline};
@@ -165,9 +165,7 @@ mod slot {
     pub const ENERGY: usize = 2;
     pub const MAX_SPEED: usize = 3;
     pub const LOST: usize = 4;
-    /// The convergence checks of a solve's current batch, `Σ r²/m` each.
-    pub const HISTORY: usize = 5;
-    pub const COUNT: usize = HISTORY + super::HISTORY;
+    pub const COUNT: usize = 5;
 }
 
 impl Solver {
@@ -515,17 +513,18 @@ impl Solver {
         Ok(())
     }
 
-    /// Enqueues `q = A d` (or `A x` for the start and the checks) into `Q`, and `d·q`
-    /// into `PQ`.
+    /// Enqueues `q = A d` into `Q` and `d·q` into the parameters' `pq` (or `A x` alone, for
+    /// the start and the checks). Assembled, the product's second kernel folds `d·q`; through
+    /// the tetrahedra, the last one runs per degree table and `d·q` is a reduction.
     fn enqueue_operator(&mut self, of: Operand, tl: &mut Timeline) -> Result<()> {
         let k = self.kernels;
         if let Some(a) = self.assembled {
-            let grad = match of {
-                Operand::Direction => a.grad_dir,
-                Operand::Pressure => a.grad_pressure,
+            let (grad, q) = match of {
+                Operand::Direction => (a.grad_dir, a.q_dir),
+                Operand::Pressure => (a.grad_pressure, a.q),
             };
             self.gml.enqueue(grad, tl)?;
-            self.gml.enqueue(a.q, tl)?;
+            self.gml.enqueue(q, tl)?;
             return Ok(());
         }
         let grad = match of {
@@ -536,6 +535,15 @@ impl Solver {
         self.gml.enqueue(k.gather_grad, tl)?;
         self.gml.enqueue(k.tet_div_grad, tl)?;
         self.gml.enqueue(k.gather_q, tl)?;
+        if let Operand::Direction = of {
+            self.gml.reduce_into_parameters(
+                self.fields.pq,
+                Reduction::Sum,
+                &self.params,
+                kernels::PQ_OFFSET,
+                tl,
+            )?;
+        }
         Ok(())
     }
 
@@ -562,7 +570,7 @@ impl Solver {
     /// operator), not the recursion's estimate of it, and leaves it in the parameters, where
     /// every later iteration kernel reads it and does nothing once it is below the limit. So
     /// the host enqueues a whole batch of iterations (as many as the last solve needed) with
-    /// their checks and waits once, reading each check's residual from the statistics, rather
+    /// their checks and waits once, reading each check's residual from the parameters' history, rather
     /// than waiting at every check with the device idle meanwhile. A solve that has not
     /// converged at the batch's end goes on in batches of [`Settings::check_every`].
     /// (Enqueuing the projection behind the batch, to wait once per step, was slower on the
@@ -576,7 +584,6 @@ impl Solver {
     /// solve that cannot converge.
     fn solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
         let k = self.kernels;
-        let f = self.fields;
         let limit = self.residual_limit();
         self.set_residual_limit(limit)?;
         let volume = self.unknown_volume;
@@ -587,18 +594,13 @@ impl Solver {
             let scale = if at < every { EARLY_SCALE } else { 1.0 };
             dt * (rr.max(0.0) / scale / volume).sqrt()
         };
-        // `gather_div` set the parameters' residual to infinity: the start is not skipped.
+        // `gather_div` set the parameters' residual to infinity and their count of checks to
+        // zero: the start is not skipped, and it is check 0.
         self.enqueue_operator(Operand::Pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
-        self.gml.reduce_into_parameters(
-            f.rz,
-            Reduction::Sum,
-            &self.params,
-            kernels::rz_offset(0),
-            tl,
-        )?;
-        self.enqueue_residual_reductions(0, tl)?;
+        // The iteration of each check of the current batch, and the solve's index of its first.
         let mut batch = vec![0u32];
+        let mut first_check = 0usize;
         let mut residuals = Vec::new();
         let mut converged = None;
         let mut slot = 0usize;
@@ -608,42 +610,29 @@ impl Solver {
         loop {
             while iterations < horizon.min(max_iterations) && batch.len() < HISTORY {
                 self.enqueue_operator(Operand::Direction, tl)?;
-                self.gml.reduce_into_parameters(
-                    f.pq,
-                    Reduction::Sum,
-                    &self.params,
-                    kernels::PQ_OFFSET,
-                    tl,
-                )?;
                 self.gml.enqueue(k.cg_update[slot], tl)?;
-                self.gml.reduce_into_parameters(
-                    f.rz,
-                    Reduction::Sum,
-                    &self.params,
-                    kernels::rz_offset(1 - slot),
-                    tl,
-                )?;
                 self.gml.enqueue(k.cg_direction[slot], tl)?;
                 slot = 1 - slot;
                 iterations += 1;
                 if self.settings.checks_after(iterations) || iterations == max_iterations {
-                    self.enqueue_check(iterations, batch.len(), tl)?;
+                    self.enqueue_check(iterations, tl)?;
                     batch.push(iterations);
                 }
             }
             if batch.last() != Some(&iterations) {
-                self.enqueue_check(iterations, batch.len(), tl)?;
+                self.enqueue_check(iterations, tl)?;
                 batch.push(iterations);
             }
-            let stats = self.stats.read()?;
+            let history = self.gml.download_parameters(&self.params)?.history;
             for (i, &at) in batch.iter().enumerate() {
-                let rr = stats[slot::HISTORY + i];
+                let rr = history[(first_check + i) % HISTORY];
                 residuals.push((at, rms(rr, at, every)));
                 if rr <= limit {
                     converged = Some(at);
                     break;
                 }
             }
+            first_check += batch.len();
             batch.clear();
             if converged.is_some() || iterations >= max_iterations {
                 break;
@@ -683,9 +672,9 @@ impl Solver {
     }
 
     /// Enqueues a convergence check after iteration `at`: the true residual `b − A x` (`Q` is
-    /// free until the next iteration's operator) and its `Σ r²/m` into the parameters and
-    /// into the statistics' history slot `index`.
-    fn enqueue_check(&mut self, at: u32, index: usize, tl: &mut Timeline) -> Result<()> {
+    /// free until the next iteration's operator), its `Σ r²/m` folded into the parameters'
+    /// residual and the next slot of their history.
+    fn enqueue_check(&mut self, at: u32, tl: &mut Timeline) -> Result<()> {
         self.enqueue_operator(Operand::Pressure, tl)?;
         let residual = if at < self.settings.check_every {
             self.kernels.cg_residual_early
@@ -693,26 +682,6 @@ impl Solver {
             self.kernels.cg_residual
         };
         self.gml.enqueue(residual, tl)?;
-        self.enqueue_residual_reductions(index, tl)
-    }
-
-    /// Enqueues `Σ RR` into the parameters (which the iteration kernels test) and into the
-    /// statistics' history slot `index` (which the host reads).
-    fn enqueue_residual_reductions(&mut self, index: usize, tl: &mut Timeline) -> Result<()> {
-        self.gml.reduce_into_parameters(
-            self.fields.rr,
-            Reduction::Sum,
-            &self.params,
-            kernels::RR_OFFSET,
-            tl,
-        )?;
-        self.gml.reduce_into(
-            self.fields.rr,
-            Reduction::Sum,
-            &self.stats,
-            slot::HISTORY + index,
-            tl,
-        )?;
         Ok(())
     }
 
@@ -905,9 +874,6 @@ const EARLY_MARGIN: f64 = 0.5;
 /// What the early checks multiply `Σ r²/m` by, so that one limit serves every check:
 /// `1 / EARLY_MARGIN²`.
 pub(crate) const EARLY_SCALE: f64 = 1.0 / (EARLY_MARGIN * EARLY_MARGIN);
-
-/// Most convergence checks in one batch of a solve (the statistics' history slots).
-const HISTORY: usize = 16;
 
 /// What a pressure solve did: iterations, the residual at each check, whether it converged.
 type Solve = (u32, Vec<(u32, f64)>, bool);

@@ -95,6 +95,19 @@ fn poisson_apply(n: usize, x: &[f64]) -> Vec<f64> {
 
 #[test]
 fn conjugate_gradients_in_f64_reach_a_true_residual_of_1e_10() {
+    conjugate_gradients(false);
+}
+
+/// The same solve with the dot products folded by the kernels that produce their terms
+/// (`KernelSpec::sums`): three launches an iteration instead of five.
+#[test]
+fn conjugate_gradients_with_folded_sums_reach_a_true_residual_of_1e_10() {
+    conjugate_gradients(true);
+}
+
+/// Conjugate gradients on a 20³ Poisson grid; `folded`: the dot products summed by the
+/// kernels themselves rather than by reductions.
+fn conjugate_gradients(folded: bool) {
     use snowsim::gml::Reduction;
     let Some(mut g) = gml() else { return };
     let n = 20;
@@ -140,37 +153,42 @@ fn conjugate_gradients_in_f64_reach_a_true_residual_of_1e_10() {
     g.set_block(rr, 0, &b.iter().map(|v| v * v).collect::<Vec<_>>())
         .unwrap();
 
-    let apply = g
-        .compile(
-            KernelSpec::new("apply", MeshKind::Vertices)
-                .access(Access::read(p).via(ngb))
-                .access(Access::write(q))
-                .access(Access::write(pq))
-                .body(
-                    "VerQ = 6.0 * VerP[0] - (VerP[1] + VerP[2] + VerP[3] + VerP[4] + VerP[5] + VerP[6]);\n\
-                     VerPQ = VerP[0] * VerQ;",
-                ),
-        )
-        .unwrap();
+    let product =
+        "VerQ = 6.0 * VerP[0] - (VerP[1] + VerP[2] + VerP[3] + VerP[4] + VerP[5] + VerP[6]);\n";
+    let apply = KernelSpec::new("apply", MeshKind::Vertices)
+        .access(Access::read(p).via(ngb))
+        .access(Access::write(q));
+    let apply = if folded {
+        apply
+            .body(&format!("{product}GmlSum[0] = VerP[0] * VerQ;"))
+            .sums(1, "GmlPar->pq = GmlSum[0];")
+    } else {
+        apply
+            .access(Access::write(pq))
+            .body(&format!("{product}VerPQ = VerP[0] * VerQ;"))
+    };
+    let apply = g.compile(apply).unwrap();
     // One update and one direction kernel per parity of the iteration.
     let [update, direction] = ["update", "direction"];
     let compile = |g: &mut Gml, e: usize| {
-        let up = g
-            .compile(
-                KernelSpec::new(&format!("{update}{e}"), MeshKind::Vertices)
-                    .access(Access::read_write(x))
-                    .access(Access::read_write(r))
-                    .access(Access::read(p))
-                    .access(Access::read(q))
-                    .access(Access::write(rr))
-                    .body(&format!(
-                        "const double alpha = GmlPar->rr[{e}] / GmlPar->pq;\n\
-                         VerX += alpha * VerP;\n\
-                         VerR -= alpha * VerQ;\n\
-                         VerRR = VerR * VerR;"
-                    )),
-            )
-            .unwrap();
+        let step = format!(
+            "const double alpha = GmlPar->rr[{e}] / GmlPar->pq;\n\
+             VerX += alpha * VerP;\n\
+             VerR -= alpha * VerQ;\n"
+        );
+        let up = KernelSpec::new(&format!("{update}{e}"), MeshKind::Vertices)
+            .access(Access::read_write(x))
+            .access(Access::read_write(r))
+            .access(Access::read(p))
+            .access(Access::read(q));
+        let up = if folded {
+            up.body(&format!("{step}GmlSum[0] = VerR * VerR;"))
+                .sums(1, &format!("GmlPar->rr[{}] = GmlSum[0];", 1 - e))
+        } else {
+            up.access(Access::write(rr))
+                .body(&format!("{step}VerRR = VerR * VerR;"))
+        };
+        let up = g.compile(up).unwrap();
         let dir = g
             .compile(
                 KernelSpec::new(&format!("{direction}{e}"), MeshKind::Vertices)
@@ -195,11 +213,15 @@ fn conjugate_gradients_in_f64_reach_a_true_residual_of_1e_10() {
         let e = iterations % 2;
         let (up, dir) = kernels[e];
         g.enqueue(apply, &mut timeline).unwrap();
-        g.reduce_into_parameters(pq, Reduction::Sum, &params, 0, &mut timeline)
-            .unwrap();
+        if !folded {
+            g.reduce_into_parameters(pq, Reduction::Sum, &params, 0, &mut timeline)
+                .unwrap();
+        }
         g.enqueue(up, &mut timeline).unwrap();
-        g.reduce_into_parameters(rr, Reduction::Sum, &params, 8 + 8 * (1 - e), &mut timeline)
-            .unwrap();
+        if !folded {
+            g.reduce_into_parameters(rr, Reduction::Sum, &params, 8 + 8 * (1 - e), &mut timeline)
+                .unwrap();
+        }
         g.enqueue(dir, &mut timeline).unwrap();
         iterations += 1;
         // The residual is read every 10 iterations, without stopping the queue before it.
@@ -230,7 +252,8 @@ fn conjugate_gradients_in_f64_reach_a_true_residual_of_1e_10() {
         .sqrt()
         / b_norm;
     println!(
-        "CG on a {n}³ Poisson grid: {iterations} iterations, true relative residual {residual:e}"
+        "CG on a {n}³ Poisson grid (sums folded: {folded}): {iterations} iterations, true \
+         relative residual {residual:e}"
     );
     assert!(
         residual <= 1e-10,

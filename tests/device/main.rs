@@ -19,6 +19,7 @@ mod gml_links;
 mod gml_reduce;
 mod gml_safety;
 mod gml_solution;
+mod gml_sums;
 mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;

@@ -1,0 +1,172 @@
+//! Sums a kernel folds itself (`KernelSpec::sums`) against an f64 CPU reference written here:
+//! odd lengths, entities whose body returns early, repeated launches (the last-group ticket
+//! must reset), an empty loop, and the refusals.
+
+use snowsim::gml::{Access, Gml, GmlError, KernelSpec, MAX_SUMS, MeshKind};
+
+use crate::common::gml;
+
+/// What the test kernels' `finish` blocks write.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Totals {
+    /// Σ x over the entities that did not return early.
+    sum: f64,
+    /// Σ x² over them.
+    squares: f64,
+    /// Running total of `sum` over every launch.
+    running: f64,
+    /// Entities counted.
+    count: f64,
+}
+
+const TOTALS: &str =
+    "typedef struct { double sum; double squares; double running; double count; } GmlParSct;\n";
+
+/// The same struct where the device has no fp64: the sums are then float.
+const TOTALS_F32: &str = "typedef struct { float sum; float pad0; float squares; float pad1; float running; \
+     float pad2; float count; float pad3; } GmlParSct;\n";
+
+/// A kernel over `kind` summing `X` and `X²` of the entities whose index is not 3 modulo 7
+/// (those return early), and counting them.
+fn sums_kernel(
+    g: &mut Gml,
+    kind: MeshKind,
+    x: snowsim::gml::Solution<f32>,
+) -> snowsim::gml::KernelId {
+    let l = kind.short();
+    g.compile(
+        KernelSpec::new(&format!("sums_{l}"), kind)
+            .access(Access::read(x))
+            .body(&format!(
+                "if ({l}Idx % 7 == 3) return;\n\
+                 GmlSum[0] = {l}X;\n\
+                 GmlSum[1] = (double){l}X * {l}X;\n\
+                 GmlSum[2] = 1;"
+            ))
+            .sums(
+                3,
+                "GmlPar->sum = GmlSum[0];\n\
+                 GmlPar->squares = GmlSum[1];\n\
+                 GmlPar->running += GmlSum[0];\n\
+                 GmlPar->count = GmlSum[2];",
+            ),
+    )
+    .expect("the sums kernel compiles")
+}
+
+/// Reads the totals, as doubles whatever the device's precision.
+fn totals(g: &mut Gml, params: &snowsim::gml::Parameters<Totals>, fp64: bool) -> [f64; 4] {
+    if fp64 {
+        let t = g.download_parameters(params).unwrap();
+        [t.sum, t.squares, t.running, t.count]
+    } else {
+        let t = g.download_parameters(params).unwrap();
+        let f: [f32; 8] = bytemuck::cast(t);
+        [f[0].into(), f[2].into(), f[4].into(), f[6].into()]
+    }
+}
+
+#[test]
+fn folded_sums_match_an_f64_reference_on_odd_lengths_and_repeated_launches() {
+    let mut g = gml();
+    let fp64 = g.has_fp64();
+    let lengths = [
+        (MeshKind::Tetrahedra, 1),
+        (MeshKind::Triangles, 3),
+        (MeshKind::Edges, 1023),
+        (MeshKind::Vertices, (1 << 20) + 7),
+    ];
+    let params = g
+        .new_parameters::<Totals>(if fp64 { TOTALS } else { TOTALS_F32 })
+        .unwrap();
+    for (kind, n) in lengths {
+        g.new_mesh(kind, n).unwrap();
+        let x = g.new_solution::<f32>(kind, 1, "X").unwrap();
+        let values: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.61).sin() + 0.25).collect();
+        g.set_block(x, 0, &values).unwrap();
+        let kernel = sums_kernel(&mut g, kind, x);
+        g.upload_parameters(&params, &Totals::default()).unwrap();
+        let kept = || values.iter().enumerate().filter(|(i, _)| i % 7 != 3);
+        let sum: f64 = kept().map(|(_, v)| f64::from(*v)).sum();
+        let squares: f64 = kept().map(|(_, v)| f64::from(*v) * f64::from(*v)).sum();
+        let count = kept().count() as f64;
+        let tolerance = if fp64 { 1e-12 } else { 1e-5 };
+        let close = |got: f64, want: f64| (got - want).abs() <= tolerance * want.abs().max(1.0);
+        // Three launches: each must find the ticket back at zero.
+        for launch in 1..=3 {
+            let mut timeline = g.context().timeline();
+            g.enqueue(kernel, &mut timeline).unwrap();
+            timeline.wait().unwrap();
+            let [s, q, running, c] = totals(&mut g, &params, fp64);
+            assert!(
+                close(s, sum),
+                "{kind} × {n}, launch {launch}: sum {s} vs {sum}"
+            );
+            assert!(close(q, squares), "{kind} × {n}: squares {q} vs {squares}");
+            assert_eq!(c, count, "{kind} × {n}: entities counted");
+            assert!(
+                close(running, launch as f64 * sum),
+                "{kind} × {n}: running total {running} after {launch} launches"
+            );
+        }
+    }
+}
+
+#[test]
+fn folded_sums_of_an_empty_loop_are_zero() {
+    let mut g = gml();
+    let fp64 = g.has_fp64();
+    let params = g
+        .new_parameters::<Totals>(if fp64 { TOTALS } else { TOTALS_F32 })
+        .unwrap();
+    g.new_mesh(MeshKind::Vertices, 0).unwrap();
+    let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
+    let kernel = sums_kernel(&mut g, MeshKind::Vertices, x);
+    let mut nonzero = Totals {
+        sum: 5.0,
+        count: 7.0,
+        ..Totals::default()
+    };
+    if !fp64 {
+        let mut f: [f32; 8] = [0.0; 8];
+        f[0] = 5.0;
+        f[6] = 7.0;
+        nonzero = bytemuck::cast(f);
+    }
+    g.upload_parameters(&params, &nonzero).unwrap();
+    g.launch(kernel).unwrap();
+    // The finish ran, with zeros: a stale 5 or 7 would mean it was skipped.
+    assert_eq!(totals(&mut g, &params, fp64), [0.0, 0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn folded_sums_refuse_an_uplink_loop_and_bad_counts_and_show_finish_errors() {
+    let mut g = gml();
+    g.import_mesh(&crate::common::sample("cube.meshb")).unwrap();
+    g.new_parameters::<Totals>(TOTALS_F32).unwrap();
+    let tet_value = g.new_solution::<f32>(MeshKind::Tetrahedra, 1, "T").unwrap();
+    let through_ball = KernelSpec::new("ball_sum", MeshKind::Vertices)
+        .access(Access::read(tet_value))
+        .body("GmlSum[0] = VerTetT[0];")
+        .sums(1, "GmlPar->sum = GmlSum[0];");
+    let err = g.compile(through_ball).unwrap_err();
+    assert!(matches!(err, GmlError::Sums { .. }), "{err}");
+    assert!(err.to_string().contains("uplink"), "{err}");
+    let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
+    for count in [0, MAX_SUMS + 1] {
+        let spec = KernelSpec::new("bad_count", MeshKind::Vertices)
+            .access(Access::read(x))
+            .body("GmlSum[0] = VerX;")
+            .sums(count, "GmlPar->sum = GmlSum[0];");
+        let err = g.compile(spec).unwrap_err();
+        assert!(matches!(err, GmlError::Sums { .. }), "{count}: {err}");
+    }
+    // A mistake in the finish block is reported against that block, by name.
+    let spec = KernelSpec::new("bad_finish", MeshKind::Vertices)
+        .access(Access::read(x))
+        .body("GmlSum[0] = VerX;")
+        .sums(1, "GmlPar->no_such_field = GmlSum[0];");
+    let err = g.compile(spec).unwrap_err().to_string();
+    assert!(err.contains("bad_finish.finish"), "{err}");
+}
