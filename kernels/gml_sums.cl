@@ -29,7 +29,9 @@ static void gml_sums_group(const GML_SUM_T *sum, __local GML_SUM_T *scratch)
 }
 
 // Returns true in work-item 0 of the work-group that finishes last, with the totals in `sum`;
-// false everywhere else.
+// false everywhere else. Every group runs the second fold (the others fold zeros): with its
+// barriers inside the branch on `*last`, uniform as it is, PoCL 3.1 ran the kernel's `finish`
+// in every work-item of the last group (test gml_sums::a_finish_that_branches_runs_once).
 static bool gml_sums_fold(GML_SUM_T *sum, __global GML_SUM_T *partials, __global uint *ticket,
                           __local GML_SUM_T *scratch, __local uint *last)
 {
@@ -45,19 +47,21 @@ static bool gml_sums_fold(GML_SUM_T *sum, __global GML_SUM_T *partials, __global
         mem_fence(CLK_GLOBAL_MEM_FENCE);
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (!*last)
-        return false;
+    const bool folds = *last != 0;
     GML_SUM_T mine[GML_SUMS];
     for (int k = 0; k < GML_SUMS; k++)
         mine[k] = 0;
-    for (uint g = lid; g < groups; g += size)
-        for (int k = 0; k < GML_SUMS; k++)
-            mine[k] += partials[g * GML_SUMS + k];
+    if (folds)
+        for (uint g = lid; g < groups; g += size)
+            for (int k = 0; k < GML_SUMS; k++)
+                mine[k] += partials[g * GML_SUMS + k];
     gml_sums_group(mine, scratch);
-    if (lid != 0)
-        return false;
-    for (int k = 0; k < GML_SUMS; k++)
-        sum[k] = scratch[k * size];
-    *ticket = 0;
-    return true;
+    bool finishes = false;
+    if (folds && lid == 0) {
+        for (int k = 0; k < GML_SUMS; k++)
+            sum[k] = scratch[k * size];
+        *ticket = 0;
+        finishes = true;
+    }
+    return finishes;
 }

@@ -507,9 +507,7 @@ fn emit(
              for (int k = 0; k < {count}; k++) GmlSum[k] = 0;\n    \
              const int GmlCnt = get_global_id(0);\n    \
              if (GmlCnt < GmlCount) {name}_gml_item({names}, GmlCnt, GmlSum);\n    \
-             if (!gml_sums_fold(GmlSum, GmlSumPart, GmlSumTicket, GmlSumScratch, &GmlSumLast))\n        \
-             return;\n    \
-             {{\n"
+             if (gml_sums_fold(GmlSum, GmlSumPart, GmlSumTicket, GmlSumScratch, &GmlSumLast)) {{\n"
         );
         tail.push_str("    }\n}\n");
     }

@@ -38,37 +38,26 @@ pub struct Params {
     pub max_hops: i32,
     /// Vertices: the stride of the assembled operator's slots.
     pub vertices: i32,
-    /// Convergence checks since the solve began (the divergence kernel resets it): check `i`
-    /// writes its `Σ r²/m` into `history[i % HISTORY]`.
-    pub checks: i32,
+    /// Iterations the current solve has run (the start sets it to zero, each update that
+    /// runs adds one).
+    pub iterations: i32,
     /// The convergence limit of `rr`: once `rr` is at or below it, the iteration kernels
     /// return at once (the host has enqueued more iterations than the solve needs).
     pub rr_limit: f64,
-    /// `Σ r²/m` of the solve's last [`HISTORY`] checks, where the host reads them after a
-    /// batch.
-    pub history: [f64; HISTORY],
+    /// Iterations in which `rr` is scaled by [`EARLY_SCALE`](super::solver::EARLY_SCALE):
+    /// a solve stops that early only well below the tolerance.
+    pub early_iterations: i32,
+    /// Padding to a multiple of 8 bytes.
+    pub pad: i32,
 }
-
-/// Most convergence checks in one batch of a solve: the slots of [`Params::history`].
-pub const HISTORY: usize = 16;
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
-     float inv_dt; float tolerance; int max_hops; int vertices; int checks; double rr_limit; \
-     double history[16]; } GmlParSct;\n";
+     float inv_dt; float tolerance; int max_hops; int vertices; int iterations; \
+     double rr_limit; int early_iterations; int pad; } GmlParSct;\n";
 
 /// Byte offset of `pq`.
 pub const PQ_OFFSET: usize = 16;
-
-/// The `finish` of a kernel whose sum 0 is a convergence check's `Σ r²/m`: the residual the
-/// iteration kernels test, and the check's slot of the history.
-fn check_finish() -> String {
-    format!(
-        "GmlPar->rr = GmlSum[0];
-         GmlPar->history[GmlPar->checks % {HISTORY}] = GmlSum[0];
-         GmlPar->checks += 1;"
-    )
-}
 
 /// Every field of the solver.
 #[derive(Clone, Copy, Debug)]
@@ -184,15 +173,10 @@ pub struct Kernels {
     /// Divergence, its square and the right-hand side.
     pub gather_div: KernelId,
     /// CG start: `r = b − A x`, `z`, `d` (from `Q = A x`), folding `r·z` into `rz[0]` and
-    /// `Σ r²/m` as the first, early, check.
+    /// `Σ r²/m` (scaled, an early iteration) into `rr`; the solve's iterations to zero.
     pub cg_start: KernelId,
-    /// The true residual at a convergence check: `Σ (b − A x)²/m` from `Q = A x`, folded into
-    /// `rr` and the history.
-    pub cg_residual: KernelId,
-    /// The same scaled by `EARLY_SCALE`, for the checks before the first regular one.
-    pub cg_residual_early: KernelId,
     /// CG update of `x`, `r`, `z` using `rz[0]` / using `rz[1]`, folding the new `r·z` into
-    /// the other slot.
+    /// the other slot and the new `Σ r²/m` into `rr`, and counting the iteration.
     pub cg_update: [KernelId; 2],
     /// CG direction with `β = rz[1]/rz[0]` / `rz[0]/rz[1]`.
     pub cg_direction: [KernelId; 2],
@@ -390,7 +374,7 @@ impl Kernels {
                      VerDsq = fixed ? 0.0f : (float)(w * w * VerBnd.s6);
                      VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;
                      // A new solve starts here: no iteration is skipped until its first check.
-                     if (VerIdx == 0) { GmlPar->rr = INFINITY; GmlPar->checks = 0; }",
+                     if (VerIdx == 0) GmlPar->rr = INFINITY;",
                 ),
         )?;
         let cg_start = gml.compile(
@@ -411,25 +395,11 @@ impl Kernels {
                 ))
                 .sums(
                     2,
-                    &format!("GmlPar->rz[0] = GmlSum[1];\n{}", check_finish()),
+                    "GmlPar->rr = GmlSum[0];
+                     GmlPar->rz[0] = GmlSum[1];
+                     GmlPar->iterations = 0;",
                 ),
         )?;
-        let residual = |gml: &mut Gml, name: &str, scale: f64| {
-            gml.compile(
-                KernelSpec::new(name, ver)
-                    .access(Access::read(f.rhs))
-                    .access(Access::read(f.q))
-                    .access(Access::read(f.bnd))
-                    .body(&format!(
-                        "const double r = VerB - VerQ;
-                         GmlSum[0] = r * r * (double)VerBnd.s6 * {scale:?};"
-                    ))
-                    .sums(1, &check_finish()),
-            )
-        };
-        // The start's residual is the first check, an early one (see `EARLY_SCALE`).
-        let cg_residual = residual(gml, "wind_cg_residual", 1.0)?;
-        let cg_residual_early = residual(gml, "wind_cg_residual_early", EARLY_SCALE)?;
         let update = |gml: &mut Gml, slot: usize| {
             gml.compile(
                 KernelSpec::new(&format!("wind_cg_update{slot}"), ver)
@@ -438,16 +408,29 @@ impl Kernels {
                     .access(Access::read(f.dir))
                     .access(Access::read(f.q))
                     .access(Access::read(f.inv_diag))
+                    .access(Access::read(f.bnd))
                     .access(Access::write(f.z))
                     .body(&format!(
                         "{CONVERGED_RETURN}const double alpha = GmlPar->pq > 0.0 ? GmlPar->rz[{slot}] / GmlPar->pq : 0.0;
                          VerX += alpha * VerDir;
                          VerR -= alpha * VerQ;
                          VerZ = VerR * VerDia;
-                         GmlSum[0] = VerR * VerZ;"
+                         GmlSum[0] = VerR * VerZ;
+                         GmlSum[1] = VerR * VerR * (double)VerBnd.s6;"
                     ))
-                    // Converged, the terms are zero: the slot keeps its value.
-                    .sums(1, &format!("if (GmlPar->rr > GmlPar->rr_limit) GmlPar->rz[{}] = GmlSum[0];", 1 - slot)),
+                    // Once converged every term is zero: nothing changes.
+                    .sums(
+                        2,
+                        &format!(
+                            "if (GmlPar->rr > GmlPar->rr_limit) {{
+                                 const int done = GmlPar->iterations + 1;
+                                 GmlPar->iterations = done;
+                                 GmlPar->rz[{}] = GmlSum[0];
+                                 GmlPar->rr = GmlSum[1] * (done < GmlPar->early_iterations ? {EARLY_SCALE:?} : 1.0);
+                             }}",
+                            1 - slot
+                        ),
+                    ),
             )
         };
         let cg_update = [update(gml, 0)?, update(gml, 1)?];
@@ -507,8 +490,6 @@ impl Kernels {
             gather_q,
             gather_div,
             cg_start,
-            cg_residual,
-            cg_residual_early,
             cg_update,
             cg_direction,
             project,
@@ -531,7 +512,7 @@ pub struct Assembled {
     pub grad_pressure: KernelId,
     /// `q = D G` into `Q`, folding `d·q` into the parameters' `pq`.
     pub q_dir: KernelId,
-    /// `q = D G` into `Q` (of the pressure: the start and the checks).
+    /// `q = D G` into `Q` (of the pressure, for the start).
     pub q: KernelId,
     /// Entries per vertex of the tables.
     pub width: usize,

@@ -8,7 +8,7 @@ use super::boundary::{Boundary, FIXED_PRESSURE};
 use super::diagonal;
 use super::error::{Result, WindError};
 use super::geometry::{self, Geometry};
-use super::kernels::{self, Fields, HISTORY, Kernels, Params};
+use super::kernels::{self, Fields, Kernels, Params};
 use super::operator;
 use crate::budget::{self, Estimate};
 use crate::cl::{self, Context, DeviceBuffer, Timeline};
@@ -32,8 +32,10 @@ pub struct Settings {
     pub iterations: u32,
     /// Most CG iterations of the start-up solve, which starts cold.
     pub startup_iterations: u32,
-    /// The convergence is checked after 1, 2 and 4 iterations (most warm-started steps need
-    /// no more), then every this many.
+    /// A solve that has not converged after the iterations enqueued at once (as many as the
+    /// last solve needed) goes on in batches of this many, waiting for the device after
+    /// each; a solve stops within this many iterations only below half the tolerance
+    /// (see [`EARLY_MARGIN`]).
     pub check_every: u32,
     /// The advection walk's hop limit.
     pub max_hops: u32,
@@ -67,20 +69,6 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Whether the solve checks its convergence after `iterations` iterations: 1, 2, 4, then
-    /// every [`check_every`](Self::check_every). Each check costs one operator (the true
-    /// residual) and a wait for the device. On the valley (H100), checking only every 8
-    /// iterations made the median step 2.6 ms; every 2, 1.35 ms but with the solves stopping
-    /// just under the tolerance; 1, 2, 4 and then 8, with the early checks asking for half
-    /// the tolerance, 1.68 ms with 2 of 1 000 steps at the iteration cap (1.00 ms once the
-    /// tetrahedron passes stored f32). With a wind step every frame (11 iterations a step),
-    /// dropping the checks at 1, 2 and 4 when the last solve needed 8 or more made the
-    /// solves longer (13.7 iterations) and the frame slower (388 against 454 steps/s).
-    pub fn checks_after(&self, iterations: u32) -> bool {
-        (iterations.is_power_of_two() && iterations < self.check_every)
-            || iterations.is_multiple_of(self.check_every)
-    }
-
     fn check(&self) -> Result<()> {
         let bad = |what: &str| Err(WindError::Setting(what.to_string()));
         if self.iterations == 0 {
@@ -123,8 +111,8 @@ pub struct StepStats {
     pub max_speed: f64,
     /// Advection walks that hit their hop limit.
     pub lost_walks: u64,
-    /// RMS divergence estimated from the CG residual at each convergence check
-    /// `(iteration, 1/s)`.
+    /// RMS divergence estimated from the CG residual after each batch of iterations
+    /// `(iterations run, 1/s)`: the last one is the solve's.
     pub residuals: Vec<(u32, f64)>,
     /// Wall-clock time of the step, s.
     pub wall: f64,
@@ -565,87 +553,69 @@ impl Solver {
     }
 
     /// Jacobi-preconditioned CG on `A x = B`, warm-started from the pressure in `X`; the
-    /// scalars stay on the device. Each convergence check (at the iterations
-    /// [`Settings::checks_after`] names) measures the **true** residual `b − A x` (one more
-    /// operator), not the recursion's estimate of it, and leaves it in the parameters, where
-    /// every later iteration kernel reads it and does nothing once it is below the limit. So
-    /// the host enqueues a whole batch of iterations (as many as the last solve needed) with
-    /// their checks and waits once, reading each check's residual from the parameters' history, rather
-    /// than waiting at every check with the device idle meanwhile. A solve that has not
-    /// converged at the batch's end goes on in batches of [`Settings::check_every`].
-    /// (Enqueuing the projection behind the batch, to wait once per step, was slower on the
-    /// H100: the steps whose solve needs a second batch then divide and project twice, 440
-    /// against 454 steps/s.)
+    /// scalars stay on the device, folded by the kernels that produce their terms (the
+    /// operator's second kernel sums `d·q`, the update `r·z` and `Σ r²/m`). The update leaves
+    /// `Σ r²/m` in the parameters, where every later iteration kernel reads it and does
+    /// nothing once it is below the limit. So the host enqueues a whole batch of iterations
+    /// (as many as the last solve needed) and waits once, reading how many ran and the last
+    /// residual, rather than waiting at every check with the device idle meanwhile. A solve
+    /// that has not converged at the batch's end goes on in batches of
+    /// [`Settings::check_every`].
     ///
-    /// The vectors are double: in f32 the recursive residual drifted from the true one by 2×
-    /// within 50 iterations on a hill mesh, and replacing it (with or without its `r·z`) broke
-    /// the conjugacy. The M⁻¹-weighted residual is not monotone under CG (it rose 1.7× for
-    /// 16 iterations mid-solve there), so there is no stagnation stop: the iteration cap ends a
-    /// solve that cannot converge.
+    /// The residual tested is the recursion's `r`, kept in double. Until session 7 each check
+    /// applied the operator once more for the true `b − A x` (checks at 1, 2, 4, then every 8
+    /// iterations); in double the recursion stays on the true residual (the final divergence,
+    /// measured on the projected field, says so every step), and testing it after every
+    /// iteration stops each solve at its first converged iteration for free. With f32
+    /// vectors the recursive residual had drifted from the true one by 2× within 50
+    /// iterations on a hill mesh. The M⁻¹-weighted residual is not monotone under CG (it rose
+    /// 1.7× for 16 iterations mid-solve there), so there is no stagnation stop: the
+    /// iteration cap ends a solve that cannot converge.
     fn solve(&mut self, max_iterations: u32, tl: &mut Timeline) -> Result<Solve> {
         let k = self.kernels;
         let limit = self.residual_limit();
         self.set_residual_limit(limit)?;
         let volume = self.unknown_volume;
         let dt = self.dt;
-        // The RMS divergence a check's `Σ r²/m` stands for (early checks are scaled, see
-        // `EARLY_MARGIN`).
-        let rms = |rr: f64, at: u32, every: u32| {
+        let every = self.settings.check_every;
+        // The RMS divergence `Σ r²/m` stands for after `at` iterations (scaled in the early
+        // ones, see `EARLY_MARGIN`).
+        let rms = |rr: f64, at: u32| {
             let scale = if at < every { EARLY_SCALE } else { 1.0 };
             dt * (rr.max(0.0) / scale / volume).sqrt()
         };
-        // `gather_div` set the parameters' residual to infinity and their count of checks to
-        // zero: the start is not skipped, and it is check 0.
+        // `gather_div` set the parameters' residual to infinity: the start is not skipped.
         self.enqueue_operator(Operand::Pressure, tl)?;
         self.gml.enqueue(k.cg_start, tl)?;
-        // The iteration of each check of the current batch, and the solve's index of its first.
-        let mut batch = vec![0u32];
-        let mut first_check = 0usize;
         let mut residuals = Vec::new();
-        let mut converged = None;
         let mut slot = 0usize;
-        let mut iterations = 0;
-        let every = self.settings.check_every;
+        let mut enqueued = 0;
         let mut horizon = self.predicted_iterations.clamp(1, max_iterations.max(1));
-        loop {
-            while iterations < horizon.min(max_iterations) && batch.len() < HISTORY {
+        let (ran, converged) = loop {
+            while enqueued < horizon.min(max_iterations) {
                 self.enqueue_operator(Operand::Direction, tl)?;
                 self.gml.enqueue(k.cg_update[slot], tl)?;
                 self.gml.enqueue(k.cg_direction[slot], tl)?;
                 slot = 1 - slot;
-                iterations += 1;
-                if self.settings.checks_after(iterations) || iterations == max_iterations {
-                    self.enqueue_check(iterations, tl)?;
-                    batch.push(iterations);
-                }
+                enqueued += 1;
             }
-            if batch.last() != Some(&iterations) {
-                self.enqueue_check(iterations, tl)?;
-                batch.push(iterations);
+            let p = self.gml.download_parameters(&self.params)?;
+            let ran = p.iterations.max(0) as u32;
+            residuals.push((ran, rms(p.rr, ran)));
+            if p.rr <= limit {
+                break (ran, true);
             }
-            let history = self.gml.download_parameters(&self.params)?.history;
-            for (i, &at) in batch.iter().enumerate() {
-                let rr = history[(first_check + i) % HISTORY];
-                residuals.push((at, rms(rr, at, every)));
-                if rr <= limit {
-                    converged = Some(at);
-                    break;
-                }
+            if enqueued >= max_iterations {
+                break (ran, false);
             }
-            first_check += batch.len();
-            batch.clear();
-            if converged.is_some() || iterations >= max_iterations {
-                break;
-            }
-            horizon = iterations + every.max(1);
-        }
+            horizon = enqueued + every.max(1);
+        };
         // The next solve's first batch: as many iterations as this one needed.
-        let needed = converged.unwrap_or(iterations);
-        self.predicted_iterations = needed.max(1);
-        Ok((needed, residuals, converged.is_some()))
+        self.predicted_iterations = ran.max(1);
+        Ok((ran, residuals, converged))
     }
 
-    /// `Σ r²/m` at or below which a check has converged: an RMS divergence of
+    /// `Σ r²/m` at or below which a solve has converged: an RMS divergence of
     /// [`absolute_tolerance`](Self::absolute_tolerance).
     fn residual_limit(&self) -> f64 {
         let t = self.absolute_tolerance() / self.dt;
@@ -656,7 +626,11 @@ impl Solver {
     /// per change of the tolerance).
     fn set_residual_limit(&mut self, limit: f64) -> Result<()> {
         if self.uploaded_limit != Some(limit) {
-            self.edit_parameters(|p| p.rr_limit = limit)?;
+            let early = i32::try_from(self.settings.check_every).unwrap_or(i32::MAX);
+            self.edit_parameters(|p| {
+                p.rr_limit = limit;
+                p.early_iterations = early;
+            })?;
             self.uploaded_limit = Some(limit);
         }
         Ok(())
@@ -668,20 +642,6 @@ impl Solver {
         let mut p = self.gml.download_parameters(&self.params)?;
         edit(&mut p);
         self.gml.upload_parameters(&self.params, &p)?;
-        Ok(())
-    }
-
-    /// Enqueues a convergence check after iteration `at`: the true residual `b − A x` (`Q` is
-    /// free until the next iteration's operator), its `Σ r²/m` folded into the parameters'
-    /// residual and the next slot of their history.
-    fn enqueue_check(&mut self, at: u32, tl: &mut Timeline) -> Result<()> {
-        self.enqueue_operator(Operand::Pressure, tl)?;
-        let residual = if at < self.settings.check_every {
-            self.kernels.cg_residual_early
-        } else {
-            self.kernels.cg_residual
-        };
-        self.gml.enqueue(residual, tl)?;
         Ok(())
     }
 
@@ -866,16 +826,18 @@ impl Solver {
     }
 }
 
-/// The fraction of the tolerance a check before the first regular one must reach: stopping
-/// just under the tolerance after 1–4 iterations left the next steps harder (1–2 % of the
-/// valley's steps then hit the iteration cap).
-const EARLY_MARGIN: f64 = 0.5;
+/// The fraction of the tolerance a solve must reach to stop within its first
+/// [`Settings::check_every`] iterations: with true-residual checks, stopping just under the
+/// tolerance after 1–4 iterations left the next steps harder (1–2 % of the valley's steps then
+/// hit the iteration cap).
+pub const EARLY_MARGIN: f64 = 0.5;
 
-/// What the early checks multiply `Σ r²/m` by, so that one limit serves every check:
+/// What the early iterations multiply `Σ r²/m` by, so that one limit serves every iteration:
 /// `1 / EARLY_MARGIN²`.
 pub(crate) const EARLY_SCALE: f64 = 1.0 / (EARLY_MARGIN * EARLY_MARGIN);
 
-/// What a pressure solve did: iterations, the residual at each check, whether it converged.
+/// What a pressure solve did: iterations, the residual after each batch, whether it
+/// converged.
 type Solve = (u32, Vec<(u32, f64)>, bool);
 
 /// The divergence floor's factor (see [`Solver::divergence_floor`]).

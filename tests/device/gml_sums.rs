@@ -18,14 +18,20 @@ struct Totals {
     running: f64,
     /// Entities counted.
     count: f64,
+    /// Launches, counted behind a branch on the parameters (PoCL 3.1 ran such a branch in
+    /// every work-item of the last group when the fold's barriers sat in a conditional).
+    launches: f64,
+    /// Set above every sum.
+    limit: f64,
 }
 
-const TOTALS: &str =
-    "typedef struct { double sum; double squares; double running; double count; } GmlParSct;\n";
+const TOTALS: &str = "typedef struct { double sum; double squares; double running; \
+     double count; double launches; double limit; } GmlParSct;\n";
 
 /// The same struct where the device has no fp64: the sums are then float.
 const TOTALS_F32: &str = "typedef struct { float sum; float pad0; float squares; float pad1; float running; \
-     float pad2; float count; float pad3; } GmlParSct;\n";
+     float pad2; float count; float pad3; float launches; float pad4; float limit; \
+     float pad5; } GmlParSct;\n";
 
 /// A kernel over `kind` summing `X` and `X²` of the entities whose index is not 3 modulo 7
 /// (those return early), and counting them.
@@ -49,6 +55,7 @@ fn sums_kernel(
                 "GmlPar->sum = GmlSum[0];\n\
                  GmlPar->squares = GmlSum[1];\n\
                  GmlPar->running += GmlSum[0];\n\
+                 if (GmlPar->limit > 1) GmlPar->launches += 1;\n\
                  GmlPar->count = GmlSum[2];",
             ),
     )
@@ -56,14 +63,28 @@ fn sums_kernel(
 }
 
 /// Reads the totals, as doubles whatever the device's precision.
-fn totals(g: &mut Gml, params: &snowsim::gml::Parameters<Totals>, fp64: bool) -> [f64; 4] {
+fn totals(g: &mut Gml, params: &snowsim::gml::Parameters<Totals>, fp64: bool) -> [f64; 5] {
+    let t = g.download_parameters(params).unwrap();
     if fp64 {
-        let t = g.download_parameters(params).unwrap();
-        [t.sum, t.squares, t.running, t.count]
+        [t.sum, t.squares, t.running, t.count, t.launches]
     } else {
-        let t = g.download_parameters(params).unwrap();
-        let f: [f32; 8] = bytemuck::cast(t);
-        [f[0].into(), f[2].into(), f[4].into(), f[6].into()]
+        let f: [f32; 12] = bytemuck::cast(t);
+        [f[0], f[2], f[4], f[6], f[8]].map(f64::from)
+    }
+}
+
+/// The parameters before the first launch: zeros, and the limit above every sum.
+fn start(fp64: bool) -> Totals {
+    let limit = 1e30;
+    if fp64 {
+        Totals {
+            limit,
+            ..Totals::default()
+        }
+    } else {
+        let mut f = [0.0f32; 12];
+        f[10] = limit as f32;
+        bytemuck::cast(f)
     }
 }
 
@@ -86,7 +107,7 @@ fn folded_sums_match_an_f64_reference_on_odd_lengths_and_repeated_launches() {
         let values: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.61).sin() + 0.25).collect();
         g.set_block(x, 0, &values).unwrap();
         let kernel = sums_kernel(&mut g, kind, x);
-        g.upload_parameters(&params, &Totals::default()).unwrap();
+        g.upload_parameters(&params, &start(fp64)).unwrap();
         let kept = || values.iter().enumerate().filter(|(i, _)| i % 7 != 3);
         let sum: f64 = kept().map(|(_, v)| f64::from(*v)).sum();
         let squares: f64 = kept().map(|(_, v)| f64::from(*v) * f64::from(*v)).sum();
@@ -98,7 +119,12 @@ fn folded_sums_match_an_f64_reference_on_odd_lengths_and_repeated_launches() {
             let mut timeline = g.context().timeline();
             g.enqueue(kernel, &mut timeline).unwrap();
             timeline.wait().unwrap();
-            let [s, q, running, c] = totals(&mut g, &params, fp64);
+            let [s, q, running, c, launches] = totals(&mut g, &params, fp64);
+            assert_eq!(
+                launches,
+                f64::from(launch),
+                "{kind} × {n}: the finish ran once a launch"
+            );
             assert!(
                 close(s, sum),
                 "{kind} × {n}, launch {launch}: sum {s} vs {sum}"
@@ -123,21 +149,20 @@ fn folded_sums_of_an_empty_loop_are_zero() {
     g.new_mesh(MeshKind::Vertices, 0).unwrap();
     let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
     let kernel = sums_kernel(&mut g, MeshKind::Vertices, x);
-    let mut nonzero = Totals {
-        sum: 5.0,
-        count: 7.0,
-        ..Totals::default()
-    };
-    if !fp64 {
-        let mut f: [f32; 8] = [0.0; 8];
+    let mut nonzero = start(fp64);
+    if fp64 {
+        nonzero.sum = 5.0;
+        nonzero.count = 7.0;
+    } else {
+        let mut f: [f32; 12] = bytemuck::cast(nonzero);
         f[0] = 5.0;
         f[6] = 7.0;
         nonzero = bytemuck::cast(f);
     }
     g.upload_parameters(&params, &nonzero).unwrap();
     g.launch(kernel).unwrap();
-    // The finish ran, with zeros: a stale 5 or 7 would mean it was skipped.
-    assert_eq!(totals(&mut g, &params, fp64), [0.0, 0.0, 0.0, 0.0]);
+    // The finish ran, once, with zeros: a stale 5 or 7 would mean it was skipped.
+    assert_eq!(totals(&mut g, &params, fp64), [0.0, 0.0, 0.0, 0.0, 1.0]);
 }
 
 #[test]
@@ -169,4 +194,60 @@ fn folded_sums_refuse_an_uplink_loop_and_bad_counts_and_show_finish_errors() {
         .sums(1, "GmlPar->no_such_field = GmlSum[0];");
     let err = g.compile(spec).unwrap_err().to_string();
     assert!(err.contains("bad_finish.finish"), "{err}");
+}
+
+/// A `finish` that branches on the parameters runs once: PoCL 3.1 ran it in every work-item
+/// of the last group (256 increments) while the fold kept its second round of barriers inside
+/// a branch, uniform as it was.
+#[test]
+fn a_finish_that_branches_runs_once() {
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Counter {
+        above: f64,
+        below: f64,
+        runs: i32,
+        pad: i32,
+        halved: f64,
+    }
+    for n in [210usize, 1000] {
+        let mut g = gml();
+        g.new_mesh(MeshKind::Vertices, n).unwrap();
+        let params = g
+            .new_parameters::<Counter>(
+                "typedef struct { double above; double below; int runs; int pad; double halved; } \
+                 GmlParSct;",
+            )
+            .unwrap();
+        let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
+        let kernel = g
+            .compile(
+                KernelSpec::new("branching_finish", MeshKind::Vertices)
+                    .access(Access::read(x))
+                    .body("GmlSum[0] = 1;")
+                    .sums(
+                        1,
+                        "if (GmlPar->above > GmlPar->below) {\n\
+                             GmlPar->runs += 1;\n\
+                             GmlPar->halved = 0.5 * GmlSum[0];\n\
+                         }",
+                    ),
+            )
+            .unwrap();
+        let start = Counter {
+            above: 1e9,
+            ..Counter::default()
+        };
+        g.upload_parameters(&params, &start).unwrap();
+        g.launch(kernel).unwrap();
+        let got = g.download_parameters(&params).unwrap();
+        assert_eq!(
+            got.runs, 1,
+            "{n} entities: the finish ran {} times",
+            got.runs
+        );
+        if g.has_fp64() {
+            assert_eq!(got.halved, n as f64 / 2.0, "{n} entities");
+        }
+    }
 }

@@ -304,9 +304,7 @@ fn projection_matches_reference() {
 
 /// Iterations enqueued past convergence do nothing: a solve whose first batch is far longer
 /// than it needs ends with the very pressure, iteration count and velocity of one that waits
-/// after every batch of 8. (Batches of 8 check at the same iterations as the long batch; a
-/// first batch of 1 would add checks at 9, 17, … that the long one lacks, and could stop
-/// earlier at one of them.)
+/// after its first iteration and then after every batch of 8.
 #[test]
 fn iterations_enqueued_after_convergence_change_nothing() {
     let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);
@@ -329,7 +327,7 @@ fn iterations_enqueued_after_convergence_change_nothing() {
             solver.velocity().unwrap(),
         )
     };
-    let (waited, p_waited, u_waited) = run(8);
+    let (waited, p_waited, u_waited) = run(1);
     let (ahead, p_ahead, u_ahead) = run(2000);
     assert!(waited.converged && ahead.converged, "{waited:?} {ahead:?}");
     assert!(
@@ -339,16 +337,16 @@ fn iterations_enqueued_after_convergence_change_nothing() {
     );
     assert!(
         ahead.iterations < 2000,
-        "it converged well before the batch's end"
+        "it converged well before the batch's end: {waited:?} {ahead:?}"
     );
     assert_eq!(waited.iterations, ahead.iterations);
-    // Each check's residual, read back from the parameters' history, is the same check's in
-    // both runs: a slot read for the wrong check would differ.
-    assert_eq!(waited.residuals, ahead.residuals);
+    // The residual the solve stopped at is the same iteration's in both runs.
+    assert_eq!(waited.residuals.last(), ahead.residuals.last());
     assert!(
-        waited.residuals.len() > 16,
-        "more checks than one batch's history"
+        waited.residuals.len() > 2,
+        "the solve waited after several batches"
     );
+    assert_eq!(ahead.residuals.len(), 1, "one batch held the whole solve");
     assert_eq!(p_waited, p_ahead, "pressures differ");
     assert_eq!(u_waited, u_ahead, "velocities differ");
 }
