@@ -101,6 +101,9 @@ pub struct ReduceArgs {
     /// launch (how gml reduced before), to compare the two.
     #[arg(long)]
     two_passes: bool,
+    /// Work-groups per compute unit of the first pass (default: gml's choice), to tune it.
+    #[arg(long)]
+    groups_per_unit: Option<usize>,
 }
 
 /// Options of `snowsim bench launch`.
@@ -292,6 +295,7 @@ fn reductions(args: ReduceArgs) -> anyhow::Result<ExitCode> {
     gml.set_reduce_options(snowsim::gml::ReduceOptions {
         float_accumulators: args.float_accumulators,
         two_passes: args.two_passes,
+        groups_per_unit: args.groups_per_unit,
         ..Default::default()
     });
     let report = reduce::run(&mut gml, 1 << args.log2, args.launches)?;

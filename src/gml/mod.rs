@@ -34,6 +34,17 @@
 //! entities, same count); automatic links are rebuilt when element nodes change, and kernels
 //! over an uplink build their programs again whenever its tables were rebuilt.
 //!
+//! # Sums folded by kernels
+//!
+//! A solver's dot products need not be reductions of their own. A kernel given
+//! [`KernelSpec::sums`] sums `n` values per entity, which its body writes to `GmlSum[k]`: each
+//! work-group folds its entities' terms in local memory and writes a partial, and the group that
+//! finishes last folds the partials (in double where the device has fp64) and runs the kernel's
+//! `finish` block once, with the totals in `GmlSum[k]`, where it writes the parameters that the
+//! next kernels of the queue read. The wind's conjugate gradients get `d·A d` from the kernel
+//! that computes `A d`, and `r·z` and `Σ r²/m` from the update: four launches an iteration
+//! instead of six, and a convergence test after every iteration at no cost.
+//!
 //! ```no_run
 //! use snowsim::cl::DeviceSelector;
 //! use snowsim::gml::{Access, Gml, KernelSpec, MeshKind};

@@ -150,6 +150,8 @@ pub struct ReduceOptions {
     pub layout: Option<ReduceLayout>,
     /// Fold the partials in a second launch rather than in the last work-group to finish.
     pub two_passes: bool,
+    /// Work-groups per compute unit of the first pass; `None`: [`GROUPS_PER_UNIT`].
+    pub groups_per_unit: Option<usize>,
 }
 
 /// The accumulator type of a reduction.
@@ -458,7 +460,8 @@ fn enqueue(
 
     let scalars = (lines * value.width) as u64;
     let loads = scalars / plan.load as u64;
-    let max_groups = (GROUPS_PER_UNIT * context.info().compute_units as usize).max(1);
+    let per_unit = options.groups_per_unit.unwrap_or(GROUPS_PER_UNIT).max(1);
+    let max_groups = (per_unit * context.info().compute_units as usize).max(1);
     let groups = usize::try_from(loads.div_ceil(local as u64))
         .unwrap_or(max_groups)
         .clamp(1, max_groups);
