@@ -202,6 +202,7 @@ fn options(form: Form, float: bool) -> ReduceOptions {
         float_accumulators: float,
         layout: Some(form.layout),
         two_passes: form.two_passes,
+        groups_per_unit: None,
     }
 }
 
@@ -576,7 +577,7 @@ fn counters_name_each_operator_and_empty_fields_are_refused() {
 /// FP64 the results are the double ones (the GPU layout sums in float first, and must carry a
 /// partial that would overflow into the double accumulator).
 #[test]
-fn float_sums_and_squares_beyond_float_range_stay_finite_in_double() {
+fn float_sums_and_squares_beyond_float_range_stay_exact_in_double() {
     let mut g = gml();
     if !g.has_fp64() {
         println!("SKIPPED: {} has no FP64", g.device().label());
@@ -590,6 +591,11 @@ fn float_sums_and_squares_beyond_float_range_stay_finite_in_double() {
         .new_solution::<f32>(MeshKind::Vertices, 1, "Wide")
         .unwrap();
     g.set_block(wide, 0, &vec![-1.0e20f32; n]).unwrap();
+    let tiny = g
+        .new_solution::<f32>(MeshKind::Vertices, 1, "Tiny")
+        .unwrap();
+    let tiny_values: Vec<f32> = (0..n).map(|i| 1.0e-25 * (1.0 + i as f32)).collect();
+    g.set_block(tiny, 0, &tiny_values).unwrap();
     for form in FORMS {
         g.set_reduce_options(options(form, false));
         let sum = g.reduce(big, Reduction::Sum).unwrap();
@@ -608,6 +614,13 @@ fn float_sums_and_squares_beyond_float_range_stay_finite_in_double() {
         assert!(
             (l2 - want).abs() <= 1e-12 * want,
             "{form:?}: L2 {l2:e} vs {want:e}"
+        );
+        // Squares below float's range (1e-50), which the float runs must not lose.
+        let l2 = g.reduce(tiny, Reduction::L2).unwrap();
+        let want = accurate_sum(tiny_values.iter().map(|&x| f64::from(x).powi(2))).sqrt();
+        assert!(
+            (l2 - want).abs() <= 1e-12 * want,
+            "{form:?}: L2 of tiny values {l2:e} vs {want:e}"
         );
     }
 }
