@@ -27,7 +27,6 @@
 //   GML_ACC_INT 1 when GML_ACC is an integer, GML_FP the floating type of norms
 //   GML_OP_MIN, GML_OP_MAX, GML_OP_SUM, GML_OP_L0, GML_OP_L1, GML_OP_L2 or GML_OP_LINF
 //   GML_FP64   when the device has fp64; GML_CHUNKED 1 on CPU devices.
-//   GML_RUNS   values per lane of a float run (0: none): see gml_run_add.
 // min, max and Linf test for NaN explicitly (fmin and fmax would drop it): one NaN makes the
 // result NaN. Infinities follow IEEE arithmetic (+inf + -inf is NaN).
 
@@ -250,55 +249,6 @@ static void gml_group(const acc_t *s, const acc_t *c, __local acc_t *scratch)
     }
 }
 
-#if GML_RUNS
-// Float runs, for f32 sums, L1, L2 and counts into double or long accumulators: each lane sums
-// GML_RUNS values in float with Neumaier's compensation (the two-sum's error term is exact, so
-// the run's sum is rs + rc to within ~GML_RUNS² eps² of its absolute values), and only then
-// are rs and rc converted and added to the wide accumulator: two conversions per lane and run
-// instead of one per value. Squares are split exactly too (p + e = x², e by fma). A work-item
-// whose runs could lose what double keeps (an overflow to infinity, a square under 2^-100 or
-// over 2^120, an infinity or a NaN in the data) sums its values again one by one in the
-// accumulator's type, so its result is the double path's.
-//
-// Adds one value to the run (rs, rc); returns whether its square leaves float's safe range.
-static inline int gml_run_add(float *rs, float *rc, const float v)
-{
-#if defined(GML_OP_L0)
-    *rs += v != 0.0f ? 1.0f : 0.0f; // NaN counts: it is not zero
-    return 0;
-#else
-#if defined(GML_OP_L2)
-    const float a = fabs(v);
-    const float x = v * v;
-    *rc += fma(v, v, -x);
-    const int unsafe = (a != 0.0f) & ((a < 0x1p-50f) | (a > 0x1p60f));
-#elif defined(GML_OP_L1)
-    const float x = fabs(v);
-    const int unsafe = 0;
-#else
-    const float x = v;
-    const int unsafe = 0;
-#endif
-    const float t = *rs + x;
-    *rc += fabs(*rs) >= fabs(x) ? (*rs - t) + x : (x - t) + *rs;
-    *rs = t;
-    return unsafe;
-#endif
-}
-
-// Adds the runs to the accumulators and starts new ones; notes a run that was not finite.
-static inline void gml_run_flush(acc_t *s, acc_t *c, float *rs, float *rc, int *redo)
-{
-    for (int j = 0; j < GML_LOAD; j++) {
-        *redo |= !isfinite(rs[j]) | !isfinite(rc[j]);
-        gml_fold(&s[j], &c[j], (acc_t)rs[j]);
-        gml_fold(&s[j], &c[j], (acc_t)rc[j]);
-        rs[j] = 0.0f;
-        rc[j] = 0.0f;
-    }
-}
-#endif
-
 // The first pass of one work-group: its result ends in scratch[0 .. GML_OUTS * GML_CS).
 static void gml_first(__global const GML_TL *restrict input, const ulong loads,
                       const ulong scalars, __local acc_t *scratch)
@@ -331,50 +281,6 @@ static void gml_first(__global const GML_TL *restrict input, const ulong loads,
     size_t k = loads; // nothing left for the grid-stride loop
 #else
     size_t k = get_global_id(0);
-#endif
-#if GML_RUNS
-    {
-        const size_t first = k;
-        float rs[GML_LOAD], rc[GML_LOAD];
-        for (int j = 0; j < GML_LOAD; j++) {
-            rs[j] = 0.0f;
-            rc[j] = 0.0f;
-        }
-        int redo = 0;
-        int pairs = 0;
-        // The same two loads in flight as below.
-        for (; k + stride < loads; k += 2 * stride) {
-            const GML_TL a = input[k];
-            const GML_TL b = input[k + stride];
-            GML_UNPACK(a, v);
-            GML_UNPACK(b, w);
-            for (int j = 0; j < GML_LOAD; j++) {
-                redo |= gml_run_add(&rs[j], &rc[j], v[j]);
-                redo |= gml_run_add(&rs[j], &rc[j], w[j]);
-            }
-            if (++pairs == GML_RUNS / 2) {
-                gml_run_flush(s, c, rs, rc, &redo);
-                pairs = 0;
-            }
-        }
-        if (k < loads) {
-            GML_UNPACK(input[k], v);
-            for (int j = 0; j < GML_LOAD; j++)
-                redo |= gml_run_add(&rs[j], &rc[j], v[j]);
-        }
-        gml_run_flush(s, c, rs, rc, &redo);
-        if (redo) {
-            for (int j = 0; j < GML_LANES; j++) {
-                s[j] = GML_NEUTRAL;
-                c[j] = 0;
-            }
-            for (k = first; k < loads; k += stride) {
-                GML_UNPACK(input[k], v);
-                gml_take(s, c, v);
-            }
-        }
-        k = loads;
-    }
 #endif
     // Two loads in flight per work-item, then the odd one.
     for (; k + stride < loads; k += 2 * stride) {

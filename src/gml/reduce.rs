@@ -213,12 +213,6 @@ struct Plan {
     chunked: bool,
 }
 
-/// Values per lane of a float run (`GML_RUNS` in `gml_reduce.cl`): f32 sums, norms and counts
-/// into a wider accumulator fold this many values per lane in float, exactly compensated,
-/// before two conversions. On the H100 a conversion per value held the double-accumulated f32
-/// sums at 0.66–0.69 of copy bandwidth where min and max, in float, reach 0.76.
-const RUN_LOADS: usize = 16;
-
 impl Plan {
     /// `fp_double`: accumulate floating sums in double.
     fn new(op: Reduction, value: ValueType, mode: VectorMode, fp_double: bool, fp64: bool) -> Self {
@@ -270,19 +264,6 @@ impl Plan {
         if self.compensated { 2 } else { 1 }
     }
 
-    /// Whether the first pass sums f32 values in float runs (see [`RUN_LOADS`]): per component,
-    /// on the grid-stride path, for sums, L1, L2 and counts into double or long accumulators.
-    fn float_runs(&self) -> bool {
-        self.value.scalar == Scalar::F32
-            && !self.norm
-            && !self.chunked
-            && match self.op {
-                Reduction::Sum | Reduction::L1 | Reduction::L2 => self.acc == Acc::Double,
-                Reduction::L0 => true,
-                _ => false,
-            }
-    }
-
     /// Bytes of one work-group's partial result (and of one work-item's local scratch).
     fn partial_bytes(&self) -> usize {
         self.outs * self.per_output() * self.acc.bytes()
@@ -301,7 +282,7 @@ impl Plan {
         format!(
             "-DGML_T={t} -DGML_TL={tl} -DGML_LOAD={} {vstore} -DGML_W={} -DGML_NORM={} \
              -DGML_OUTS={} -DGML_ACC={} -DGML_ACC_INT={} -DGML_FP={} -DGML_COMP={} \
-             -DGML_CHUNKED={} -DGML_RUNS={} {}{}",
+             -DGML_CHUNKED={} {}{}",
             self.load,
             self.value.width,
             u8::from(self.norm),
@@ -311,7 +292,6 @@ impl Plan {
             self.fp.opencl(),
             u8::from(self.compensated),
             u8::from(self.chunked),
-            if self.float_runs() { RUN_LOADS } else { 0 },
             self.op.define(),
             if self.fp64 { " -DGML_FP64" } else { "" },
         )
