@@ -74,7 +74,8 @@ pub struct Config {
     pub steps: u64,
     /// Steps run with profiling events for the per-stage times.
     pub profiled_steps: u64,
-    /// CG iterations between convergence checks (`None`: the solver's default).
+    /// The solver's `check_every`: iterations per batch after the first, and the early window
+    /// (`None`: the solver's default).
     pub check_every: Option<u32>,
 }
 

@@ -32,7 +32,8 @@ pub struct WindArgs {
     /// Steps run again with profiling events, for the per-stage times.
     #[arg(long, default_value_t = 20)]
     profiled_steps: u64,
-    /// CG iterations between convergence checks [default: the solver's, 8].
+    /// CG iterations of each batch after the first, and of the early window in which a solve
+    /// stops only below half the tolerance [default: the solver's, 8].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     check_every: Option<u32>,
     /// Also write one CSV row per size and stage to FILE.

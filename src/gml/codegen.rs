@@ -816,6 +816,53 @@ mod tests {
         assert!(g.prologue.contains("GmlBall[k * GmlCount + GmlCnt]"));
     }
 
+    #[test]
+    fn a_kernel_with_sums_calls_its_body_and_then_folds() {
+        let x = solution(1, MeshKind::Vertices, "X", Mode::Read, Relation::Direct);
+        let g = generate(
+            "dot",
+            MeshKind::Vertices,
+            &[x],
+            None,
+            &Variant {
+                width: None,
+                contiguous: true,
+                sums: Some(2),
+            },
+            "if (VerIdx == 3) return;\nGmlSum[0] = VerX.x;",
+        )
+        .unwrap();
+        // The body runs in a function, so that its `return` skips no barrier of the fold.
+        assert!(g.prologue.starts_with("static void dot_gml_item("));
+        assert!(
+            g.prologue
+                .contains("const int GmlCnt,\n    GML_SUM_T *GmlSum)")
+        );
+        assert!(!g.prologue.contains("return"));
+        assert!(g.epilogue.contains("__kernel void dot("));
+        assert!(g.epilogue.contains("GML_SUM_T GmlSum[2];"));
+        assert!(g.epilogue.contains(
+            "if (GmlCnt < GmlCount) dot_gml_item(GmlCount, GmlFirst, VerXTab, GmlPar, GmlCnt, GmlSum);"
+        ));
+        assert!(
+            g.epilogue.trim_end().ends_with("{"),
+            "the finish block follows"
+        );
+        assert_eq!(g.tail, "    }\n}\n");
+        assert_eq!(
+            g.args,
+            [
+                Arg::Count,
+                Arg::First,
+                Arg::Data(id(1)),
+                Arg::Params,
+                Arg::SumPartials,
+                Arg::SumTicket,
+                Arg::SumScratch
+            ]
+        );
+    }
+
     fn direct_variant() -> Variant {
         Variant {
             width: None,

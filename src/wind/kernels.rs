@@ -26,7 +26,7 @@ pub struct Params {
     pub rz: [f64; 2],
     /// `d·A d` of the current iteration.
     pub pq: f64,
-    /// `Σ r²/m` at the last convergence check.
+    /// `Σ r²/m` of the current residual (scaled by `EARLY_SCALE` in the early iterations).
     pub rr: f64,
     /// The wind's time step, s.
     pub dt: f32,
