@@ -124,13 +124,13 @@ impl KernelSpec {
 
     /// Makes the kernel fold `count` sums over its entities itself, without a reduction
     /// launch: the body sets (or adds to) `GmlSum[k]`, its entity's term of sum `k` (zero on
-    /// entry; double where the device has fp64, float otherwise); once every entity is done,
-    /// the work-group that finishes last runs `finish` once, with the totals in `GmlSum[k]`
-    /// and the parameters writable (`GmlPar->dot = GmlSum[0];`), where later kernels of the
-    /// queue read them. A body's `return` ends only its own entity. This is how a Krylov
-    /// solver gets its dot products for free: the kernel that computes `A d` also sums
-    /// `d · A d`. At most [`MAX_SUMS`] sums, and not through an uplink (its kernels run once
-    /// per degree table, the fold needs one launch).
+    /// entry; of type `GML_SUM_T`, double where the device has fp64, float otherwise); once
+    /// every entity is done, the work-group that finishes last runs `finish` once, with the
+    /// totals in `GmlSum[k]` and the parameters writable (`GmlPar->dot = GmlSum[0];`), where
+    /// later kernels of the queue read them. A body's `return` ends only its own entity. This
+    /// is how a Krylov solver gets its dot products for free: the kernel that computes `A d`
+    /// also sums `d · A d`. At most [`MAX_SUMS`] sums, and not through an uplink (its kernels
+    /// run once per degree table, the fold needs one launch).
     pub fn sums(mut self, count: usize, finish: &str) -> Self {
         self.sums = Some(Sums {
             count,

@@ -41,9 +41,10 @@
 //! work-group folds its entities' terms in local memory and writes a partial, and the group that
 //! finishes last folds the partials (in double where the device has fp64) and runs the kernel's
 //! `finish` block once, with the totals in `GmlSum[k]`, where it writes the parameters that the
-//! next kernels of the queue read. The wind's conjugate gradients get `d·A d` from the kernel
-//! that computes `A d`, and `r·z` and `Σ r²/m` from the update: four launches an iteration
-//! instead of six, and a convergence test after every iteration at no cost.
+//! next kernels of the queue read. The wind's conjugate gradients get `r·z` and `Σ r²/m` from the
+//! update, a convergence test after every iteration at no cost, and, with the operator
+//! assembled per vertex, `d·A d` from the kernel that computes `A d`: four launches an
+//! iteration instead of six.
 //!
 //! ```no_run
 //! use snowsim::cl::DeviceSelector;

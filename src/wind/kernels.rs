@@ -8,9 +8,9 @@ use crate::gml::{Access, Data, Gml, KernelId, KernelSpec, MeshKind, Solution};
 use super::error::Result;
 use super::solver::EARLY_SCALE;
 
-/// The first line of every kernel of a CG iteration: nothing to do once the last convergence
-/// check's residual (in the parameters) is at or below the limit, as happens when the host has
-/// enqueued more iterations than the solve needs.
+/// The first line of every kernel of a CG iteration: nothing to do once the residual the last
+/// update (or the start) left in the parameters is at or below the limit, as happens when the
+/// host has enqueued more iterations than the solve needs.
 const CONVERGED_RETURN: &str = "if (GmlPar->rr <= GmlPar->rr_limit) return;\n";
 
 /// `CONVERGED_RETURN` where `guard`, else nothing.
@@ -373,7 +373,7 @@ impl Kernels {
                      VerDiv = fixed ? 0.0f : (float)(w * VerBnd.s6);
                      VerDsq = fixed ? 0.0f : (float)(w * w * VerBnd.s6);
                      VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;
-                     // A new solve starts here: no iteration is skipped until its first check.
+                     // A new solve starts here: its start is not skipped.
                      if (VerIdx == 0) GmlPar->rr = INFINITY;",
                 ),
         )?;
@@ -418,11 +418,12 @@ impl Kernels {
                          GmlSum[0] = VerR * VerZ;
                          GmlSum[1] = VerR * VerR * (double)VerBnd.s6;"
                     ))
-                    // Once converged every term is zero: nothing changes.
+                    // Once converged every term is zero: nothing changes. (The same test as
+                    // CONVERGED_RETURN, so that a NaN residual counts the iterations it runs.)
                     .sums(
                         2,
                         &format!(
-                            "if (GmlPar->rr > GmlPar->rr_limit) {{
+                            "if (!(GmlPar->rr <= GmlPar->rr_limit)) {{
                                  const int done = GmlPar->iterations + 1;
                                  GmlPar->iterations = done;
                                  GmlPar->rz[{}] = GmlSum[0];

@@ -502,7 +502,7 @@ impl Solver {
     }
 
     /// Enqueues `q = A d` into `Q` and `d·q` into the parameters' `pq` (or `A x` alone, for
-    /// the start and the checks). Assembled, the product's second kernel folds `d·q`; through
+    /// the start). Assembled, the product's second kernel folds `d·q`; through
     /// the tetrahedra, the last one runs per degree table and `d·q` is a reduction.
     fn enqueue_operator(&mut self, of: Operand, tl: &mut Timeline) -> Result<()> {
         let k = self.kernels;

@@ -47,7 +47,7 @@ fn sums_kernel(
             .body(&format!(
                 "if ({l}Idx % 7 == 3) return;\n\
                  GmlSum[0] = {l}X;\n\
-                 GmlSum[1] = (double){l}X * {l}X;\n\
+                 GmlSum[1] = (GML_SUM_T){l}X * {l}X;\n\
                  GmlSum[2] = 1;"
             ))
             .sums(
@@ -204,19 +204,17 @@ fn a_finish_that_branches_runs_once() {
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
     struct Counter {
-        above: f64,
-        below: f64,
+        above: f32,
+        below: f32,
         runs: i32,
-        pad: i32,
-        halved: f64,
+        halved: f32,
     }
     for n in [210usize, 1000] {
         let mut g = gml();
         g.new_mesh(MeshKind::Vertices, n).unwrap();
         let params = g
             .new_parameters::<Counter>(
-                "typedef struct { double above; double below; int runs; int pad; double halved; } \
-                 GmlParSct;",
+                "typedef struct { float above; float below; int runs; float halved; } GmlParSct;",
             )
             .unwrap();
         let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
@@ -246,8 +244,6 @@ fn a_finish_that_branches_runs_once() {
             "{n} entities: the finish ran {} times",
             got.runs
         );
-        if g.has_fp64() {
-            assert_eq!(got.halved, n as f64 / 2.0, "{n} entities");
-        }
+        assert_eq!(got.halved, n as f32 / 2.0, "{n} entities");
     }
 }

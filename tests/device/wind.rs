@@ -307,6 +307,14 @@ fn projection_matches_reference() {
 /// after its first iteration and then after every batch of 8.
 #[test]
 fn iterations_enqueued_after_convergence_change_nothing() {
+    for assemble_operator in [true, false] {
+        enqueued_past_convergence(assemble_operator);
+    }
+}
+
+/// The test above with the operator assembled per vertex or applied through the tetrahedra
+/// (where `d·q` is a reduction, not folded by the product).
+fn enqueued_past_convergence(assemble_operator: bool) {
     let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);
     let dir = [1.0, 0.3];
     let u_in = inflow(&m, dir, 4.0, true, 200.0);
@@ -317,7 +325,12 @@ fn iterations_enqueued_after_convergence_change_nothing() {
         .map(|(u, n)| [u[0] + n[0], u[1] + n[1], n[2]])
         .collect();
     let run = |first_batch: u32| {
-        let (mut solver, _) = pair(&m, dir, &u_in, settings(3000, 1e-3, 5.0));
+        let settings = Settings {
+            assemble_operator,
+            ..settings(3000, 1e-3, 5.0)
+        };
+        let (mut solver, _) = pair(&m, dir, &u_in, settings);
+        assert_eq!(solver.operator_assembled(), assemble_operator);
         solver.set_first_batch(first_batch);
         solver.set_star(&f32x4(&u_star)).unwrap();
         let stats = solver.project(3000).unwrap();
