@@ -321,6 +321,19 @@ pub enum GmlError {
         /// What stops it.
         why: String,
     },
+    /// A work-group size the kernel cannot run with (`KernelSpec::work_group`).
+    #[error(
+        "kernel `{kernel}`: work-groups of {size} work-items asked for, the device runs this \
+         kernel in groups of 1 to {allowed}"
+    )]
+    WorkGroup {
+        /// The kernel.
+        kernel: String,
+        /// The size asked for.
+        size: usize,
+        /// The most the kernel allows on the device.
+        allowed: usize,
+    },
     /// A reduction over a field of no lines.
     #[error("reduction of `{0}`: the field has no values")]
     EmptyReduction(String),

@@ -85,6 +85,8 @@ pub struct KernelSpec {
     accesses: Vec<Access>,
     body: String,
     sums: Option<Sums>,
+    /// Work-items per work-group, when the user sets it.
+    work_group: Option<usize>,
 }
 
 /// Sums a kernel folds itself: how many, and the code that receives the totals.
@@ -106,6 +108,7 @@ impl KernelSpec {
             accesses: Vec::new(),
             body: String::new(),
             sums: None,
+            work_group: None,
         }
     }
 
@@ -119,6 +122,15 @@ impl KernelSpec {
     /// names or gml's (see the module documentation of [`gml`](super), "Names").
     pub fn body(mut self, body: &str) -> Self {
         self.body = body.to_string();
+        self
+    }
+
+    /// Runs the kernel in work-groups of `size` work-items instead of gml's choice (the largest
+    /// multiple of the device's preferred multiple up to 256): for tuning, and for tests of
+    /// sizes a device would not pick. More than the kernel allows on the device is an error
+    /// at compilation.
+    pub fn work_group(mut self, size: usize) -> Self {
+        self.work_group = Some(size);
         self
     }
 
@@ -594,6 +606,15 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         let program = Program::build(&gml.context, &sources, &options)?;
         let kernel = program.kernel(&spec.name)?;
         let allowed = kernel.max_group(&gml.context)?;
+        if let Some(size) = spec.work_group
+            && !(1..=allowed).contains(&size)
+        {
+            return Err(GmlError::WorkGroup {
+                kernel: spec.name.clone(),
+                size,
+                allowed,
+            });
+        }
         let multiple = kernel
             .cl_kernel()
             .get_work_group_size_multiple(gml.context.device().id())
@@ -627,6 +648,17 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         accesses,
         variants: compiled_variants,
     })
+}
+
+/// The work sizes of a launch over `rows`: the user's work-group size, else gml's choice.
+fn work_size(rows: usize, variant: &CompiledVariant, user: Option<usize>) -> WorkSize {
+    match user {
+        Some(local) => WorkSize {
+            global: rows.max(1).div_ceil(local) * local,
+            local,
+        },
+        None => WorkSize::choose(rows, variant.allowed, variant.multiple),
+    }
 }
 
 /// Sums need one launch over the loop, and a count the fold can hold.
@@ -722,7 +754,7 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
         variant.rows = rows;
         variant.first = first;
         if let Some(count) = sums {
-            let work = WorkSize::choose(rows, variant.allowed, variant.multiple);
+            let work = work_size(rows, variant, kernel.spec.work_group);
             let groups = work.global / work.local;
             if variant
                 .sum_buffers
@@ -788,7 +820,7 @@ pub(crate) fn enqueue(gml: &mut Gml, id: KernelId, timeline: &mut Timeline) -> R
         if variant.rows == 0 && variant.sum_buffers.is_none() {
             continue;
         }
-        let work = WorkSize::choose(variant.rows, variant.allowed, variant.multiple);
+        let work = work_size(variant.rows, variant, kernel.spec.work_group);
         bind(gml, kernel.loop_kind, kernel.uplink, variant, work.local)?.enqueue_into(
             &gml.context,
             work,

@@ -247,3 +247,71 @@ fn a_finish_that_branches_runs_once() {
         assert_eq!(got.halved, n as f32 / 2.0, "{n} entities");
     }
 }
+
+/// The fold works for work-groups of any size, not only the powers of two devices pick: the
+/// tree halves `n` items as `n - ⌈n/2⌉` pairs and a middle one left alone.
+#[test]
+fn folded_sums_hold_for_work_groups_of_any_size() {
+    let mut g = gml();
+    let fp64 = g.has_fp64();
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Total {
+        sum: f64,
+    }
+    let params = g
+        .new_parameters::<Total>(if fp64 {
+            "typedef struct { double sum; } GmlParSct;"
+        } else {
+            "typedef struct { float sum; float pad; } GmlParSct;"
+        })
+        .unwrap();
+    for n in [1023usize, (1 << 16) + 3] {
+        g.new_mesh(MeshKind::Vertices, n).unwrap();
+        let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
+        let values: Vec<f32> = (0..n)
+            .map(|i| 1.0 + ((i * 7919) % 1000) as f32 / 1000.0)
+            .collect();
+        g.set_block(x, 0, &values).unwrap();
+        let want: f64 = values.iter().map(|&v| f64::from(v)).sum();
+        for size in [1usize, 3, 48, 100, 255] {
+            let kernel = g
+                .compile(
+                    KernelSpec::new(&format!("sum_by_{size}"), MeshKind::Vertices)
+                        .access(Access::read(x))
+                        .body("GmlSum[0] = VerX;")
+                        .sums(1, "GmlPar->sum = GmlSum[0];")
+                        .work_group(size),
+                )
+                .unwrap();
+            g.upload_parameters(&params, &Total::default()).unwrap();
+            g.launch(kernel).unwrap();
+            let got = g.download_parameters(&params).unwrap();
+            let got = if fp64 {
+                got.sum
+            } else {
+                let f: [f32; 2] = bytemuck::cast(got);
+                f64::from(f[0])
+            };
+            let tolerance = if fp64 { 1e-12 } else { 1e-5 };
+            assert!(
+                (got - want).abs() <= tolerance * want,
+                "{n} values in groups of {size}: {got} vs {want}"
+            );
+        }
+    }
+    // Sizes the device cannot run are refused when compiling.
+    let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "Y").unwrap();
+    for size in [0, 1 << 24] {
+        let err = g
+            .compile(
+                KernelSpec::new("bad_group", MeshKind::Vertices)
+                    .access(Access::read(x))
+                    .body("GmlSum[0] = VerY;")
+                    .sums(1, "GmlPar->sum = GmlSum[0];")
+                    .work_group(size),
+            )
+            .unwrap_err();
+        assert!(matches!(err, GmlError::WorkGroup { .. }), "{size}: {err}");
+    }
+}
