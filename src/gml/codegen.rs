@@ -125,11 +125,7 @@ impl Builder {
     /// Adds a kernel parameter once; `declaration` ends with its name.
     fn arg(&mut self, arg: Arg, declaration: String, owner: impl Into<String>) {
         if !self.args.contains(&arg) {
-            let name = declaration
-                .rsplit([' ', '*'])
-                .next()
-                .unwrap_or_default()
-                .to_string();
+            let name = param_name(&declaration).to_string();
             self.claim(name, owner, false);
             self.args.push(arg);
             self.params.push(declaration);
@@ -150,6 +146,12 @@ impl Builder {
         self.code.push_str(text.as_ref());
         self.code.push('\n');
     }
+}
+
+/// The name a parameter declaration ends with (`VerCrdTab` of
+/// `__global const float4 *restrict VerCrdTab`).
+fn param_name(declaration: &str) -> &str {
+    declaration.rsplit([' ', '*']).next().unwrap_or_default()
 }
 
 /// Name of the global table of `kind`'s datum `name`, e.g. `TriBarTab`, `VerCrdTab`.
@@ -473,11 +475,7 @@ fn emit(
     let mut tail = String::new();
     if let Some(count) = variant.sums {
         // The names of the item function's parameters, in order, for the call.
-        let names: Vec<&str> = b
-            .params
-            .iter()
-            .map(|d| d.rsplit([' ', '*']).next().unwrap_or_default())
-            .collect();
+        let names: Vec<&str> = b.params.iter().map(|d| param_name(d)).collect();
         let names = names.join(", ");
         b.arg(
             Arg::SumPartials,

@@ -182,6 +182,17 @@ struct SumBuffers {
     ticket: DeviceBuffer<u32>,
     /// Work-groups the partials have room for.
     groups: usize,
+    /// Bytes of one work-item's (or one group's) terms: the sums times their scalar's size.
+    terms_bytes: usize,
+}
+
+/// The sums' OpenCL scalar type and its size: double where the device has fp64, else float.
+fn sum_scalar(gml: &Gml) -> (&'static str, usize) {
+    if gml.has_fp64() {
+        ("double", 8)
+    } else {
+        ("float", 4)
+    }
 }
 
 /// A compiled kernel with its variants.
@@ -576,10 +587,13 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         }
         sources.push(Source::new("parameters", params.clone()));
         if let Some(sums) = &spec.sums {
-            let t = if sum_double { "double" } else { "float" };
             sources.push(Source::new(
                 "sums",
-                format!("#define GML_SUM_T {t}\n#define GML_SUMS {}\n", sums.count),
+                format!(
+                    "#define GML_SUM_T {}\n#define GML_SUMS {}\n",
+                    sum_scalar(gml).0,
+                    sums.count
+                ),
             ));
             sources.push(Source::embedded(
                 "gml_sums.cl",
@@ -748,7 +762,7 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
         })
         .collect();
     let sums = gml.kernels[id.index].spec.sums.as_ref().map(|s| s.count);
-    let sum_size = if gml.has_fp64() { 8 } else { 4 };
+    let sum_size = sum_scalar(gml).1;
     let kernel = &mut gml.kernels[id.index];
     for (variant, (rows, first)) in kernel.variants.iter_mut().zip(ranges) {
         variant.rows = rows;
@@ -761,10 +775,12 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
                 .as_ref()
                 .is_none_or(|b| b.groups < groups)
             {
+                let terms_bytes = count * sum_size;
                 variant.sum_buffers = Some(SumBuffers {
-                    partials: DeviceBuffer::zeroed(&context, groups * count * sum_size)?,
+                    partials: DeviceBuffer::zeroed(&context, groups * terms_bytes)?,
                     ticket: DeviceBuffer::zeroed(&context, 1)?,
                     groups,
+                    terms_bytes,
                 });
             }
         }
@@ -924,10 +940,7 @@ fn bind<'k>(
                 }
                 Arg::SumPartials => call.buffer(&sums()?.partials)?,
                 Arg::SumTicket => call.buffer(&sums()?.ticket)?,
-                Arg::SumScratch => {
-                    let count = sums()?.partials.len() / sums()?.groups.max(1);
-                    call.local::<u8>(local * count)?
-                }
+                Arg::SumScratch => call.local::<u8>(local * sums()?.terms_bytes)?,
             };
         }
     }

@@ -561,18 +561,17 @@ impl Assembled {
                 .access(Access::read(f.grad))
                 .access(Access::read(f.flags))
                 .access(Access::write(f.q));
-            let (spec, guard, sum) = if sums {
+            let (spec, sum) = if sums {
                 (
                     spec.access(Access::read(f.dir))
                         .sums(1, "GmlPar->pq = GmlSum[0];"),
-                    CONVERGED_RETURN,
                     "GmlSum[0] = VerDir * q;",
                 )
             } else {
-                (spec, "", "")
+                (spec, "")
             };
             gml.compile(spec.body(&format!(
-                "{guard}const int n = GmlPar->vertices;
+                "{}const int n = GmlPar->vertices;
                  double q = 0.0;
                  for (int k = 0; k < {width}; k++) {{
                      const float4 c = VerDelTab[k * n + VerIdx];
@@ -583,7 +582,8 @@ impl Assembled {
                  }}
                  if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
                  VerQ = q;
-                 {sum}"
+                 {sum}",
+                guard(sums)
             )))
         };
         let q_dir = q(gml, "wind_ell_q_dir", true)?;

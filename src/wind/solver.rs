@@ -298,6 +298,7 @@ impl Solver {
         })?;
         let host = Params {
             vertices: vertex_count,
+            early_iterations: i32::try_from(settings.check_every).unwrap_or(i32::MAX),
             dt: dt as f32,
             inv_dt: (1.0 / dt) as f32,
             tolerance: settings.walk_tolerance as f32,
@@ -626,11 +627,7 @@ impl Solver {
     /// per change of the tolerance).
     fn set_residual_limit(&mut self, limit: f64) -> Result<()> {
         if self.uploaded_limit != Some(limit) {
-            let early = i32::try_from(self.settings.check_every).unwrap_or(i32::MAX);
-            self.edit_parameters(|p| {
-                p.rr_limit = limit;
-                p.early_iterations = early;
-            })?;
+            self.edit_parameters(|p| p.rr_limit = limit)?;
             self.uploaded_limit = Some(limit);
         }
         Ok(())
