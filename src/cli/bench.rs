@@ -101,9 +101,10 @@ pub struct ReduceArgs {
     /// launch (how gml reduced before), to compare the two.
     #[arg(long)]
     two_passes: bool,
-    /// Work-groups per compute unit of the first pass (default: gml's choice), to tune it.
-    #[arg(long)]
-    groups_per_unit: Option<usize>,
+    /// Work-groups per compute unit of the first pass, 1 to 64 (default: gml's choice, 4), to
+    /// tune it.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    groups_per_unit: Option<u16>,
 }
 
 /// Options of `snowsim bench launch`.
@@ -295,7 +296,7 @@ fn reductions(args: ReduceArgs) -> anyhow::Result<ExitCode> {
     gml.set_reduce_options(snowsim::gml::ReduceOptions {
         float_accumulators: args.float_accumulators,
         two_passes: args.two_passes,
-        groups_per_unit: args.groups_per_unit,
+        groups_per_unit: args.groups_per_unit.map(usize::from),
         ..Default::default()
     });
     let report = reduce::run(&mut gml, 1 << args.log2, args.launches)?;

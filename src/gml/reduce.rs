@@ -465,7 +465,8 @@ fn enqueue(
     let groups = usize::try_from(loads.div_ceil(local as u64))
         .unwrap_or(max_groups)
         .clamp(1, max_groups);
-    let partial_bytes = max_groups * plan.partial_bytes();
+    // Sized by the groups this launch runs (at most one per load's work-group).
+    let partial_bytes = groups * plan.partial_bytes();
     if gml
         .reducer
         .partials
