@@ -297,11 +297,15 @@ static void gml_first(__global const GML_TL *restrict input, const ulong loads,
     }
 #if !GML_NORM
     // The tail: whole vectors, fewer scalars than a load; lane j is still component j % W.
+    // Lanes are indexed by the unrolled j only: an index computed at run time would put the
+    // accumulators in stack memory for the whole kernel (on the H100 that cost the f32 sums
+    // a tenth of their bandwidth).
     if (get_global_id(0) == 0) {
         __global const elem_t *flat = (__global const elem_t *)input;
         const ulong first = loads * GML_LOAD;
-        for (ulong i = first; i < scalars; i++)
-            gml_fold(&s[i - first], &c[i - first], gml_transform(flat[i]));
+        for (int j = 0; j < GML_LOAD; j++)
+            if (first + j < scalars)
+                gml_fold(&s[j], &c[j], gml_transform(flat[first + j]));
     }
     // Lanes j and j + W hold the same component.
     for (int j = GML_W; j < GML_LOAD; j++)

@@ -27,6 +27,6 @@ pub use gl_buffer::{GlBuffer, OutputBuffer};
 pub use kernel::{ArgType, Kernel, KernelCall};
 pub use launch::WorkSize;
 pub use pinned::PinnedBuffer;
-pub use program::{KERNEL_DIR_ENV, Program, Source};
+pub use program::{KERNEL_DIR_ENV, KERNEL_LOG_ENV, KERNEL_OPTIONS_ENV, Program, Source};
 pub use timeline::Timeline;
 pub use timing::{KernelTimer, event_duration};

@@ -14,6 +14,14 @@ use crate::input;
 /// Environment variable naming a directory whose `*.cl` files replace the embedded kernels.
 pub const KERNEL_DIR_ENV: &str = "SNOWSIM_KERNEL_DIR";
 
+/// Environment variable whose build options are added to every program's (e.g. a driver's
+/// `-cl-nv-verbose`, which reports registers and stack frames per kernel).
+pub const KERNEL_OPTIONS_ENV: &str = "SNOWSIM_KERNEL_OPTIONS";
+
+/// Environment variable that, when set, prints every successful build's log to standard
+/// error (the compiler's warnings and what options such as `-cl-nv-verbose` report).
+pub const KERNEL_LOG_ENV: &str = "SNOWSIM_KERNEL_LOG";
+
 /// One piece of OpenCL C source with the file name that build logs should show.
 #[derive(Clone, Debug)]
 pub struct Source {
@@ -74,6 +82,12 @@ impl Program {
             .first()
             .map(|s| s.name.clone())
             .unwrap_or_else(|| "<empty>".to_string());
+        let extra = std::env::var(KERNEL_OPTIONS_ENV).unwrap_or_default();
+        let options = if extra.trim().is_empty() {
+            options.to_string()
+        } else {
+            format!("{options} {}", extra.trim())
+        };
         if options.contains('\0') {
             return Err(Error::InvalidBuildInput(format!(
                 "build options of `{name}` contain a NUL byte"
@@ -89,19 +103,24 @@ impl Program {
             &spans,
         );
         match built {
-            Ok(()) => Ok(Self {
-                name,
-                program,
-                log,
-                sources: sources
-                    .iter()
-                    .map(|s| (s.name.clone(), s.text.to_string()))
-                    .collect(),
-            }),
+            Ok(()) => {
+                if std::env::var_os(KERNEL_LOG_ENV).is_some() && !log.is_empty() {
+                    eprintln!("build log of {name} on {}:\n{log}", context.info().name);
+                }
+                Ok(Self {
+                    name,
+                    program,
+                    log,
+                    sources: sources
+                        .iter()
+                        .map(|s| (s.name.clone(), s.text.to_string()))
+                        .collect(),
+                })
+            }
             Err(code) if code.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::Build {
                 program: name,
                 device: context.info().name.clone(),
-                options: options.to_string(),
+                options,
                 log,
             }),
             Err(code) => Err(code).during(format!("clBuildProgram({name})")),

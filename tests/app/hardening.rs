@@ -573,6 +573,42 @@ fn kernel_overrides_refuse_fifos_and_missing_directories() {
 }
 
 #[test]
+fn kernel_options_reach_the_compiler_and_its_log_is_printed() {
+    let dir = temp_dir("kernel-options");
+    let selftest = include_str!("../../kernels/selftest.cl");
+    std::fs::write(
+        dir.join("selftest.cl"),
+        format!("#ifdef SNOWSIM_PROBE\n#warning probe-seen\n#endif\n{selftest}"),
+    )
+    .expect("write the kernel override");
+    let args = ["selftest", "--elements", "1024", "--iterations", "1"];
+    let timeout = Duration::from_secs(60);
+
+    let with = [
+        ("SNOWSIM_KERNEL_DIR", s(&dir)),
+        ("SNOWSIM_KERNEL_LOG", "1"),
+        ("SNOWSIM_KERNEL_OPTIONS", "-DSNOWSIM_PROBE"),
+    ];
+    let run = run_with(&args, &with, None, timeout);
+    let err = run.expect(0);
+    assert!(err.contains("build log of selftest.cl"), "{err}");
+    assert!(err.contains("probe-seen"), "{err}");
+
+    // Without the option the warning is not compiled; without the log it is not printed.
+    let without = [("SNOWSIM_KERNEL_DIR", s(&dir)), ("SNOWSIM_KERNEL_LOG", "1")];
+    let run = run_with(&args, &without, None, timeout);
+    let err = run.expect(0);
+    assert!(!err.contains("probe-seen"), "{err}");
+    let quiet = [
+        ("SNOWSIM_KERNEL_DIR", s(&dir)),
+        ("SNOWSIM_KERNEL_OPTIONS", "-DSNOWSIM_PROBE"),
+    ];
+    let run = run_with(&args, &quiet, None, timeout);
+    let err = run.expect(0);
+    assert!(!err.contains("build log of"), "{err}");
+}
+
+#[test]
 fn a_scene_is_read_from_standard_input() {
     let mut child = Command::new(BIN)
         .args(["scene", "check", "-", "--no-mesh"])
