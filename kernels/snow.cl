@@ -307,16 +307,14 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
             const SnowTet at = snow_tet(tets, coords, seg.tet);
             const float4 bx = fmax(snow_dist(&at, x) / at.height, 0.0f);
             const int4 nd = tets[seg.tet];
-            int gv[3];
-            float wv[3];
-            int m = 0;
-            for (int j = 0; j < 4; j++) {
-                if (j == seg.face)
-                    continue;
-                gv[m] = ground_index[snow_ilane(nd, j)];
-                wv[m] = snow_lane(bx, j);
-                m++;
-            }
+            // The face's three vertices in ascending local order, named without an array
+            // indexed at run time (which would live in stack memory).
+            const int j0 = seg.face == 0 ? 1 : 0;
+            const int j1 = seg.face <= 1 ? 2 : 1;
+            const int j2 = seg.face <= 2 ? 3 : 2;
+            const int gv[3] = {ground_index[snow_ilane(nd, j0)], ground_index[snow_ilane(nd, j1)],
+                               ground_index[snow_ilane(nd, j2)]};
+            const float wv[3] = {snow_lane(bx, j0), snow_lane(bx, j1), snow_lane(bx, j2)};
             const float sum = wv[0] + wv[1] + wv[2];
             if (gv[0] < 0 || gv[1] < 0 || gv[2] < 0) {
                 atom_inc(&counters[SNOW_C_LOST]);
