@@ -7,6 +7,11 @@
 // to zero for the next launch and runs the kernel's `finish` block in its work-item 0. The
 // ticket is the one-pass scheme of gml_reduce.cl (gml_last_group).
 //
+// A kernel through an uplink runs one launch per degree table, in order on one queue: every
+// launch's groups write their partials from `base` on and take tickets from the same counter,
+// which expects the groups of all launches (`groups`), so the last group of the last launch
+// folds them all and the finish runs once per enqueue of the kernel.
+//
 // The host defines GML_SUM_T (double where the device has fp64, float otherwise) and GML_SUMS.
 
 // Folds every work-item's `sum` into `scratch[k * size]` (any work-group size, not only powers
@@ -28,20 +33,21 @@ static void gml_sums_group(const GML_SUM_T *sum, __local GML_SUM_T *scratch)
     }
 }
 
-// Returns true in work-item 0 of the work-group that finishes last, with the totals in `sum`;
+// Returns true in work-item 0 of the work-group that finishes last, with the totals in `sum`
+// (`base`: this launch's first partial; `groups`: the work-groups of every launch);
 // false everywhere else. Every group runs the second fold (the others fold zeros): with its
 // barriers inside the branch on `*last`, uniform as it is, PoCL 3.1 ran the kernel's `finish`
 // in every work-item of the last group (test gml_sums::a_finish_that_branches_runs_once).
 static bool gml_sums_fold(GML_SUM_T *sum, __global GML_SUM_T *partials, __global uint *ticket,
-                          __local GML_SUM_T *scratch, __local uint *last)
+                          __local GML_SUM_T *scratch, __local uint *last, const uint base,
+                          const uint groups)
 {
     const uint lid = get_local_id(0);
     const uint size = get_local_size(0);
-    const uint groups = get_num_groups(0);
     gml_sums_group(sum, scratch);
     if (lid == 0) {
         for (int k = 0; k < GML_SUMS; k++)
-            partials[get_group_id(0) * GML_SUMS + k] = scratch[k * size];
+            partials[(base + get_group_id(0)) * GML_SUMS + k] = scratch[k * size];
         mem_fence(CLK_GLOBAL_MEM_FENCE);
         *last = atomic_inc(ticket) == groups - 1;
         mem_fence(CLK_GLOBAL_MEM_FENCE);

@@ -86,6 +86,11 @@ pub(crate) enum Arg {
     SumTicket,
     /// Local memory for a work-group's fold of its sums.
     SumScratch,
+    /// The index of this launch's first partial (launches before it, over other degree
+    /// tables, wrote theirs below it).
+    SumBase,
+    /// The work-groups of every launch of the kernel: the ticket that completes them is last.
+    SumGroups,
 }
 
 /// What one generated source depends on.
@@ -492,20 +497,33 @@ fn emit(
             "__local GML_SUM_T *GmlSumScratch".into(),
             "gml's sum scratch",
         );
+        b.arg(
+            Arg::SumBase,
+            "const uint GmlSumBase".into(),
+            "gml's first partial of a launch",
+        );
+        b.arg(
+            Arg::SumGroups,
+            "const uint GmlSumGroups".into(),
+            "gml's work-groups of every launch",
+        );
         b.claim("GmlSumLast", "gml's last-group flag", false);
         let _ = write!(
             epilogue,
             "\n__kernel void {name}(\n    {params},\n    \
              __global GML_SUM_T *GmlSumPart,\n    \
              __global uint *GmlSumTicket,\n    \
-             __local GML_SUM_T *GmlSumScratch)\n\
+             __local GML_SUM_T *GmlSumScratch,\n    \
+             const uint GmlSumBase,\n    \
+             const uint GmlSumGroups)\n\
              {{\n    \
              __local uint GmlSumLast;\n    \
              GML_SUM_T GmlSum[{count}];\n    \
              for (int k = 0; k < {count}; k++) GmlSum[k] = 0;\n    \
              const int GmlCnt = get_global_id(0);\n    \
              if (GmlCnt < GmlCount) {name}_gml_item({names}, GmlCnt, GmlSum);\n    \
-             if (gml_sums_fold(GmlSum, GmlSumPart, GmlSumTicket, GmlSumScratch, &GmlSumLast)) {{\n"
+             if (gml_sums_fold(GmlSum, GmlSumPart, GmlSumTicket, GmlSumScratch, &GmlSumLast,\n    \
+                               GmlSumBase, GmlSumGroups)) {{\n"
         );
         tail.push_str("    }\n}\n");
     }
@@ -856,7 +874,9 @@ mod tests {
                 Arg::Params,
                 Arg::SumPartials,
                 Arg::SumTicket,
-                Arg::SumScratch
+                Arg::SumScratch,
+                Arg::SumBase,
+                Arg::SumGroups
             ]
         );
     }

@@ -141,8 +141,9 @@ impl KernelSpec {
     /// totals in `GmlSum[k]` and the parameters writable (`GmlPar->dot = GmlSum[0];`), where
     /// later kernels of the queue read them. A body's `return` ends only its own entity. This
     /// is how a Krylov solver gets its dot products for free: the kernel that computes `A d`
-    /// also sums `d · A d`. At most [`MAX_SUMS`] sums, and not through an uplink (its kernels
-    /// run once per degree table, the fold needs one launch).
+    /// also sums `d · A d`. At most [`MAX_SUMS`] sums. Through an uplink, whose kernel runs
+    /// one launch per degree table, the launches fold into the same totals and `finish` runs
+    /// once, after the last one.
     pub fn sums(mut self, count: usize, finish: &str) -> Self {
         self.sums = Some(Sums {
             count,
@@ -172,16 +173,20 @@ pub(crate) struct CompiledVariant {
     /// Rows of its table and first entity, as of the last [`prepare`].
     rows: usize,
     first: i32,
-    /// With sums, the work-groups' partials and the last-group ticket.
-    sum_buffers: Option<SumBuffers>,
+    /// With sums, the index of this variant's first partial: the work-groups of the variants
+    /// before it, which run before it on the queue.
+    sum_base: u32,
 }
 
-/// The device side of a kernel's sums: one partial per work-group and sum, and the ticket.
+/// The device side of a kernel's sums, shared by its variants (one launch per degree table
+/// through an uplink): one partial per work-group and sum, and the ticket.
 struct SumBuffers {
     partials: DeviceBuffer<u8>,
     ticket: DeviceBuffer<u32>,
     /// Work-groups the partials have room for.
-    groups: usize,
+    capacity: usize,
+    /// Work-groups of all the variants' launches, as of the last [`prepare`].
+    groups: u32,
     /// Bytes of one work-item's (or one group's) terms: the sums times their scalar's size.
     terms_bytes: usize,
 }
@@ -209,6 +214,8 @@ pub(crate) struct Compiled {
     pub builds: usize,
     accesses: Vec<Resolved>,
     variants: Vec<CompiledVariant>,
+    /// With sums, the partials and ticket of every variant.
+    sum_buffers: Option<SumBuffers>,
 }
 
 impl Compiled {
@@ -531,7 +538,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
     check_identifier(&spec.name)?;
     let (accesses, uplink) = resolve(gml, spec).map_err(|e| in_kernel(&spec.name, e))?;
     if let Some(sums) = &spec.sums {
-        check_sums(spec, sums, uplink)?;
+        check_sums(spec, sums)?;
     }
     let sum_double = spec.sums.is_some() && gml.has_fp64();
     build_links(gml, spec.loop_kind, &accesses)?;
@@ -648,7 +655,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
             multiple,
             rows: 0,
             first: 0,
-            sum_buffers: None,
+            sum_base: 0,
         });
     }
     Ok(Compiled {
@@ -661,6 +668,7 @@ fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         builds: 1,
         accesses,
         variants: compiled_variants,
+        sum_buffers: None,
     })
 }
 
@@ -675,22 +683,14 @@ fn work_size(rows: usize, variant: &CompiledVariant, user: Option<usize>) -> Wor
     }
 }
 
-/// Sums need one launch over the loop, and a count the fold can hold.
-fn check_sums(spec: &KernelSpec, sums: &Sums, uplink: Option<MeshKind>) -> Result<()> {
-    let why = if let Some(up) = uplink {
-        format!(
-            "it loops through the uplink {} → {up}, which runs one launch per degree table, \
-             and a fold needs one launch: write each entity's term to a field and reduce it",
-            spec.loop_kind
-        )
-    } else if !(1..=MAX_SUMS).contains(&sums.count) {
-        format!("{} sums asked for, 1 to {MAX_SUMS} allowed", sums.count)
-    } else {
+/// Sums need a count the fold can hold.
+fn check_sums(spec: &KernelSpec, sums: &Sums) -> Result<()> {
+    if (1..=MAX_SUMS).contains(&sums.count) {
         return Ok(());
-    };
+    }
     Err(GmlError::Sums {
         kernel: spec.name.clone(),
-        why,
+        why: format!("{} sums asked for, 1 to {MAX_SUMS} allowed", sums.count),
     })
 }
 
@@ -764,22 +764,33 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
     let sums = gml.kernels[id.index].spec.sums.as_ref().map(|s| s.count);
     let sum_size = sum_scalar(gml).1;
     let kernel = &mut gml.kernels[id.index];
+    // With sums, every variant launches (even over no row: the finish then gets zeros) and
+    // writes its groups' partials after those of the variants before it.
+    let mut groups = 0usize;
     for (variant, (rows, first)) in kernel.variants.iter_mut().zip(ranges) {
         variant.rows = rows;
         variant.first = first;
-        if let Some(count) = sums {
-            let work = work_size(rows, variant, kernel.spec.work_group);
-            let groups = work.global / work.local;
-            if variant
-                .sum_buffers
-                .as_ref()
-                .is_none_or(|b| b.groups < groups)
-            {
+        variant.sum_base = u32::try_from(groups).map_err(|_| GmlError::Sums {
+            kernel: kernel.name.clone(),
+            why: format!("{groups} work-groups, more than a 32-bit ticket counts"),
+        })?;
+        let work = work_size(rows, variant, kernel.spec.work_group);
+        groups += work.global / work.local;
+    }
+    if let Some(count) = sums {
+        let total = u32::try_from(groups).map_err(|_| GmlError::Sums {
+            kernel: kernel.name.clone(),
+            why: format!("{groups} work-groups, more than a 32-bit ticket counts"),
+        })?;
+        match &mut kernel.sum_buffers {
+            Some(buffers) if buffers.capacity >= groups => buffers.groups = total,
+            slot => {
                 let terms_bytes = count * sum_size;
-                variant.sum_buffers = Some(SumBuffers {
+                *slot = Some(SumBuffers {
                     partials: DeviceBuffer::zeroed(&context, groups * terms_bytes)?,
                     ticket: DeviceBuffer::zeroed(&context, 1)?,
-                    groups,
+                    capacity: groups,
+                    groups: total,
                     terms_bytes,
                 });
             }
@@ -833,15 +844,11 @@ pub(crate) fn enqueue(gml: &mut Gml, id: KernelId, timeline: &mut Timeline) -> R
     let kernel = &gml.kernels[id.index];
     for variant in &kernel.variants {
         // A kernel with sums runs even over no entity: its `finish` then gets zeros.
-        if variant.rows == 0 && variant.sum_buffers.is_none() {
+        if variant.rows == 0 && kernel.sum_buffers.is_none() {
             continue;
         }
         let work = work_size(variant.rows, variant, kernel.spec.work_group);
-        bind(gml, kernel.loop_kind, kernel.uplink, variant, work.local)?.enqueue_into(
-            &gml.context,
-            work,
-            timeline,
-        )?;
+        bind(gml, kernel, variant, work.local)?.enqueue_into(&gml.context, work, timeline)?;
     }
     // By index: the kernel borrows `gml`, which marking needs mutably (and a list of the
     // written data would allocate on every launch).
@@ -874,11 +881,11 @@ pub(crate) fn launch(gml: &mut Gml, id: KernelId) -> Result<Duration> {
 /// work-groups of `local` work-items.
 fn bind<'k>(
     gml: &Gml,
-    loop_kind: MeshKind,
-    uplink: Option<MeshKind>,
+    kernel: &Compiled,
     variant: &'k CompiledVariant,
     local: usize,
 ) -> Result<KernelCall<'k>> {
+    let (loop_kind, uplink) = (kernel.loop_kind, kernel.uplink);
     let missing = |what: &str| {
         GmlError::Cl(cl::Error::InvalidBuildInput(format!(
             "internal: {what} not on the device"
@@ -897,7 +904,7 @@ fn bind<'k>(
             .ok_or_else(|| missing("data"))
     };
     let sums = || {
-        variant
+        kernel
             .sum_buffers
             .as_ref()
             .ok_or_else(|| missing("sum buffers"))
@@ -941,6 +948,8 @@ fn bind<'k>(
                 Arg::SumPartials => call.buffer(&sums()?.partials)?,
                 Arg::SumTicket => call.buffer(&sums()?.ticket)?,
                 Arg::SumScratch => call.local::<u8>(local * sums()?.terms_bytes)?,
+                Arg::SumBase => call.arg(&variant.sum_base)?,
+                Arg::SumGroups => call.arg(&sums()?.groups)?,
             };
         }
     }

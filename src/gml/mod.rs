@@ -41,7 +41,9 @@
 //! work-group folds its entities' terms in local memory and writes a partial, and the group that
 //! finishes last folds the partials (in double where the device has fp64) and runs the kernel's
 //! `finish` block once, with the totals in `GmlSum[k]`, where it writes the parameters that the
-//! next kernels of the queue read. The wind's conjugate gradients get `r·z` and `Σ r²/m` from the
+//! next kernels of the queue read. Through an uplink, where a kernel runs one launch per degree
+//! table, the launches share the partials and the ticket, so the finish still runs once, after
+//! the last table. The wind's conjugate gradients get `r·z` and `Σ r²/m` from the
 //! update, a convergence test after every iteration at no cost, and, with the operator
 //! assembled per vertex, `d·A d` from the kernel that computes `A d`: four launches an
 //! iteration instead of six.
@@ -1042,8 +1044,8 @@ impl Gml {
     /// (`GmlPar->alpha`): a solver's scalars never visit the host. The result is a `float` for
     /// `f32` and `i32` fields, a `double` for `f64` fields (`offset` a multiple of its size).
     /// Its launch goes into `timeline` (two with
-    /// [`ReduceOptions::two_passes`]). For a vector field, reduce per component or over
-    /// norms into a buffer with [`reduce_vector_into`](Self::reduce_vector_into).
+    /// [`ReduceOptions::two_passes`]). For a vector field, see
+    /// [`reduce_vector_into_parameters`](Self::reduce_vector_into_parameters).
     pub fn reduce_into_parameters<T: ReducibleScalar, P: bytemuck::Pod>(
         &mut self,
         field: Solution<T>,
@@ -1052,7 +1054,24 @@ impl Gml {
         offset: usize,
         timeline: &mut cl::Timeline,
     ) -> Result<()> {
-        reduce::reduce_into_parameters(self, field.id, op, parameters, offset, timeline)
+        let mode = VectorMode::PerComponent;
+        reduce::reduce_into_parameters(self, field.id, op, mode, parameters, offset, timeline)
+    }
+
+    /// As [`reduce_into_parameters`](Self::reduce_into_parameters) for a scalar or vector
+    /// field: per component, its `width` results from byte `offset` on; over norms, the one
+    /// result at `offset` (a solver's largest speed, read back with its other scalars).
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_vector_into_parameters<T: Reducible, P: bytemuck::Pod>(
+        &mut self,
+        field: Solution<T>,
+        op: Reduction,
+        mode: VectorMode,
+        parameters: &Parameters<P>,
+        offset: usize,
+        timeline: &mut cl::Timeline,
+    ) -> Result<()> {
+        reduce::reduce_into_parameters(self, field.id, op, mode, parameters, offset, timeline)
     }
 
     /// Enqueues a reduction of a scalar field whose result goes to `output[index]` on the

@@ -1,8 +1,10 @@
 //! Sums a kernel folds itself (`KernelSpec::sums`) against an f64 CPU reference written here:
 //! odd lengths, entities whose body returns early, repeated launches (the last-group ticket
-//! must reset), an empty loop, and the refusals.
+//! must reset), an empty loop, a loop through an uplink (one launch per degree table, folded
+//! into one finish), and the refusals.
 
 use snowsim::gml::{Access, Gml, GmlError, KernelSpec, MAX_SUMS, MeshKind};
+use snowsim::meshio::ElementKind;
 
 use crate::common::gml;
 
@@ -165,19 +167,89 @@ fn folded_sums_of_an_empty_loop_are_zero() {
     assert_eq!(totals(&mut g, &params, fp64), [0.0, 0.0, 0.0, 0.0, 1.0]);
 }
 
+/// Through the vertex → tetrahedra uplink the kernel runs once per degree table; the sums of
+/// every table's launch reach one finish, once per enqueue, against the balls built here.
 #[test]
-fn folded_sums_refuse_an_uplink_loop_and_bad_counts_and_show_finish_errors() {
+fn folded_sums_through_an_uplink_cover_every_degree_table_once() {
+    let mesh = crate::common::sample("cube.meshb");
+    let mut g = gml();
+    let fp64 = g.has_fp64();
+    g.import_mesh(&mesh).unwrap();
+    let params = g
+        .new_parameters::<Totals>(if fp64 { TOTALS } else { TOTALS_F32 })
+        .unwrap();
+    let tets = mesh.elements(ElementKind::Tetrahedra);
+    let values: Vec<f32> = (0..tets.len())
+        .map(|i| ((i as f32) * 0.37).cos() + 0.5)
+        .collect();
+    let tet_value = g.new_solution::<f32>(MeshKind::Tetrahedra, 1, "T").unwrap();
+    g.set_block(tet_value, 0, &values).unwrap();
+    let kernel = g
+        .compile(
+            KernelSpec::new("ball_sums", MeshKind::Vertices)
+                .access(Access::read(tet_value))
+                .body(
+                    "if (VerIdx % 5 == 2) return;\n\
+                     GML_SUM_T s = 0;\n\
+                     for (int i = 0; i < VerTetDeg; i++) s += VerTetT[i];\n\
+                     GmlSum[0] = s;\n\
+                     GmlSum[1] = VerTetDeg;\n\
+                     GmlSum[2] = 1;",
+                )
+                .sums(
+                    3,
+                    "GmlPar->sum = GmlSum[0];\n\
+                     GmlPar->squares = GmlSum[1];\n\
+                     GmlPar->running += GmlSum[0];\n\
+                     if (GmlPar->limit > 1) GmlPar->launches += 1;\n\
+                     GmlPar->count = GmlSum[2];",
+                ),
+        )
+        .unwrap();
+    let tables = g.kernel_sources(kernel).unwrap().len();
+    assert!(
+        tables > 1,
+        "cube.meshb's balls fill {tables} degree table(s)"
+    );
+
+    // The reference: each tetrahedron's value in the ball of each of its vertices.
+    let mut ball_sum = vec![0.0f64; mesh.vertices.len()];
+    let mut degree = vec![0usize; mesh.vertices.len()];
+    for ((nodes, _), &value) in tets.iter().zip(&values) {
+        for &v in nodes {
+            ball_sum[v as usize] += f64::from(value);
+            degree[v as usize] += 1;
+        }
+    }
+    let kept = || (0..mesh.vertices.len()).filter(|v| v % 5 != 2);
+    let sum: f64 = kept().map(|v| ball_sum[v]).sum();
+    let degrees = kept().map(|v| degree[v]).sum::<usize>() as f64;
+    let count = kept().count() as f64;
+    let tolerance = if fp64 { 1e-12 } else { 1e-5 };
+    g.upload_parameters(&params, &start(fp64)).unwrap();
+    for launch in 1..=3 {
+        g.launch(kernel).unwrap();
+        let [s, d, running, c, launches] = totals(&mut g, &params, fp64);
+        assert_eq!(
+            launches,
+            f64::from(launch),
+            "the finish ran once per enqueue"
+        );
+        assert!(
+            (s - sum).abs() <= tolerance * sum,
+            "launch {launch}: {s} vs {sum}"
+        );
+        assert_eq!(d, degrees, "ball sizes summed over {tables} tables");
+        assert_eq!(c, count, "vertices counted");
+        assert!((running - f64::from(launch) * sum).abs() <= tolerance * running);
+    }
+}
+
+#[test]
+fn folded_sums_refuse_bad_counts_and_show_finish_errors() {
     let mut g = gml();
     g.import_mesh(&crate::common::sample("cube.meshb")).unwrap();
     g.new_parameters::<Totals>(TOTALS_F32).unwrap();
-    let tet_value = g.new_solution::<f32>(MeshKind::Tetrahedra, 1, "T").unwrap();
-    let through_ball = KernelSpec::new("ball_sum", MeshKind::Vertices)
-        .access(Access::read(tet_value))
-        .body("GmlSum[0] = VerTetT[0];")
-        .sums(1, "GmlPar->sum = GmlSum[0];");
-    let err = g.compile(through_ball).unwrap_err();
-    assert!(matches!(err, GmlError::Sums { .. }), "{err}");
-    assert!(err.to_string().contains("uplink"), "{err}");
     let x = g.new_solution::<f32>(MeshKind::Vertices, 1, "X").unwrap();
     for count in [0, MAX_SUMS + 1] {
         let spec = KernelSpec::new("bad_count", MeshKind::Vertices)
