@@ -703,20 +703,13 @@ pub(crate) fn reduce_into_parameters<P: bytemuck::Pod>(
     gml: &mut Gml,
     id: DataId,
     op: Reduction,
+    mode: VectorMode,
     parameters: &super::Parameters<P>,
     offset: usize,
     timeline: &mut Timeline,
 ) -> Result<()> {
     super::params::check_handle(gml, parameters)?;
-    enqueue(
-        gml,
-        id,
-        op,
-        VectorMode::PerComponent,
-        Target::Parameters(offset),
-        timeline,
-    )
-    .map(|_| ())
+    enqueue(gml, id, op, mode, Target::Parameters(offset), timeline).map(|_| ())
 }
 
 #[cfg(test)]

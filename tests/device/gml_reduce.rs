@@ -524,7 +524,21 @@ fn results_stay_on_the_device() {
             .unwrap();
         g.reduce_into_parameters(ints, Reduction::L0, &params, 16, &mut timeline)
             .unwrap();
+        // The largest norm of the f32 vectors, as a float, into the struct's last slot.
+        g.reduce_vector_into_parameters(
+            field,
+            Reduction::Max,
+            VectorMode::Norm,
+            &params,
+            20,
+            &mut timeline,
+        )
+        .unwrap();
         let scalars = g.download_parameters(&params).unwrap();
+        assert!(
+            (f64::from(scalars.pad) - max_norm).abs() <= 1e-6 * max_norm,
+            "{scalars:?} vs {max_norm}"
+        );
         let norm = reduce_cpu(&f64_values, Reduction::L2);
         let sum = reduce_cpu(&f64_values, Reduction::Sum);
         assert!((scalars.norm - norm).abs() <= 1e-13 * norm, "{scalars:?}");
