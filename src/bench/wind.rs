@@ -221,36 +221,56 @@ fn profile(
 /// operator's mean entries per vertex (`None`: the operator through the tetrahedra):
 ///
 /// - a tetrahedron pass reads its nodes (16 B), its coefficients (64 B) and writes a float4
-///   (16 B), and reads the vertex field once (4 or 16 B per vertex);
+///   (16 B), and reads the vertex field once (8 B of an f64 scalar, 16 B of a velocity,
+///   32 B of the f64 gradient);
 /// - a ball gather reads 4 B of index, 16 B of value and 1 B of local index per ball entry
-///   (`4t` of them) and the vertex's own data (projector 32 B, output);
+///   (`4t` of them) and the vertex's own data once (projector 32 B, flags 4 B, what it reads
+///   and writes);
 /// - the assembled operator reads its two tables (16 B per entry each, up to the row's end;
-///   the end marker and the padding after it are not counted) and each vertex's
-///   operand, projector, flags, gradient and direction once, and writes the gradient (32 B),
-///   `q` and `d·q`;
-/// - vector updates and reductions read and write each field once.
+///   the end marker and the padding after it are not counted) and each vertex's operand
+///   (8 B), projector (32 B), flags (4 B, read twice), gradient (32 B, written and read)
+///   and, for the search direction, the direction again for `d·q`, and writes `q` (8 B);
+/// - the CG vectors (f64) are read and written once per kernel: the start reads `b`, `Q`,
+///   the diagonal and the projector and writes `r`, `z`, `d` (80 B); an iteration's update
+///   reads and writes `x` and `r` and reads `d`, `q`, the diagonal and the projector and
+///   writes `z` (96 B), its direction update reads `z` and reads and writes `d` (24 B);
+/// - sums folded by the kernels that compute their terms (`r·z`, `Σ r²/m`, `d·q` when
+///   assembled, the divergence's `Σ m div²`, the energy, the lost walks) move no bytes of
+///   their own; the largest speed is a reduction over the velocity (16 B per vertex), and
+///   through the tetrahedra `d·q` is a reduction over `PQ` (the gather reads `d` and writes
+///   `PQ` for either operand, the reduction reads it back for the direction).
 ///
 /// Gaps between launches and link-table headers are not counted: the ratio is what the
 /// kernels achieve on the bytes they cannot avoid.
 pub fn stage_bytes(stage: &str, v: f64, t: f64, iterations: f64, entries: Option<f64>) -> f64 {
     let tet_pass = |vertex_bytes: f64| t * 96.0 + v * vertex_bytes;
     let gather = |vertex_bytes: f64| 4.0 * t * 21.0 + v * vertex_bytes;
-    let reduction = v * 4.0;
-    let operator = match entries {
-        Some(w) => v * (2.0 * 16.0 * w + 8.0 + 32.0 + 4.0 + 32.0 + 32.0 + 4.0 + 8.0 + 16.0),
-        None => tet_pass(4.0) + gather(48.0) + tet_pass(16.0) + gather(16.0),
+    // The operator applied to the search direction (`d·q` too) or to the pressure.
+    let operator = |direction: bool| match entries {
+        Some(w) => {
+            let dot = if direction { 8.0 } else { 0.0 };
+            v * (2.0 * 16.0 * w + 8.0 + 32.0 + 4.0 + 32.0 + 32.0 + 4.0 + 8.0 + dot)
+        }
+        None => {
+            // `wind_gather_q` reads `d` and writes `PQ` for both; only `d·q` reduces `PQ`.
+            let dot = if direction {
+                8.0 + 8.0 + 8.0
+            } else {
+                8.0 + 8.0
+            };
+            tet_pass(8.0) + gather(32.0 + 4.0 + 32.0) + tet_pass(32.0) + gather(4.0 + 8.0 + dot)
+        }
     };
     match stage {
-        "wind.advect" => v * (16.0 * 4.0 + 32.0 + 4.0 + 4.0 + 4.0) + t * 32.0,
-        "wind.divergence" => tet_pass(16.0) + gather(48.0) + reduction,
+        "wind.advect" => v * (16.0 * 4.0 + 32.0 + 4.0 + 4.0) + t * 32.0,
+        "wind.divergence" => tet_pass(16.0) + gather(32.0 + 4.0 + 4.0 + 8.0),
         "wind.pressure" => {
-            let start = operator + v * 56.0 + 2.0 * reduction;
-            let iteration = operator + reduction + v * 72.0 + reduction + v * 12.0;
-            let checks = (iterations / 8.0).ceil() * (operator + v * 56.0 + reduction);
-            start + iterations * iteration + checks
+            let start = operator(false) + v * 80.0;
+            let iteration = operator(true) + v * (96.0 + 24.0);
+            start + iterations * iteration
         }
-        "wind.project" => tet_pass(4.0) + gather(64.0),
-        "wind.check" => tet_pass(16.0) + gather(48.0) + 4.0 * reduction + v * 12.0,
+        "wind.project" => tet_pass(8.0) + gather(32.0 + 4.0 + 16.0 + 16.0),
+        "wind.check" => tet_pass(16.0) + gather(32.0 + 4.0 + 4.0 + 8.0) + v * 16.0,
         _ => 0.0,
     }
 }

@@ -49,15 +49,34 @@ pub struct Params {
     pub early_iterations: i32,
     /// Padding to a multiple of 8 bytes.
     pub pad: i32,
+    /// `Σ m div²` of the field before the solve (`[0]`) and after the projection (`[1]`),
+    /// folded by the divergence's gather.
+    pub div_sq: [f64; 2],
+    /// `Σ m |u|² / 2` of the projected field (m⁵/s²; times ρ the kinetic energy), folded by
+    /// the projection.
+    pub energy: f64,
+    /// Vertices whose advection walk hit its hop limit, folded by the advection.
+    pub lost: f64,
+    /// The largest speed of the projected field, m/s (a reduction).
+    pub max_speed: f32,
+    /// Padding to a multiple of 8 bytes.
+    pub pad2: i32,
 }
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
      float inv_dt; float tolerance; int max_hops; int vertices; int iterations; \
-     double rr_limit; int early_iterations; int pad; } GmlParSct;\n";
+     double rr_limit; int early_iterations; int pad; double div_sq[2]; double energy; \
+     double lost; float max_speed; int pad2; } GmlParSct;\n";
 
 /// Byte offset of `pq`.
 pub const PQ_OFFSET: usize = 16;
+
+/// The advection's finish: the count of lost walks into the parameters.
+const LOST_FINISH: &str = "GmlPar->lost = GmlSum[0];";
+
+/// Byte offset of `max_speed`.
+pub const MAX_SPEED_OFFSET: usize = std::mem::offset_of!(Params, max_speed);
 
 /// Every field of the solver.
 #[derive(Clone, Copy, Debug)]
@@ -97,12 +116,6 @@ pub struct Fields {
     pub grad: Solution<[f64; 4]>,
     /// Divergence (1/s), zero where the pressure is fixed.
     pub div: Solution<f32>,
-    /// `m · div²` per vertex.
-    pub div_sq: Solution<f32>,
-    /// `m |u|² / 2` per vertex (m⁵/s²; times ρ it is the kinetic energy).
-    pub energy: Solution<f32>,
-    /// 1 where the advection walk hit its hop limit.
-    pub lost: Solution<i32>,
     /// Per tetrahedron, `(V/4) ∇φ_j` for j = 0..3.
     pub coef: Solution<[f32; 16]>,
     /// Per tetrahedron, the neighbours across its faces.
@@ -137,9 +150,6 @@ impl Fields {
             pq: gml.new_solution(ver, 1, "PQ")?,
             grad: gml.new_solution(ver, 1, "G")?,
             div: gml.new_solution(ver, 1, "Div")?,
-            div_sq: gml.new_solution(ver, 1, "Dsq")?,
-            energy: gml.new_solution(ver, 1, "Ke")?,
-            lost: gml.new_solution(ver, 1, "Lost")?,
             coef: gml.new_solution(tet, 1, "Cof")?,
             ngb: gml.new_solution(tet, 1, "Ngb")?,
             tet_grad: gml.new_solution(tet, 1, "Gp")?,
@@ -170,8 +180,9 @@ pub struct Kernels {
     pub tet_div_vel: KernelId,
     /// `q = A d` and `d·q`.
     pub gather_q: KernelId,
-    /// Divergence, its square and the right-hand side.
-    pub gather_div: KernelId,
+    /// Divergence and the right-hand side, folding `Σ m div²` into `div_sq[0]` (before the
+    /// solve) / `div_sq[1]` (after the projection).
+    pub gather_div: [KernelId; 2],
     /// CG start: `r = b − A x`, `z`, `d` (from `Q = A x`), folding `r·z` into `rz[0]` and
     /// `Σ r²/m` (scaled, an early iteration) into `rr`; the solve's iterations to zero.
     pub cg_start: KernelId,
@@ -180,7 +191,7 @@ pub struct Kernels {
     pub cg_update: [KernelId; 2],
     /// CG direction with `β = rz[1]/rz[0]` / `rz[0]/rz[1]`.
     pub cg_direction: [KernelId; 2],
-    /// `u = u* − dt P M⁻¹ G p`, and the kinetic energy.
+    /// `u = u* − dt P M⁻¹ G p`, folding `Σ m |u|² / 2` into `energy`.
     pub project: KernelId,
     /// Sets `Vel`, `Str` to the inflow profile with the boundary conditions applied.
     pub reset: KernelId,
@@ -252,13 +263,13 @@ impl Kernels {
                 .access(Access::read(f.bnd))
                 .access(Access::read(f.flags))
                 .access(Access::write(f.star))
-                .access(Access::write(f.lost))
                 .body(
                     &(walk("-", "VerVelTab[#]")
                         + "
-                     VerLost = w.status == TET_WALK_LOST;
+                     GmlSum[0] = w.status == TET_WALK_LOST;
                      VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, u);"),
-                ),
+                )
+                .sums(1, LOST_FINISH),
         )?;
         // BFECC (back and forth error compensation and correction): advect forward, advect
         // that back, and advect `u + (u − back)/2` forward, clamped to the range of the
@@ -306,7 +317,6 @@ impl Kernels {
                 .access(Access::read(f.bnd))
                 .access(Access::read(f.flags))
                 .access(Access::write(f.star))
-                .access(Access::write(f.lost))
                 .body(
                     &(walk("-", "(1.5f * VerVelTab[#] - 0.5f * VerBwdTab[#])")
                         + "
@@ -315,10 +325,11 @@ impl Kernels {
                      const float4 hi = fmax(fmax(VerVelTab[n.x], VerVelTab[n.y]),
                                             fmax(VerVelTab[n.z], VerVelTab[n.w]));
                      const float4 limited = clamp(u, lo, hi);
-                     VerLost = w.status == TET_WALK_LOST;
+                     GmlSum[0] = w.status == TET_WALK_LOST;
                      VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf
                             : wind_project(VerBnd, limited);"),
-                ),
+                )
+                .sums(1, LOST_FINISH),
         )?;
         let bfecc = [forward, backward, corrected];
         let grad_dir = grad(gml, "wind_grad_dir", f.dir, "Dir", true)?;
@@ -357,26 +368,30 @@ impl Kernels {
                      VerPQ = VerDir * q;"),
                 ),
         )?;
-        let gather_div = gml.compile(
-            KernelSpec::new("wind_gather_div", ver)
-                .access(Access::read(f.tet_div).with_voyeurs())
-                .access(Access::read(f.flags))
-                .access(Access::read(f.bnd))
-                .access(Access::write(f.div))
-                .access(Access::write(f.div_sq))
-                .access(Access::write(f.rhs))
-                .body(
-                    "double s = 0.0;
-                     for (int i = 0; i < VerTetDegMax; i++) s += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
-                     const double w = (double)VerBnd.s7 - s;
-                     const bool fixed = (VerFlg & WIND_FIXED_PRESSURE) != 0;
-                     VerDiv = fixed ? 0.0f : (float)(w * VerBnd.s6);
-                     VerDsq = fixed ? 0.0f : (float)(w * w * VerBnd.s6);
-                     VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;
-                     // A new solve starts here: its start is not skipped.
-                     if (VerIdx == 0) GmlPar->rr = INFINITY;",
-                ),
-        )?;
+        // One per statistics slot: the field before the solve, and after the projection.
+        let gather_div = |gml: &mut Gml, slot: usize| {
+            gml.compile(
+                KernelSpec::new(&format!("wind_gather_div{slot}"), ver)
+                    .access(Access::read(f.tet_div).with_voyeurs())
+                    .access(Access::read(f.flags))
+                    .access(Access::read(f.bnd))
+                    .access(Access::write(f.div))
+                    .access(Access::write(f.rhs))
+                    .body(
+                        "double s = 0.0;
+                         for (int i = 0; i < VerTetDegMax; i++) s += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
+                         const double w = (double)VerBnd.s7 - s;
+                         const bool fixed = (VerFlg & WIND_FIXED_PRESSURE) != 0;
+                         VerDiv = fixed ? 0.0f : (float)(w * VerBnd.s6);
+                         GmlSum[0] = fixed ? 0.0 : w * w * (double)VerBnd.s6;
+                         VerB = fixed ? 0.0 : -w * (double)GmlPar->inv_dt;
+                         // A new solve starts here: its start is not skipped.
+                         if (VerIdx == 0) GmlPar->rr = INFINITY;",
+                    )
+                    .sums(1, &format!("GmlPar->div_sq[{slot}] = GmlSum[0];")),
+            )
+        };
+        let gather_div = [gather_div(gml, 0)?, gather_div(gml, 1)?];
         let cg_start = gml.compile(
             KernelSpec::new("wind_cg_start", ver)
                 .access(Access::read(f.rhs))
@@ -455,7 +470,6 @@ impl Kernels {
                 .access(Access::read(f.flags))
                 .access(Access::read(f.star))
                 .access(Access::write(f.vel))
-                .access(Access::write(f.energy))
                 .body(
                     "double4 s = 0.0;
                      for (int i = 0; i < VerTetDegMax; i++) s += convert_double4(VerTetGp[i]);
@@ -463,8 +477,9 @@ impl Kernels {
                      const float4 u = VerStr - convert_float4((double)GmlPar->dt
                                     * (double)VerBnd.s6 * wind_project_d(VerBnd, s));
                      VerVel = u;
-                     VerKe = 0.5f * dot(u, u) / VerBnd.s6;",
-                ),
+                     GmlSum[0] = 0.5 * (double)dot(u, u) / (double)VerBnd.s6;",
+                )
+                .sums(1, "GmlPar->energy = GmlSum[0];"),
         )?;
         let reset = gml.compile(
             KernelSpec::new("wind_reset", ver)

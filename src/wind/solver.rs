@@ -11,7 +11,7 @@ use super::geometry::{self, Geometry};
 use super::kernels::{self, Fields, Kernels, Params};
 use super::operator;
 use crate::budget::{self, Estimate};
-use crate::cl::{self, Context, DeviceBuffer, Timeline};
+use crate::cl::{self, Context, Timeline};
 use crate::counters::Counters;
 use crate::gml::{Gml, MeshKind, Parameters, Reduction, VectorMode};
 use crate::meshio::{ElementKind, Mesh};
@@ -140,20 +140,18 @@ pub struct Solver {
     vertices: Vec<[f64; 3]>,
     tets: Vec<([u32; 4], i32)>,
     triangles: Vec<([u32; 3], i32)>,
-    stats: DeviceBuffer<f64>,
     timeline: Timeline,
     counters: Counters,
     steps: u64,
 }
 
-/// Slots of the per-step statistics buffer.
-mod slot {
-    pub const DIV_BEFORE: usize = 0;
-    pub const DIV_AFTER: usize = 1;
-    pub const ENERGY: usize = 2;
-    pub const MAX_SPEED: usize = 3;
-    pub const LOST: usize = 4;
-    pub const COUNT: usize = 5;
+/// Which divergence a gather measures: its slot of the parameters' `div_sq`.
+#[derive(Clone, Copy)]
+enum Divergence {
+    /// The advected field's, before the solve.
+    Before = 0,
+    /// The projected field's.
+    After = 1,
 }
 
 impl Solver {
@@ -306,7 +304,6 @@ impl Solver {
             ..Params::default()
         };
         gml.upload_parameters(&params, &host)?;
-        let stats = DeviceBuffer::zeroed(gml.context(), slot::COUNT)?;
         let tets_len = tets.len().max(1);
         let mut solver = Self {
             gml,
@@ -327,7 +324,6 @@ impl Solver {
             vertices,
             tets,
             triangles,
-            stats,
             timeline: Timeline::new(settings.profile),
             counters: Counters::default(),
             steps: 0,
@@ -345,10 +341,10 @@ impl Solver {
         let mut tl = Timeline::new(false);
         tl.stage("wind.reset");
         self.gml.enqueue(self.kernels.reset, &mut tl)?;
-        self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, &mut tl)?;
+        self.enqueue_divergence(self.kernels.tet_div_star, Divergence::Before, &mut tl)?;
         tl.wait()?;
-        let stats = self.stats.read()?;
-        self.initial_divergence = (stats[slot::DIV_BEFORE] / self.unknown_volume).sqrt();
+        let p = self.gml.download_parameters(&self.params)?;
+        self.initial_divergence = (p.div_sq[0] / self.unknown_volume).sqrt();
         self.steps = 0;
         Ok(())
     }
@@ -413,37 +409,33 @@ impl Solver {
         start: Instant,
     ) -> Result<StepStats> {
         tl.stage("wind.divergence");
-        self.enqueue_divergence(self.kernels.tet_div_star, slot::DIV_BEFORE, tl)?;
+        self.enqueue_divergence(self.kernels.tet_div_star, Divergence::Before, tl)?;
         tl.stage("wind.pressure");
         let (iterations, residuals, converged) = self.solve(max_iterations, tl)?;
         tl.stage("wind.project");
         self.gml.enqueue(self.kernels.grad_pressure, tl)?;
         self.gml.enqueue(self.kernels.project, tl)?;
+        // The energy and the lost walks were folded by the projection and the advection.
         tl.stage("wind.check");
-        self.enqueue_divergence(self.kernels.tet_div_vel, slot::DIV_AFTER, tl)?;
-        let f = self.fields;
-        self.gml
-            .reduce_into(f.energy, Reduction::Sum, &self.stats, slot::ENERGY, tl)?;
-        self.gml.reduce_vector_into(
-            f.vel,
+        self.enqueue_divergence(self.kernels.tet_div_vel, Divergence::After, tl)?;
+        self.gml.reduce_vector_into_parameters(
+            self.fields.vel,
             Reduction::Linf,
             VectorMode::Norm,
-            &self.stats,
-            slot::MAX_SPEED,
+            &self.params,
+            kernels::MAX_SPEED_OFFSET,
             tl,
         )?;
-        self.gml
-            .reduce_into(f.lost, Reduction::Sum, &self.stats, slot::LOST, tl)?;
-        let s = self.stats.read()?;
+        let p = self.gml.download_parameters(&self.params)?;
         let stats = StepStats {
             step,
             iterations,
             converged,
-            divergence_before: (s[slot::DIV_BEFORE] / self.unknown_volume).sqrt(),
-            divergence_after: (s[slot::DIV_AFTER] / self.unknown_volume).sqrt(),
-            kinetic_energy: s[slot::ENERGY] * AIR_DENSITY,
-            max_speed: s[slot::MAX_SPEED],
-            lost_walks: s[slot::LOST].max(0.0) as u64,
+            divergence_before: (p.div_sq[0] / self.unknown_volume).sqrt(),
+            divergence_after: (p.div_sq[1] / self.unknown_volume).sqrt(),
+            kinetic_energy: p.energy * AIR_DENSITY,
+            max_speed: f64::from(p.max_speed),
+            lost_walks: p.lost.max(0.0) as u64,
             residuals,
             wall: start.elapsed().as_secs_f64(),
         };
@@ -487,18 +479,17 @@ impl Solver {
         }
     }
 
-    /// Enqueues the divergence of the field `tet_div` reads into `Div`, `Dsq`, `B`, and the
-    /// sum of `Dsq` into the statistics slot.
+    /// Enqueues the divergence of the field `tet_div` reads into `Div` and `B`, its
+    /// `Σ m div²` folded into the parameters' slot for `when`.
     fn enqueue_divergence(
         &mut self,
         tet_div: crate::gml::KernelId,
-        slot: usize,
+        when: Divergence,
         tl: &mut Timeline,
     ) -> Result<()> {
         self.gml.enqueue(tet_div, tl)?;
-        self.gml.enqueue(self.kernels.gather_div, tl)?;
         self.gml
-            .reduce_into(self.fields.div_sq, Reduction::Sum, &self.stats, slot, tl)?;
+            .enqueue(self.kernels.gather_div[when as usize], tl)?;
         Ok(())
     }
 

@@ -299,6 +299,25 @@ fn projection_matches_reference() {
         stats.divergence_before,
         stats.divergence_after
     );
+    // The statistics the projection folds and reduces, against the field read back.
+    let speed = |d: &[f32; 4]| (0..3).map(|c| f64::from(d[c]).powi(2)).sum::<f64>();
+    let energy = snowsim::wind::AIR_DENSITY
+        * device
+            .iter()
+            .zip(cpu.lumped_mass())
+            .map(|(d, m)| 0.5 * m * speed(d))
+            .sum::<f64>();
+    assert!(
+        (stats.kinetic_energy - energy).abs() <= 1e-5 * energy,
+        "kinetic energy {} vs {energy}",
+        stats.kinetic_energy
+    );
+    let fastest = device.iter().map(|d| speed(d).sqrt()).fold(0.0, f64::max);
+    assert!(
+        (stats.max_speed - fastest).abs() <= 1e-6 * fastest,
+        "largest speed {} vs {fastest}",
+        stats.max_speed
+    );
     eprintln!("projection: largest velocity difference from the CPU {worst:.2e} m/s");
 }
 
@@ -509,6 +528,34 @@ fn bad_input_is_refused_clearly() {
         Err(WindError::NotFinite { stage, .. }) => assert_eq!(stage, "advect"),
         other => panic!("NaN in the velocity: {other:?}"),
     }
+}
+
+/// The advection folds its lost walks (hop limit reached) into the step's statistics: none
+/// with the default limit, some but not more than the vertices with a limit of one hop when
+/// departures lie cells away.
+#[test]
+fn lost_walks_count_the_walks_that_hit_the_hop_limit() {
+    let m = reference::hill_mesh([6, 4, 3], [600.0, 400.0, 200.0], 40.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 5.0, false, 200.0);
+    // 5 m/s over 60 s: departures 300 m, three cells, upstream.
+    let lost = |max_hops: u32| {
+        let settings = Settings {
+            max_hops,
+            ..settings(200, 1e-3, 60.0)
+        };
+        let (mut solver, _) = pair(&m, dir, &u_in, settings);
+        let startup = solver.startup().unwrap();
+        assert_eq!(startup.lost_walks, 0, "no advection in the start-up solve");
+        solver.step().unwrap().lost_walks
+    };
+    assert_eq!(lost(64), 0);
+    let short = lost(1);
+    assert!(
+        short > 0 && short <= m.0.len() as u64,
+        "{short} walks lost of {} with one hop",
+        m.0.len()
+    );
 }
 
 #[test]
