@@ -234,11 +234,10 @@ fn profile(
 ///   the diagonal and the projector and writes `r`, `z`, `d` (80 B); an iteration's update
 ///   reads and writes `x` and `r` and reads `d`, `q`, the diagonal and the projector and
 ///   writes `z` (96 B), its direction update reads `z` and reads and writes `d` (24 B);
-/// - sums folded by the kernels that compute their terms (`r·z`, `Σ r²/m`, `d·q` when
-///   assembled, the divergence's `Σ m div²`, the energy, the lost walks) move no bytes of
-///   their own; the largest speed is a reduction over the velocity (16 B per vertex), and
-///   through the tetrahedra `d·q` is a reduction over `PQ` (the gather reads `d` and writes
-///   `PQ` for either operand, the reduction reads it back for the direction).
+/// - sums folded by the kernels that compute their terms (`r·z`, `Σ r²/m`, `d·q`, the
+///   divergence's `Σ m div²`, the energy, the lost walks) move no bytes of their own, but
+///   `d·q` reads the direction once more (8 B per vertex); the largest speed is a reduction
+///   over the velocity (16 B per vertex).
 ///
 /// Gaps between launches and link-table headers are not counted: the ratio is what the
 /// kernels achieve on the bytes they cannot avoid.
@@ -246,19 +245,14 @@ pub fn stage_bytes(stage: &str, v: f64, t: f64, iterations: f64, entries: Option
     let tet_pass = |vertex_bytes: f64| t * 96.0 + v * vertex_bytes;
     let gather = |vertex_bytes: f64| 4.0 * t * 21.0 + v * vertex_bytes;
     // The operator applied to the search direction (`d·q` too) or to the pressure.
-    let operator = |direction: bool| match entries {
-        Some(w) => {
-            let dot = if direction { 8.0 } else { 0.0 };
-            v * (2.0 * 16.0 * w + 8.0 + 32.0 + 4.0 + 32.0 + 32.0 + 4.0 + 8.0 + dot)
-        }
-        None => {
-            // `wind_gather_q` reads `d` and writes `PQ` for both; only `d·q` reduces `PQ`.
-            let dot = if direction {
-                8.0 + 8.0 + 8.0
-            } else {
-                8.0 + 8.0
-            };
-            tet_pass(8.0) + gather(32.0 + 4.0 + 32.0) + tet_pass(32.0) + gather(4.0 + 8.0 + dot)
+    let operator = |direction: bool| {
+        // Folding `d·q` reads the direction once more.
+        let dot = if direction { 8.0 } else { 0.0 };
+        match entries {
+            Some(w) => v * (2.0 * 16.0 * w + 8.0 + 32.0 + 4.0 + 32.0 + 32.0 + 4.0 + 8.0 + dot),
+            None => {
+                tet_pass(8.0) + gather(32.0 + 4.0 + 32.0) + tet_pass(32.0) + gather(4.0 + 8.0 + dot)
+            }
         }
     };
     match stage {

@@ -18,8 +18,9 @@ pub const KERNEL_DIR_ENV: &str = "SNOWSIM_KERNEL_DIR";
 /// `-cl-nv-verbose`, which reports registers and stack frames per kernel).
 pub const KERNEL_OPTIONS_ENV: &str = "SNOWSIM_KERNEL_OPTIONS";
 
-/// Environment variable that, when set, prints every successful build's log to standard
-/// error (the compiler's warnings and what options such as `-cl-nv-verbose` report).
+/// Environment variable that, set to anything but empty or `0`, prints every successful
+/// build's log to standard error (the compiler's warnings and what options such as
+/// `-cl-nv-verbose` report).
 pub const KERNEL_LOG_ENV: &str = "SNOWSIM_KERNEL_LOG";
 
 /// One piece of OpenCL C source with the file name that build logs should show.
@@ -82,7 +83,15 @@ impl Program {
             .first()
             .map(|s| s.name.clone())
             .unwrap_or_else(|| "<empty>".to_string());
-        let extra = std::env::var(KERNEL_OPTIONS_ENV).unwrap_or_default();
+        let extra = match std::env::var(KERNEL_OPTIONS_ENV) {
+            Ok(extra) => extra,
+            Err(std::env::VarError::NotPresent) => String::new(),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(Error::InvalidBuildInput(format!(
+                    "{KERNEL_OPTIONS_ENV} is not valid UTF-8"
+                )));
+            }
+        };
         let options = if extra.trim().is_empty() {
             options.to_string()
         } else {
@@ -104,7 +113,8 @@ impl Program {
         );
         match built {
             Ok(()) => {
-                if std::env::var_os(KERNEL_LOG_ENV).is_some() && !log.is_empty() {
+                let wanted = std::env::var(KERNEL_LOG_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
+                if wanted && !log.is_empty() {
                     eprintln!("build log of {name} on {}:\n{log}", context.info().name);
                 }
                 Ok(Self {

@@ -143,7 +143,8 @@ impl KernelSpec {
     /// is how a Krylov solver gets its dot products for free: the kernel that computes `A d`
     /// also sums `d · A d`. At most [`MAX_SUMS`] sums. Through an uplink, whose kernel runs
     /// one launch per degree table, the launches fold into the same totals and `finish` runs
-    /// once, after the last one.
+    /// once, after the last one; an uplink without any table (no entity) cannot run it, and
+    /// launching is then an error.
     pub fn sums(mut self, count: usize, finish: &str) -> Self {
         self.sums = Some(Sums {
             count,
@@ -778,6 +779,14 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
         groups += work.global / work.local;
     }
     if let Some(count) = sums {
+        if kernel.variants.is_empty() {
+            return Err(GmlError::Sums {
+                kernel: kernel.name.clone(),
+                why: "its uplink has no degree table (no entity to loop over), so no launch \
+                      could run its finish"
+                    .into(),
+            });
+        }
         let total = u32::try_from(groups).map_err(|_| GmlError::Sums {
             kernel: kernel.name.clone(),
             why: format!("{groups} work-groups, more than a 32-bit ticket counts"),
@@ -842,13 +851,26 @@ fn in_kernel(name: &str, error: GmlError) -> GmlError {
 pub(crate) fn enqueue(gml: &mut Gml, id: KernelId, timeline: &mut Timeline) -> Result<()> {
     prepare(gml, id)?;
     let kernel = &gml.kernels[id.index];
-    for variant in &kernel.variants {
-        // A kernel with sums runs even over no entity: its `finish` then gets zeros.
-        if variant.rows == 0 && kernel.sum_buffers.is_none() {
-            continue;
+    let launched = kernel
+        .variants
+        .iter()
+        .try_for_each(|variant| -> Result<()> {
+            // A kernel with sums runs even over no entity: its `finish` then gets zeros.
+            if variant.rows == 0 && kernel.sum_buffers.is_none() {
+                return Ok(());
+            }
+            let work = work_size(variant.rows, variant, kernel.spec.work_group);
+            bind(gml, kernel, variant, work.local)?.enqueue_into(&gml.context, work, timeline)?;
+            Ok(())
+        });
+    if let Err(e) = launched {
+        // Some tables' launches may have taken tickets: fresh sum buffers (a ticket at zero)
+        // at the next enqueue, rather than a finish run early by the wrong group.
+        let kernel = &mut gml.kernels[id.index];
+        if kernel.sum_buffers.take().is_some() {
+            kernel.prepared = None;
         }
-        let work = work_size(variant.rows, variant, kernel.spec.work_group);
-        bind(gml, kernel, variant, work.local)?.enqueue_into(&gml.context, work, timeline)?;
+        return Err(e);
     }
     // By index: the kernel borrows `gml`, which marking needs mutably (and a list of the
     // written data would allocate on every launch).

@@ -69,9 +69,6 @@ pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double r
      double rr_limit; int early_iterations; int pad; double div_sq[2]; double energy; \
      double lost; float max_speed; int pad2; } GmlParSct;\n";
 
-/// Byte offset of `pq`.
-pub const PQ_OFFSET: usize = 16;
-
 /// The advection's finish: the count of lost walks into the parameters.
 const LOST_FINISH: &str = "GmlPar->lost = GmlSum[0];";
 
@@ -109,9 +106,6 @@ pub struct Fields {
     pub dir: Solution<f64>,
     /// `A d`.
     pub q: Solution<f64>,
-    /// `d·q` per vertex, for the reduction of the operator through the tetrahedra (the
-    /// assembled one folds it).
-    pub pq: Solution<f64>,
     /// Vertex gradient `P M⁻¹ G x` of a CG vector.
     pub grad: Solution<[f64; 4]>,
     /// Divergence (1/s), zero where the pressure is fixed.
@@ -147,7 +141,6 @@ impl Fields {
             z: gml.new_solution(ver, 1, "Z")?,
             dir: gml.new_solution(ver, 1, "Dir")?,
             q: gml.new_solution(ver, 1, "Q")?,
-            pq: gml.new_solution(ver, 1, "PQ")?,
             grad: gml.new_solution(ver, 1, "G")?,
             div: gml.new_solution(ver, 1, "Div")?,
             coef: gml.new_solution(tet, 1, "Cof")?,
@@ -178,8 +171,9 @@ pub struct Kernels {
     pub tet_div_star: KernelId,
     /// Of `Vel`.
     pub tet_div_vel: KernelId,
-    /// `q = A d` and `d·q`.
-    pub gather_q: KernelId,
+    /// `q = A x` into `Q` (of the pressure, for the start) / `q = A d` into `Q`, folding
+    /// `d·q` into the parameters' `pq`.
+    pub gather_q: [KernelId; 2],
     /// Divergence and the right-hand side, folding `Σ m div²` into `div_sq[0]` (before the
     /// solve) / `div_sq[1]` (after the projection).
     pub gather_div: [KernelId; 2],
@@ -352,22 +346,37 @@ impl Kernels {
         let tet_div_grad = tet_div(gml, "wind_tet_div_grad", f.grad.id(), "G", true)?;
         let tet_div_star = tet_div(gml, "wind_tet_div_star", f.star.id(), "Str", false)?;
         let tet_div_vel = tet_div(gml, "wind_tet_div_vel", f.vel.id(), "Vel", false)?;
-        let gather_q = gml.compile(
-            KernelSpec::new("wind_gather_q", ver)
-                .access(Access::read(f.tet_div).with_voyeurs())
-                .access(Access::read(f.flags))
-                .access(Access::read(f.dir))
-                .access(Access::write(f.q))
-                .access(Access::write(f.pq))
-                .body(
-                    &(CONVERGED_RETURN.to_string()
-                        + "double q = 0.0;
-                     for (int i = 0; i < VerTetDegMax; i++) q += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
-                     if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
-                     VerQ = q;
-                     VerPQ = VerDir * q;"),
-                ),
-        )?;
+        // Of the pressure (the start), and of the search direction with `d·q` folded.
+        let gather_q = |gml: &mut Gml, direction: bool| {
+            let spec = KernelSpec::new(
+                if direction {
+                    "wind_gather_q_dir"
+                } else {
+                    "wind_gather_q"
+                },
+                ver,
+            )
+            .access(Access::read(f.tet_div).with_voyeurs())
+            .access(Access::read(f.flags))
+            .access(Access::write(f.q));
+            let (spec, sum) = if direction {
+                (
+                    spec.access(Access::read(f.dir))
+                        .sums(1, "GmlPar->pq = GmlSum[0];"),
+                    "GmlSum[0] = VerDir * q;",
+                )
+            } else {
+                (spec, "")
+            };
+            gml.compile(spec.body(&format!(
+                "{CONVERGED_RETURN}double q = 0.0;
+                 for (int i = 0; i < VerTetDegMax; i++) q += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
+                 if (VerFlg & WIND_FIXED_PRESSURE) q = 0.0;
+                 VerQ = q;
+                 {sum}"
+            )))
+        };
+        let gather_q = [gather_q(gml, false)?, gather_q(gml, true)?];
         // One per statistics slot: the field before the solve, and after the projection.
         let gather_div = |gml: &mut Gml, slot: usize| {
             gml.compile(

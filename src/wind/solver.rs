@@ -494,8 +494,8 @@ impl Solver {
     }
 
     /// Enqueues `q = A d` into `Q` and `d·q` into the parameters' `pq` (or `A x` alone, for
-    /// the start). Assembled, the product's second kernel folds `d·q`; through
-    /// the tetrahedra, the last one runs per degree table and `d·q` is a reduction.
+    /// the start). The product's last kernel folds `d·q`: assembled, the second vertex
+    /// kernel; through the tetrahedra, the ball gather, one launch per degree table.
     fn enqueue_operator(&mut self, of: Operand, tl: &mut Timeline) -> Result<()> {
         let k = self.kernels;
         if let Some(a) = self.assembled {
@@ -514,16 +514,11 @@ impl Solver {
         self.gml.enqueue(grad, tl)?;
         self.gml.enqueue(k.gather_grad, tl)?;
         self.gml.enqueue(k.tet_div_grad, tl)?;
-        self.gml.enqueue(k.gather_q, tl)?;
-        if let Operand::Direction = of {
-            self.gml.reduce_into_parameters(
-                self.fields.pq,
-                Reduction::Sum,
-                &self.params,
-                kernels::PQ_OFFSET,
-                tl,
-            )?;
-        }
+        let gather_q = match of {
+            Operand::Direction => k.gather_q[1],
+            Operand::Pressure => k.gather_q[0],
+        };
+        self.gml.enqueue(gather_q, tl)?;
         Ok(())
     }
 
@@ -850,10 +845,13 @@ enum Operand {
 /// Refuses a mesh whose fields do not fit the device; `width`: the assembled operator's
 /// entries per vertex (0 without it).
 fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize, width: usize) -> Result<()> {
-    // Per vertex: 4 float4 + 1 float8 + 14 scalars, and two float4 per assembled entry; per
+    // Per vertex: 5 float4 (velocity, advected, BFECC's two, inflow), the float8 projector,
+    // the double4 gradient, 7 doubles (diagonal, pressure, right-hand side, r, z, d, q), the
+    // flags and the divergence, the coordinates, and two float4 per assembled entry; per
     // tetrahedron: float16, int4, 2 float4, the nodes, and gml's link tables (~2 ints per
     // incidence).
-    let bytes = budget::bytes_of(&[vertices as u64, 4 * 16 + 32 + 14 * 4 + 32 * width as u64])
+    let per_vertex = 5 * 16 + 32 + 32 + 7 * 8 + 2 * 4 + 16 + 32 * width as u64;
+    let bytes = budget::bytes_of(&[vertices as u64, per_vertex])
         .saturating_add(budget::bytes_of(&[tets as u64, 64 + 16 + 32 + 16 + 4 * 8]));
     let estimate = Estimate::new(
         "the wind mesh",

@@ -599,13 +599,16 @@ fn kernel_options_reach_the_compiler_and_its_log_is_printed() {
     let run = run_with(&args, &without, None, timeout);
     let err = run.expect(0);
     assert!(!err.contains("probe-seen"), "{err}");
-    let quiet = [
-        ("SNOWSIM_KERNEL_DIR", s(&dir)),
-        ("SNOWSIM_KERNEL_OPTIONS", "-DSNOWSIM_PROBE"),
-    ];
-    let run = run_with(&args, &quiet, None, timeout);
-    let err = run.expect(0);
-    assert!(!err.contains("build log of"), "{err}");
+    for log in [None, Some("0")] {
+        let mut quiet = vec![
+            ("SNOWSIM_KERNEL_DIR", s(&dir)),
+            ("SNOWSIM_KERNEL_OPTIONS", "-DSNOWSIM_PROBE"),
+        ];
+        quiet.extend(log.map(|v| ("SNOWSIM_KERNEL_LOG", v)));
+        let run = run_with(&args, &quiet, None, timeout);
+        let err = run.expect(0);
+        assert!(!err.contains("build log of"), "{log:?}: {err}");
+    }
 }
 
 #[test]

@@ -501,6 +501,39 @@ fn results_stay_on_the_device() {
         .unwrap_err();
     assert!(matches!(err, GmlError::LineOutOfRange { .. }), "{err}");
 
+    // Per component and over norms into a parameter struct of floats; four results do not
+    // fit from byte 20 of 32.
+    let floats: Parameters<[f32; 8]> = g
+        .new_parameters("typedef struct { float sums[4]; float norm; float pad[3]; } GmlParSct;")
+        .unwrap();
+    g.upload_parameters(&floats, &[0.0; 8]).unwrap();
+    let per = VectorMode::PerComponent;
+    g.reduce_vector_into_parameters(field, Reduction::Sum, per, &floats, 0, &mut timeline)
+        .unwrap();
+    g.reduce_vector_into_parameters(
+        field,
+        Reduction::Max,
+        VectorMode::Norm,
+        &floats,
+        16,
+        &mut timeline,
+    )
+    .unwrap();
+    let got = g.download_parameters(&floats).unwrap();
+    for c in 0..4 {
+        assert_eq!(
+            got[c],
+            reduce_cpu(&sums[c], Reduction::Sum) as f32,
+            "component {c}"
+        );
+    }
+    assert!((f64::from(got[4]) - max_norm).abs() <= 1e-6 * max_norm);
+    assert_eq!(got[5..], [0.0; 3], "nothing written past the results");
+    let err = g
+        .reduce_vector_into_parameters(field, Reduction::Sum, per, &floats, 20, &mut timeline)
+        .unwrap_err();
+    assert!(matches!(err, GmlError::ReductionOffset { .. }), "{err}");
+
     if g.has_fp64() {
         // Doubles: into a double buffer, and a f64 field into the parameter struct.
         let doubles = cl::DeviceBuffer::<f64>::zeroed(g.context(), 2).unwrap();

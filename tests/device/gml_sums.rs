@@ -35,6 +35,14 @@ const TOTALS_F32: &str = "typedef struct { float sum; float pad0; float squares;
      float pad2; float count; float pad3; float launches; float pad4; float limit; \
      float pad5; } GmlParSct;\n";
 
+/// The test kernels' `finish`: the totals of three sums (the third counts the entities),
+/// a running total over launches, and the launches counted behind a branch.
+const FINISH: &str = "GmlPar->sum = GmlSum[0];\n\
+     GmlPar->squares = GmlSum[1];\n\
+     GmlPar->running += GmlSum[0];\n\
+     if (GmlPar->limit > 1) GmlPar->launches += 1;\n\
+     GmlPar->count = GmlSum[2];";
+
 /// A kernel over `kind` summing `X` and `X²` of the entities whose index is not 3 modulo 7
 /// (those return early), and counting them.
 fn sums_kernel(
@@ -52,14 +60,7 @@ fn sums_kernel(
                  GmlSum[1] = (GML_SUM_T){l}X * {l}X;\n\
                  GmlSum[2] = 1;"
             ))
-            .sums(
-                3,
-                "GmlPar->sum = GmlSum[0];\n\
-                 GmlPar->squares = GmlSum[1];\n\
-                 GmlPar->running += GmlSum[0];\n\
-                 if (GmlPar->limit > 1) GmlPar->launches += 1;\n\
-                 GmlPar->count = GmlSum[2];",
-            ),
+            .sums(3, FINISH),
     )
     .expect("the sums kernel compiles")
 }
@@ -196,14 +197,7 @@ fn folded_sums_through_an_uplink_cover_every_degree_table_once() {
                      GmlSum[1] = VerTetDeg;\n\
                      GmlSum[2] = 1;",
                 )
-                .sums(
-                    3,
-                    "GmlPar->sum = GmlSum[0];\n\
-                     GmlPar->squares = GmlSum[1];\n\
-                     GmlPar->running += GmlSum[0];\n\
-                     if (GmlPar->limit > 1) GmlPar->launches += 1;\n\
-                     GmlPar->count = GmlSum[2];",
-                ),
+                .sums(3, FINISH),
         )
         .unwrap();
     let tables = g.kernel_sources(kernel).unwrap().len();
@@ -243,6 +237,28 @@ fn folded_sums_through_an_uplink_cover_every_degree_table_once() {
         assert_eq!(c, count, "vertices counted");
         assert!((running - f64::from(launch) * sum).abs() <= tolerance * running);
     }
+}
+
+/// With no entity the uplink has no degree table and nothing could run the finish: an error
+/// that says so, not a finish silently skipped.
+#[test]
+fn folded_sums_through_an_empty_uplink_are_refused_at_launch() {
+    let mut g = gml();
+    g.new_parameters::<Totals>(TOTALS_F32).unwrap();
+    g.new_mesh(MeshKind::Vertices, 0).unwrap();
+    g.new_mesh(MeshKind::Tetrahedra, 0).unwrap();
+    let tet_value = g.new_solution::<f32>(MeshKind::Tetrahedra, 1, "T").unwrap();
+    let kernel = g
+        .compile(
+            KernelSpec::new("empty_ball", MeshKind::Vertices)
+                .access(Access::read(tet_value))
+                .body("GmlSum[0] = VerTetDeg;")
+                .sums(1, "GmlPar->sum = GmlSum[0];"),
+        )
+        .unwrap();
+    let err = g.launch(kernel).unwrap_err();
+    assert!(matches!(err, GmlError::Sums { .. }), "{err}");
+    assert!(err.to_string().contains("no degree table"), "{err}");
 }
 
 #[test]

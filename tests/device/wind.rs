@@ -545,8 +545,7 @@ fn lost_walks_count_the_walks_that_hit_the_hop_limit() {
             ..settings(200, 1e-3, 60.0)
         };
         let (mut solver, _) = pair(&m, dir, &u_in, settings);
-        let startup = solver.startup().unwrap();
-        assert_eq!(startup.lost_walks, 0, "no advection in the start-up solve");
+        solver.startup().unwrap();
         solver.step().unwrap().lost_walks
     };
     assert_eq!(lost(64), 0);
