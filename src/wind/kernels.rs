@@ -13,6 +13,20 @@ use super::solver::EARLY_SCALE;
 /// host has enqueued more iterations than the solve needs.
 const CONVERGED_RETURN: &str = "if (GmlPar->rr <= GmlPar->rr_limit) return;\n";
 
+/// With `direction`, makes a product kernel (whose body computes the vertex's `q`) read the
+/// search direction and fold `d·q` into the parameters' `pq`; returns the spec and the body
+/// line that adds the vertex's term (nothing without).
+fn fold_dq(spec: KernelSpec, f: &Fields, direction: bool) -> (KernelSpec, &'static str) {
+    if !direction {
+        return (spec, "");
+    }
+    (
+        spec.access(Access::read(f.dir))
+            .sums(1, "GmlPar->pq = GmlSum[0];"),
+        "GmlSum[0] = VerDir * q;",
+    )
+}
+
 /// `CONVERGED_RETURN` where `guard`, else nothing.
 fn guard(guard: bool) -> &'static str {
     if guard { CONVERGED_RETURN } else { "" }
@@ -359,15 +373,7 @@ impl Kernels {
             .access(Access::read(f.tet_div).with_voyeurs())
             .access(Access::read(f.flags))
             .access(Access::write(f.q));
-            let (spec, sum) = if direction {
-                (
-                    spec.access(Access::read(f.dir))
-                        .sums(1, "GmlPar->pq = GmlSum[0];"),
-                    "GmlSum[0] = VerDir * q;",
-                )
-            } else {
-                (spec, "")
-            };
+            let (spec, sum) = fold_dq(spec, f, direction);
             gml.compile(spec.body(&format!(
                 "{CONVERGED_RETURN}double q = 0.0;
                  for (int i = 0; i < VerTetDegMax; i++) q += (double)wind_pick(VerTetDv[i], VerTetVoy[i]);
@@ -585,15 +591,7 @@ impl Assembled {
                 .access(Access::read(f.grad))
                 .access(Access::read(f.flags))
                 .access(Access::write(f.q));
-            let (spec, sum) = if sums {
-                (
-                    spec.access(Access::read(f.dir))
-                        .sums(1, "GmlPar->pq = GmlSum[0];"),
-                    "GmlSum[0] = VerDir * q;",
-                )
-            } else {
-                (spec, "")
-            };
+            let (spec, sum) = fold_dq(spec, f, sums);
             gml.compile(spec.body(&format!(
                 "{}const int n = GmlPar->vertices;
                  double q = 0.0;
