@@ -184,8 +184,6 @@ pub(crate) struct CompiledVariant {
 struct SumBuffers {
     partials: DeviceBuffer<u8>,
     ticket: DeviceBuffer<u32>,
-    /// Work-groups the partials have room for.
-    capacity: usize,
     /// Work-groups of all the variants' launches, as of the last [`prepare`].
     groups: u32,
     /// Bytes of one work-item's (or one group's) terms: the sums times their scalar's size.
@@ -771,10 +769,8 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
     for (variant, (rows, first)) in kernel.variants.iter_mut().zip(ranges) {
         variant.rows = rows;
         variant.first = first;
-        variant.sum_base = u32::try_from(groups).map_err(|_| GmlError::Sums {
-            kernel: kernel.name.clone(),
-            why: format!("{groups} work-groups, more than a 32-bit ticket counts"),
-        })?;
+        // Every base is below the total, which sums check against 32 bits below.
+        variant.sum_base = u32::try_from(groups).unwrap_or(u32::MAX);
         let work = work_size(rows, variant, kernel.spec.work_group);
         groups += work.global / work.local;
     }
@@ -792,13 +788,14 @@ fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
             why: format!("{groups} work-groups, more than a 32-bit ticket counts"),
         })?;
         match &mut kernel.sum_buffers {
-            Some(buffers) if buffers.capacity >= groups => buffers.groups = total,
+            Some(buffers) if buffers.partials.len() >= groups * buffers.terms_bytes => {
+                buffers.groups = total;
+            }
             slot => {
                 let terms_bytes = count * sum_size;
                 *slot = Some(SumBuffers {
                     partials: DeviceBuffer::zeroed(&context, groups * terms_bytes)?,
                     ticket: DeviceBuffer::zeroed(&context, 1)?,
-                    capacity: groups,
                     groups: total,
                     terms_bytes,
                 });
