@@ -10,6 +10,7 @@
 //! (regular files only, size-capped) and [`output`] writes them atomically.
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod bench;
 pub mod budget;
 pub mod cl;
@@ -20,6 +21,7 @@ pub mod inspect;
 pub mod interop;
 pub mod meshio;
 pub mod output;
+pub mod particle;
 pub mod plot;
 pub mod quality;
 pub mod render;

@@ -7,5 +7,6 @@ pub mod gml_bandwidth;
 pub mod launch;
 pub mod record;
 pub mod reduce;
+pub mod snow;
 pub mod sweep;
 pub mod wind;

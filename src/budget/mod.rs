@@ -26,7 +26,6 @@
 mod byte_size;
 mod disk;
 mod host;
-pub mod scene;
 
 use std::path::{Path, PathBuf};
 

@@ -164,19 +164,27 @@ fn snow(args: SnowArgs) -> anyhow::Result<ExitCode> {
         (1..=10_000).contains(&args.frames) && args.warmup <= 10_000,
         "--frames must be 1 to 10000 and --warmup at most 10000"
     );
-    let scene = snowsim::scene::Scene::load(&args.scene)?;
+    let mut scene = snowsim::scene::Scene::load(&args.scene)?;
+    anyhow::ensure!(
+        scene.simulate.snow,
+        "{} does not simulate snow (simulate.snow = false)",
+        args.scene.display()
+    );
+    // The snow in the scene's inflow profile: the wind's own cost is `bench wind`'s.
+    scene.simulate.wind = false;
+    scene.simulate.frozen_wind_steps = None;
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
     let largest = args.log2.iter().copied().max().unwrap_or(16);
-    snowsim::budget::scene::check_run(&scene, 1u64 << largest, Some(&entry.info))?;
-    snowsim::budget::scene::check_domain_mesh(&scene)?;
-    let setup = snowsim::sim::SceneSetup::new(&scene)?;
-    let Some(snow) = setup.snow else {
-        anyhow::bail!(
-            "{} does not simulate snow (simulate.snow = false)",
-            args.scene.display()
-        );
-    };
+    snowsim::scene::limits::check_run(&scene, 1u64 << largest, Some(&entry.info))?;
+    snowsim::scene::limits::check_domain_mesh(&scene)?;
+    let ground = snowsim::scene::ground_of(&scene)?;
+    let setup = snowsim::sim::SimSetup::new(&scene, &ground, &Default::default())?;
+    let tetrahedra = setup.scene.as_ref().map_or(0, |s| {
+        s.domain
+            .mesh
+            .count(snowsim::meshio::ElementKind::Tetrahedra)
+    });
     let modes: Vec<SortMode> = if args.sort.is_empty() {
         vec![SortMode::Off, SortMode::Full, SortMode::Partial]
     } else {
@@ -195,9 +203,7 @@ fn snow(args: SnowArgs) -> anyhow::Result<ExitCode> {
             "device: {}; scene {}: {} tetrahedra; {} warm-up and {} timed frames of {} s",
             entry.info.label(),
             args.scene.display(),
-            snow.domain
-                .mesh
-                .count(snowsim::meshio::ElementKind::Tetrahedra),
+            tetrahedra,
             args.warmup,
             args.frames,
             setup.dt
@@ -218,15 +224,8 @@ fn snow(args: SnowArgs) -> anyhow::Result<ExitCode> {
     let counts: Vec<usize> = args.log2.iter().map(|&l| 1usize << l).collect();
     let mut rows = Vec::new();
     for mode in modes {
-        let done = snowsim::snow::bench::run(
-            &context,
-            &snow,
-            &counts,
-            mode,
-            args.warmup,
-            args.frames,
-            setup.dt,
-        )?;
+        let done =
+            snowsim::bench::snow::run(&context, &setup, &counts, mode, args.warmup, args.frames)?;
         if !args.json {
             for r in &done {
                 outln!(

@@ -4,17 +4,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use snowsim::budget::scene::{MAX_PARTICLES, check_domain_mesh, check_run};
+use snowsim::app::{SceneView, Session, Stepper};
 use snowsim::budget::{Budget, Estimate, bytes_of};
 use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
+use snowsim::particle::PARTICLE_BYTES;
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
 use snowsim::render::{
     Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless, run_undrawn,
 };
-use snowsim::scene::{Domain, Scene, SceneError, SortMode, WindProfile};
-use snowsim::sim::{ParticleSource, SceneSetup, Session, Stepper};
-use snowsim::snow::{SnowReport, SnowSource};
+use snowsim::scene::limits::{MAX_PARTICLES, check_domain_mesh, check_run};
+use snowsim::scene::{Domain, Scene, SceneError, SceneGround, SortMode, WindProfile};
+use snowsim::sim::{Overrides, SimReport, SimSetup, WindSetup};
 use snowsim::splat::{ParticleRender, RenderChoice};
 
 use super::DeviceArg;
@@ -182,33 +183,6 @@ enum SimulateArg {
     Snow,
 }
 
-/// Applies `--simulate` and `--wind-every` to the scene, checked as the scene's own keys are.
-fn simulate_override(scene: &mut Scene, args: &Args) -> anyhow::Result<()> {
-    let s = &mut scene.simulate;
-    if !args.simulate.is_empty() {
-        s.wind = args.simulate.contains(&SimulateArg::Wind);
-        s.snow = args.simulate.contains(&SimulateArg::Snow);
-        if s.wind {
-            s.frozen_wind_steps = None;
-        } else {
-            s.frozen_wind_steps = Some(s.frozen_wind_steps.unwrap_or(0));
-        }
-    }
-    if let Some(k) = args.wind_every {
-        anyhow::ensure!(
-            (1..=10_000).contains(&k),
-            "--wind-every {k}: must be 1..=10000 frames"
-        );
-        anyhow::ensure!(
-            s.wind,
-            "--wind-every sets how often the wind steps, but the wind does not step (--simulate \
-             snow, or the scene's simulate.wind = false)"
-        );
-        s.wind_every = Some(k);
-    }
-    Ok(())
-}
-
 /// `--interop` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum InteropArg {
@@ -284,9 +258,8 @@ struct Report<'a> {
     width: u32,
     height: u32,
     headless: bool,
-    /// What the snow did (absent with the flakes stand-in).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    snow: Option<SnowReport>,
+    /// What the snow and the wind did.
+    snow: SimReport,
     /// Copy mode, headless: the read-back rate and the bus's.
     #[serde(skip_serializing_if = "Option::is_none", flatten)]
     readback: Option<Readback>,
@@ -323,9 +296,9 @@ pub(super) fn load_scene(path: &Path) -> anyhow::Result<Scene> {
     })
 }
 
-/// One line about the scene's ground, box, flakes and wind, for the log.
-fn describe(scene: &Scene, setup: &SceneSetup) -> String {
-    let ground = match &scene.domain {
+/// A few lines about the scene's ground, air, snow and wind, for the log.
+fn describe(scene: &Scene, ground: &SceneGround, setup: &SimSetup) -> String {
+    let surface = match &scene.domain {
         Domain::Terrain {
             heightmap: Some(path),
             spec,
@@ -348,7 +321,7 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
             path.display()
         ),
     };
-    let (lo, hi) = (setup.bounds.lo, setup.bounds.hi);
+    let (lo, hi) = (ground.air.lo, ground.air.hi);
     let w = &scene.wind;
     let profile = match w.profile {
         WindProfile::Log { .. } => "log",
@@ -356,36 +329,43 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
         WindProfile::Uniform => "uniform",
     };
     let [d0, d1] = scene.snow.flake_diameter;
-    let [sx, sy, sz] = setup.wind_samples;
-    let particles = match &setup.snow {
-        Some(snow) => format!(
+    let Some(sim) = &setup.scene else {
+        return format!("ground: {surface}");
+    };
+    let tets = sim
+        .domain
+        .mesh
+        .count(snowsim::meshio::ElementKind::Tetrahedra);
+    let snow = match &sim.snow {
+        Some(config) => format!(
             "snow: {} parcels of {}–{} mm flakes falling at {} m/s (mean size) in the wind, \
-             snowfall {} mm/h × {}, {} tetrahedra, sort {} by {}",
-            snow.config.particles,
+             snowfall {} mm/h × {}, sort {} by {}",
+            config.particles,
             d0 * 1e3,
             d1 * 1e3,
             scene.snow.fall_speed,
             scene.snow.rate * 1e3,
             scene.time.acceleration,
-            snow.domain
-                .mesh
-                .count(snowsim::meshio::ElementKind::Tetrahedra),
-            snow.config.sort.mode.name(),
-            snow.config.sort.key.name()
+            config.sort.mode.name(),
+            config.sort.key.name()
         ),
-        None => format!(
-            "flakes: {} of {}–{} mm falling at {} m/s through the air above the ground",
-            setup.flakes.count,
-            d0 * 1e3,
-            d1 * 1e3,
-            scene.snow.fall_speed
-        ),
+        None => "snow: none (the wind alone)".to_string(),
+    };
+    let wind = match &sim.wind {
+        WindSetup::Profile { .. } => "the inflow profile, fixed".to_string(),
+        WindSetup::Solved {
+            frozen_after: Some(n),
+            ..
+        } => format!("solved, frozen after {n} steps"),
+        WindSetup::Solved { .. } => "solved, stepping with the frames".to_string(),
     };
     format!(
-        "ground: {ground}, {} triangles; air [{:.0}, {:.0}, {:.0}] .. [{:.0}, {:.0}, {:.0}] m\n\
-         {particles}; wind {} m/s \
-         at {} m towards ({:.2}, {:.2}), {profile} profile; wind view {sx}x{sy}x{sz} samples",
-        setup.terrain.triangles.len(),
+        "ground: {surface}, {} triangles; air [{:.0}, {:.0}, {:.0}] .. [{:.0}, {:.0}, {:.0}] m, \
+         {tets} tetrahedra\n{snow}\nwind: {wind}; inflow {} m/s at {} m towards ({:.2}, {:.2}), \
+         {profile} profile",
+        ground
+            .surface
+            .count(snowsim::meshio::ElementKind::Triangles),
         lo.x,
         lo.y,
         lo.z,
@@ -397,6 +377,28 @@ fn describe(scene: &Scene, setup: &SceneSetup) -> String {
         w.direction[0],
         w.direction[1],
     )
+}
+
+/// The command line's changes to the scene's simulation.
+fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> {
+    let simulate = (!args.simulate.is_empty()).then(|| {
+        (
+            args.simulate.contains(&SimulateArg::Wind),
+            args.simulate.contains(&SimulateArg::Snow),
+        )
+    });
+    let wind_device = match &args.wind_device {
+        Some(selector) => Some(selector.select(devices)?.clone()),
+        None => None,
+    };
+    Ok(Overrides {
+        particles: args.particles,
+        seed: args.seed,
+        sort: args.sort.map(SortMode::from),
+        simulate,
+        wind_every: args.wind_every,
+        wind_device,
+    })
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
@@ -442,7 +444,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let mut scene = load_scene(&args.scene)?;
-    simulate_override(&mut scene, &args)?;
     if let Some(tets) = args.tets {
         let (resized, got) = snowsim::bench::wind::resized(&scene, tets).with_context(|| {
             format!(
@@ -467,43 +468,16 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
-    if scene.simulate.snow || scene.simulate.wind {
-        // The snow and the wind run on the tetrahedral domain: mesh it only if the host can
-        // hold it.
-        check_domain_mesh(&scene)?;
-    }
-    let mut setup = SceneSetup::new(&scene)
+    // The snow and the wind run on the tetrahedral domain: mesh it only if the host can hold it.
+    check_domain_mesh(&scene)?;
+    let overrides = overrides(&args, &devices)?;
+    let ground = snowsim::scene::ground_of(&scene)
         .with_context(|| format!("preparing scene {}", args.scene.display()))?;
-    if let Some(n) = args.particles {
-        setup.flakes.count = n;
-        if let Some(snow) = setup.snow.as_mut() {
-            snow.config.particles = n;
-        }
+    let setup = SimSetup::new(&scene, &ground, &overrides)
+        .with_context(|| format!("preparing scene {}", args.scene.display()))?;
+    if let Some(wind) = &overrides.wind_device {
+        say(&format!("wind device: {}", wind.info.label()))?;
     }
-    if let (Some(sort), Some(snow)) = (args.sort, setup.snow.as_mut()) {
-        snow.config.sort.mode = sort.into();
-    }
-    if let Some(selector) = &args.wind_device {
-        let wind = selector.select(&devices)?;
-        match setup.snow.as_mut() {
-            Some(snow) if snow.solve.is_some() => {
-                say(&format!("wind device: {}", wind.info.label()))?;
-                snow.wind_device = Some(wind.clone());
-            }
-            _ => anyhow::bail!(
-                "--wind-device: {} runs no wind solver (its [simulate] wind is off)",
-                args.scene.display()
-            ),
-        }
-    }
-    if let Some(seed) = args.seed {
-        setup.flakes.seed = seed;
-        if let Some(snow) = setup.snow.as_mut() {
-            snow.config.seed = seed;
-        }
-    }
-    setup.views.wind |= args.wind;
-    setup.views.pressure |= args.pressure;
     let size = match args.size {
         Some(size) => size,
         None => {
@@ -527,20 +501,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             bytes,
         ))?;
     }
-    say(&describe(&scene, &setup))?;
+    say(&describe(&scene, &ground, &setup))?;
     say(&format!("device: {}", entry.info.label()))?;
     let mode = InteropMode::from(args.interop);
     check_request(mode, &entry.info)?;
     let particle_render = ParticleRender::from(args.particle_render);
     snowsim::splat::check_request(particle_render, &entry.info)?;
 
-    let mut config = setup.session_config(mode, args.paused);
-    config.particle_render = particle_render;
-    config.profile_every = args.profile_every;
-    // The snow when the scene simulates it, else the flakes stand-in.
-    let snow_source = setup.snow_source()?;
-    let snow_report = snow_source.as_ref().map(SnowSource::report_handle);
-    let snow = std::cell::Cell::new(snow_source);
+    let particle_count = setup.particle_count();
     let series_frames = frames.or(args.headless.then_some(HEADLESS_FRAMES));
     let series = || -> anyhow::Result<Option<snowsim::sim::Series>> {
         let Some(v) = &args.vtu_every else {
@@ -555,24 +523,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             series_frames,
         )?))
     };
-    let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
-        say(&format!("gl: {}", gl.info))?;
-        let particles: Box<dyn ParticleSource> = match snow.take() {
-            Some(s) => Box::new(s),
-            None => setup.particle_source()?,
-        };
-        let wind = setup.field_source()?;
-        let mut session = Session::new(gl, entry, config.clone(), particles, Some(wind))?;
-        if let Some(path) = &vtu {
-            session.save_state_on_finish(path.clone());
-        }
-        if let Some(s) = series()? {
-            session.write_series(s);
-        }
-        say(&format!("interop: {}", session.interop()))?;
-        say(&format!("particle render: {}", session.particle_render()))?;
-        Ok(session)
-    };
     // The per-second log: a failed write is kept and reported once the run stops.
     let mut log_error = None;
     let mut log = |line: &str| {
@@ -584,12 +534,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     let (w, h) = size;
     let mut readback = None;
-    let (summary, gl_info, modes) = if args.render == RenderArg::Off {
-        let particles: Box<dyn ParticleSource> = match snow.take() {
-            Some(s) => Box::new(s),
-            None => setup.particle_source()?,
-        };
-        let mut stepper = Stepper::new(entry, config.dt, particles)?;
+    let (summary, gl_info, modes, sim_report) = if args.render == RenderArg::Off {
+        let mut stepper = Stepper::new(entry, setup)?;
         if args.check {
             stepper.check_every(args.check_every);
         }
@@ -617,77 +563,115 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 time.as_secs_f64()
             ))?;
         }
-        (summary, GlInfo::default(), None)
-    } else if args.headless {
-        let headless = Headless::new(w, h)?;
-        let mut session = make_session(headless.setup())?;
-        let summary = run_headless(
-            &headless.setup().gl,
-            headless.size(),
-            &mut session,
-            RunOptions {
-                warmup: args.warmup,
-                frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
-                capture,
-                log: &mut log,
-            },
-        )?;
-        let interop = (session.interop().clone(), session.particle_render().clone());
-        readback = session
-            .readback_rate()
-            .map(|(rate, pinned)| -> anyhow::Result<Readback> {
-                let bytes = setup.flakes.count * 16;
-                let bus = snowsim::cl::PinnedBuffer::<[f32; 4]>::read_bandwidth(
-                    session.context(),
-                    bytes,
-                )?;
-                Ok(Readback {
-                    readback_gbps: rate / 1e9,
-                    readback_pinned: pinned,
-                    bus_pinned_gbps: bus / 1e9,
-                })
-            })
-            .transpose()?;
-        (summary, headless.setup().info.clone(), Some(interop))
+        let report = stepper.report()?;
+        (summary, GlInfo::default(), None, report)
     } else {
-        let mut info = None;
-        let mut interop = None;
-        let summary = run_window(
-            WindowOptions {
-                size: (w, h),
-                vsync: scene.view.vsync && !args.no_vsync,
-                title: format!("snowsim: {}", scene.name),
-            },
-            RunOptions {
-                warmup: args.warmup,
-                frames,
-                capture,
-                log: &mut log,
-            },
-            |gl| {
-                info = Some(gl.info.clone());
-                let session = make_session(gl).map_err(|e| format!("{e:#}"))?;
-                interop = Some((session.interop().clone(), session.particle_render_handle()));
-                Ok(session)
-            },
-        )?;
-        let (interop, render) = interop.context("the window closed before the session started")?;
-        let render = render.borrow().clone();
-        (summary, info.unwrap_or_default(), Some((interop, render)))
+        let view = SceneView::new(&scene, &ground)
+            .with_context(|| format!("preparing scene {}", args.scene.display()))?;
+        let mut config = view.session_config(mode, args.paused);
+        config.views.wind |= args.wind;
+        config.views.pressure |= args.pressure;
+        config.particle_render = particle_render;
+        config.profile_every = args.profile_every;
+        let setup = std::cell::Cell::new(Some(setup));
+        let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
+            say(&format!("gl: {}", gl.info))?;
+            let setup = setup.take().context("the session was made twice (a bug)")?;
+            let mut session = Session::new(gl, entry, config.clone(), setup)?;
+            if let Some(path) = &vtu {
+                session.save_state_on_finish(path.clone());
+            }
+            if let Some(s) = series()? {
+                session.write_series(s);
+            }
+            say(&format!("interop: {}", session.interop()))?;
+            say(&format!("particle render: {}", session.particle_render()))?;
+            Ok(session)
+        };
+        if args.headless {
+            let headless = Headless::new(w, h)?;
+            let mut session = make_session(headless.setup())?;
+            let summary = run_headless(
+                &headless.setup().gl,
+                headless.size(),
+                &mut session,
+                RunOptions {
+                    warmup: args.warmup,
+                    frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
+                    capture,
+                    log: &mut log,
+                },
+            )?;
+            let interop = (session.interop().clone(), session.particle_render().clone());
+            readback = session
+                .readback_rate()
+                .map(|(rate, pinned)| -> anyhow::Result<Readback> {
+                    let bytes = particle_count * PARTICLE_BYTES;
+                    let bus = snowsim::cl::PinnedBuffer::<[f32; 4]>::read_bandwidth(
+                        session.context(),
+                        bytes,
+                    )?;
+                    Ok(Readback {
+                        readback_gbps: rate / 1e9,
+                        readback_pinned: pinned,
+                        bus_pinned_gbps: bus / 1e9,
+                    })
+                })
+                .transpose()?;
+            let report = session.report_handle().borrow().unwrap_or_default();
+            (
+                summary,
+                headless.setup().info.clone(),
+                Some(interop),
+                report,
+            )
+        } else {
+            let mut info = None;
+            let mut interop = None;
+            let summary = run_window(
+                WindowOptions {
+                    size: (w, h),
+                    vsync: scene.view.vsync && !args.no_vsync,
+                    title: format!("snowsim: {}", scene.name),
+                },
+                RunOptions {
+                    warmup: args.warmup,
+                    frames,
+                    capture,
+                    log: &mut log,
+                },
+                |gl| {
+                    info = Some(gl.info.clone());
+                    let session = make_session(gl).map_err(|e| format!("{e:#}"))?;
+                    interop = Some((
+                        session.interop().clone(),
+                        session.particle_render_handle(),
+                        session.report_handle(),
+                    ));
+                    Ok(session)
+                },
+            )?;
+            let (interop, render, report) =
+                interop.context("the window closed before the session started")?;
+            let render = render.borrow().clone();
+            let report = report.borrow().unwrap_or_default();
+            (
+                summary,
+                info.unwrap_or_default(),
+                Some((interop, render)),
+                report,
+            )
+        }
     };
     if let Some(e) = log_error {
         return Err(e);
     }
-    let snow = snow_report.map(|r| match r.lock() {
-        Ok(r) => *r,
-        Err(poisoned) => *poisoned.into_inner(),
-    });
     let run = Ran {
         scene: &scene,
         path: &args.scene,
-        particles: setup.flakes.count,
+        particles: particle_count,
         size,
-        snow,
+        snow: sim_report,
         readback,
     };
     report(&args, &run, entry, &gl_info, modes.as_ref(), &summary)?;
@@ -700,7 +684,7 @@ struct Ran<'a> {
     path: &'a Path,
     particles: usize,
     size: (u32, u32),
-    snow: Option<SnowReport>,
+    snow: SimReport,
     readback: Option<Readback>,
 }
 
@@ -778,7 +762,8 @@ fn report(
                 r.bus_pinned_gbps
             )?;
         }
-        if let Some(s) = &run.snow {
+        {
+            let s = &run.snow;
             outln!(
                 "snow: {} landed, {} respawned, {} wrapped, {} lost; {:.6} m³ on the ground \
                  (parcels of {:.3e} m³), deepest {:.6} m",

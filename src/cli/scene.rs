@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::json;
-use snowsim::budget::scene as scene_budget;
 use snowsim::cl::{self, DeviceInfo, DeviceSelector};
 use snowsim::input;
 use snowsim::output;
 use snowsim::renumber::numbering_score;
+use snowsim::scene::limits as scene_budget;
 use snowsim::scene::{Domain, DomainReport, Scene, WindProfile};
 use snowsim::terrain::procedural;
 

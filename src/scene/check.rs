@@ -12,7 +12,7 @@ use super::{
 };
 use crate::terrain::{Heightmap, Side, TerrainSpec};
 
-pub use crate::budget::scene::{MAX_LENGTH, MAX_PARTICLES};
+pub use crate::scene::limits::{MAX_LENGTH, MAX_PARTICLES};
 
 impl Scene {
     /// Reads and validates a scene file (and the heightmap it names).

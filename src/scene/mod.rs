@@ -89,6 +89,8 @@
 mod check;
 mod domain;
 mod error;
+pub mod ground;
+pub mod limits;
 mod model;
 mod range;
 mod raw;
@@ -97,6 +99,7 @@ mod spans;
 pub use check::MAX_PARTICLES;
 pub use domain::{BoundaryCount, DomainMesh, DomainReport};
 pub use error::SceneError;
+pub use ground::{SceneGround, ground_of};
 pub use model::{
     Advection, BoundaryRefs, Camera, Domain, Ground, PressureOperator, Scene, Simulate, Snow,
     SortKey, SortMode, Time, View, Wind, WindProfile,

@@ -1,59 +1,47 @@
-//! The simulation's home: the scene's state on the device, the order of a frame's stages, and
-//! the hand-off of its buffers to OpenGL.
+//! One scene's simulation: the only room that knows the wind and the snow together.
 //!
-//! A [`Session`] owns one OpenCL [`Context`](crate::cl::Context) (created against the GL
-//! context when the buffers are shared) on which every kernel of the frame runs, a
-//! [`Timeline`](crate::cl::Timeline) that collects the frame's launches by stage without
-//! waiting, and the renderer. The simulation plugs in as a [`ParticleSource`] and a
-//! [`FieldSource`]: the snow of [`crate::snow`] ([`SceneSetup::snow_source`]) when the scene
-//! simulates snow, else the stand-in flakes of [`flakes`] (`kernels/flakes.cl`); the wind view
-//! is the scene's profile until the wind solver lands. [`SceneSetup`] builds everything from a
-//! scene file.
+//! [`SimSetup`] is everything a run simulates, settled once from the scene file and the
+//! command line's overrides ([`Overrides`]). [`Simulation`] owns what runs on the device: the
+//! wind ([`coupling`]: solved on the snow's device, solved on another one, or the scene's fixed
+//! profile) and the snow ([`crate::snow::Snow`]). [`Simulation::step`] is where a frame is
+//! stepped, its stages written once, top to bottom:
 //!
-//! The stand-ins compute with `cl`, `scene` and `terrain` only, never `render`: physics stays
-//! apart from drawing, and [`crate::interop`] only moves buffers between the two APIs.
+//! 1. the previous frame's counters, read back without blocking, are checked (a non-finite
+//!    parcel stops the run at most one frame late);
+//! 2. the wind steps that are due (the wind keeps its own time step);
+//! 3. the field's hand-off to the snow's device;
+//! 4. the snow: sort, particle step (drag, landing, deposit), cover smoothing.
+//!
+//! Nothing here draws or knows OpenGL: the driving code above ([`crate::app`]) hands the
+//! simulation the buffer its particles go into, and asks for the cover's depths and the wind
+//! view's samples ([`Simulation::wind_samples`]) when it shows them. The state files
+//! ([`outputs`]), the checks ([`Simulation::check`]) and the report ([`SimReport`]) are read
+//! only when due, never on every frame.
 
-pub mod flakes;
-pub(crate) mod scene;
-mod series;
-mod session;
-mod source;
-mod splat;
-mod stepper;
+pub mod coupling;
+pub mod outputs;
+mod report;
+mod setup;
+mod simulation;
+pub mod wind_view;
 
-pub use flakes::{FixedParticles, Flakes, FlakesConfig, ProfileWind};
-pub use scene::{SceneSetup, WIND_SAMPLES};
-pub use series::{Series, StateOutputs};
-pub use session::{
-    COMPOSITE_STAGE, FIELD_STAGE, PARTICLES_STAGE, SPLAT_STAGE, Session, SessionConfig,
-};
-pub use source::{FieldRanges, FieldSource, ParticleSource};
-pub use splat::{PROBE_FRAMES, PROBE_WARMUP};
-pub use stepper::Stepper;
+pub use outputs::{Series, StateOutputs};
+pub use report::SimReport;
+pub use setup::{Overrides, SimSetup, WindSetup};
+pub use simulation::{DEPTH_STAGE, PARTICLES_STAGE, Simulation};
+pub use wind_view::{WIND_VIEW_SAMPLES, WindSamples};
 
 use crate::cl;
 
 /// What went wrong building or running the simulation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The OpenCL layer failed (a failed stage names itself: `stage `snow.particles`: …`).
+    /// The OpenCL layer failed (a failed stage names itself: `stage `snow.step`: …`).
     #[error(transparent)]
     Cl(#[from] cl::Error),
-    /// Moving buffers between OpenCL and OpenGL failed.
-    #[error(transparent)]
-    Interop(#[from] crate::interop::Error),
-    /// The renderer failed.
-    #[error(transparent)]
-    Render(#[from] crate::render::Error),
-    /// Splatting the particles failed (or the device cannot).
-    #[error(transparent)]
-    Splat(#[from] crate::splat::Error),
     /// The scene's domain cannot be built.
     #[error(transparent)]
     Scene(#[from] crate::scene::SceneError),
-    /// The scene's ground cannot be gridded.
-    #[error(transparent)]
-    Terrain(#[from] crate::terrain::TerrainError),
     /// The snow simulation failed.
     #[error(transparent)]
     Snow(#[from] crate::snow::Error),
@@ -93,9 +81,8 @@ pub enum Error {
 /// Result of the simulation.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Names the stage an error happened in (failures found when the frame waits name it already).
 /// Refuses a time step that is negative or not finite (a frame's simulated seconds).
-pub(crate) fn check_time_step(dt: f32) -> Result<()> {
+pub fn check_time_step(dt: f32) -> Result<()> {
     if dt.is_finite() && dt >= 0.0 {
         Ok(())
     } else {
@@ -105,12 +92,18 @@ pub(crate) fn check_time_step(dt: f32) -> Result<()> {
     }
 }
 
-pub(crate) fn in_stage<T>(stage: &'static str, result: Result<T>) -> Result<T> {
-    result.map_err(|e| match e {
+/// Names the stage an error happened in (failures found when the frame waits name it already).
+pub fn in_stage<T>(stage: &'static str, result: Result<T>) -> Result<T> {
+    result.map_err(|e| stage_error(stage, e))
+}
+
+/// `e` as an error of `stage`, unless it names its stage already.
+pub fn stage_error(stage: &'static str, e: Error) -> Error {
+    match e {
         Error::Cl(cl::Error::Stage { .. }) | Error::Stage { .. } => e,
         e => Error::Stage {
             stage,
             source: Box::new(e),
         },
-    })
+    }
 }

@@ -8,11 +8,13 @@
 //!   point location).
 //! - [`Particles`]: the particle arrays on the device, structure of arrays.
 //! - [`GroundCover`]: snow volume per ground vertex in 64-bit fixed point, and its smoothing.
-//! - [`Snow`]: the whole simulation, one [`step`](Snow::step) per frame, taking the wind (a
-//!   per-vertex velocity of the domain mesh) as an argument of each step.
-//! - [`bench`](mod@bench): `snowsim bench snow`, the frame per particle count and sort mode.
-//! - [`SnowSource`]: the simulation as the [`ParticleSource`](crate::sim::ParticleSource) that
-//!   `snowsim run` draws.
+//! - [`Snow`]: the whole simulation on one device, its frame in three stages that
+//!   `sim::Simulation::step` runs in order: [`sort`](Snow::sort), [`advance`](Snow::advance)
+//!   (taking the wind, a per-vertex velocity of the domain mesh, as an argument) and
+//!   [`smooth_cover`](Snow::smooth_cover).
+//!
+//! A library: it imports the device layer, the sort, the scene's domain and the terrain,
+//! never the simulation that couples it to the wind, the drawing or the command line.
 //!
 //! # The physics
 //!
@@ -79,19 +81,16 @@
 //! - nothing depends on the order of equal keys: bitonic sort is unstable, and particles in
 //!   one tetrahedron may come out in any order.
 
-pub mod bench;
 mod config;
 mod cover;
 mod error;
 mod mesh;
 mod particles;
 mod sim;
-mod source;
 
 pub use config::{DRAW_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use error::{Error, Result};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
-pub use sim::{Counters, Snow};
-pub use source::{SnowReport, SnowSetup, SnowSource};
+pub use sim::{COVER_STAGE, Counters, PendingCounters, SORT_STAGE, STEP_STAGE, Snow};

@@ -16,6 +16,28 @@ use super::{Error, Result};
 
 /// Stage name of the particle update.
 pub const STEP_STAGE: &str = "snow.step";
+/// Stage name of the sort and the permutation of the particle arrays.
+pub const SORT_STAGE: &str = "snow.sort";
+/// Stage name of the cover's smoothing.
+pub const COVER_STAGE: &str = "snow.cover";
+
+/// The counters on their way back from the device ([`Snow::counters_async`]).
+pub struct PendingCounters {
+    counters: cl::PendingRead<u64>,
+    first_bad: cl::PendingRead<u32>,
+    frame: u64,
+}
+
+impl PendingCounters {
+    /// Waits for the counters (long since arrived when a frame has passed) and fails on a
+    /// non-finite particle, naming the stage, the frame and the particle.
+    pub fn check(self) -> Result<Counters> {
+        let first_bad = self.first_bad.wait()?.first().copied().unwrap_or(u32::MAX);
+        let c = Counters::from_raw(&self.counters.wait()?, first_bad);
+        check_counters(&c, self.frame)?;
+        Ok(c)
+    }
+}
 
 /// What the particles did since the start, counted on the device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -284,11 +306,14 @@ impl Snow {
         Ok(())
     }
 
-    /// One frame of `dt` seconds in the wind `wind` (a velocity per vertex of the domain
-    /// mesh, xyz m/s): sort, update every particle (drag, gravity, flutter, location, landing,
-    /// wrap, respawn), write the render buffer, smooth the cover. Only enqueues; see
-    /// [`counters`](Self::counters) for what happened and for non-finite particles.
-    pub fn step(
+    /// Moves every particle by `dt` seconds in the wind `wind` (a velocity per vertex of the
+    /// domain mesh, xyz m/s): drag, gravity, flutter, location, landing (each landing adds
+    /// its parcel to the cover), wrap, respawn; then writes the render buffer. Only enqueues,
+    /// under the stage [`STEP_STAGE`]; see [`counters`](Self::counters) or
+    /// [`counters_async`](Self::counters_async) for what happened and for non-finite particles.
+    /// Sort first ([`sort`](Self::sort)) and smooth after ([`smooth_cover`](Self::smooth_cover)):
+    /// `sim::Simulation::step` runs the three in that order.
+    pub fn advance(
         &mut self,
         context: &Context,
         wind: &impl BufferArg<[f32; 4]>,
@@ -310,16 +335,31 @@ impl Snow {
             )));
         }
         if n > 0 {
-            timeline.stage("snow.sort");
-            self.sort(timeline)?;
             timeline.stage(STEP_STAGE);
             self.update_particles(context, wind, dt, render, timeline)?;
         }
-        timeline.stage("snow.cover");
-        let (angle, rate) = (self.config.repose_angle, self.config.smoothing_rate);
-        self.cover.smooth(context, angle, rate, timeline)?;
         self.frame += 1;
         Ok(())
+    }
+
+    /// Lets the cover slide where it is steeper than the repose angle (stage
+    /// [`COVER_STAGE`]); only enqueues.
+    pub fn smooth_cover(&mut self, context: &Context, timeline: &mut Timeline) -> Result<()> {
+        timeline.stage(COVER_STAGE);
+        let (angle, rate) = (self.config.repose_angle, self.config.smoothing_rate);
+        self.cover.smooth(context, angle, rate, timeline)?;
+        Ok(())
+    }
+
+    /// Starts reading the counters back without waiting (after the frame's kernels, on the
+    /// same queue): a frame later, [`PendingCounters::check`] finds a non-finite particle
+    /// without the frame having waited for it.
+    pub fn counters_async(&self) -> Result<PendingCounters> {
+        Ok(PendingCounters {
+            counters: self.counters.read_async(0, self.counters.len())?,
+            first_bad: self.first_bad.read_async(0, 1)?,
+            frame: self.frame,
+        })
     }
 
     fn update_particles(
@@ -379,8 +419,13 @@ impl Snow {
         Ok(())
     }
 
-    /// Sorts the particles by tetrahedron as the mode says, permuting every array.
-    fn sort(&mut self, timeline: &mut Timeline) -> Result<()> {
+    /// Sorts the particles by tetrahedron (or Hilbert cell) as the mode says, permuting every
+    /// array (stage [`SORT_STAGE`]); only enqueues. The result of a frame does not depend on it.
+    pub fn sort(&mut self, timeline: &mut Timeline) -> Result<()> {
+        if self.particles.is_empty() {
+            return Ok(());
+        }
+        timeline.stage(SORT_STAGE);
         let frame = self.frame;
         let every = u64::from(self.config.sort.full_every);
         let p = &mut self.particles;

@@ -55,6 +55,9 @@
 //!   bottom layer: at the frame's 0.02 s the Courant number is 0.005–0.02 and linear
 //!   semi-Lagrangian advection diffuses like first-order upwind whatever the step, at 25–50×
 //!   the cost. The mesh is fixed: deposited snow does not change the flow domain.
+//!
+//! A library: it imports the device layer, `gml`, the scene and the terrain, never the
+//! simulation that couples it to the snow, the drawing or the command line.
 
 pub mod profile;
 
@@ -66,7 +69,6 @@ pub mod kernels;
 pub mod operator;
 pub mod setup;
 pub mod solver;
-pub mod view;
 
 pub use boundary::{Boundary, Kind};
 pub use error::{Result, WindError};

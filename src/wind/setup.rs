@@ -25,13 +25,12 @@ pub fn settings(scene: &Scene, profile: bool) -> Settings {
 /// its memory is refused before meshing.
 pub fn from_scene(context: Context, scene: &Scene, settings: Settings) -> Result<Solver> {
     // The host must hold the meshing first (the solver checks the device's memory itself).
-    crate::budget::scene::check_domain_mesh(scene).map_err(|e| WindError::Scene(e.to_string()))?;
+    crate::scene::limits::check_domain_mesh(scene).map_err(|e| WindError::Scene(e.to_string()))?;
     let domain = scene
         .build_domain(true)
         .map_err(|e| WindError::Scene(e.to_string()))?;
-    let (_, ground, _) =
-        crate::sim::scene::ground_of(scene).map_err(|e| WindError::Scene(e.to_string()))?;
-    let inflow = profile::vertex_velocities(&domain.mesh.vertices, &ground, &scene.wind);
+    let ground = crate::scene::ground_of(scene).map_err(|e| WindError::Scene(e.to_string()))?;
+    let inflow = profile::vertex_velocities(&domain.mesh.vertices, &ground.grid, &scene.wind);
     Solver::new(
         context,
         &domain.mesh,

@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use glam::{Vec2, Vec3};
-use snowsim::cl::{
-    Context, DeviceBuffer, DeviceEntry, DeviceSelector, OutputBuffer, Timeline, list_devices,
-};
+use snowsim::app::{self, SceneView, Session, SessionConfig};
+use snowsim::cl::{Context, DeviceEntry, DeviceSelector, list_devices};
 use snowsim::counters::{StageTime, stage};
 use snowsim::interop::{self, InteropMode, Transfer};
 use snowsim::meshio::{self, ElementKind, Mesh};
@@ -19,7 +18,7 @@ use snowsim::render::{
     Action, FrameDriver, Headless, OrbitCamera, Palette, Renderer, TerrainMesh, Views, read_frame,
 };
 use snowsim::scene::{Domain, Scene};
-use snowsim::sim::{self, FixedParticles, SceneSetup, Session, SessionConfig};
+use snowsim::sim::{self, SimSetup, Simulation};
 use snowsim::splat::ParticleRender;
 use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
@@ -212,7 +211,7 @@ fn fixed_particles() -> Vec<[f32; 4]> {
 fn render_fixed_scene(
     device: &DeviceEntry,
     mode: InteropMode,
-) -> Result<(Transfer, image::RgbaImage), sim::Error> {
+) -> Result<(Transfer, image::RgbaImage), app::Error> {
     render_fixed_scene_with(device, mode, ParticleRender::Sprites)
 }
 
@@ -222,9 +221,10 @@ fn render_fixed_scene_with(
     device: &DeviceEntry,
     mode: InteropMode,
     render: ParticleRender,
-) -> Result<(Transfer, image::RgbaImage), sim::Error> {
+) -> Result<(Transfer, image::RgbaImage), app::Error> {
     let headless = Headless::new(W, H)?;
-    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0)?;
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0)
+        .expect("a flat ground");
     let terrain = TerrainMesh::from_heightfield(&ground)?;
     let particles = fixed_particles();
     let config = SessionConfig {
@@ -236,7 +236,6 @@ fn render_fixed_scene_with(
         },
         views: Views::default(),
         paused: true,
-        dt: 0.0,
         camera: Some(camera()),
         particle_render: render,
         profile_every: 1,
@@ -245,13 +244,12 @@ fn render_fixed_scene_with(
         headless.setup(),
         device,
         config,
-        Box::new(FixedParticles::new(particles)),
-        None,
+        SimSetup::still(particles, Vec::new()),
     )?;
     let transfer = session.interop().transfer;
     let stages = session
         .frame((W, H))
-        .map_err(|e| sim::Error::Internal(e.to_string()))?;
+        .map_err(|e| app::Error::Internal(e.to_string()))?;
     assert!(!ran(&stages, sim::PARTICLES_STAGE), "paused: no step");
     assert_eq!(
         ran(&stages, stage::KERNELS),
@@ -389,7 +387,7 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     for device in sharing {
         match render_fixed_scene(device, InteropMode::Share) {
             Ok((transfer, _)) => assert_eq!(transfer, Transfer::Share),
-            Err(sim::Error::Interop(interop::Error::ShareImpossible { device, reason })) => {
+            Err(app::Error::Interop(interop::Error::ShareImpossible { device, reason })) => {
                 println!("SKIPPED: share path on {device}: {reason}");
             }
             Err(e) => panic!("share path on {}: {e}", device.info.label()),
@@ -426,7 +424,7 @@ fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() 
     for device in capable {
         let (transfer, external) = match render_fixed_scene(device, InteropMode::External) {
             Ok(result) => result,
-            Err(sim::Error::Interop(e @ interop::Error::ExternalUnsupported(_))) => {
+            Err(app::Error::Interop(e @ interop::Error::ExternalUnsupported(_))) => {
                 println!("SKIPPED: external path on {}: {e}", device.info.label());
                 continue;
             }
@@ -622,14 +620,12 @@ fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
                 ..Views::default()
             },
             paused: false,
-            dt: 0.0,
             camera: Some(camera()),
             particle_render: ParticleRender::Sprites,
             profile_every: 1,
         };
-        let source = FixedParticles::with_laid_depth(vec![[0.0, 0.0, -100.0, 0.1]], depth);
-        let mut session =
-            Session::new(headless.setup(), &device, config, Box::new(source), None).unwrap();
+        let still = SimSetup::still(vec![[0.0, 0.0, -100.0, 0.1]], depth);
+        let mut session = Session::new(headless.setup(), &device, config, still).unwrap();
         session.frame((W, H)).unwrap();
         read_frame(&headless.setup().gl, (W, H)).unwrap()
     };
@@ -720,7 +716,6 @@ fn coverage_case(render: ParticleRender) {
             ..Views::default()
         },
         paused: true,
-        dt: 0.0,
         camera: Some(camera()),
         particle_render: render,
         profile_every: 1,
@@ -729,8 +724,7 @@ fn coverage_case(render: ParticleRender) {
         headless.setup(),
         &device,
         config,
-        Box::new(FixedParticles::new(particles)),
-        None,
+        SimSetup::still(particles, Vec::new()),
     )
     .unwrap();
     session.frame((W, H)).unwrap();
@@ -766,53 +760,56 @@ fn coverage_case(render: ParticleRender) {
 }
 
 #[test]
-fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
+fn session_steps_the_snow_copies_each_frame_and_obeys_the_keys() {
     let device = default_device();
     let headless = Headless::new(W, H).unwrap();
-    let scene = Scene::load(&repo(FLAT)).unwrap();
-    let mut setup = SceneSetup::new(&scene).unwrap();
-    // The flakes stand-in and the profile's wind view, without the snow and the wind solver.
-    setup.snow = None;
-    setup.flakes.count = 1000;
-    setup.wind_samples = [4, 3, 4];
-    let mut config = setup.session_config(InteropMode::Auto, false);
-    // Sprites throughout: the copies counted below are the particles'.
+    let mut scene = Scene::load(&repo(FLAT)).unwrap();
+    // The snow in the profile's wind, without the wind solver; a long step so the parcels
+    // move several pixels a frame.
+    scene.simulate.wind = false;
+    scene.time.step = 0.5;
+    let ground = snowsim::scene::ground_of(&scene).unwrap();
+    let overrides = snowsim::sim::Overrides {
+        particles: Some(1000),
+        sort: Some(snowsim::scene::SortMode::Off),
+        ..Default::default()
+    };
+    let setup = SimSetup::new(&scene, &ground, &overrides).unwrap();
+    let view = SceneView::new(&scene, &ground).unwrap();
+    let mut config = view.session_config(InteropMode::Auto, false);
+    // Sprites throughout: the copies counted below are the particles' and the cover's.
     config.particle_render = ParticleRender::Sprites;
-    config.dt = 0.5; // flakes move several pixels a frame
-    let mut session = Session::new(
-        headless.setup(),
-        &device,
-        config,
-        setup.particle_source().unwrap(),
-        Some(setup.field_source().unwrap()),
-    )
-    .unwrap();
+    let mut session = Session::new(headless.setup(), &device, config, setup).unwrap();
     if session.interop().transfer != Transfer::Copy {
         println!("SKIPPED: the default device shares buffers with GL, nothing is copied");
         return;
     }
+    // The cover's depths travel with the particles, four vertices per float4.
+    let cover_bytes = (ground.surface.vertices.len().div_ceil(4) * 16) as u64;
     let before = session.copied_bytes();
     let stages = session.frame((W, H)).unwrap();
     assert!(busy(&stages, stage::KERNELS) > std::time::Duration::ZERO);
     assert!(busy(&stages, stage::TRANSFER) > std::time::Duration::ZERO);
-    // The flakes' kernel ran on the device under its stage, timed by profiling.
-    let flakes = stages
+    // The snow's update ran on the device under its stage, timed by profiling.
+    let update = stages
         .iter()
-        .find(|s| s.stage == sim::PARTICLES_STAGE)
-        .expect("the particles' stage");
-    assert!(flakes.device && flakes.launches == 1 && flakes.busy > std::time::Duration::ZERO);
-    assert!(flakes.span >= flakes.busy);
-    // Wind and pressure views are off: only the particles travel.
-    assert_eq!(session.copied_bytes() - before, 1000 * 16);
+        .find(|s| s.stage == snowsim::snow::STEP_STAGE)
+        .expect("the snow's update stage");
+    assert!(update.device && update.launches == 1 && update.busy > std::time::Duration::ZERO);
+    assert!(update.span >= update.busy);
+    // Wind and pressure views are off: only the particles and the cover travel.
+    assert_eq!(session.copied_bytes() - before, 1000 * 16 + cover_bytes);
     let first = read_frame(&headless.setup().gl, (W, H)).unwrap();
 
     assert_eq!(
         session.action(Action::ToggleWind).as_deref(),
         Some("wind view on")
     );
+    // The fixed profile's samples crossed once, when the session started: shown again, they
+    // are not read or copied again.
     let before = session.copied_bytes();
     session.frame((W, H)).unwrap();
-    assert_eq!(session.copied_bytes() - before, 1000 * 16 + 4 * 3 * 4 * 32);
+    assert_eq!(session.copied_bytes() - before, 1000 * 16 + cover_bytes);
     assert_eq!(
         session.action(Action::ToggleWind).as_deref(),
         Some("wind view off")
@@ -844,7 +841,7 @@ fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     );
     session.frame((W, H)).unwrap();
     let moved = read_frame(&headless.setup().gl, (W, H)).unwrap();
-    assert_ne!(first.as_raw(), moved.as_raw(), "the flakes fall");
+    assert_ne!(first.as_raw(), moved.as_raw(), "the snow falls");
 
     let home = *session.camera_mut();
     assert_eq!(session.action(Action::Orbit { dx: 50.0, dy: 0.0 }), None);
@@ -1450,19 +1447,6 @@ fn an_invalid_scene_file_is_a_clear_error_naming_file_and_key() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Reads `len` float4 back from `buffer`.
-/// Enqueues `write` into a fresh device buffer of `len` float4, waits, and reads it back.
-fn run_into(
-    context: &Context,
-    buffer: &mut DeviceBuffer<[f32; 4]>,
-    write: impl FnOnce(&mut OutputBuffer<'_, [f32; 4]>, &mut Timeline) -> sim::Result<()>,
-) -> Vec<[f32; 4]> {
-    let mut timeline = context.timeline();
-    write(&mut OutputBuffer::Device(buffer), &mut timeline).unwrap();
-    timeline.wait().unwrap();
-    buffer.read().unwrap()
-}
-
 /// Whether a stage of that name ran in the frame.
 fn ran(stages: &[StageTime], name: &str) -> bool {
     stages.iter().any(|s| s.stage == name)
@@ -1489,21 +1473,20 @@ fn the_wind_view_shows_the_scene_wind_profile() {
         // Without the wind solver: the view shows the profile itself.
         let text = flat.replace("profile = \"uniform\"", profile) + "\n[simulate]\nwind = false\n";
         let scene = Scene::from_toml(&text, Path::new("profile.toml")).unwrap();
-        let setup = SceneSetup::new(&scene).unwrap();
-        let mut field = setup.field_source().unwrap();
-        field.prepare(&context).unwrap();
-        let n = field.samples();
-        assert_eq!(n, 16 * 16 * 6);
-        let mut buffer = DeviceBuffer::uninit(&context, 2 * n).unwrap();
-        let data = run_into(&context, &mut buffer, |out, timeline| {
-            field.update(&context, out, 0.0, timeline)
-        });
+        let ground = snowsim::scene::ground_of(&scene).unwrap();
+        let setup = SimSetup::new(&scene, &ground, &Default::default()).unwrap();
+        let mut simulation = Simulation::new(&context, setup).unwrap();
+        let samples = simulation.wind_samples().unwrap().expect("a wind to show");
+        let n = samples.points.len() / 2;
+        assert_eq!(n, snowsim::sim::WIND_VIEW_SAMPLES);
         let mut heights = Vec::new();
-        for sample in data.chunks_exact(2) {
+        for sample in samples.points.chunks_exact(2) {
             let [x, y, z, _] = sample[0];
             let [vx, vy, vz, pressure] = sample[1];
             assert!(
-                (0.0..200.0).contains(&x) && (0.0..200.0).contains(&y) && z > 0.0 && z < 60.0,
+                (0.0..=200.0).contains(&x)
+                    && (0.0..=200.0).contains(&y)
+                    && (0.0..=60.0).contains(&z),
                 "{profile}: sample at ({x}, {y}, {z}) outside the air"
             );
             // Flat ground at 0: the height above the ground is z.
@@ -1515,84 +1498,27 @@ fn the_wind_view_shows_the_scene_wind_profile() {
                     [vx, vy, vz]
                 );
             }
+            // Hydrostatic, in kPa: 101.325 at the ground, 0.7 % less 60 m up.
             assert!(
-                pressure > 100.0 && pressure < 101.4,
+                pressure > 100.5 && pressure <= 101.325,
                 "{pressure} kPa at {z} m"
             );
             heights.push(z);
         }
-        // Levels from near the ground to near the top; the view's colour range spans them.
+        // Vertices from the ground to the top; the view's colour range spans them.
         let (lo, hi) = heights
             .iter()
             .fold((f32::MAX, f32::MIN), |(a, b), &z| (a.min(z), b.max(z)));
         assert!(lo < 1.0 && hi > 45.0, "{profile}: levels {lo} .. {hi}");
-        let top_speed = scene.wind.speed_at(f64::from(hi)) as f32;
-        let ranges = field.ranges();
+        let top_speed = scene.wind.speed_at(60.0) as f32;
         assert!(
-            (ranges.speed_max - top_speed).abs() < 1e-3 * top_speed,
-            "{profile}: {ranges:?} vs {top_speed}"
+            (samples.speed_max - top_speed).abs() < 1e-3 * top_speed,
+            "{profile}: {} vs {top_speed}",
+            samples.speed_max
         );
-        assert!((setup.views.speed_max - top_speed).abs() < 1e-3 * top_speed);
+        let view = SceneView::new(&scene, &ground).unwrap();
+        assert!((view.views.speed_max - top_speed).abs() < 1e-3 * top_speed);
     }
-}
-
-#[test]
-fn flakes_stay_in_the_valley_air_and_drift_with_its_wind() {
-    let device = default_device();
-    let context = Context::new(&device).unwrap();
-    let scene = Scene::load(&repo("scenes/valley.toml")).unwrap();
-    let mut setup = SceneSetup::new(&scene).unwrap();
-    let n = 4096;
-    setup.flakes.count = n;
-    let top = setup.bounds.hi.z;
-    assert_eq!(setup.bounds.hi, Vec3::new(4000.0, 4000.0, 1400.0));
-    let (r0, r1) = (0.001, 0.004);
-    let mut flakes = setup.particle_source().unwrap();
-    flakes.prepare(&context).unwrap();
-    let mut buffer = DeviceBuffer::uninit(&context, n).unwrap();
-    let before = run_into(&context, &mut buffer, |out, timeline| {
-        flakes.reset(&context, out, timeline)
-    });
-    let in_air = |p: &[f32; 4]| {
-        let ground = setup.ground.height_at(p[0], p[1]);
-        (0.0..4000.0).contains(&p[0])
-            && (0.0..4000.0).contains(&p[1])
-            && p[2] >= ground - 0.01
-            && p[2] <= top
-            && p[3] >= r0 - 1e-7
-            && p[3] <= r1 + 1e-7
-    };
-    assert!(before.iter().all(in_air), "flakes start outside the air");
-    // Some start low in the valley, some high above the crests.
-    assert!(before.iter().any(|p| p[2] < 200.0) && before.iter().any(|p| p[2] > 1200.0));
-
-    let dt = 2.0;
-    let after = run_into(&context, &mut buffer, |out, timeline| {
-        flakes.step(&context, out, dt, 0.0, timeline)
-    });
-    assert!(after.iter().all(in_air), "flakes leave the air");
-    let flutter = setup.flakes.flutter * dt;
-    let mut drifted = 0;
-    for (a, b) in before.iter().zip(&after) {
-        let moved = Vec3::new(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
-        if moved.length() > 200.0 {
-            continue; // wrapped around a side, or landed and came back in at the top
-        }
-        let height = a[2] - setup.ground.height_at(a[0], a[1]);
-        let wind = scene.wind.velocity_at(f64::from(height));
-        let expected = Vec2::new(wind[0] as f32, wind[1] as f32) * dt;
-        let off = (moved.truncate() - expected).length();
-        assert!(
-            off <= flutter * 1.5 + 0.02 * expected.length() + 1e-3,
-            "flake at {a:?} moved {moved}, the wind at {height} m carries it {expected}"
-        );
-        assert!(moved.z < 0.0, "flakes fall: {moved}");
-        drifted += 1;
-    }
-    assert!(
-        drifted > n * 9 / 10,
-        "only {drifted} of {n} flakes followed the wind"
-    );
 }
 
 #[test]

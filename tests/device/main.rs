@@ -24,6 +24,7 @@ mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;
 mod renumber;
+mod sim;
 mod snow;
 mod sort;
 mod splat;

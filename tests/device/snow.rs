@@ -79,9 +79,14 @@ impl Run {
 
     fn step(&mut self, ctx: &Context, dt: f32) -> Counters {
         let mut timeline = ctx.timeline();
-        self.snow
-            .step(ctx, &self.wind, dt, &self.render, &mut timeline)
-            .unwrap();
+        snow_frame(
+            &mut self.snow,
+            ctx,
+            &self.wind,
+            dt,
+            &self.render,
+            &mut timeline,
+        );
         ctx.finish().unwrap();
         self.snow.counters().expect("no non-finite particle")
     }
@@ -89,6 +94,20 @@ impl Run {
     fn particles(&self) -> Vec<ParticleState> {
         self.snow.particles().read().unwrap()
     }
+}
+
+/// The snow's part of a frame, its three stages in `sim::Simulation::step`'s order.
+fn snow_frame(
+    snow: &mut Snow,
+    ctx: &Context,
+    wind: &DeviceBuffer<[f32; 4]>,
+    dt: f32,
+    render: &DeviceBuffer<[f32; 4]>,
+    timeline: &mut snowsim::cl::Timeline,
+) {
+    snow.sort(timeline).unwrap();
+    snow.advance(ctx, wind, dt, render, timeline).unwrap();
+    snow.smooth_cover(ctx, timeline).unwrap();
 }
 
 /// Signed distances (m, positive inside) of `q` to the faces of tetrahedron `t`.
@@ -626,9 +645,14 @@ fn a_nan_particle_is_reported_with_stage_frame_and_id() {
     vel[42][0] = f32::NAN;
     run.snow.particles_mut().write_velocities(&vel).unwrap();
     let mut timeline = ctx.timeline();
-    run.snow
-        .step(&ctx, &run.wind, 0.02, &run.render, &mut timeline)
-        .unwrap();
+    snow_frame(
+        &mut run.snow,
+        &ctx,
+        &run.wind,
+        0.02,
+        &run.render,
+        &mut timeline,
+    );
     ctx.finish().unwrap();
     match run.snow.counters() {
         Err(

@@ -641,46 +641,19 @@ fn valley_wind_is_steady() {
 }
 
 #[test]
-fn the_solved_view_shows_the_solver_fields() {
-    use snowsim::sim::FieldSource;
-    use snowsim::wind::view::{self, SolvedView};
+fn the_wind_views_samples_are_the_solver_fields_at_the_sampled_vertices() {
+    use snowsim::sim::wind_view;
     let m = reference::hill_mesh([5, 4, 3], [500.0, 400.0, 150.0], 30.0);
     let dir = [1.0, 0.0];
     let u_in = inflow(&m, dir, 4.0, true, 150.0);
     let (mut solver, _) = pair(&m, dir, &u_in, settings(50, 1e-2, 5.0));
     solver.startup().unwrap();
     solver.step().unwrap();
-    let indices = view::sample_vertices(m.0.len(), 40);
-    let shared = view::SharedSamples::default();
-    view::refresh(&mut solver, &indices, &shared).unwrap();
-    assert!(
-        !view::take_request(&shared),
-        "nothing asks for samples before the view is shown"
-    );
-    let mut field = SolvedView::new(shared.clone(), indices.len());
-    let context = context();
-    field.prepare(&context).unwrap();
-    let mut buffer =
-        snowsim::cl::DeviceBuffer::<[f32; 4]>::uninit(&context, 2 * indices.len()).unwrap();
-    let mut timeline = snowsim::cl::Timeline::new(false);
-    field
-        .update(
-            &context,
-            &mut snowsim::cl::OutputBuffer::Device(&mut buffer),
-            0.0,
-            &mut timeline,
-        )
-        .unwrap();
-    assert!(
-        view::take_request(&shared),
-        "a shown view asks the simulation for the next wind step's samples"
-    );
-    assert!(
-        !view::take_request(&shared),
-        "one refresh answers the request"
-    );
-    let drawn = buffer.read().unwrap();
+    let indices = wind_view::sample_vertices(m.0.len(), 40);
     let (u, p) = (solver.velocity().unwrap(), solver.pressure().unwrap());
+    let samples = wind_view::samples(solver.vertices(), &u, &p, &indices);
+    let drawn = &samples.points;
+    assert_eq!(drawn.len(), 2 * indices.len());
     for (k, &i) in indices.iter().enumerate() {
         let i = i as usize;
         let pos = m.0[i].map(|c| c as f32);
@@ -696,10 +669,15 @@ fn the_solved_view_shows_the_solver_fields() {
             "sample {k}: pressure of vertex {i}"
         );
     }
-    let ranges = field.ranges();
+    // Red at the field's largest speed, over every vertex (not only the sampled ones).
+    let fastest = u
+        .iter()
+        .map(|v| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt())
+        .fold(0.0f32, f32::max);
+    assert_eq!(samples.speed_max, fastest);
     assert!(
-        ranges.speed_max > 3.0 && ranges.pressure[0] < ranges.pressure[1],
-        "{ranges:?}"
+        samples.speed_max > 3.0 && samples.pressure[0] < samples.pressure[1],
+        "{samples:?}"
     );
 }
 

@@ -29,7 +29,6 @@ fn session_with(
         },
         views: Views::default(),
         paused: true,
-        dt: 0.0,
         camera: Some(camera()),
         particle_render: render,
         profile_every: 1,
@@ -38,8 +37,7 @@ fn session_with(
         headless.setup(),
         &default_device(),
         config,
-        Box::new(FixedParticles::new(particles)),
-        None,
+        SimSetup::still(particles, Vec::new()),
     )
     .unwrap()
 }
@@ -142,11 +140,11 @@ fn splat_and_sprites_put_the_same_flakes_on_the_same_pixels_and_the_ground_hides
         if render == ParticleRender::Splat {
             let stages = s.frame((W, H)).unwrap();
             assert!(
-                ran(&stages, sim::SPLAT_STAGE),
+                ran(&stages, app::SPLAT_STAGE),
                 "the splat runs as its own stage"
             );
             assert!(
-                ran(&stages, sim::COMPOSITE_STAGE),
+                ran(&stages, app::COMPOSITE_STAGE),
                 "the composite's GPU time is reported"
             );
             assert_eq!(s.splat_size(), Some((W, H)));
@@ -342,7 +340,7 @@ fn auto_measures_both_modes_then_keeps_one_and_says_why() {
     let mut s = session(&headless, small_flakes(&cam), ParticleRender::Auto);
     let mut modes = Vec::new();
     let mut notices = Vec::new();
-    for _ in 0..sim::PROBE_WARMUP * 2 + sim::PROBE_FRAMES * 2 + 2 {
+    for _ in 0..app::PROBE_WARMUP * 2 + app::PROBE_FRAMES * 2 + 2 {
         s.frame((W, H)).unwrap();
         modes.push(s.particle_render().mode);
         notices.extend(s.notice());
@@ -398,7 +396,7 @@ fn run_records_the_particle_render_mode_and_why() {
         "{help}"
     );
 
-    let frames = (2 * (sim::PROBE_WARMUP + sim::PROBE_FRAMES) + 2).to_string();
+    let frames = (2 * (app::PROBE_WARMUP + app::PROBE_FRAMES) + 2).to_string();
     let out = snowsim()
         .arg("run")
         .args(SMALL)

@@ -1,4 +1,5 @@
-//! A time series of the simulation's state for ParaView (`snowsim run --vtu-every K DIR`):
+//! The state files a run writes: the final state (`snowsim run --vtu FILE`), and a time series
+//! of the simulation's state for ParaView (`snowsim run --vtu-every K DIR`):
 //! `DIR/state_00000.vtu`, `state_00001.vtu`, … every K frames, and `DIR/states.pvd`, the
 //! collection that plays them with their simulated times, rewritten atomically after each.
 //!
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::budget::{Budget, Estimate};
 
-use super::source::ParticleSource;
+use super::Simulation;
 use super::{Error, Result};
 
 /// What a run writes of the simulation's state, for a drawn session and an undrawn stepper
@@ -25,24 +26,19 @@ pub struct StateOutputs {
 
 impl StateOutputs {
     /// After frame `frame` (counted from 1) of `dt` seconds each: the series' state, if due.
-    pub fn after_frame(
-        &mut self,
-        source: &mut dyn ParticleSource,
-        frame: u64,
-        dt: f32,
-    ) -> Result<()> {
+    pub fn after_frame(&mut self, simulation: &mut Simulation, frame: u64, dt: f32) -> Result<()> {
         if let Some(series) = self.series.as_mut() {
-            series.after_frame(source, frame, frame as f64 * f64::from(dt))?;
+            series.after_frame(simulation, frame, frame as f64 * f64::from(dt))?;
         }
         Ok(())
     }
 
     /// When the run ends: the final state, and a line for the log saying so.
-    pub fn finish(&mut self, source: &mut dyn ParticleSource) -> Result<Option<String>> {
+    pub fn finish(&mut self, simulation: &mut Simulation) -> Result<Option<String>> {
         let Some(path) = self.final_state.clone() else {
             return Ok(None);
         };
-        source.save_state(&path)?;
+        simulation.save_state(&path)?;
         Ok(Some(format!("wrote {}", path.display())))
     }
 }
@@ -84,7 +80,7 @@ impl Series {
     /// frame is one of the series'. Returns the file written.
     pub fn after_frame(
         &mut self,
-        source: &mut dyn ParticleSource,
+        simulation: &mut Simulation,
         frame: u64,
         time: f64,
     ) -> Result<Option<PathBuf>> {
@@ -93,7 +89,7 @@ impl Series {
         }
         let name = format!("state_{:05}.vtu", self.written.len());
         let path = self.dir.join(&name);
-        source.save_state(&path)?;
+        simulation.save_state(&path)?;
         if self.written.is_empty()
             && let Some(frames) = self.frames
         {

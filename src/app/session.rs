@@ -1,16 +1,17 @@
-//! A running simulation on screen: sources that write buffers on the OpenCL device, links that
-//! bring them to GL, and the renderer, driven one frame at a time.
+//! A running simulation on screen: the [`Simulation`] writing its buffers on the OpenCL
+//! device, links that bring them to GL, and the renderer, driven one frame at a time.
 //!
-//! One frame, in order: acquire the GL buffers (share mode), enqueue every source's kernels
-//! into the frame's [`Timeline`] under their stage (`flakes.step`, `wind.view`), wait once
-//! (`clFinish`), read every stage's device time from the timeline, hand the buffers to GL
-//! (release, or read back into the mapped GL buffer), draw.
+//! One frame, in order: acquire the GL buffers (share mode), enqueue the simulation's frame
+//! ([`Simulation::step`]) and the cover's depths into the frame's [`Timeline`], write the wind
+//! view's samples when a view is shown and the wind has stepped, wait once (`clFinish`), read
+//! every stage's device time from the timeline, hand the buffers to GL (release, or read back
+//! into the mapped GL buffer), draw.
 //!
 //! In splat mode (`--particle-render splat`, see [`crate::splat`]) the splat kernels follow the
-//! sources' on the same queue, under the stage [`SPLAT_STAGE`], and only the splat image (and
+//! simulation's on the same queue, under the stage [`SPLAT_STAGE`], and only the splat image (and
 //! the short list of flakes too wide to splat) is handed to GL, not the particles; the
 //! renderer composites the image over the terrain. The image is reallocated whenever the frame
-//! size changes. The sources never know which mode draws them.
+//! size changes. The simulation never knows which mode draws it.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -24,12 +25,14 @@ use crate::interop::{self, GlLink, Interop, InteropChoice, InteropMode};
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
+use crate::sim::{
+    DEPTH_STAGE, PARTICLES_STAGE, SimReport, SimSetup, Simulation, StateOutputs, WindSamples,
+};
 use crate::splat::{
     self, ParticleRender, RenderChoice, RenderMode, SPLAT_EXTENSION, SplatView, Splatter,
 };
 use crate::terrain::SceneBox;
 
-use super::source::{FieldSource, ParticleSource};
 use super::splat::{PROBE_FRAMES, PROBE_WARMUP, Probe, ProbeStep, SplatPass};
 use super::{Error, Result, in_stage};
 
@@ -39,9 +42,7 @@ pub use crate::splat::SPLAT_STAGE;
 /// `GL_TIME_ELAPSED` query, read after the frame's `glFinish`.
 pub const COMPOSITE_STAGE: &str = stage::COMPOSITE;
 
-/// Stage of the particle source's kernels.
-pub const PARTICLES_STAGE: &str = "snow.particles";
-/// Stage of the field source's kernels (the wind and pressure views).
+/// Host stage of writing the wind view's samples into their GL buffer.
 pub const FIELD_STAGE: &str = "wind.view";
 
 /// What a [`Session`] shows and how it starts.
@@ -57,8 +58,6 @@ pub struct SessionConfig {
     pub views: Views,
     /// Start paused.
     pub paused: bool,
-    /// Simulated seconds per frame (fixed, so runs are reproducible).
-    pub dt: f32,
     /// The camera to start with; `None` frames the scene box.
     pub camera: Option<OrbitCamera>,
     /// How particles are drawn: sprites, splatted, or whichever is faster.
@@ -69,9 +68,8 @@ pub struct SessionConfig {
 
 /// One device feeding one renderer: the [`FrameDriver`] behind `snowsim run`.
 ///
-/// The simulation plugs in as a [`ParticleSource`] (and a [`FieldSource`] for the wind view);
-/// the session owns the buffers they write, moves them to GL each frame by the chosen path,
-/// times every stage, and reacts to the window's keys.
+/// The session owns the [`Simulation`] and the buffers it writes, moves them to GL each frame
+/// by the chosen path, times every stage, and reacts to the window's keys.
 pub struct Session {
     // Field order is drop order: the links (the GL buffers and their OpenCL side) go before
     // the renderer that draws from them, and everything OpenCL before its context.
@@ -83,9 +81,9 @@ pub struct Session {
     /// lay snow only).
     depth_link: Option<GlLink>,
     particle_link: GlLink,
+    /// The wind views' samples (a simulation with a wind only).
     field_link: Option<GlLink>,
-    particles: Box<dyn ParticleSource>,
-    field: Option<Box<dyn FieldSource>>,
+    simulation: Simulation,
     renderer: Renderer,
     context: Context,
     timeline: Timeline,
@@ -96,12 +94,15 @@ pub struct Session {
     paused: bool,
     sorting: bool,
     time: f32,
-    dt: f32,
     frame: u64,
+    /// The wind steps whose field the views show (`None`: none shown yet).
+    shown_wind: Option<u64>,
     /// Kernels are timed on one frame in this many.
     profile_every: u64,
     /// The state written at the end and every few frames.
-    outputs: super::StateOutputs,
+    outputs: StateOutputs,
+    /// The simulation's report, read when the run ends.
+    report: Rc<RefCell<Option<SimReport>>>,
     /// Copy mode, sprites: the particles' bytes read back and the time it took, over the
     /// frames stepped.
     readback: (u64, Duration),
@@ -115,50 +116,38 @@ pub struct Session {
 
 impl Session {
     /// Opens the OpenCL side on `device` for the current GL context `gl` (choosing the interop
-    /// path), prepares the sources, builds the renderer, and writes the first frame's buffers.
+    /// path), builds the simulation of `setup` on it, builds the renderer, and writes the first
+    /// frame's buffers.
     pub fn new(
         gl: &GlSetup,
         device: &DeviceEntry,
         config: SessionConfig,
-        mut particles: Box<dyn ParticleSource>,
-        mut field: Option<Box<dyn FieldSource>>,
+        setup: SimSetup,
     ) -> Result<Self> {
-        super::check_time_step(config.dt)?;
         splat::check_request(config.particle_render, &device.info)?;
         let (context, interop) = interop::open(device, config.interop, gl)?;
         let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
-        particles.prepare(&context)?;
-        if let Some(field) = field.as_mut() {
-            field.prepare(&context)?;
-        }
-        let samples = field.as_ref().map_or(0, |f| f.samples());
+        let mut simulation = Simulation::new(&context, setup)?;
+        let count = simulation.particle_count();
         let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
-        let mut particle_link = GlLink::new(&context, &gl.gl, &interop, particles.count())?;
-        renderer.set_particles(particle_link.gl_buffer(), particles.count())?;
-        let mut field_link = match &field {
-            Some(_) => {
-                let link = GlLink::new(&context, &gl.gl, &interop, 2 * samples)?;
-                renderer.set_field(link.gl_buffer(), samples)?;
-                Some(link)
-            }
-            None => None,
-        };
+        let mut particle_link = GlLink::new(&context, &gl.gl, &interop, count)?;
+        renderer.set_particles(particle_link.gl_buffer(), count)?;
         let gl_functions = gl.gl.clone();
         let mut timeline = context.timeline();
-        timeline.stage(PARTICLES_STAGE);
         particle_link.acquire(&gl_functions)?;
         in_stage(
             PARTICLES_STAGE,
-            particles.reset(&context, &mut particle_link.target(), &mut timeline),
+            simulation
+                .reset(&context, &mut particle_link.target(), &mut timeline)
+                .map_err(Error::from),
         )?;
         timeline.wait()?;
         particle_link.publish(&gl_functions)?;
-        let ground = particles.ground_vertices();
+        let ground = simulation.ground_vertices();
         let depth_link = if ground > 0 {
             if ground != config.terrain.positions.len() {
                 return Err(Error::Internal(format!(
-                    "{} lays snow on {ground} ground vertices, the terrain drawn has {}",
-                    particles.name(),
+                    "the simulation lays snow on {ground} ground vertices, the terrain drawn has {}",
                     config.terrain.positions.len()
                 )));
             }
@@ -166,8 +155,10 @@ impl Session {
             renderer.set_laid_depth(Some(link.gl_buffer()));
             link.acquire(&gl_functions)?;
             in_stage(
-                PARTICLES_STAGE,
-                particles.write_ground_depth(&context, &mut link.target(), &mut timeline),
+                DEPTH_STAGE,
+                simulation
+                    .write_ground_depth(&context, &mut link.target(), &mut timeline)
+                    .map_err(Error::from),
             )?;
             timeline.wait()?;
             link.publish(&gl_functions)?;
@@ -176,29 +167,31 @@ impl Session {
             None
         };
         let mut views = config.views;
-        if let (Some(f), Some(link)) = (field.as_mut(), field_link.as_mut()) {
-            timeline.stage(FIELD_STAGE);
+        let mut field_link = None;
+        let mut shown_wind = None;
+        if let Some(samples) = simulation.wind_samples()? {
+            let n = samples.points.len() / 2;
+            let mut link = GlLink::new(&context, &gl.gl, &interop, 2 * n)?;
+            renderer.set_field(link.gl_buffer(), n)?;
             link.acquire(&gl_functions)?;
-            in_stage(
-                FIELD_STAGE,
-                f.update(&context, &mut link.target(), 0.0, &mut timeline),
-            )?;
-            timeline.wait()?;
+            link.target().write(&samples.points)?;
             link.publish(&gl_functions)?;
-            let ranges = f.ranges();
-            views.speed_max = ranges.speed_max;
-            views.pressure_range = ranges.pressure;
+            show_ranges(&mut views, &samples);
+            shown_wind = Some(simulation.wind_steps());
+            field_link = Some(link);
         }
         timeline.resolve()?;
         let home = config
             .camera
             .unwrap_or_else(|| OrbitCamera::framing(config.bounds.lo, config.bounds.hi));
-        let sorting = particles.sorting();
+        let sorting = simulation.sorting();
         Ok(Self {
             depth_link,
             frame: 0,
+            shown_wind,
             profile_every: config.profile_every,
-            outputs: super::StateOutputs::default(),
+            outputs: StateOutputs::default(),
+            report: Rc::default(),
             readback: (0, Duration::ZERO),
             render: Rc::new(RefCell::new(render)),
             probe,
@@ -207,8 +200,7 @@ impl Session {
             splatter,
             particle_link,
             field_link,
-            particles,
-            field,
+            simulation,
             renderer,
             context,
             timeline,
@@ -219,13 +211,28 @@ impl Session {
             paused: config.paused,
             sorting,
             time: 0.0,
-            dt: config.dt,
         })
+    }
+
+    /// The simulation.
+    pub fn simulation(&self) -> &Simulation {
+        &self.simulation
+    }
+
+    /// The simulation, to read a report or a state from it.
+    pub fn simulation_mut(&mut self) -> &mut Simulation {
+        &mut self.simulation
+    }
+
+    /// The simulation's report, filled when the run ends ([`FrameDriver::finish`]), for a
+    /// caller that cannot keep the session (a window's run loop owns it).
+    pub fn report_handle(&self) -> Rc<RefCell<Option<SimReport>>> {
+        self.report.clone()
     }
 
     /// Writes the simulation's state (mesh, wind, snow cover) to `path` as VTK XML.
     pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
-        self.particles.save_state(path)
+        Ok(self.simulation.save_state(path)?)
     }
 
     /// Writes the state to `path` (as [`save_state`](Self::save_state)) when the run ends,
@@ -234,8 +241,8 @@ impl Session {
         self.outputs.final_state = Some(path);
     }
 
-    /// Writes the state every few frames into a ParaView series ([`super::Series`]).
-    pub fn write_series(&mut self, series: super::Series) {
+    /// Writes the state every few frames into a ParaView series ([`crate::sim::Series`]).
+    pub fn write_series(&mut self, series: crate::sim::Series) {
         self.outputs.series = Some(series);
     }
 
@@ -294,7 +301,7 @@ impl Session {
 
     /// Number of particles.
     pub fn particle_count(&self) -> usize {
-        self.particles.count()
+        self.simulation.particle_count()
     }
 
     /// Bytes copied from the device into GL so far (zero in share mode).
@@ -320,7 +327,7 @@ impl Session {
         self.splat.as_ref().map(SplatPass::size)
     }
 
-    /// One frame: step the sources (unless paused), splat the particles (splat mode), bring
+    /// One frame: step the simulation (unless paused), splat the particles (splat mode), bring
     /// the buffers to GL, draw. Returns every stage's time: host stages on the wall clock, the
     /// kernels' stages from profiling.
     pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
@@ -329,10 +336,11 @@ impl Session {
         let step = !self.paused;
         let mut times = self.run_kernels(size, step)?;
         if step {
-            self.time += self.dt;
+            self.time += self.simulation.dt();
             self.frame += 1;
+            let dt = self.simulation.dt();
             self.outputs
-                .after_frame(&mut *self.particles, self.frame, self.dt)?;
+                .after_frame(&mut self.simulation, self.frame, dt)?;
         }
         let start = Instant::now();
         self.draw(size);
@@ -347,8 +355,9 @@ impl Session {
         Ok(times)
     }
 
-    /// The frame's OpenCL work: the sources' step (when `step`), the splat (splat mode), one
-    /// wait, and the hand-off to GL. Returns the kernel, transfer and device stages.
+    /// The frame's OpenCL work: the simulation's step (when `step`), the wind view's samples
+    /// (when shown and the wind stepped), the splat (splat mode), one wait, and the hand-off to
+    /// GL. Returns the kernel, transfer and device stages.
     fn run_kernels(&mut self, size: (u32, u32), step: bool) -> Result<Vec<StageTime>> {
         let mut times = Vec::new();
         let splatting = self.splat.is_some() && self.views.particles;
@@ -356,67 +365,51 @@ impl Session {
             return Ok(times);
         }
         let gl = self.renderer.gl().clone();
-        let update_field = step && (self.views.wind || self.views.pressure);
         if splatting && let Some(pass) = self.splat.as_mut() {
             pass.resize(&self.context, &gl, size, &mut self.renderer)?;
         }
         let start = Instant::now();
         self.particle_link.acquire(&gl)?;
-        if update_field && let Some(link) = self.field_link.as_mut() {
-            link.acquire(&gl)?;
-        }
         if step && let Some(link) = self.depth_link.as_mut() {
             link.acquire(&gl)?;
         }
         if splatting && let Some(pass) = self.splat.as_mut() {
             pass.acquire(&gl)?;
         }
-        let acquire = start.elapsed();
+        let mut acquire = start.elapsed();
 
         let start = Instant::now();
         self.timeline.set_records_events(
             self.context.profiling() && self.frame.is_multiple_of(self.profile_every.max(1)),
         );
         if step {
-            self.timeline.stage(PARTICLES_STAGE);
-            in_stage(
-                PARTICLES_STAGE,
-                self.particles.step(
-                    &self.context,
-                    &mut self.particle_link.target(),
-                    self.dt,
-                    self.time,
-                    &mut self.timeline,
-                ),
+            self.simulation.step(
+                &self.context,
+                &mut self.particle_link.target(),
+                &mut self.timeline,
             )?;
             if let Some(link) = self.depth_link.as_mut() {
                 in_stage(
-                    PARTICLES_STAGE,
-                    self.particles.write_ground_depth(
-                        &self.context,
-                        &mut link.target(),
-                        &mut self.timeline,
-                    ),
+                    DEPTH_STAGE,
+                    self.simulation
+                        .write_ground_depth(&self.context, &mut link.target(), &mut self.timeline)
+                        .map_err(Error::from),
                 )?;
             }
         }
-        if update_field
-            && let (Some(field), Some(link)) = (self.field.as_mut(), self.field_link.as_mut())
-        {
-            self.timeline.stage(FIELD_STAGE);
-            in_stage(
-                FIELD_STAGE,
-                field.update(
-                    &self.context,
-                    &mut link.target(),
-                    self.time,
-                    &mut self.timeline,
-                ),
-            )?;
-            // A solved field's colour ranges follow it.
-            let ranges = field.ranges();
-            self.views.speed_max = ranges.speed_max;
-            self.views.pressure_range = ranges.pressure;
+        // The views show the wind of the last step: read only when shown and it has stepped.
+        let update_field = step
+            && (self.views.wind || self.views.pressure)
+            && self.shown_wind != Some(self.simulation.wind_steps());
+        if update_field && let Some(link) = self.field_link.as_mut() {
+            let start = Instant::now();
+            link.acquire(&gl)?;
+            acquire += start.elapsed();
+            if let Some(samples) = self.simulation.wind_samples()? {
+                link.target().write(&samples.points)?;
+                show_ranges(&mut self.views, &samples);
+            }
+            self.shown_wind = Some(self.simulation.wind_steps());
         }
         if splatting {
             in_stage(SPLAT_STAGE, self.enqueue_splat(size))?;
@@ -496,7 +489,7 @@ impl Session {
         pass.enqueue(
             &self.context,
             &mut self.particle_link,
-            self.particles.count(),
+            self.simulation.particle_count(),
             &view,
             &mut self.timeline,
         )
@@ -624,8 +617,7 @@ impl Session {
     pub fn reset(&mut self) -> Result<()> {
         let gl = self.renderer.gl().clone();
         self.particle_link.acquire(&gl)?;
-        self.timeline.stage(PARTICLES_STAGE);
-        self.particles.reset(
+        self.simulation.reset(
             &self.context,
             &mut self.particle_link.target(),
             &mut self.timeline,
@@ -634,7 +626,7 @@ impl Session {
         self.particle_link.publish(&gl)?;
         if let Some(link) = self.depth_link.as_mut() {
             link.acquire(&gl)?;
-            self.particles.write_ground_depth(
+            self.simulation.write_ground_depth(
                 &self.context,
                 &mut link.target(),
                 &mut self.timeline,
@@ -647,6 +639,12 @@ impl Session {
         self.frame = 0;
         Ok(())
     }
+}
+
+/// Colours the views by the ranges of the samples they show.
+fn show_ranges(views: &mut Views, samples: &WindSamples) {
+    views.speed_max = samples.speed_max;
+    views.pressure_range = samples.pressure;
 }
 
 /// The particle render mode to start with, the splat kernels when they may be used, and
@@ -717,16 +715,15 @@ impl FrameDriver for Session {
             }
             Action::ToggleSorting => {
                 self.sorting = !self.sorting;
-                let sorts = self.particles.set_sorting(self.sorting);
-                return Some(format!(
-                    "sorting {}{}",
-                    on_off(self.sorting),
-                    if sorts {
-                        String::new()
-                    } else {
-                        format!(" (recorded; {} do not sort)", self.particles.name())
-                    }
-                ));
+                return Some(match self.simulation.set_sorting(self.sorting) {
+                    Ok(true) => format!("sorting {}", on_off(self.sorting)),
+                    Ok(false) => format!(
+                        "sorting {} (recorded; the {} do not sort)",
+                        on_off(self.sorting),
+                        self.simulation.particle_name()
+                    ),
+                    Err(e) => format!("sorting could not change: {e}"),
+                });
             }
             Action::ToggleWind => {
                 self.views.wind = !self.views.wind;
@@ -747,14 +744,16 @@ impl FrameDriver for Session {
     }
 
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
-        Ok(self.outputs.finish(&mut *self.particles)?)
+        let line = self.outputs.finish(&mut self.simulation)?;
+        *self.report.borrow_mut() = Some(self.simulation.report()?);
+        Ok(line)
     }
 
     fn status(&self) -> String {
         let mut status = format!(
             "{} {} | interop {} | {} | {}",
-            self.particles.count(),
-            self.particles.name(),
+            self.simulation.particle_count(),
+            self.simulation.particle_name(),
             self.interop.transfer(),
             self.render.borrow().mode,
             self.context.info().name

@@ -1,4 +1,4 @@
-//! The simulation without drawing (`snowsim run --render off`): the sources' kernels frame
+//! The simulation without drawing (`snowsim run --render off`): [`Simulation::step`] frame
 //! after frame on a plain OpenCL context, the particles in a device buffer no one draws. What
 //! the thesis measured as its simulation-only rate, and what long self-checking runs use.
 
@@ -8,20 +8,18 @@ use crate::cl::{Context, DeviceBuffer, DeviceEntry, OutputBuffer, Timeline};
 use crate::counters::{StageTime, stage};
 use crate::render::{Action, FrameDriver, FrameError, StageTimes};
 
-use super::session::PARTICLES_STAGE;
-use super::source::ParticleSource;
-use super::{Error, Result, in_stage};
+use crate::sim::{SimReport, SimSetup, Simulation, StateOutputs};
 
-/// One device stepping a [`ParticleSource`] with nothing drawn. A [`FrameDriver`], so the
+use super::Result;
+
+/// One device stepping a [`Simulation`] with nothing drawn. A [`FrameDriver`], so the
 /// headless loop, its statistics and its log serve it as they serve a [`super::Session`].
 pub struct Stepper {
-    // Field order is drop order: the buffer and the source before the context.
+    // Field order is drop order: the buffer and the simulation before the context.
     particles: DeviceBuffer<[f32; 4]>,
-    source: Box<dyn ParticleSource>,
+    simulation: Simulation,
     context: Context,
     timeline: Timeline,
-    dt: f32,
-    time: f32,
     frame: u64,
     /// Check the source's invariants every this many frames (`--check`); 0: never.
     check_every: u64,
@@ -29,46 +27,39 @@ pub struct Stepper {
     profile_every: u64,
     checks: u64,
     check_time: Duration,
-    outputs: super::StateOutputs,
+    outputs: StateOutputs,
 }
 
 impl Stepper {
-    /// Prepares `source` on a new context of `device` and puts its particles at their start;
-    /// each frame then advances `dt` simulated seconds.
-    pub fn new(device: &DeviceEntry, dt: f32, mut source: Box<dyn ParticleSource>) -> Result<Self> {
-        super::check_time_step(dt)?;
+    /// Builds the simulation of `setup` on a new context of `device` and puts its particles
+    /// at their start.
+    pub fn new(device: &DeviceEntry, setup: SimSetup) -> Result<Self> {
         let context = Context::new(device)?;
-        source.prepare(&context)?;
-        let mut particles = DeviceBuffer::uninit(&context, source.count())?;
+        let mut simulation = Simulation::new(&context, setup)?;
+        let mut particles = DeviceBuffer::uninit(&context, simulation.particle_count())?;
         let mut timeline = context.timeline();
-        timeline.stage(PARTICLES_STAGE);
-        in_stage(
-            PARTICLES_STAGE,
-            source.reset(
-                &context,
-                &mut OutputBuffer::Device(&mut particles),
-                &mut timeline,
-            ),
+        simulation.reset(
+            &context,
+            &mut OutputBuffer::Device(&mut particles),
+            &mut timeline,
         )?;
         timeline.wait()?;
         timeline.resolve()?;
         Ok(Self {
             particles,
-            source,
+            simulation,
             context,
             timeline,
-            dt,
-            time: 0.0,
             frame: 0,
             check_every: 0,
             profile_every: 1,
             checks: 0,
             check_time: Duration::ZERO,
-            outputs: super::StateOutputs::default(),
+            outputs: StateOutputs::default(),
         })
     }
 
-    /// Checks the source's invariants ([`ParticleSource::check`]) every `frames` frames (0:
+    /// Checks the simulation's invariants ([`Simulation::check`]) every `frames` frames (0:
     /// never); the first failure stops the run.
     pub fn check_every(&mut self, frames: u64) {
         self.check_every = frames;
@@ -89,9 +80,19 @@ impl Stepper {
         self.outputs.final_state = Some(path);
     }
 
-    /// Writes the state every few frames into a ParaView series ([`super::Series`]).
-    pub fn write_series(&mut self, series: super::Series) {
+    /// Writes the state every few frames into a ParaView series ([`crate::sim::Series`]).
+    pub fn write_series(&mut self, series: crate::sim::Series) {
         self.outputs.series = Some(series);
+    }
+
+    /// The simulation.
+    pub fn simulation(&self) -> &Simulation {
+        &self.simulation
+    }
+
+    /// What the simulation did, read from the device (blocking).
+    pub fn report(&mut self) -> Result<SimReport> {
+        Ok(self.simulation.report()?)
     }
 
     /// The context the kernels run on.
@@ -99,35 +100,29 @@ impl Stepper {
         &self.context
     }
 
-    /// One frame: the source's step, one wait, and every stage's time.
+    /// One frame: the simulation's step, one wait, and every stage's time.
     pub fn step(&mut self) -> Result<StageTimes> {
         let start = Instant::now();
         self.timeline.set_records_events(
             self.context.profiling() && self.frame.is_multiple_of(self.profile_every),
         );
-        self.timeline.stage(PARTICLES_STAGE);
-        in_stage(
-            PARTICLES_STAGE,
-            self.source.step(
-                &self.context,
-                &mut OutputBuffer::Device(&mut self.particles),
-                self.dt,
-                self.time,
-                &mut self.timeline,
-            ),
+        self.simulation.step(
+            &self.context,
+            &mut OutputBuffer::Device(&mut self.particles),
+            &mut self.timeline,
         )?;
         self.context.finish()?;
         let mut times = vec![StageTime::host(stage::KERNELS, start.elapsed())];
         times.extend(self.timeline.resolve()?);
-        self.time += self.dt;
         self.frame += 1;
+        let dt = self.simulation.dt();
         self.outputs
-            .after_frame(&mut *self.source, self.frame, self.dt)?;
+            .after_frame(&mut self.simulation, self.frame, dt)?;
         if self.check_every > 0 && self.frame.is_multiple_of(self.check_every) {
             let start = Instant::now();
-            self.source
-                .check(&self.context, self.frame)
-                .map_err(|e| Error::Check {
+            self.simulation
+                .check()
+                .map_err(|e| crate::sim::Error::Check {
                     frame: self.frame,
                     source: Box::new(e),
                 })?;
@@ -154,13 +149,13 @@ impl FrameDriver for Stepper {
     fn status(&self) -> String {
         format!(
             "{} {} | not drawn | {}",
-            self.source.count(),
-            self.source.name(),
+            self.simulation.particle_count(),
+            self.simulation.particle_name(),
             self.context.info().name
         )
     }
 
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
-        Ok(self.outputs.finish(&mut *self.source)?)
+        Ok(self.outputs.finish(&mut self.simulation)?)
     }
 }

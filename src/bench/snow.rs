@@ -12,10 +12,9 @@
 use serde::Serialize;
 
 use crate::bench::copy::copy_bandwidth;
-use crate::cl::{Context, DeviceBuffer};
+use crate::cl::{Context, DeviceBuffer, OutputBuffer};
 use crate::scene::SortMode;
-
-use super::{Result, Snow, SnowSetup};
+use crate::sim::{Error, Result, SimSetup, Simulation};
 
 /// Bytes the update reads and writes per particle.
 pub const PARTICLE_UPDATE_BYTES: u64 = 60 + 56;
@@ -49,50 +48,60 @@ pub struct SnowBenchRow {
     pub copy_gb_per_s: f64,
 }
 
-/// Times `frames` frames of `dt` after `warmup` frames, for each particle count, in `mode`.
+/// Times `frames` frames after `warmup` frames of `setup`'s simulation (a scene's snow in a
+/// fixed wind: its profile, or a frozen field), for each particle count, in `mode`.
 pub fn run(
     context: &Context,
-    setup: &SnowSetup,
+    setup: &SimSetup,
     counts: &[usize],
     mode: SortMode,
     warmup: u32,
     frames: u32,
-    dt: f32,
 ) -> Result<Vec<SnowBenchRow>> {
     let copy = copy_bandwidth(context, 1 << 22, 10)?;
-    let mesh = &setup.domain.mesh;
+    let Some(scene) = &setup.scene else {
+        return Err(Error::InvalidParameter(
+            "the snow benchmark needs a scene's simulation".into(),
+        ));
+    };
+    let mesh = &scene.domain.mesh;
     let mesh_bytes = 16
         * (mesh.count(crate::meshio::ElementKind::Tetrahedra) as u64
             + 2 * mesh.vertices.len() as u64);
-    let wind = DeviceBuffer::from_slice(context, &setup.wind)?;
     let mut rows = Vec::new();
     for &n in counts {
-        let mut config = setup.config.clone();
+        let mut setup = setup.clone();
+        let Some(config) = setup.scene.as_mut().and_then(|s| s.snow.as_mut()) else {
+            return Err(Error::InvalidParameter(
+                "the snow benchmark's scene simulates no snow".into(),
+            ));
+        };
         config.particles = n;
         config.sort.mode = mode;
-        let mut snow = Snow::new(context, &setup.domain, config)?;
-        let render = DeviceBuffer::<[f32; 4]>::zeroed(context, n)?;
+        let mut simulation = Simulation::new(context, setup)?;
+        let mut render = DeviceBuffer::<[f32; 4]>::zeroed(context, n)?;
+        let mut render = OutputBuffer::Device(&mut render);
         let mut timeline = context.timeline();
-        snow.reset(context, &render, &mut timeline)?;
+        simulation.reset(context, &mut render, &mut timeline)?;
         for _ in 0..warmup {
-            snow.step(context, &wind, dt, &render, &mut timeline)?;
+            simulation.step(context, &mut render, &mut timeline)?;
         }
         timeline.resolve()?;
         let (mut update, mut sort, mut permute, mut cover) = (0.0, 0.0, 0.0, 0.0);
         for _ in 0..frames.max(1) {
-            snow.step(context, &wind, dt, &render, &mut timeline)?;
+            simulation.step(context, &mut render, &mut timeline)?;
             for (stage, _, time) in timeline.per_launch()? {
                 let ms = time.as_secs_f64() * 1e3;
                 match stage {
-                    "snow.step" => update += ms,
-                    "snow.cover" => cover += ms,
+                    crate::snow::STEP_STAGE => update += ms,
+                    crate::snow::COVER_STAGE => cover += ms,
                     "sort.permute" => permute += ms,
                     _ => sort += ms,
                 }
             }
             timeline.resolve()?;
         }
-        snow.counters()?;
+        simulation.settle()?;
         let f = f64::from(frames.max(1));
         let (update, sort, permute, cover) = (update / f, sort / f, permute / f, cover / f);
         let bytes = n as u64 * PARTICLE_UPDATE_BYTES + mesh_bytes;

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use toml::de::{DeTable, DeValue};
 
-use super::{Budget, Estimate, bytes_of};
+use crate::budget::{Budget, Estimate, bytes_of};
 use crate::cl::DeviceInfo;
 use crate::input;
 use crate::scene::{Domain, Scene, SceneError};
@@ -26,7 +26,7 @@ use crate::terrain::TerrainSpec;
 pub const MAX_PARTICLES: u64 = (i32::MAX as u64) / PARTICLE_BYTES;
 
 /// Bytes of one particle: a `float4` (position and radius).
-pub const PARTICLE_BYTES: u64 = 16;
+pub const PARTICLE_BYTES: u64 = crate::particle::PARTICLE_BYTES as u64;
 
 /// Device bytes of one snow particle's state besides its drawn `float4`: three `float4` and
 /// three `uint` arrays, their sort scratch copies, and the sort's keys, indices and identity.
@@ -97,7 +97,7 @@ pub fn check_run(
         Some(info) => {
             let on_device = Estimate::new(&setting, "the particles and the ground", device_bytes)
                 .with_largest_allocation(particles_bytes);
-            super::check_host_and_device(&host_estimate, &on_device, info)
+            crate::budget::check_host_and_device(&host_estimate, &on_device, info)
         }
         None => Budget::host().check(&host_estimate),
     };

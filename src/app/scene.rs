@@ -1,0 +1,105 @@
+//! What is drawn of a scene: its ground as a terrain mesh with the initial cover
+//! (`ground.initial_depth` where the slope is gentler than `ground.repose_angle`), the box of
+//! air the camera frames, the scene's camera and the views it starts with.
+//!
+//! The terrain drawn is the scene's ground surface ([`crate::scene::ground_of`]) vertex for
+//! vertex, so the snow's cover, laid on the same vertices, is drawn where it lies.
+
+use glam::Vec3;
+
+use crate::interop::InteropMode;
+use crate::render::{OrbitCamera, TerrainMesh, Views};
+use crate::scene::{Scene, SceneGround};
+use crate::terrain::SceneBox;
+
+use super::Result;
+use super::session::SessionConfig;
+
+/// Wind lines across the smaller side of the domain at their default length: the wind
+/// view's lines and the pressure view's squares are sized to the domain over this.
+pub const WIND_LINE_SAMPLES: f32 = 16.0;
+
+/// A scene as the session draws it.
+#[derive(Clone, Debug)]
+pub struct SceneView {
+    /// The ground surface to draw, with the scene's initial cover.
+    pub terrain: TerrainMesh,
+    /// The air: the domain's extent, from the lowest ground to the top.
+    pub bounds: SceneBox,
+    /// The scene's camera.
+    pub camera: OrbitCamera,
+    /// What is drawn at the start (the scene's `[view]`), with wind lines and pressure squares
+    /// sized to the domain.
+    pub views: Views,
+    /// Simulated seconds per frame (`time.step`).
+    pub dt: f32,
+}
+
+impl SceneView {
+    /// What is drawn of `scene`, whose ground is `ground`.
+    pub fn new(scene: &Scene, ground: &SceneGround) -> Result<Self> {
+        let mut terrain = TerrainMesh::from_mesh_triangles(&ground.surface)?;
+        let bounds = ground.air;
+        let cover = scene.ground.initial_depth as f32;
+        let holds = (scene.ground.repose_angle as f32).to_radians().cos();
+        let depth: Vec<f32> = terrain
+            .normals
+            .iter()
+            .map(|n| if n.z >= holds { cover } else { 0.0 })
+            .collect();
+        terrain.set_snow_depth(&depth)?;
+
+        let c = &scene.camera;
+        let v3 = |p: [f64; 3]| Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32);
+        let mut camera =
+            OrbitCamera::looking_at(v3(c.position), v3(c.target), (c.fov as f32).to_radians());
+        // Far enough to see the whole domain from where the camera starts.
+        let eye = camera.eye();
+        let farthest = bounds
+            .corners()
+            .iter()
+            .map(|p| p.distance(eye))
+            .fold(0.0f32, f32::max);
+        camera.far = camera.far.max(2.0 * farthest);
+
+        let size = bounds.size();
+        let spacing = size.x.min(size.y) / WIND_LINE_SAMPLES;
+        // Until the simulation's samples arrive: red at the profile's speed at the top of the
+        // air above the lowest ground.
+        let speed_max = (scene.wind.speed_at(f64::from(size.z)) as f32).max(1e-3);
+        let view = &scene.view;
+        let views = Views {
+            terrain: view.terrain,
+            particles: view.snow,
+            wind: view.wind,
+            pressure: view.pressure,
+            speed_max,
+            pressure_size: 0.15 * spacing,
+            wind_max_length: 0.8 * spacing,
+            // The fastest wind draws a line of the longest length.
+            wind_seconds: 0.8 * spacing / speed_max,
+            ..Views::default()
+        };
+        Ok(Self {
+            terrain,
+            bounds,
+            camera,
+            views,
+            dt: scene.time.step as f32,
+        })
+    }
+
+    /// The session's configuration: this ground, box, camera and views.
+    pub fn session_config(&self, interop: InteropMode, paused: bool) -> SessionConfig {
+        SessionConfig {
+            interop,
+            terrain: self.terrain.clone(),
+            bounds: self.bounds,
+            views: self.views,
+            paused,
+            camera: Some(self.camera),
+            particle_render: crate::splat::ParticleRender::default(),
+            profile_every: 1,
+        }
+    }
+}

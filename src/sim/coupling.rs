@@ -1,0 +1,238 @@
+//! The coupling of the wind to the snow: which field the snow samples, where it is computed,
+//! and how it crosses to the snow's device.
+//!
+//! - **Fixed**: the scene's inflow profile, or the solver's field frozen after some steps, in
+//!   a buffer on the snow's device.
+//! - **Solved** on the snow's device: the solver steps at its own time step whenever the
+//!   frames have added up to one, its launches in the frame's timeline; the snow samples the
+//!   solver's own velocity buffer, no copy.
+//! - **Solved on another device** (`--wind-device`): the solver keeps its own context and
+//!   timeline (events of two contexts cannot be waited for together), and after each wind
+//!   step its field crosses to a mirror on the snow's device through the host (a blocking
+//!   read on the wind's device, a write on the snow's).
+
+use crate::cl::{BufferArg, Context, DeviceBuffer, Timeline};
+use crate::gml::FieldBuffer;
+use crate::scene::DomainMesh;
+use crate::wind::Solver;
+
+use super::setup::WindSetup;
+use super::{Error, Result};
+
+/// The wind the snow samples, and where it comes from.
+pub enum WindField {
+    /// A fixed field: the profile, or the solver's field frozen after `steps` steps.
+    Fixed {
+        /// The field on the snow's device.
+        buffer: DeviceBuffer<[f32; 4]>,
+        /// The same on the host (state files, checks, the view).
+        velocity: Vec<[f32; 4]>,
+        /// The frozen solver's pressure; `None` for the profile, which has none.
+        pressure: Option<Vec<f32>>,
+        /// Wind steps run before the field was frozen.
+        steps: u64,
+    },
+    /// The solver, stepping with the frames.
+    Solved {
+        /// The solver (on the snow's context, or on its own device's).
+        solver: Box<Solver>,
+        /// Simulated seconds not yet stepped.
+        clock: f64,
+        /// Wind steps run.
+        steps: u64,
+        /// Pressure-solver iterations over those steps.
+        iterations: u64,
+        /// With the solver on another device: its field on the snow's device, refreshed after
+        /// each wind step.
+        mirror: Option<DeviceBuffer<[f32; 4]>>,
+    },
+}
+
+/// The field the snow reads this frame: a buffer of the snow's context either way.
+pub enum FieldRef<'a> {
+    /// A plain device buffer (the fixed field, or the mirror of another device's).
+    Device(&'a DeviceBuffer<[f32; 4]>),
+    /// The solver's own velocity field.
+    Solver(FieldBuffer<[f32; 4]>),
+}
+
+impl BufferArg<[f32; 4]> for FieldRef<'_> {
+    fn cl_mem_checked(&self) -> crate::cl::Result<opencl3::types::cl_mem> {
+        match self {
+            Self::Device(b) => b.cl_mem_checked(),
+            Self::Solver(b) => b.cl_mem_checked(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Device(b) => BufferArg::len(*b),
+            Self::Solver(b) => BufferArg::len(b),
+        }
+    }
+}
+
+impl WindField {
+    /// Sets the wind of `setup` up on the snow's `context` over `domain`: uploads a fixed
+    /// field, or builds the solver (on its own device when asked), runs its start-up solve and,
+    /// when the field is to be frozen, its steps.
+    pub fn new(context: &Context, domain: &DomainMesh, setup: &WindSetup) -> Result<Self> {
+        match setup {
+            WindSetup::Profile { velocity } => Ok(Self::Fixed {
+                buffer: DeviceBuffer::from_slice(context, velocity)?,
+                velocity: velocity.clone(),
+                pressure: None,
+                steps: 0,
+            }),
+            WindSetup::Solved {
+                inflow,
+                settings,
+                direction,
+                frozen_after,
+                device,
+            } => {
+                let wind_context = match device {
+                    Some(device) => Context::new(device)?,
+                    None => context.clone(),
+                };
+                let mut solver = Solver::new(
+                    wind_context,
+                    &domain.mesh,
+                    &domain.boundary,
+                    *direction,
+                    inflow,
+                    *settings,
+                )?;
+                solver.startup()?;
+                if let Some(steps) = frozen_after {
+                    // Run, then keep the field and let the solver go.
+                    for _ in 0..*steps {
+                        solver.step()?;
+                    }
+                    let velocity = solver.velocity()?;
+                    return Ok(Self::Fixed {
+                        buffer: DeviceBuffer::from_slice(context, &velocity)?,
+                        pressure: Some(solver.pressure()?),
+                        velocity,
+                        steps: u64::from(*steps),
+                    });
+                }
+                let mirror = match device {
+                    Some(_) => Some(DeviceBuffer::from_slice(context, &solver.velocity()?)?),
+                    None => None,
+                };
+                Ok(Self::Solved {
+                    solver: Box::new(solver),
+                    clock: 0.0,
+                    steps: 0,
+                    iterations: 0,
+                    mirror,
+                })
+            }
+        }
+    }
+
+    /// Runs the wind steps that `dt` more simulated seconds make due (none for a fixed
+    /// field); returns how many ran. On the snow's device the steps' launches go into
+    /// `timeline`; on another device the solver waits for each step there.
+    pub fn step_due(&mut self, dt: f32, timeline: &mut Timeline) -> Result<u32> {
+        let Self::Solved {
+            solver,
+            clock,
+            steps,
+            iterations,
+            mirror,
+        } = self
+        else {
+            return Ok(0);
+        };
+        *clock += f64::from(dt);
+        let mut stepped = 0;
+        // A frame's f32 step sums to a hair under the wind's f64 step: without the tolerance
+        // a wind stepping every frame would skip the first.
+        while *clock >= solver.dt() * (1.0 - 1e-6) {
+            *clock -= solver.dt();
+            let s = match mirror {
+                Some(_) => solver.step()?,
+                None => solver.step_in(timeline)?,
+            };
+            *steps += 1;
+            *iterations += u64::from(s.iterations);
+            stepped += 1;
+        }
+        Ok(stepped)
+    }
+
+    /// The field the snow samples this frame, after `stepped` wind steps: on another device,
+    /// the new field crosses to the mirror first (blocking: the read waits for the step).
+    pub fn hand_off(&mut self, stepped: u32) -> Result<FieldRef<'_>> {
+        match self {
+            Self::Fixed { buffer, .. } => Ok(FieldRef::Device(buffer)),
+            Self::Solved {
+                solver,
+                mirror: Some(mirror),
+                ..
+            } => {
+                if stepped > 0 {
+                    mirror.write(&solver.velocity()?)?;
+                }
+                Ok(FieldRef::Device(mirror))
+            }
+            Self::Solved {
+                solver,
+                mirror: None,
+                ..
+            } => Ok(FieldRef::Solver(solver.velocity_buffer()?)),
+        }
+    }
+
+    /// The velocity at every vertex, read back (blocking for the solver).
+    pub fn velocity(&mut self) -> Result<Vec<[f32; 4]>> {
+        match self {
+            Self::Fixed { velocity, .. } => Ok(velocity.clone()),
+            Self::Solved { solver, .. } => Ok(solver.velocity()?),
+        }
+    }
+
+    /// The solved pressure at every vertex (blocking), `None` for the profile.
+    pub fn pressure(&mut self) -> Result<Option<Vec<f32>>> {
+        match self {
+            Self::Fixed { pressure, .. } => Ok(pressure.clone()),
+            Self::Solved { solver, .. } => Ok(Some(solver.pressure()?)),
+        }
+    }
+
+    /// Wind steps run so far (a frozen field: the steps before it froze).
+    pub fn steps(&self) -> u64 {
+        match self {
+            Self::Fixed { steps, .. } | Self::Solved { steps, .. } => *steps,
+        }
+    }
+
+    /// Mean pressure-solver iterations per wind step while stepping with the frames.
+    pub fn mean_iterations(&self) -> f64 {
+        match self {
+            Self::Fixed { .. } => 0.0,
+            Self::Solved {
+                steps, iterations, ..
+            } => *iterations as f64 / (*steps).max(1) as f64,
+        }
+    }
+
+    /// Checks that the wind is finite at every vertex (blocking), naming the first vertex
+    /// that is not.
+    pub fn check(&mut self) -> Result<()> {
+        let velocity = self.velocity()?;
+        if let Some((v, u)) = velocity
+            .iter()
+            .enumerate()
+            .find(|(_, u)| !u[..3].iter().all(|c| c.is_finite()))
+        {
+            return Err(Error::Invariant(format!(
+                "stage wind: the velocity at mesh vertex {v} is {:?}",
+                &u[..3]
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,29 @@
+//! What a run reports about its simulation (`snowsim run --json`'s `snow`), read from the
+//! device once, when the run ends.
+
+use serde::Serialize;
+
+/// The snow's counts and cover, and the wind's steps, at the end of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SimReport {
+    /// Particles (parcels) simulated: zero when the wind runs alone.
+    pub particles: usize,
+    /// Landings on the ground.
+    pub landed: u64,
+    /// Respawns at the top, for any reason.
+    pub respawned: u64,
+    /// Wraps through a side.
+    pub wrapped: u64,
+    /// Respawns of particles no walk could locate.
+    pub lost: u64,
+    /// Snow on the ground, m³.
+    pub deposited_m3: f64,
+    /// The deepest snow at a ground vertex, m.
+    pub max_depth_m: f32,
+    /// Volume of one parcel, m³.
+    pub parcel_m3: f64,
+    /// Wind steps run (0 when the wind is the fixed profile).
+    pub wind_steps: u64,
+    /// Mean pressure-solver iterations per wind step.
+    pub wind_iterations: f64,
+}

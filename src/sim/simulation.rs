@@ -1,0 +1,380 @@
+//! [`Simulation`]: the wind and the snow of one scene on one OpenCL context, stepped a frame
+//! at a time.
+
+use crate::cl::{Context, OutputBuffer, Timeline};
+use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
+use crate::snow::{PendingCounters, Snow};
+
+use super::coupling::WindField;
+use super::report::SimReport;
+use super::setup::{SimSetup, WindSetup};
+use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
+use super::{Error, Result, in_stage};
+
+/// Stage of writing the particles at the start (and on a reset).
+pub const PARTICLES_STAGE: &str = "snow.particles";
+/// Stage of writing the cover's depths for the drawing.
+pub const DEPTH_STAGE: &str = "snow.depth";
+
+/// The scene's part of a simulation: the domain's wind and snow.
+struct SceneState {
+    /// The domain mesh (state files).
+    mesh: Mesh,
+    /// For each ground vertex of the cover, its vertex of `mesh`.
+    ground_vertices: Vec<u32>,
+    wind: WindField,
+    snow: Option<Snow>,
+    /// Gravity, for the hydrostatic pressure shown with the fixed profile.
+    gravity: f32,
+    /// The vertices the wind views sample.
+    view_vertices: Vec<u32>,
+}
+
+/// One scene's wind and snow on one OpenCL context.
+///
+/// [`step`](Self::step) enqueues a frame and never waits; the counters of a frame are read
+/// without blocking and checked at the start of the next one. [`report`](Self::report),
+/// [`check`](Self::check), [`save_state`](Self::save_state) and
+/// [`wind_samples`](Self::wind_samples) read the device (blocking) and are for when they are
+/// due.
+pub struct Simulation {
+    scene: Option<SceneState>,
+    /// Particles given by the host ([`SimSetup::still`]).
+    still: Vec<[f32; 4]>,
+    still_depth: Vec<f32>,
+    /// The counters of the last frame, on their way back.
+    pending: Option<PendingCounters>,
+    dt: f32,
+    frame: u64,
+}
+
+impl Simulation {
+    /// Builds `setup` on `context`: the snow's kernels and buffers, the wind (its start-up
+    /// solve, or its frozen steps). Then [`reset`](Self::reset) writes the first particles.
+    pub fn new(context: &Context, setup: SimSetup) -> Result<Self> {
+        super::check_time_step(setup.dt)?;
+        let scene = match setup.scene {
+            Some(s) => {
+                let snow = match s.snow {
+                    Some(config) => Some(Snow::new(context, &s.domain, config)?),
+                    None => None,
+                };
+                let wind = WindField::new(context, &s.domain, &s.wind)?;
+                let view_vertices =
+                    wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
+                Some(SceneState {
+                    ground_vertices: s.domain.ground.volume_vertices,
+                    mesh: s.domain.mesh,
+                    wind,
+                    snow,
+                    gravity: s.gravity,
+                    view_vertices,
+                })
+            }
+            None => None,
+        };
+        Ok(Self {
+            scene,
+            still: setup.still,
+            still_depth: setup.still_depth,
+            pending: None,
+            dt: setup.dt,
+            frame: 0,
+        })
+    }
+
+    /// Particles written into the drawing's buffer.
+    pub fn particle_count(&self) -> usize {
+        match &self.scene {
+            Some(s) => s.snow.as_ref().map_or(0, |snow| snow.particles().len()),
+            None => self.still.len(),
+        }
+    }
+
+    /// A short name of what the particles are, for the log.
+    pub fn particle_name(&self) -> &'static str {
+        match &self.scene {
+            Some(_) => "snow parcels",
+            None => "still particles",
+        }
+    }
+
+    /// Ground vertices whose cover [`write_ground_depth`](Self::write_ground_depth) writes
+    /// (the drawn terrain's vertices, in its order); zero when nothing lays snow.
+    pub fn ground_vertices(&self) -> usize {
+        match &self.scene {
+            Some(s) if s.snow.is_some() => s.ground_vertices.len(),
+            Some(_) => 0,
+            None => self.still_depth.len(),
+        }
+    }
+
+    /// Whether the wind is solved (its views show the solver's field, refreshed per step).
+    pub fn solves_wind(&self) -> bool {
+        matches!(
+            self.scene.as_ref().map(|s| &s.wind),
+            Some(WindField::Solved { .. })
+        )
+    }
+
+    /// Whether the snow sorts its particles now.
+    pub fn sorting(&self) -> bool {
+        self.snow()
+            .is_some_and(|s| s.sort_mode() != crate::scene::SortMode::Off)
+    }
+
+    /// Switches sorting to the partial sort or off; returns whether the simulation sorts at
+    /// all (no particles: nothing to sort).
+    pub fn set_sorting(&mut self, on: bool) -> Result<bool> {
+        let mode = match on {
+            true => crate::scene::SortMode::Partial,
+            false => crate::scene::SortMode::Off,
+        };
+        match self.scene.as_mut().and_then(|s| s.snow.as_mut()) {
+            Some(snow) => {
+                snow.set_sort(mode)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The snow, when particles are simulated.
+    pub fn snow(&self) -> Option<&Snow> {
+        self.scene.as_ref().and_then(|s| s.snow.as_ref())
+    }
+
+    /// The snow, to change its state by hand (tests, tools).
+    pub fn snow_mut(&mut self) -> Option<&mut Snow> {
+        self.scene.as_mut().and_then(|s| s.snow.as_mut())
+    }
+
+    /// Simulated seconds per frame.
+    pub fn dt(&self) -> f32 {
+        self.dt
+    }
+
+    /// Frames stepped since the start (or the last reset).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Wind steps run so far; the views' samples change only when this does.
+    pub fn wind_steps(&self) -> u64 {
+        self.scene.as_ref().map_or(0, |s| s.wind.steps())
+    }
+
+    /// Puts the particles at their start (the snow's cover and counters cleared; the wind
+    /// goes on) and writes them into `particles`. Only enqueues.
+    pub fn reset(
+        &mut self,
+        context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        timeline.stage(PARTICLES_STAGE);
+        self.pending = None;
+        self.frame = 0;
+        match &mut self.scene {
+            Some(s) => {
+                if let Some(snow) = s.snow.as_mut() {
+                    in_stage(
+                        PARTICLES_STAGE,
+                        snow.reset(context, &*particles, timeline)
+                            .map_err(Error::from),
+                    )?;
+                }
+            }
+            None => particles.write(&self.still)?,
+        }
+        Ok(())
+    }
+
+    /// One frame, in order: the last frame's counters checked, the wind steps that are due,
+    /// the field handed to the snow, then the snow's sort, particle step and cover smoothing,
+    /// the particles written into `particles`. Only enqueues (a wind on another device waits
+    /// for its own steps); the frame's counters start on their way back.
+    pub fn step(
+        &mut self,
+        context: &Context,
+        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        // 1. The last frame's counters: a non-finite parcel stops the run here, one frame late.
+        if let Some(pending) = self.pending.take() {
+            pending.check()?;
+        }
+        let dt = self.dt;
+        if let Some(s) = &mut self.scene {
+            // 2. The wind steps that are due.
+            let stepped = s.wind.step_due(dt, timeline)?;
+            // 3. The field's hand-off to the snow's device.
+            let field = s.wind.hand_off(stepped)?;
+            if let Some(snow) = s.snow.as_mut() {
+                // 4. The snow: sort, particle step (landings lay their parcels), smoothing.
+                snow.sort(timeline)?;
+                snow.advance(context, &field, dt, &*particles, timeline)?;
+                snow.smooth_cover(context, timeline)?;
+                self.pending = Some(snow.counters_async()?);
+            }
+        }
+        self.frame += 1;
+        Ok(())
+    }
+
+    /// Waits for the last frame's counters and checks them: what [`step`](Self::step) does at
+    /// the start of the next frame, for a run that ends here.
+    pub fn settle(&mut self) -> Result<()> {
+        match self.pending.take() {
+            Some(pending) => pending.check().map(drop).map_err(Error::from),
+            None => Ok(()),
+        }
+    }
+
+    /// Enqueues writing the cover's depth (metres) on each ground vertex, four vertices per
+    /// float4, into `target` (which the drawing hands to the terrain).
+    pub fn write_ground_depth(
+        &mut self,
+        context: &Context,
+        target: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        timeline.stage(DEPTH_STAGE);
+        match &self.scene {
+            Some(s) => match &s.snow {
+                Some(snow) => Ok(snow.cover().write_depths(context, target, timeline)?),
+                None => Ok(()),
+            },
+            None => {
+                let packed: Vec<[f32; 4]> = self
+                    .still_depth
+                    .chunks(4)
+                    .map(|c| std::array::from_fn(|i| c.get(i).copied().unwrap_or(0.0)))
+                    .collect();
+                Ok(target.write(&packed)?)
+            }
+        }
+    }
+
+    /// The wind views' samples of the field as it is now (blocking reads of the solved
+    /// field); `None` without a wind (still particles). With the fixed profile the pressure
+    /// shown is the hydrostatic one, in kPa; a solved field's is the solver's, in Pa.
+    pub fn wind_samples(&mut self) -> Result<Option<WindSamples>> {
+        let Some(s) = &mut self.scene else {
+            return Ok(None);
+        };
+        let velocity = s.wind.velocity()?;
+        let pressure = match s.wind.pressure()? {
+            Some(p) => p,
+            None => s
+                .mesh
+                .vertices
+                .iter()
+                .map(|v| wind_view::hydrostatic_kpa(v[2] as f32, s.gravity))
+                .collect(),
+        };
+        Ok(Some(wind_view::samples(
+            &s.mesh.vertices,
+            &velocity,
+            &pressure,
+            &s.view_vertices,
+        )))
+    }
+
+    /// What the run did, read from the device (blocking): the snow's counts and cover, the
+    /// wind's steps.
+    pub fn report(&mut self) -> Result<SimReport> {
+        self.settle()?;
+        let Some(s) = &self.scene else {
+            return Ok(SimReport {
+                particles: self.still.len(),
+                ..SimReport::default()
+            });
+        };
+        let mut report = SimReport {
+            wind_steps: s.wind.steps(),
+            wind_iterations: s.wind.mean_iterations(),
+            ..SimReport::default()
+        };
+        if let Some(snow) = &s.snow {
+            let counters = snow.counters()?;
+            let (deposited_m3, max_depth_m) = snow.cover_summary()?;
+            report = SimReport {
+                particles: snow.particles().len(),
+                landed: counters.landed,
+                respawned: counters.respawned(),
+                wrapped: counters.wrapped,
+                lost: counters.lost,
+                deposited_m3,
+                max_depth_m,
+                parcel_m3: snow.parcel_volume(),
+                ..report
+            };
+        }
+        Ok(report)
+    }
+
+    /// Checks the invariants after the frames so far (blocking reads): the wind finite at
+    /// every vertex, every particle id present once, the snow on the ground exactly the
+    /// landings × the parcel. The error names the stage and the entity.
+    pub fn check(&mut self) -> Result<()> {
+        self.settle()?;
+        if let Some(s) = &mut self.scene {
+            s.wind.check()?;
+            if let Some(snow) = &s.snow {
+                snow.check_invariants()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the state to `path` as VTK XML: the domain's tetrahedra and boundary triangles
+    /// with `ref`, and per vertex `velocity` (m/s), `pressure` (Pa; zero with the fixed
+    /// profile) and `snow_depth` (m, on the ground, zero elsewhere). Still particles have no
+    /// state to write.
+    pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
+        let Some(s) = &mut self.scene else {
+            return Err(Error::InvalidParameter(
+                "still particles have no mesh state to write (--vtu needs a scene's simulation)"
+                    .into(),
+            ));
+        };
+        let velocity = s.wind.velocity()?;
+        let pressure = s
+            .wind
+            .pressure()?
+            .unwrap_or_else(|| vec![0.0; s.mesh.vertices.len()]);
+        let mut depth = vec![0.0f32; s.mesh.vertices.len()];
+        let laid = match &s.snow {
+            Some(snow) => snow.cover().depths()?,
+            None => Vec::new(),
+        };
+        for (g, d) in laid.into_iter().enumerate() {
+            if let Some(&v) = s.ground_vertices.get(g) {
+                depth[v as usize] = d;
+            }
+        }
+        let tets = s.mesh.elements(ElementKind::Tetrahedra).with_refs::<4>();
+        let triangles = s.mesh.elements(ElementKind::Triangles).with_refs::<3>();
+        let velocity: Vec<[f32; 3]> = velocity.iter().map(|u| [u[0], u[1], u[2]]).collect();
+        write_vtu_file(
+            path,
+            &s.mesh.vertices,
+            &tets,
+            &triangles,
+            &[
+                VtuArray::vectors("velocity", &velocity),
+                VtuArray::scalars("pressure", &pressure),
+                VtuArray::scalars("snow_depth", &depth),
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+impl WindSetup {
+    /// Whether this wind is the scene's fixed profile.
+    pub fn is_profile(&self) -> bool {
+        matches!(self, Self::Profile { .. })
+    }
+}
