@@ -10,6 +10,7 @@
 //! (regular files only, size-capped) and [`output`] writes them atomically.
 #![warn(missing_docs)]
 
+#[cfg(feature = "viewer")]
 pub mod app;
 pub mod bench;
 pub mod budget;
@@ -18,12 +19,15 @@ pub mod counters;
 pub mod gml;
 pub mod input;
 pub mod inspect;
+#[cfg(feature = "viewer")]
 pub mod interop;
 pub mod meshio;
 pub mod output;
 pub mod particle;
+#[cfg(feature = "viewer")]
 pub mod plot;
 pub mod quality;
+#[cfg(feature = "viewer")]
 pub mod render;
 pub mod renumber;
 pub mod scene;

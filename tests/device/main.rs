@@ -27,6 +27,8 @@ mod renumber;
 mod sim;
 mod snow;
 mod sort;
+// The splat kernel against the renderer's camera: needs the application's `render`.
+#[cfg(feature = "viewer")]
 mod splat;
 mod wind;
 #[allow(dead_code)]
