@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use super::data::DataId;
 use super::error::Result;
 use super::kernel::Mode;
-use super::kind::MeshKind;
 use super::names::{self, Claim};
 use super::value::ValueType;
+use crate::mesh_kind::MeshKind;
 
 /// How the loop reaches one datum.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,9 +6,9 @@ use super::Gml;
 use super::codegen::{self, Arg, Relation, Resolved, Variant};
 use super::data::{Data, DataId, Role};
 use super::error::{GmlError, Result};
-use super::kind::MeshKind;
 use super::links::Auto;
 use crate::cl::{self, DeviceBuffer, Kernel, KernelCall, Program, Source, Timeline, WorkSize};
+use crate::mesh_kind::MeshKind;
 
 /// How a kernel uses a datum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -288,7 +288,7 @@ fn resolve(gml: &Gml, spec: &KernelSpec) -> Result<(Vec<Resolved>, Option<MeshKi
                     to: kind,
                     why: format!(
                         "{}; `{name}` cannot be read in a loop over {l}",
-                        super::kind::no_link_reason(l, kind)
+                        crate::mesh_kind::no_link_reason(l, kind)
                     ),
                 });
             }

@@ -73,7 +73,6 @@ pub mod export;
 mod field;
 mod generation;
 mod kernel;
-mod kind;
 mod links;
 mod names;
 mod params;
@@ -89,12 +88,12 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+pub use crate::mesh_kind::MeshKind;
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
 pub use export::{ExportField, ExportedSolutions, ImportedField};
 pub use field::FieldBuffer;
 pub use kernel::{Access, KernelId, KernelSpec, MAX_SUMS, Mode};
-pub use kind::MeshKind;
 pub use links::{LinkInfo, LinkTable};
 pub use params::{Parameters, PendingParameters};
 pub use reduce::{

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::codegen::{Relation, Resolved};
 use super::error::{GmlError, Result};
-use super::kind::MeshKind;
+use crate::mesh_kind::MeshKind;
 
 /// A name the generated code declares, and what it holds (for error messages).
 #[derive(Clone, Debug)]
