@@ -66,7 +66,6 @@
 //! # Ok::<(), snowsim::gml::GmlError>(())
 //! ```
 
-mod codegen;
 mod data;
 mod error;
 pub mod export;
@@ -74,7 +73,6 @@ mod field;
 mod generation;
 mod kernel;
 mod links;
-mod names;
 mod params;
 mod reduce;
 pub mod topology;
