@@ -3,11 +3,13 @@
 //!
 //! The crate is organised by concept: [`cl`] wraps OpenCL device selection, program builds and
 //! profiling; [`meshio`] reads and writes the INRIA `.mesh`/`.meshb` formats; [`inspect`]
-//! summarises and validates meshes; [`gml`] is the GMlib port; [`quality`] and [`smoothing`] are
-//! mesh tools built on it; [`bench`] holds the benchmarks; [`selftest`] proves a device computes
-//! correctly. [`budget`] checks sizes against the host's and the device's memory and the
-//! disk's free space before anything large is allocated; [`input`] reads the files a user names
-//! (regular files only, size-capped) and [`output`] writes them atomically.
+//! summarises and validates meshes; [`mesh_kind`] names the kinds of mesh entity, with their
+//! local numbering and uplink widths, for both [`gml`], the GMlib port, and [`renumber`], which
+//! orders meshes for it; [`quality`] and [`smoothing`] are mesh tools built on gml; [`bench`]
+//! holds the benchmarks; [`selftest`] proves a device computes correctly. [`budget`] checks
+//! sizes against the host's and the device's memory and the disk's free space before anything
+//! large is allocated; [`input`] reads the files a user names (regular files only, size-capped)
+//! and [`output`] writes them atomically.
 #![warn(missing_docs)]
 
 #[cfg(feature = "viewer")]
@@ -21,6 +23,7 @@ pub mod input;
 pub mod inspect;
 #[cfg(feature = "viewer")]
 pub mod interop;
+pub mod mesh_kind;
 pub mod meshio;
 pub mod output;
 pub mod particle;

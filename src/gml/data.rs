@@ -3,9 +3,9 @@
 
 use std::marker::PhantomData;
 
-use super::kind::MeshKind;
 use super::value::{Value, ValueType};
 use crate::cl::{Context, DeviceBuffer};
+use crate::mesh_kind::MeshKind;
 
 /// Identifies one datum of one gml instance. Handles of another instance are refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,7 +1,7 @@
 //! Errors of gml.
 
-use super::kind::MeshKind;
 use crate::cl;
+use crate::mesh_kind::MeshKind;
 
 /// What went wrong in a gml call.
 #[derive(Debug, thiserror::Error)]

@@ -36,9 +36,9 @@ use rayon::prelude::*;
 
 use super::data::{DataId, Role, Solution};
 use super::error::{GmlError, Result};
-use super::kind::MeshKind;
 use super::value::Scalar;
 use super::{Data, Gml, SolutionReal};
+use crate::mesh_kind::MeshKind;
 use crate::meshio::{
     self, ElementKind, ReferenceString, SolType, SolutionBlock, Solutions, Support, Version,
 };

@@ -12,7 +12,7 @@
 
 use super::data::{Datum, Stamp};
 use super::error::{GmlError, Result};
-use super::kind::MeshKind;
+use crate::mesh_kind::MeshKind;
 
 /// The last change of one kind's mesh data.
 #[derive(Clone, Debug)]

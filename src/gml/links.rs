@@ -8,9 +8,9 @@ use rayon::prelude::*;
 use super::Gml;
 use super::data::Datum;
 use super::error::{GmlError, Result};
-use super::kind::MeshKind;
 use super::topology::{self, SubEntityIndex};
 use crate::cl::DeviceBuffer;
+use crate::mesh_kind::MeshKind;
 
 /// One table of a link as stored on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +144,7 @@ pub(crate) fn build(gml: &mut Gml, from: MeshKind, to: MeshKind) -> Result<()> {
             kernel: None,
             from,
             to,
-            why: super::kind::no_link_reason(from, to),
+            why: crate::mesh_kind::no_link_reason(from, to),
         });
     }
     if from == to || to == MeshKind::Vertices || gml.links.get(from, to).is_some() {

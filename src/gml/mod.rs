@@ -66,16 +66,13 @@
 //! # Ok::<(), snowsim::gml::GmlError>(())
 //! ```
 
-mod codegen;
 mod data;
 mod error;
 pub mod export;
 mod field;
 mod generation;
 mod kernel;
-mod kind;
 mod links;
-mod names;
 mod params;
 mod reduce;
 pub mod topology;
@@ -89,12 +86,12 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+pub use crate::mesh_kind::MeshKind;
 pub use data::{Data, DataId, Link, Solution};
 pub use error::{GmlError, Result};
 pub use export::{ExportField, ExportedSolutions, ImportedField};
 pub use field::FieldBuffer;
 pub use kernel::{Access, KernelId, KernelSpec, MAX_SUMS, Mode};
-pub use kind::MeshKind;
 pub use links::{LinkInfo, LinkTable};
 pub use params::{Parameters, PendingParameters};
 pub use reduce::{

@@ -1,6 +1,6 @@
 //! Host-side construction of topological links: incidence (balls and shells), sub-entity
 //! lookup (element → its edges or faces), neighbours through shared faces, and the split of an
-//! uplink into degree classes.
+//! uplink into degree classes (by the widths of [`crate::mesh_kind::uplink`], re-exported here).
 //!
 //! Everything works on flat node lists (`nodes.len() == count × nodes per entity`, 0-based
 //! `i32`), in O(n) or O(n log n), and is checked against brute force in the tests. Vertex balls
@@ -11,10 +11,11 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use super::kind::MeshKind;
+use crate::mesh_kind::MeshKind;
 
 mod ball;
 
+pub use crate::mesh_kind::uplink::{base_width, degree_class};
 use ball::BLOCK;
 pub use ball::{BallTables, vertex_ball_of_lines, vertex_ball_tables};
 
@@ -441,34 +442,6 @@ fn fill_class(incidence: &Incidence, rows: &[i32], width: usize) -> (Vec<i32>, V
             }
         });
     (ball, locals)
-}
-
-/// The degree class of an entity of `degree` in an uplink of base width `base`: 0 when the
-/// degree fits `base`, else the smallest `c` with `degree <= base · 2^c`. Class `c` is stored
-/// in a table of width `base · 2^c`.
-pub fn degree_class(degree: usize, base: usize) -> u8 {
-    let base = base.max(1).next_power_of_two();
-    if degree <= base {
-        0
-    } else {
-        degree.div_ceil(base).next_power_of_two().trailing_zeros() as u8
-    }
-}
-
-/// GMlib's base width of the uplink from `src` to `dst` (`LenMatBas`): the low table's width.
-pub fn base_width(src: MeshKind, dst: MeshKind) -> usize {
-    use MeshKind::*;
-    match (src, dst) {
-        (Vertices, Edges) => 16,
-        (Vertices, Triangles) => 8,
-        (Vertices, Quadrilaterals) => 4,
-        (Vertices, Tetrahedra) => 32,
-        (Vertices, Pyramids | Prisms) => 16,
-        (Vertices, Hexahedra) => 8,
-        (Edges, Tetrahedra | Pyramids | Prisms) => 8,
-        (Edges, Hexahedra) => 4,
-        _ => 2,
-    }
 }
 
 #[cfg(test)]

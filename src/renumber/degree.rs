@@ -5,19 +5,17 @@
 //! `b`, those that fit `2b` to a table of width `2b`, and so on. gml does not need the entities
 //! of one class to be consecutive, but when they are, each table is a plain range of entities
 //! and its kernel computes the entity from its index instead of reading a row list. The rules
-//! are gml's own ([`crate::gml::topology`]); `tests/device/renumber.rs` checks the tables
-//! renumbering announces against [`Gml::link_info`].
-//!
-//! [`Gml::link_info`]: crate::gml::Gml::link_info
+//! are gml's own, kept in [`crate::mesh_kind::uplink`] for both; `tests/device/renumber.rs`
+//! checks the tables renumbering announces against gml's `Gml::link_info`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 
-use crate::gml::MeshKind;
+use crate::mesh_kind::MeshKind;
 use crate::meshio::{ElementKind, Mesh};
 
-pub use crate::gml::topology::{base_width, degree_class};
+pub use crate::mesh_kind::uplink::{base_width, degree_class};
 
 /// The table width of class `class` for base width `base`.
 pub fn class_width(class: u8, base: usize) -> usize {
@@ -69,7 +67,7 @@ pub fn edge_degrees(mesh: &Mesh, kind: ElementKind) -> Vec<u32> {
 }
 
 /// Table widths and row counts of the classes of `degrees`, narrowest first, empty classes
-/// left out: what [`Gml::link_info`](crate::gml::Gml::link_info) reports for that uplink.
+/// left out: what gml's `Gml::link_info` reports for that uplink.
 pub fn class_tables(degrees: &[u32], base: usize) -> Vec<(usize, usize)> {
     let mut counts: Vec<usize> = Vec::new();
     for &d in degrees {

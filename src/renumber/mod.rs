@@ -45,7 +45,7 @@ pub use score::{
     numbering_score_with,
 };
 
-use crate::gml::MeshKind;
+use crate::mesh_kind::MeshKind;
 use crate::meshio::{ElementKind, Elements, IndexError, Mesh};
 use hilbert::HilbertBox;
 

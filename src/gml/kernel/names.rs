@@ -28,9 +28,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::codegen::{Relation, Resolved};
-use super::error::{GmlError, Result};
-use super::kind::MeshKind;
+use super::identifier::is_reserved;
+use super::resolve::{Relation, Resolved};
+use crate::gml::error::{GmlError, Result};
+use crate::mesh_kind::MeshKind;
 
 /// A name the generated code declares, and what it holds (for error messages).
 #[derive(Clone, Debug)]
@@ -205,7 +206,7 @@ pub(crate) fn choose(
             && !ids.called.contains(alt)
             && !fixed.contains(alt)
             && !primaries.contains(alt)
-            && !super::kernel::is_reserved(alt)
+            && !is_reserved(alt)
     };
     for (alt, data) in &owners {
         if data.len() > 1 && usable(alt) {

@@ -1,8 +1,16 @@
-//! The mesh kinds gml loops over and links between, with GMlib's short names.
+//! The kinds of mesh entity (vertices and the element kinds) with GMlib's short names, their
+//! local numbering (an element's edges and faces, its sides) and which kinds link to which;
+//! [`uplink`] holds the widths of the uplink tables between them.
+//!
+//! gml loops over these kinds and links between them, renumbering sorts their entities for
+//! gml's tables: both use the kinds and their tables, so they live here, importing neither
+//! (`snowsim::gml::MeshKind` re-exports [`MeshKind`]).
 
 use std::fmt;
 
 use crate::meshio::ElementKind;
+
+pub mod uplink;
 
 /// A kind of mesh entity: vertices or one of the element kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -8,50 +8,12 @@ use std::fmt::Write;
 
 use std::collections::BTreeSet;
 
-use super::data::DataId;
-use super::error::Result;
-use super::kernel::Mode;
-use super::kind::MeshKind;
 use super::names::{self, Claim};
-use super::value::ValueType;
-
-/// How the loop reaches one datum.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Relation {
-    /// The datum belongs to the loop kind: index = loop index.
-    Direct,
-    /// The datum belongs to a lower-dimension kind: through the element table (vertices) or
-    /// the automatic element → edges/faces link; `count` entries per loop entity.
-    Down { count: usize },
-    /// The datum belongs to a higher-dimension kind: through the kernel's uplink.
-    Up,
-    /// The datum belongs to another kind of the loop kind's dimension: through the automatic
-    /// link to the entity across each of `count` sides (-1 where none).
-    Across { count: usize },
-    /// Through a user link of `width` entries; `neighbours` when it links the loop kind to
-    /// itself (entry 0 of the variable is then the entity's own value).
-    User {
-        link: DataId,
-        link_name: String,
-        width: usize,
-        neighbours: bool,
-    },
-}
-
-/// One datum as the kernel accesses it.
-#[derive(Clone, Debug)]
-pub(crate) struct Resolved {
-    pub data: DataId,
-    pub kind: MeshKind,
-    pub name: String,
-    pub value: ValueType,
-    pub items: usize,
-    pub is_mesh: bool,
-    pub mode: Mode,
-    pub refs: bool,
-    pub voyeurs: bool,
-    pub relation: Relation,
-}
+use super::resolve::{Relation, Resolved};
+use super::spec::Mode;
+use crate::gml::data::DataId;
+use crate::gml::error::Result;
+use crate::mesh_kind::MeshKind;
 
 /// A kernel argument, resolved to a buffer or value at launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -729,7 +691,7 @@ fn load(b: &mut Builder, loop_kind: MeshKind, a: &Resolved, var: &str, width: Op
 mod tests {
     use super::*;
 
-    use crate::gml::value::Scalar;
+    use crate::gml::value::{Scalar, ValueType};
 
     fn id(index: u32) -> DataId {
         DataId { instance: 0, index }
