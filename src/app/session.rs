@@ -308,6 +308,7 @@ impl Session {
     pub fn copied_bytes(&self) -> u64 {
         self.particle_link.copied_bytes()
             + self.field_link.as_ref().map_or(0, GlLink::copied_bytes)
+            + self.depth_link.as_ref().map_or(0, GlLink::copied_bytes)
             + self.splat.as_ref().map_or(0, SplatPass::copied_bytes)
     }
 

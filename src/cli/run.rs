@@ -361,8 +361,8 @@ fn describe(scene: &Scene, ground: &SceneGround, setup: &SimSetup) -> String {
     };
     format!(
         "ground: {surface}, {} triangles; air [{:.0}, {:.0}, {:.0}] .. [{:.0}, {:.0}, {:.0}] m, \
-         {tets} tetrahedra\n{snow}\nwind: {wind}; inflow {} m/s at {} m towards ({:.2}, {:.2}), \
-         {profile} profile",
+         {tets} tetrahedra\n{snow}\nwind {} m/s at {} m towards ({:.2}, {:.2}), {profile} \
+         profile: {wind}",
         ground
             .surface
             .count(snowsim::meshio::ElementKind::Triangles),

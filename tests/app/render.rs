@@ -1478,7 +1478,8 @@ fn the_wind_view_shows_the_scene_wind_profile() {
         let mut simulation = Simulation::new(&context, setup).unwrap();
         let samples = simulation.wind_samples().unwrap().expect("a wind to show");
         let n = samples.points.len() / 2;
-        assert_eq!(n, snowsim::sim::WIND_VIEW_SAMPLES);
+        // The flat scene's 9 × 9 × 7 vertices are fewer than the views sample: all of them.
+        assert_eq!(n, snowsim::sim::WIND_VIEW_SAMPLES.min(9 * 9 * 7));
         let mut heights = Vec::new();
         for sample in samples.points.chunks_exact(2) {
             let [x, y, z, _] = sample[0];
