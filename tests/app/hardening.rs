@@ -15,6 +15,8 @@ use snowsim::budget::{Budget, ByteSize, Estimate, bytes_of, cgroup_headroom, mem
 use snowsim::input::{self, InputError, SpecialKind};
 use snowsim::output::{self, AtomicFile, OutputError};
 
+use crate::common::{Capability, skip};
+
 // ---------------------------------------------------------------------------------------------
 // Running the binary.
 
@@ -281,7 +283,10 @@ fn sort_bench_checks_device_memory_before_allocating() {
             largest >= 32 << 30,
             "2^31 pairs ran on a device of {largest} bytes"
         );
-        println!("SKIPPED: the default device holds 2^31 pairs ({largest} bytes of memory)");
+        skip(
+            Capability::SmallMemory,
+            format!("the default device holds 2^31 pairs ({largest} bytes of memory)"),
+        );
         return;
     }
     let err = run.expect(1);
@@ -412,7 +417,10 @@ fn no_opencl_platform_exits_with_status_2() {
         .status
         .success()
     {
-        println!("SKIPPED: this machine's OpenCL loader finds platforms despite OCL_ICD_VENDORS");
+        skip(
+            Capability::IcdOverride,
+            "this machine's OpenCL loader finds platforms despite OCL_ICD_VENDORS",
+        );
         return;
     }
     for args in [

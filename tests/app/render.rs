@@ -23,6 +23,8 @@ use snowsim::sim::{self, FixedParticles, SceneSetup, Session, SessionConfig};
 use snowsim::splat::ParticleRender;
 use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
+use crate::common::{Capability, skip};
+
 mod splat;
 
 const W: u32 = 320;
@@ -358,6 +360,15 @@ fn check_fixed_scene(image: &image::RgbaImage, path: &str) {
     }
 }
 
+/// The devices' labels, for messages.
+fn labels(devices: &[DeviceEntry]) -> String {
+    devices
+        .iter()
+        .map(|d| d.info.label())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn default_device() -> DeviceEntry {
     let devices = list_devices().expect("an OpenCL device");
     DeviceSelector::Default.select(&devices).unwrap().clone()
@@ -375,14 +386,13 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     let devices = list_devices().expect("an OpenCL device");
     let sharing: Vec<&DeviceEntry> = devices.iter().filter(|d| d.info.gl_sharing).collect();
     if sharing.is_empty() {
-        println!(
-            "SKIPPED: no OpenCL device offers cl_khr_gl_sharing ({}), so only the copy path \
-             can be tested here",
-            devices
-                .iter()
-                .map(|d| d.info.label())
-                .collect::<Vec<_>>()
-                .join("; ")
+        skip(
+            Capability::GlSharing,
+            format!(
+                "no OpenCL device offers cl_khr_gl_sharing ({}), so only the copy path can be \
+                 tested here",
+                labels(&devices)
+            ),
         );
         return;
     }
@@ -390,7 +400,10 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
         match render_fixed_scene(device, InteropMode::Share) {
             Ok((transfer, _)) => assert_eq!(transfer, Transfer::Share),
             Err(sim::Error::Interop(interop::Error::ShareImpossible { device, reason })) => {
-                println!("SKIPPED: share path on {device}: {reason}");
+                skip(
+                    Capability::GlSharing,
+                    format!("share path on {device}: {reason}"),
+                );
             }
             Err(e) => panic!("share path on {}: {e}", device.info.label()),
         }
@@ -411,15 +424,14 @@ fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() 
         })
         .collect();
     if capable.is_empty() {
-        println!(
-            "SKIPPED: no OpenCL device offers {} ({}); the Vulkan → OpenGL half of the external \
-             path is tested by vulkan_memory_imported_by_gl_draws_what_vulkan_wrote",
-            snowsim::cl::external::MEMORY_EXTENSIONS.join(" + "),
-            devices
-                .iter()
-                .map(|d| d.info.label())
-                .collect::<Vec<_>>()
-                .join("; ")
+        skip(
+            Capability::ExternalMemory,
+            format!(
+                "no OpenCL device offers {} ({}); the Vulkan → OpenGL half of the external path \
+                 is tested by vulkan_memory_imported_by_gl_draws_what_vulkan_wrote",
+                snowsim::cl::external::MEMORY_EXTENSIONS.join(" + "),
+                labels(&devices)
+            ),
         );
         return;
     }
@@ -427,7 +439,10 @@ fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() 
         let (transfer, external) = match render_fixed_scene(device, InteropMode::External) {
             Ok(result) => result,
             Err(sim::Error::Interop(e @ interop::Error::ExternalUnsupported(_))) => {
-                println!("SKIPPED: external path on {}: {e}", device.info.label());
+                skip(
+                    Capability::ExternalMemory,
+                    format!("external path on {}: {e}", device.info.label()),
+                );
                 continue;
             }
             Err(e) => panic!("external path on {}: {e}", device.info.label()),
@@ -460,14 +475,17 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     let functions = match MemoryFunctions::load(&setup.gl, &setup.proc_address) {
         Ok(f) => f,
         Err(e) => {
-            println!("SKIPPED: {e} ({})", setup.info.renderer);
+            skip(
+                Capability::GlMemoryObject,
+                format!("{e} ({})", setup.info.renderer),
+            );
             return;
         }
     };
     let exporter = match Exporter::new(None) {
         Ok(e) => e,
         Err(e) => {
-            println!("SKIPPED: {e}");
+            skip(Capability::VulkanExport, e);
             return;
         }
     };
@@ -487,7 +505,10 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     let bytes: &[u8] = bytemuck::cast_slice(&particles);
     let memory = exporter.allocate(bytes.len() as u64).unwrap();
     if let Err(e) = memory.write(bytes) {
-        println!("SKIPPED: Vulkan's exportable memory cannot be written from the host here: {e}");
+        skip(
+            Capability::VulkanHostVisible,
+            format!("Vulkan's exportable memory cannot be written from the host here: {e}"),
+        );
         return;
     }
     let (memory_object, buffer) = functions
@@ -530,9 +551,9 @@ fn external_buffers_leak_no_fd_and_no_device_memory() {
         .iter()
         .all(|e| device.info.has_extension(e))
     {
-        println!(
-            "SKIPPED: {} does not offer external memory",
-            device.info.label()
+        skip(
+            Capability::ExternalMemory,
+            format!("{} does not offer external memory", device.info.label()),
         );
         return;
     }
@@ -571,9 +592,12 @@ fn interop_external_without_the_extensions_is_a_clear_error() {
         .filter(|e| !device.info.has_extension(e))
         .collect();
     if missing.is_empty() {
-        println!(
-            "SKIPPED: {} offers external memory; the refusal is tested on devices without it",
-            device.info.label()
+        skip(
+            Capability::NoExternalMemory,
+            format!(
+                "{} offers external memory; the refusal is tested on devices without it",
+                device.info.label()
+            ),
         );
         return;
     }
@@ -775,7 +799,8 @@ fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
     setup.snow = None;
     setup.flakes.count = 1000;
     setup.wind_samples = [4, 3, 4];
-    let mut config = setup.session_config(InteropMode::Auto, false);
+    // Copy mode, which every device runs: the copies counted below are the point.
+    let mut config = setup.session_config(InteropMode::Copy, false);
     // Sprites throughout: the copies counted below are the particles'.
     config.particle_render = ParticleRender::Sprites;
     config.dt = 0.5; // flakes move several pixels a frame
@@ -787,10 +812,7 @@ fn session_steps_flakes_copies_each_frame_and_obeys_the_keys() {
         Some(setup.field_source().unwrap()),
     )
     .unwrap();
-    if session.interop().transfer != Transfer::Copy {
-        println!("SKIPPED: the default device shares buffers with GL, nothing is copied");
-        return;
-    }
+    assert_eq!(session.interop().transfer, Transfer::Copy);
     let before = session.copied_bytes();
     let stages = session.frame((W, H)).unwrap();
     assert!(busy(&stages, stage::KERNELS) > std::time::Duration::ZERO);
@@ -909,7 +931,13 @@ fn headless_run_writes_the_screenshot_and_reports_mode_fps_and_stages() {
 fn headless_auto_picks_copy_on_a_device_without_sharing_and_json_records_it() {
     let devices = list_devices().expect("an OpenCL device");
     let Some(plain) = devices.iter().find(|d| !d.info.gl_sharing) else {
-        println!("SKIPPED: every OpenCL device here offers cl_khr_gl_sharing");
+        skip(
+            Capability::NoGlSharing,
+            format!(
+                "every OpenCL device here offers cl_khr_gl_sharing ({})",
+                labels(&devices)
+            ),
+        );
         return;
     };
     let index = plain.info.index.to_string();
@@ -984,7 +1012,10 @@ fn record_writes_every_frame_as_numbered_png() {
 #[test]
 fn window_under_xvfb_runs_frames_and_writes_the_screenshot() {
     if Command::new("xvfb-run").arg("--help").output().is_err() {
-        println!("SKIPPED: xvfb-run is not installed (Debian: apt-get install xvfb)");
+        skip(
+            Capability::Xvfb,
+            "xvfb-run is not installed (Debian: apt-get install xvfb)",
+        );
         return;
     }
     let dir = temp_dir("window");
@@ -1052,7 +1083,13 @@ fn no_display_without_headless_is_a_clear_error() {
 fn interop_share_on_a_device_without_sharing_is_a_clear_error() {
     let devices = list_devices().expect("an OpenCL device");
     let Some(plain) = devices.iter().find(|d| !d.info.gl_sharing) else {
-        println!("SKIPPED: every OpenCL device here offers cl_khr_gl_sharing");
+        skip(
+            Capability::NoGlSharing,
+            format!(
+                "every OpenCL device here offers cl_khr_gl_sharing ({})",
+                labels(&devices)
+            ),
+        );
         return;
     };
     let index = plain.info.index.to_string();
