@@ -400,6 +400,14 @@ fn wind_alone_reports_json_and_writes_its_state() {
     std::fs::write(&still, text).unwrap();
     let o = snowsim(&["wind", "--scene", still.to_str().unwrap(), "--steps", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "{}:14:13: wind.direction: must not be [0, 0]",
+            still.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -623,6 +631,11 @@ fn sampled_profiling_keeps_per_frame_means() {
         "0",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("invalid value '0' for '--profile-every <K>': 0 is not in 1.."),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// The wind solver on a context of its own (here a second context on the same PoCL device,

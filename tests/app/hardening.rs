@@ -686,8 +686,14 @@ fn scene_check_refuses_a_domain_beyond_memory_with_its_line() {
         err.contains("GL buffers") || err.contains("of host memory"),
         "{err}"
     );
+    // Without the mesh, what is refused is the renderer's share: the counts and the limits.
     let run = snowsim_limited(4_000_000, &["scene", "check", s(&path), "--no-mesh"]);
-    run.expect(1);
+    let err = run.expect(1);
+    assert!(
+        err.contains(":5:9: domain.cells: [10000, 10000] cells make 100020001 ground vertices")
+            && err.contains("the renderer's GL buffers hold at most"),
+        "{err}"
+    );
 
     std::fs::write(&path, flat_scene("cells = [3000, 3000]\nlayers = 30", "")).unwrap();
     let run = snowsim_limited(4_000_000, &["scene", "check", s(&path)]);

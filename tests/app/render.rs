@@ -1160,20 +1160,34 @@ fn broken_shaders_report_the_gl_log_with_the_file_name() {
 
 #[test]
 fn bad_sizes_and_counts_are_refused() {
-    for args in [
-        ["--size", "0x100"],
-        ["--size", "640"],
-        ["--size", "99999x10"],
-        ["--frames", "0"],
-        ["--particles", "0"],
+    // (arguments, exit status, what the message must say: the value and the limit it breaks).
+    let limit = "must be between 1x1 and 16384x16384";
+    for (args, status, needles) in [
+        (["--size", "0x100"], 2, &["'0x100'", "--size", limit][..]),
+        (
+            ["--size", "640"],
+            2,
+            &["`640` is not WIDTHxHEIGHT", "--size"],
+        ),
+        (["--size", "99999x10"], 2, &["'99999x10'", "--size", limit]),
+        (["--size", "16384x16385"], 2, &["'16384x16385'", limit]),
+        (["--frames", "0"], 1, &["--frames must be at least 1"]),
+        (["--particles", "0"], 1, &["--particles must be at least 1"]),
     ] {
         let out = snowsim()
             .args(["run", "--headless"])
             .args(args)
             .output()
             .unwrap();
-        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {}", text(&out));
         let err = String::from_utf8_lossy(&out.stderr);
+        for needle in needles {
+            assert!(
+                err.contains(needle),
+                "{args:?}: `{needle}` in {}",
+                text(&out)
+            );
+        }
         assert!(!err.contains("panicked"), "{args:?}: {}", text(&out));
     }
 }
