@@ -5,6 +5,9 @@
 //! One binary rather than one per file, so a change to the library relinks it once. Each
 //! module was a test file of its own and keeps its name.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod cli;
 mod hardening;
 mod plot;

@@ -22,6 +22,8 @@ use snowsim::sim::{self, SimSetup, Simulation};
 use snowsim::splat::ParticleRender;
 use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
+use crate::common::{Capability, skip};
+
 mod splat;
 
 const W: u32 = 320;
@@ -356,6 +358,15 @@ fn check_fixed_scene(image: &image::RgbaImage, path: &str) {
     }
 }
 
+/// The devices' labels, for messages.
+fn labels(devices: &[DeviceEntry]) -> String {
+    devices
+        .iter()
+        .map(|d| d.info.label())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn default_device() -> DeviceEntry {
     let devices = list_devices().expect("an OpenCL device");
     DeviceSelector::Default.select(&devices).unwrap().clone()
@@ -373,14 +384,13 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
     let devices = list_devices().expect("an OpenCL device");
     let sharing: Vec<&DeviceEntry> = devices.iter().filter(|d| d.info.gl_sharing).collect();
     if sharing.is_empty() {
-        println!(
-            "SKIPPED: no OpenCL device offers cl_khr_gl_sharing ({}), so only the copy path \
-             can be tested here",
-            devices
-                .iter()
-                .map(|d| d.info.label())
-                .collect::<Vec<_>>()
-                .join("; ")
+        skip(
+            Capability::GlSharing,
+            format!(
+                "no OpenCL device offers cl_khr_gl_sharing ({}), so only the copy path can be \
+                 tested here",
+                labels(&devices)
+            ),
         );
         return;
     }
@@ -388,7 +398,10 @@ fn fixed_scene_through_the_share_path_where_a_device_offers_it() {
         match render_fixed_scene(device, InteropMode::Share) {
             Ok((transfer, _)) => assert_eq!(transfer, Transfer::Share),
             Err(app::Error::Interop(interop::Error::ShareImpossible { device, reason })) => {
-                println!("SKIPPED: share path on {device}: {reason}");
+                skip(
+                    Capability::GlSharing,
+                    format!("share path on {device}: {reason}"),
+                );
             }
             Err(e) => panic!("share path on {}: {e}", device.info.label()),
         }
@@ -409,15 +422,14 @@ fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() 
         })
         .collect();
     if capable.is_empty() {
-        println!(
-            "SKIPPED: no OpenCL device offers {} ({}); the Vulkan → OpenGL half of the external \
-             path is tested by vulkan_memory_imported_by_gl_draws_what_vulkan_wrote",
-            snowsim::cl::external::MEMORY_EXTENSIONS.join(" + "),
-            devices
-                .iter()
-                .map(|d| d.info.label())
-                .collect::<Vec<_>>()
-                .join("; ")
+        skip(
+            Capability::ExternalMemory,
+            format!(
+                "no OpenCL device offers {} ({}); the Vulkan → OpenGL half of the external path \
+                 is tested by vulkan_memory_imported_by_gl_draws_what_vulkan_wrote",
+                snowsim::cl::external::MEMORY_EXTENSIONS.join(" + "),
+                labels(&devices)
+            ),
         );
         return;
     }
@@ -425,7 +437,10 @@ fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() 
         let (transfer, external) = match render_fixed_scene(device, InteropMode::External) {
             Ok(result) => result,
             Err(app::Error::Interop(e @ interop::Error::ExternalUnsupported(_))) => {
-                println!("SKIPPED: external path on {}: {e}", device.info.label());
+                skip(
+                    Capability::ExternalMemory,
+                    format!("external path on {}: {e}", device.info.label()),
+                );
                 continue;
             }
             Err(e) => panic!("external path on {}: {e}", device.info.label()),
@@ -458,14 +473,17 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     let functions = match MemoryFunctions::load(&setup.gl, &setup.proc_address) {
         Ok(f) => f,
         Err(e) => {
-            println!("SKIPPED: {e} ({})", setup.info.renderer);
+            skip(
+                Capability::GlMemoryObject,
+                format!("{e} ({})", setup.info.renderer),
+            );
             return;
         }
     };
     let exporter = match Exporter::new(None) {
         Ok(e) => e,
         Err(e) => {
-            println!("SKIPPED: {e}");
+            skip(Capability::VulkanExport, e);
             return;
         }
     };
@@ -485,7 +503,10 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     let bytes: &[u8] = bytemuck::cast_slice(&particles);
     let memory = exporter.allocate(bytes.len() as u64).unwrap();
     if let Err(e) = memory.write(bytes) {
-        println!("SKIPPED: Vulkan's exportable memory cannot be written from the host here: {e}");
+        skip(
+            Capability::VulkanHostVisible,
+            format!("Vulkan's exportable memory cannot be written from the host here: {e}"),
+        );
         return;
     }
     let (memory_object, buffer) = functions
@@ -528,9 +549,9 @@ fn external_buffers_leak_no_fd_and_no_device_memory() {
         .iter()
         .all(|e| device.info.has_extension(e))
     {
-        println!(
-            "SKIPPED: {} does not offer external memory",
-            device.info.label()
+        skip(
+            Capability::ExternalMemory,
+            format!("{} does not offer external memory", device.info.label()),
         );
         return;
     }
@@ -569,9 +590,12 @@ fn interop_external_without_the_extensions_is_a_clear_error() {
         .filter(|e| !device.info.has_extension(e))
         .collect();
     if missing.is_empty() {
-        println!(
-            "SKIPPED: {} offers external memory; the refusal is tested on devices without it",
-            device.info.label()
+        skip(
+            Capability::NoExternalMemory,
+            format!(
+                "{} offers external memory; the refusal is tested on devices without it",
+                device.info.label()
+            ),
         );
         return;
     }
@@ -776,14 +800,12 @@ fn session_steps_the_snow_copies_each_frame_and_obeys_the_keys() {
     };
     let setup = SimSetup::new(&scene, &ground, &overrides).unwrap();
     let view = SceneView::new(&scene, &ground).unwrap();
-    let mut config = view.session_config(InteropMode::Auto, false);
+    // Copy mode, which every device runs: the copies counted below are the point.
+    let mut config = view.session_config(InteropMode::Copy, false);
     // Sprites throughout: the copies counted below are the particles' and the cover's.
     config.particle_render = ParticleRender::Sprites;
     let mut session = Session::new(headless.setup(), &device, config, setup).unwrap();
-    if session.interop().transfer != Transfer::Copy {
-        println!("SKIPPED: the default device shares buffers with GL, nothing is copied");
-        return;
-    }
+    assert_eq!(session.interop().transfer, Transfer::Copy);
     // The cover's depths travel with the particles, four vertices per float4.
     let cover_bytes = (ground.surface.vertices.len().div_ceil(4) * 16) as u64;
     let before = session.copied_bytes();
@@ -906,7 +928,13 @@ fn headless_run_writes_the_screenshot_and_reports_mode_fps_and_stages() {
 fn headless_auto_picks_copy_on_a_device_without_sharing_and_json_records_it() {
     let devices = list_devices().expect("an OpenCL device");
     let Some(plain) = devices.iter().find(|d| !d.info.gl_sharing) else {
-        println!("SKIPPED: every OpenCL device here offers cl_khr_gl_sharing");
+        skip(
+            Capability::NoGlSharing,
+            format!(
+                "every OpenCL device here offers cl_khr_gl_sharing ({})",
+                labels(&devices)
+            ),
+        );
         return;
     };
     let index = plain.info.index.to_string();
@@ -981,7 +1009,10 @@ fn record_writes_every_frame_as_numbered_png() {
 #[test]
 fn window_under_xvfb_runs_frames_and_writes_the_screenshot() {
     if Command::new("xvfb-run").arg("--help").output().is_err() {
-        println!("SKIPPED: xvfb-run is not installed (Debian: apt-get install xvfb)");
+        skip(
+            Capability::Xvfb,
+            "xvfb-run is not installed (Debian: apt-get install xvfb)",
+        );
         return;
     }
     let dir = temp_dir("window");
@@ -1049,7 +1080,13 @@ fn no_display_without_headless_is_a_clear_error() {
 fn interop_share_on_a_device_without_sharing_is_a_clear_error() {
     let devices = list_devices().expect("an OpenCL device");
     let Some(plain) = devices.iter().find(|d| !d.info.gl_sharing) else {
-        println!("SKIPPED: every OpenCL device here offers cl_khr_gl_sharing");
+        skip(
+            Capability::NoGlSharing,
+            format!(
+                "every OpenCL device here offers cl_khr_gl_sharing ({})",
+                labels(&devices)
+            ),
+        );
         return;
     };
     let index = plain.info.index.to_string();
@@ -1120,20 +1157,34 @@ fn broken_shaders_report_the_gl_log_with_the_file_name() {
 
 #[test]
 fn bad_sizes_and_counts_are_refused() {
-    for args in [
-        ["--size", "0x100"],
-        ["--size", "640"],
-        ["--size", "99999x10"],
-        ["--frames", "0"],
-        ["--particles", "0"],
+    // (arguments, exit status, what the message must say: the value and the limit it breaks).
+    let limit = "must be between 1x1 and 16384x16384";
+    for (args, status, needles) in [
+        (["--size", "0x100"], 2, &["'0x100'", "--size", limit][..]),
+        (
+            ["--size", "640"],
+            2,
+            &["`640` is not WIDTHxHEIGHT", "--size"],
+        ),
+        (["--size", "99999x10"], 2, &["'99999x10'", "--size", limit]),
+        (["--size", "16384x16385"], 2, &["'16384x16385'", limit]),
+        (["--frames", "0"], 1, &["--frames must be at least 1"]),
+        (["--particles", "0"], 1, &["--particles must be at least 1"]),
     ] {
         let out = snowsim()
             .args(["run", "--headless"])
             .args(args)
             .output()
             .unwrap();
-        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {}", text(&out));
         let err = String::from_utf8_lossy(&out.stderr);
+        for needle in needles {
+            assert!(
+                err.contains(needle),
+                "{args:?}: `{needle}` in {}",
+                text(&out)
+            );
+        }
         assert!(!err.contains("panicked"), "{args:?}: {}", text(&out));
     }
 }

@@ -150,6 +150,12 @@ fn bad_sweep_options_fail_before_running_anything() {
     assert!(!csv.exists());
     let out = sweep(&csv, &["--sort", "sideways"]);
     assert_eq!(out.status.code(), Some(2), "clap refuses it");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("invalid value 'sideways' for '--sort <LIST>'")
+            && err.contains("[possible values: off, full, partial]"),
+        "{err}"
+    );
     // The sub-commands still work, and take no sweep options.
     let help = Command::new(env!("CARGO_BIN_EXE_snowsim"))
         .args(["bench", "--help"])
@@ -170,9 +176,15 @@ fn bad_sweep_options_fail_before_running_anything() {
         .args(["bench", "--repeats", "2", "wind", "--help"])
         .output()
         .unwrap();
-    assert!(
-        !out.status.success(),
+    assert_eq!(
+        out.status.code(),
+        Some(2),
         "sweep options and a sub-command conflict"
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("the subcommand 'wind' cannot be used with '--repeats <R>'"),
+        "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -50,3 +50,157 @@ pub fn snowsim(args: &[&str]) -> Output {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Skips: a test that cannot run on this machine says so through `skip`, never by printing
+// and returning on its own.
+
+/// What a test may need that some machines lack. `SNOWSIM_REQUIRE` names them (README,
+/// "Tests"): a required capability that is missing fails the test instead of skipping it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capability {
+    /// `xvfb-run`, for the window test.
+    Xvfb,
+    /// Headless OpenGL through EGL in the test's process (Mesa's llvmpipe in CI).
+    Egl,
+    /// Double precision on the default OpenCL device (`cl_khr_fp64`).
+    Fp64,
+    /// An OpenCL ICD loader that honours `OCL_ICD_VENDORS` / `OPENCL_VENDOR_PATH`, so a run
+    /// can be shown no platform at all.
+    IcdOverride,
+    /// The default device's memory is too small for the sort of 2^31 pairs, so its refusal
+    /// can be tested.
+    SmallMemory,
+    /// An OpenCL device without `cl_khr_gl_sharing`, to test the refusal of `--interop share`
+    /// and `auto`'s choice of copy.
+    NoGlSharing,
+    /// A default OpenCL device without external memory, to test the refusal of
+    /// `--interop external`.
+    NoExternalMemory,
+    /// An OpenCL device whose `cl_khr_gl_sharing` share path opens.
+    GlSharing,
+    /// An OpenCL device with `cl_khr_external_memory(_opaque_fd)` whose external path opens.
+    ExternalMemory,
+    /// A Vulkan device that exports memory (`VK_KHR_external_memory_fd`; lavapipe in CI).
+    VulkanExport,
+    /// Exportable Vulkan memory that the host can write (CPU drivers such as lavapipe).
+    VulkanHostVisible,
+    /// OpenGL importing memory (`GL_EXT_memory_object_fd`; llvmpipe in CI).
+    GlMemoryObject,
+    /// Two OpenCL devices.
+    TwoDevices,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 13] = [
+        Capability::Xvfb,
+        Capability::Egl,
+        Capability::Fp64,
+        Capability::IcdOverride,
+        Capability::SmallMemory,
+        Capability::NoGlSharing,
+        Capability::NoExternalMemory,
+        Capability::GlSharing,
+        Capability::ExternalMemory,
+        Capability::VulkanExport,
+        Capability::VulkanHostVisible,
+        Capability::GlMemoryObject,
+        Capability::TwoDevices,
+    ];
+
+    /// The name `SNOWSIM_REQUIRE` and the skip log use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Xvfb => "xvfb",
+            Capability::Egl => "egl",
+            Capability::Fp64 => "fp64",
+            Capability::IcdOverride => "icd_override",
+            Capability::SmallMemory => "small_memory",
+            Capability::NoGlSharing => "no_gl_sharing",
+            Capability::NoExternalMemory => "no_external_memory",
+            Capability::GlSharing => "gl_sharing",
+            Capability::ExternalMemory => "external_memory",
+            Capability::VulkanExport => "vulkan_export",
+            Capability::VulkanHostVisible => "vulkan_host_visible",
+            Capability::GlMemoryObject => "gl_memory_object",
+            Capability::TwoDevices => "two_devices",
+        }
+    }
+
+    /// Whether `SNOWSIM_REQUIRE` (a comma-separated list of names, or `all`) names this one.
+    /// Panics on a name that is no capability, so a misspelt requirement cannot pass.
+    pub fn required(self) -> bool {
+        required().contains(&self)
+    }
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The capabilities `SNOWSIM_REQUIRE` names; panics on an unknown name.
+pub fn required() -> Vec<Capability> {
+    let Some(list) = std::env::var_os("SNOWSIM_REQUIRE") else {
+        return Vec::new();
+    };
+    let list = list
+        .into_string()
+        .unwrap_or_else(|l| panic!("SNOWSIM_REQUIRE is not UTF-8: {l:?}"));
+    let mut required = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if name == "all" {
+            return Capability::ALL.to_vec();
+        }
+        match Capability::ALL.iter().find(|c| c.name() == name) {
+            Some(&c) => required.push(c),
+            None => panic!(
+                "SNOWSIM_REQUIRE names `{name}`, which is no capability (known: all, {})",
+                Capability::ALL.map(Capability::name).join(", ")
+            ),
+        }
+    }
+    required
+}
+
+/// The running test cannot run here because `capability` is missing, for the reason `why`:
+/// where `SNOWSIM_REQUIRE` names the capability this fails the test; elsewhere it prints
+/// `SKIPPED: <capability>: <why>` and appends `<test>\t<capability>\t<why>` to the file that
+/// `SNOWSIM_SKIP_LOG` names (`scripts/test` lists those lines at the end). The caller returns
+/// right after.
+#[track_caller]
+pub fn skip(capability: Capability, why: impl std::fmt::Display) {
+    // One line per skip: the log is read line by line, with tabs between the fields.
+    let why = why.to_string().replace(['\n', '\t'], " ");
+    if capability.required() {
+        panic!("required capability {capability} missing (SNOWSIM_REQUIRE): {why}");
+    }
+    println!("SKIPPED: {capability}: {why}");
+    let Some(log) = std::env::var_os("SNOWSIM_SKIP_LOG") else {
+        return;
+    };
+    // libtest runs each test on a thread named after it; the caller's place otherwise.
+    let thread = std::thread::current();
+    let test = match thread.name() {
+        Some(name) if name != "main" => name.to_string(),
+        _ => std::panic::Location::caller().to_string(),
+    };
+    let line = format!("{} {test}\t{capability}\t{why}\n", env!("CARGO_CRATE_NAME"));
+    use std::io::Write;
+    // One write of an O_APPEND file: lines of tests on parallel threads do not interleave.
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .unwrap_or_else(|e| panic!("SNOWSIM_SKIP_LOG {}: {e}", Path::new(&log).display()));
+}
+
+/// Every test binary checks `SNOWSIM_REQUIRE` once, so a misspelt name fails even where
+/// nothing skips.
+#[test]
+fn snowsim_require_names_only_capabilities() {
+    let required = required();
+    println!("SNOWSIM_REQUIRE: {required:?}");
+}

@@ -4,10 +4,15 @@
 use snowsim::cl::DeviceSelector;
 use snowsim::gml::{Access, Gml, KernelSpec, MeshKind};
 
+use crate::common::{Capability, skip};
+
 fn gml() -> Option<Gml> {
     let g = Gml::new(&DeviceSelector::Default).expect("an OpenCL device (PoCL in CI)");
     if !g.has_fp64() {
-        println!("SKIPPED: {} has no FP64", g.device().label());
+        skip(
+            Capability::Fp64,
+            format!("{} has no FP64", g.device().label()),
+        );
         return None;
     }
     Some(g)

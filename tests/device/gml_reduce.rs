@@ -8,7 +8,7 @@ use snowsim::gml::{
     Solution, VectorMode,
 };
 
-use crate::common::gml;
+use crate::common::{Capability, gml, skip};
 
 /// The lengths tested, each on a mesh kind of its own so that one instance holds them all.
 const LENGTHS: [(MeshKind, usize); 4] = [
@@ -255,7 +255,10 @@ fn f32_fields_match_the_cpu() {
 fn f64_fields_match_the_cpu() {
     let mut g = instance();
     if !g.has_fp64() {
-        eprintln!("skipped: the device has no fp64");
+        skip(
+            Capability::Fp64,
+            format!("{} has no FP64", g.device().label()),
+        );
         return;
     }
     check_type(&mut g, float_value, 1e-12);
@@ -627,7 +630,10 @@ fn counters_name_each_operator_and_empty_fields_are_refused() {
 fn float_sums_and_squares_beyond_float_range_stay_exact_in_double() {
     let mut g = gml();
     if !g.has_fp64() {
-        println!("SKIPPED: {} has no FP64", g.device().label());
+        skip(
+            Capability::Fp64,
+            format!("{} has no FP64", g.device().label()),
+        );
         return;
     }
     let n = 4099;

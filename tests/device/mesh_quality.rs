@@ -5,7 +5,7 @@ use glam::DVec3;
 use snowsim::meshio::{self, ElementKind, Mesh, Version};
 use snowsim::quality::{self, HISTOGRAM_BINS, QualityError};
 
-use crate::common::{context, sample, sample_path, snowsim, temp_dir, text};
+use crate::common::{Capability, context, sample, sample_path, skip, snowsim, temp_dir, text};
 
 fn squared_edges(points: &[DVec3]) -> f64 {
     let mut sum = 0.0;
@@ -382,7 +382,10 @@ fn cli_errors_name_the_file() {
 fn double_precision_qualities_match_the_cpu_to_double_rounding() {
     let context = context();
     if !context.info().fp64 {
-        println!("SKIPPED: {} has no FP64", context.info().label());
+        skip(
+            Capability::Fp64,
+            format!("{} has no FP64", context.info().label()),
+        );
         return;
     }
     // f32 coordinates and arithmetic lose up to ~1e-5 on these meshes; f64 keeps ~1e-12.
@@ -404,7 +407,10 @@ fn double_precision_qualities_match_the_cpu_to_double_rounding() {
 fn cli_precision_f64_computes_in_double() {
     let context = context();
     if !context.info().fp64 {
-        println!("SKIPPED: {} has no FP64", context.info().label());
+        skip(
+            Capability::Fp64,
+            format!("{} has no FP64", context.info().label()),
+        );
         return;
     }
     let path = sample_path("cube.meshb");
