@@ -2,8 +2,8 @@
 //! together, and runs frames.
 //!
 //! - [`Session`]: one device feeding one renderer, the [`FrameDriver`](crate::render::FrameDriver)
-//!   behind `snowsim run` in a window or headless. Each frame it asks [`Simulation::step`]
-//!   (crate::sim::Simulation::step) for the simulation's frame, splats the particles when they
+//!   behind `snowsim run` in a window or headless. Each frame it asks
+//!   [`Simulation::step`](crate::sim::Simulation::step) for the simulation's frame, splats the particles when they
 //!   are splatted, hands the buffers to OpenGL ([`crate::interop`]) and draws
 //!   ([`crate::render`]).
 //! - [`Stepper`]: the simulation with nothing drawn (`snowsim run --render off`).

@@ -150,7 +150,7 @@ pub struct ReduceOptions {
     pub layout: Option<ReduceLayout>,
     /// Fold the partials in a second launch rather than in the last work-group to finish.
     pub two_passes: bool,
-    /// Work-groups per compute unit of the first pass; `None`: [`GROUPS_PER_UNIT`].
+    /// Work-groups per compute unit of the first pass; `None`: `GROUPS_PER_UNIT`.
     pub groups_per_unit: Option<usize>,
 }
 

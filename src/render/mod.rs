@@ -5,7 +5,7 @@
 //!
 //! The same [`Renderer`] draws in a window ([`window::run_window`], winit + glutin) or headless
 //! ([`Headless`]: EGL device platform, surfaceless context, offscreen framebuffer), driven by a
-//! [`FrameDriver`] that computes each frame; [`crate::sim::Session`] is the driver that
+//! [`FrameDriver`] that computes each frame; [`crate::app::Session`] is the driver that
 //! connects the simulation to it. Shaders live in `shaders/`, are embedded in the binary and can be
 //! replaced at run time from `$SNOWSIM_SHADER_DIR`; a compile or link failure reports the GL
 //! info log with the file name.
@@ -13,7 +13,7 @@
 //! A scene plugs in through a [`TerrainMesh`] (a scene's ground surface, with
 //! [`TerrainMesh::from_mesh_triangles`], or a [`crate::terrain::Heightfield`]), the
 //! [`crate::terrain::SceneBox`] of air above it and an [`OrbitCamera`]
-//! ([`OrbitCamera::looking_at`] a scene file's camera); [`crate::sim::SceneSetup`] builds them
+//! ([`OrbitCamera::looking_at`] a scene file's camera); [`crate::app::SceneView`] builds them
 //! from a [`crate::scene::Scene`]. The renderer knows nothing of OpenCL: [`crate::sim`] runs
 //! the frame and [`crate::interop`] moves the buffers.
 

@@ -1,6 +1,6 @@
 //! The wind and pressure views' samples: the wind at a spread of the domain's vertices, with
-//! the colour ranges of the field as it is. The drawing asks [`Simulation::wind_samples`]
-//! (super::Simulation::wind_samples) for them when a view is shown, never otherwise: reading
+//! the colour ranges of the field as it is. The drawing asks
+//! [`Simulation::wind_samples`](super::Simulation::wind_samples) for them when a view is shown, never otherwise: reading
 //! the whole field back costs milliseconds, which a run that does not show it must not pay.
 
 /// Vertices the views sample.

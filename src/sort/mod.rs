@@ -10,7 +10,7 @@
 //!   moves elements across the whole array. [`Sortedness`] measures how close to sorted the
 //!   result is.
 //! - [`check`] validates both against the CPU's `slice::sort_by` (`snowsim sort check`);
-//!   [`bench`] times them with OpenCL profiling (`snowsim sort bench`).
+//!   [`bench`](mod@bench) times them with OpenCL profiling (`snowsim sort bench`).
 //!
 //! The kernels live in `kernels/bitonic.cl`; see its header for the packing of pairs into
 //! 64-bit integers, the padding sentinels and the register/local-memory layout.

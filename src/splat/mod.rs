@@ -5,7 +5,7 @@
 //! terrain (`shaders/splat.frag`).
 //!
 //! This module is the OpenCL side only: the request (`--particle-render`), the device check,
-//! and the kernels' launch. The session ([`crate::sim::Session`]) moves the image to GL through
+//! and the kernels' launch. The session ([`crate::app::Session`]) moves the image to GL through
 //! a [`GlLink`](crate::interop::GlLink), and the renderer composites it
 //! ([`crate::render::Renderer::set_splat`]).
 //!

@@ -58,7 +58,7 @@ pub struct Params {
     /// The convergence limit of `rr`: once `rr` is at or below it, the iteration kernels
     /// return at once (the host has enqueued more iterations than the solve needs).
     pub rr_limit: f64,
-    /// Iterations in which `rr` is scaled by [`EARLY_SCALE`](super::solver::EARLY_SCALE):
+    /// Iterations in which `rr` is scaled by `EARLY_SCALE`:
     /// a solve stops that early only well below the tolerance.
     pub early_iterations: i32,
     /// Padding to a multiple of 8 bytes.

@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod layers;
 mod meshio;
 mod meshio_errors;
 mod meshio_fuzz;
