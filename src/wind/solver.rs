@@ -771,21 +771,6 @@ impl Solver {
         Ok(self.gml.field_buffer(self.fields.vel)?)
     }
 
-    /// The gml instance (tests and samplers).
-    pub fn gml(&mut self) -> &mut Gml {
-        &mut self.gml
-    }
-
-    /// The fields (tests).
-    pub fn fields(&self) -> &Fields {
-        &self.fields
-    }
-
-    /// The kernels (tests).
-    pub fn kernels(&self) -> &Kernels {
-        &self.kernels
-    }
-
     /// Device time per stage, summed over the steps run with `profile` on (one frame per
     /// step).
     pub fn counters(&self) -> &Counters {
