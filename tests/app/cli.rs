@@ -478,6 +478,8 @@ fn simulate_switches_run_the_wind_alone_the_snow_in_a_frozen_wind_or_both() {
     // The wind alone, a step every frame: no particle, no snow kernel, 12 wind steps.
     let wind = run_flat(&["--frames", "12", "--simulate", "wind", "--wind-every", "1"]);
     assert_eq!(wind["snow"]["particles"], 0, "{wind}");
+    // The run's own count too: no parcel runs, whatever the scene's snow.particles says.
+    assert_eq!(wind["particles"], 0, "{wind}");
     assert_eq!(wind["snow"]["wind_steps"], 12, "{wind}");
     let stages = device_stages(&wind);
     assert!(stages.iter().any(|s| s.starts_with("wind.")), "{stages:?}");
