@@ -80,12 +80,13 @@ pub struct Row {
     pub ms_frame: Option<f64>,
     /// The wind solver's kernels (stages `wind.*`), device time.
     pub ms_wind: Option<f64>,
-    /// The snow step (`snow.step`: motion, location, landing and deposit in one kernel, or the
-    /// stand-in's `snow.particles`), device time.
+    /// The snow step (`snow.step`: motion, location, landing and deposit in one kernel; with
+    /// `snow.particles`, the particles' start), device time.
     pub ms_snow: Option<f64>,
     /// Sorting and permuting the particles (`sort.*`), device time.
     pub ms_sort: Option<f64>,
-    /// The snow cover's smoothing and depth (`snow.cover`), device time.
+    /// The snow cover's smoothing (`snow.cover`) and its depths written for the drawing
+    /// (`snow.depth`), device time.
     pub ms_smoothing: Option<f64>,
     /// Splatting (`splat`), device time.
     pub ms_splat: Option<f64>,
@@ -101,7 +102,7 @@ pub const STAGE_COLUMNS: [(&str, &[&str]); 8] = [
     ("wind", &["wind."]),
     ("snow", &["snow.step", "snow.particles"]),
     ("sort", &["sort."]),
-    ("smoothing", &["snow.cover"]),
+    ("smoothing", &["snow.cover", "snow.depth"]),
     ("splat", &["splat"]),
     ("transfer", &["interop.transfer"]),
     ("draw", &["render.draw"]),

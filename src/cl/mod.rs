@@ -26,7 +26,7 @@ pub use error::{Error, Result};
 pub use gl_buffer::{GlBuffer, OutputBuffer};
 pub use kernel::{ArgType, Kernel, KernelCall};
 pub use launch::WorkSize;
-pub use pinned::PinnedBuffer;
+pub use pinned::{PinnedBuffer, wait_for};
 pub use program::{KERNEL_DIR_ENV, KERNEL_LOG_ENV, KERNEL_OPTIONS_ENV, Program, Source};
 pub use timeline::Timeline;
 pub use timing::{KernelTimer, event_duration};

@@ -11,7 +11,8 @@ use bytemuck::Pod;
 use opencl3::memory::{
     Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
 };
-use opencl3::types::CL_BLOCKING;
+use opencl3::event::Event;
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 
 use super::context::Context;
 use super::error::{Error, Result, ResultExt};
@@ -98,6 +99,40 @@ impl<T: Pod> PinnedBuffer<T> {
         Ok((len * size_of::<T>()) as f64 / best)
     }
 
+    /// Starts copying the first [`len`](Self::len) values of `source` (a buffer of the same
+    /// context) into this memory without waiting: on GPU drivers the DMA lands here directly,
+    /// with no staging copy by a driver thread. The values are there once the returned event
+    /// has completed.
+    ///
+    /// # Safety
+    ///
+    /// Until the event completes, the host must not read or write this memory
+    /// ([`as_slice`](Self::as_slice)) and the buffer must not be dropped (dropping waits for
+    /// the queue, so a drop on the same queue is safe).
+    pub unsafe fn enqueue_read_from(&mut self, source: &super::DeviceBuffer<T>) -> Result<Event> {
+        if source.len() < self.len {
+            return Err(Error::WriteTooLong {
+                data: self.len,
+                buffer: source.len(),
+            });
+        }
+        // SAFETY: the mapping holds `len` values, alive while `self` is (the caller keeps it
+        // untouched until the event completes); the range is inside `source`.
+        let out = unsafe { std::slice::from_raw_parts_mut(self.mapped, self.len) };
+        let event = unsafe {
+            self.context.queue().enqueue_read_buffer(
+                source.cl_buffer(),
+                CL_NON_BLOCKING,
+                0,
+                out,
+                &[],
+            )
+        }
+        .during("clEnqueueReadBuffer (non-blocking, into pinned memory)")?;
+        self.context.count_to_host((self.len * size_of::<T>()) as u64);
+        Ok(event)
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
         self.len
@@ -107,6 +142,15 @@ impl<T: Pod> PinnedBuffer<T> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+}
+
+/// Waits for `events` (such as [`PinnedBuffer::enqueue_read_from`]'s), failing with the
+/// command's error if one failed.
+pub fn wait_for(events: &[Event]) -> Result<()> {
+    for event in events {
+        event.wait().during("clWaitForEvents")?;
+    }
+    Ok(())
 }
 
 impl<T: Pod> Drop for PinnedBuffer<T> {

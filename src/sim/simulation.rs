@@ -3,7 +3,7 @@
 
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
-use crate::snow::{PendingCounters, Snow};
+use crate::snow::Snow;
 
 use super::coupling::WindField;
 use super::report::SimReport;
@@ -42,8 +42,6 @@ pub struct Simulation {
     /// Particles given by the host ([`SimSetup::still`]).
     still: Vec<[f32; 4]>,
     still_depth: Vec<f32>,
-    /// The counters of the last frame, on their way back.
-    pending: Option<PendingCounters>,
     dt: f32,
     frame: u64,
 }
@@ -77,7 +75,6 @@ impl Simulation {
             scene,
             still: setup.still,
             still_depth: setup.still_depth,
-            pending: None,
             dt: setup.dt,
             frame: 0,
         })
@@ -173,7 +170,6 @@ impl Simulation {
         timeline: &mut Timeline,
     ) -> Result<()> {
         timeline.stage(PARTICLES_STAGE);
-        self.pending = None;
         self.frame = 0;
         match &mut self.scene {
             Some(s) => {
@@ -200,12 +196,13 @@ impl Simulation {
         particles: &mut OutputBuffer<'_, [f32; 4]>,
         timeline: &mut Timeline,
     ) -> Result<()> {
-        // 1. The last frame's counters: a non-finite parcel stops the run here, one frame late.
-        if let Some(pending) = self.pending.take() {
-            pending.check()?;
-        }
         let dt = self.dt;
         if let Some(s) = &mut self.scene {
+            // 1. The last frame's counters, long arrived in pinned memory: a non-finite parcel
+            //    stops the run here, one frame late.
+            if let Some(snow) = s.snow.as_mut() {
+                snow.check_counter_read()?;
+            }
             // 2. The wind steps that are due.
             let stepped = s.wind.step_due(dt, timeline)?;
             // 3. The field's hand-off to the snow's device.
@@ -215,7 +212,8 @@ impl Simulation {
                 snow.sort(timeline)?;
                 snow.advance(context, &field, dt, &*particles, timeline)?;
                 snow.smooth_cover(context, timeline)?;
-                self.pending = Some(snow.counters_async()?);
+                // This frame's counters start on their way back, without waiting.
+                snow.start_counter_read()?;
             }
         }
         self.frame += 1;
@@ -225,10 +223,10 @@ impl Simulation {
     /// Waits for the last frame's counters and checks them: what [`step`](Self::step) does at
     /// the start of the next frame, for a run that ends here.
     pub fn settle(&mut self) -> Result<()> {
-        match self.pending.take() {
-            Some(pending) => pending.check().map(drop).map_err(Error::from),
-            None => Ok(()),
+        if let Some(snow) = self.snow_mut() {
+            snow.check_counter_read()?;
         }
+        Ok(())
     }
 
     /// Enqueues writing the cover's depth (metres) on each ground vertex, four vertices per

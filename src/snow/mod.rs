@@ -93,4 +93,4 @@ pub use cover::{CoverGeometry, GroundCover};
 pub use error::{Error, Result};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
-pub use sim::{COVER_STAGE, Counters, PendingCounters, SORT_STAGE, STEP_STAGE, Snow};
+pub use sim::{COVER_STAGE, Counters, SORT_STAGE, STEP_STAGE, Snow};

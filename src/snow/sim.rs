@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use opencl3::event::Event;
+
 use crate::cl::{
     self, BufferArg, Context, DeviceBuffer, Kernel, KernelCall, Program, Source, Timeline,
 };
@@ -21,22 +23,13 @@ pub const SORT_STAGE: &str = "snow.sort";
 /// Stage name of the cover's smoothing.
 pub const COVER_STAGE: &str = "snow.cover";
 
-/// The counters on their way back from the device ([`Snow::counters_async`]).
-pub struct PendingCounters {
-    counters: cl::PendingRead<u64>,
-    first_bad: cl::PendingRead<u32>,
-    frame: u64,
-}
-
-impl PendingCounters {
-    /// Waits for the counters (long since arrived when a frame has passed) and fails on a
-    /// non-finite particle, naming the stage, the frame and the particle.
-    pub fn check(self) -> Result<Counters> {
-        let first_bad = self.first_bad.wait()?.first().copied().unwrap_or(u32::MAX);
-        let c = Counters::from_raw(&self.counters.wait()?, first_bad);
-        check_counters(&c, self.frame)?;
-        Ok(c)
-    }
+/// The counters' copy in pinned host memory, and the read that fills it, while it is on its
+/// way ([`Snow::start_counter_read`]).
+struct CounterStaging {
+    counters: cl::PinnedBuffer<u64>,
+    first_bad: cl::PinnedBuffer<u32>,
+    /// The reads of the last frame's counters and that frame's count, until checked.
+    pending: Option<([Event; 2], u64)>,
 }
 
 /// What the particles did since the start, counted on the device.
@@ -104,6 +97,7 @@ pub struct Snow {
     cover: GroundCover,
     counters: DeviceBuffer<u64>,
     first_bad: DeviceBuffer<u32>,
+    staging: CounterStaging,
     init: Kernel,
     update: Kernel,
     hilbert: Kernel,
@@ -145,10 +139,16 @@ impl Snow {
         let n = config.particles;
         let counters = DeviceBuffer::zeroed(context, 7)?;
         let first_bad = DeviceBuffer::from_slice(context, &[u32::MAX])?;
+        let staging = CounterStaging {
+            counters: cl::PinnedBuffer::new(context, counters.len())?,
+            first_bad: cl::PinnedBuffer::new(context, 1)?,
+            pending: None,
+        };
         let mut snow = Self {
             particles: Particles::new(context, n)?,
             counters,
             first_bad,
+            staging,
             init: program.kernel("snow_init")?,
             update: program.kernel("snow_step")?,
             hilbert: program.kernel("snow_hilbert_keys")?,
@@ -310,7 +310,7 @@ impl Snow {
     /// domain mesh, xyz m/s): drag, gravity, flutter, location, landing (each landing adds
     /// its parcel to the cover), wrap, respawn; then writes the render buffer. Only enqueues,
     /// under the stage [`STEP_STAGE`]; see [`counters`](Self::counters) or
-    /// [`counters_async`](Self::counters_async) for what happened and for non-finite particles.
+    /// [`start_counter_read`](Self::start_counter_read) for what happened and for non-finite particles.
     /// Sort first ([`sort`](Self::sort)) and smooth after ([`smooth_cover`](Self::smooth_cover)):
     /// `sim::Simulation::step` runs the three in that order.
     pub fn advance(
@@ -351,15 +351,39 @@ impl Snow {
         Ok(())
     }
 
-    /// Starts reading the counters back without waiting (after the frame's kernels, on the
-    /// same queue): a frame later, [`PendingCounters::check`] finds a non-finite particle
-    /// without the frame having waited for it.
-    pub fn counters_async(&self) -> Result<PendingCounters> {
-        Ok(PendingCounters {
-            counters: self.counters.read_async(0, self.counters.len())?,
-            first_bad: self.first_bad.read_async(0, 1)?,
-            frame: self.frame,
-        })
+    /// Starts copying the counters into pinned host memory without waiting (after the
+    /// frame's kernels, on the same queue); [`check_counter_read`](Self::check_counter_read)
+    /// checks them a frame later, when they have long arrived, so that no frame waits for
+    /// them.
+    pub fn start_counter_read(&mut self) -> Result<()> {
+        // A read still pending is checked first: its memory is about to be written again.
+        self.check_counter_read()?;
+        let st = &mut self.staging;
+        // SAFETY: the pinned buffers are not touched until both events complete
+        // (`check_counter_read` waits for them first), and they live as long as `self`.
+        let events = unsafe {
+            [
+                st.counters.enqueue_read_from(&self.counters)?,
+                st.first_bad.enqueue_read_from(&self.first_bad)?,
+            ]
+        };
+        st.pending = Some((events, self.frame));
+        Ok(())
+    }
+
+    /// Waits for the counters of [`start_counter_read`](Self::start_counter_read) (which have
+    /// arrived when a frame has passed) and fails on a non-finite particle, naming the stage,
+    /// the frame and the particle; `None` when no read is on its way.
+    pub fn check_counter_read(&mut self) -> Result<Option<Counters>> {
+        let st = &mut self.staging;
+        let Some((events, frame)) = st.pending.take() else {
+            return Ok(None);
+        };
+        cl::wait_for(&events)?;
+        let first_bad = st.first_bad.as_slice().first().copied().unwrap_or(u32::MAX);
+        let c = Counters::from_raw(st.counters.as_slice(), first_bad);
+        check_counters(&c, frame)?;
+        Ok(Some(c))
     }
 
     fn update_particles(
