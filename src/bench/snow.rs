@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::bench::copy::copy_bandwidth;
 use crate::cl::{Context, DeviceBuffer, OutputBuffer};
+use crate::particle::Particle;
 use crate::scene::SortMode;
 use crate::sim::{Error, Result, SimSetup, Simulation};
 
@@ -79,7 +80,7 @@ pub fn run(
         config.particles = n;
         config.sort.mode = mode;
         let mut simulation = Simulation::new(context, setup)?;
-        let mut render = DeviceBuffer::<[f32; 4]>::zeroed(context, n)?;
+        let mut render = DeviceBuffer::<Particle>::zeroed(context, n)?;
         let mut render = OutputBuffer::Device(&mut render);
         let mut timeline = context.timeline();
         simulation.reset(context, &mut render, &mut timeline)?;

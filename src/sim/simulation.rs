@@ -3,6 +3,7 @@
 
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
+use crate::particle::Particle;
 use crate::snow::{PendingCounters, Snow};
 
 use super::coupling::WindField;
@@ -40,7 +41,7 @@ struct SceneState {
 pub struct Simulation {
     scene: Option<SceneState>,
     /// Particles given by the host ([`SimSetup::still`]).
-    still: Vec<[f32; 4]>,
+    still: Vec<Particle>,
     still_depth: Vec<f32>,
     /// The counters of the last frame, on their way back.
     pending: Option<PendingCounters>,
@@ -169,7 +170,7 @@ impl Simulation {
     pub fn reset(
         &mut self,
         context: &Context,
-        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        particles: &mut OutputBuffer<'_, Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         timeline.stage(PARTICLES_STAGE);
@@ -197,7 +198,7 @@ impl Simulation {
     pub fn step(
         &mut self,
         context: &Context,
-        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        particles: &mut OutputBuffer<'_, Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         // 1. The last frame's counters: a non-finite parcel stops the run here, one frame late.
