@@ -22,6 +22,7 @@ use glow::HasContext;
 use crate::cl::{Context, DeviceEntry, Timeline};
 use crate::counters::{StageTime, stage};
 use crate::interop::{self, GlLink, Interop, InteropChoice, InteropMode};
+use crate::particle::Particle;
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
@@ -77,12 +78,12 @@ pub struct Session {
     splat: Option<SplatPass>,
     /// The splat kernels while sprites are drawn (`auto` before or while measuring).
     splatter: Option<Splatter>,
-    /// The snow the particles laid, per ground vertex, for the terrain drawn (sources that
-    /// lay snow only).
-    depth_link: Option<GlLink>,
-    particle_link: GlLink,
-    /// The wind views' samples (a simulation with a wind only).
-    field_link: Option<GlLink>,
+    /// The snow the particles laid, per ground vertex (four per float4), for the terrain drawn
+    /// (sources that lay snow only).
+    depth_link: Option<GlLink<[f32; 4]>>,
+    particle_link: GlLink<Particle>,
+    /// The wind views' samples, two float4 each (a simulation with a wind only).
+    field_link: Option<GlLink<[f32; 4]>>,
     simulation: Simulation,
     renderer: Renderer,
     context: Context,
@@ -439,28 +440,28 @@ impl Session {
             transfer += self.particle_link.publish(&gl)?;
             copies.push((
                 self.particle_link.take_last_copy(),
-                self.particle_link.len(),
+                self.particle_link.bytes(),
             ));
         }
         if update_field && let Some(link) = self.field_link.as_mut() {
             transfer += link.publish(&gl)?;
-            copies.push((link.take_last_copy(), link.len()));
+            copies.push((link.take_last_copy(), link.bytes()));
         }
         if step && let Some(link) = self.depth_link.as_mut() {
             transfer += link.publish(&gl)?;
-            copies.push((link.take_last_copy(), link.len()));
+            copies.push((link.take_last_copy(), link.bytes()));
         }
         times.push(StageTime::host(stage::TRANSFER, transfer));
         if copies.iter().any(|(c, _)| c.is_some()) {
             let (mut readback, mut upload) = (Duration::ZERO, Duration::ZERO);
-            for (i, (copy, len)) in copies.into_iter().enumerate() {
+            for (i, (copy, bytes)) in copies.into_iter().enumerate() {
                 if let Some((r, u)) = copy {
                     readback += r;
                     upload += u;
                     // The rate is the particles' (the first, in sprites mode): the small
                     // buffers' reads are latency, not bandwidth.
                     if i == 0 && !splatting {
-                        self.readback.0 += len as u64 * 16;
+                        self.readback.0 += bytes;
                         self.readback.1 += r;
                     }
                 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cl::{Context, Timeline};
 use crate::interop::{GlLink, Interop};
+use crate::particle::Particle;
 use crate::render::Renderer;
 use crate::splat::{SplatBuffers, SplatView, Splatter, image_len};
 
@@ -17,8 +18,10 @@ const OVERFLOW_START: usize = 256;
 
 /// The splat image of one frame size, the overflow list, and the kernels that fill them.
 pub(crate) struct SplatPass {
-    image: GlLink,
-    overflow: GlLink,
+    /// The image: words and coverage counters, as float4 ([`image_len`]).
+    image: GlLink<[f32; 4]>,
+    /// The flakes too wide to splat, copied from the particles.
+    overflow: GlLink<Particle>,
     splatter: Splatter,
     size: (u32, u32),
     interop: Interop,
@@ -93,7 +96,7 @@ impl SplatPass {
     pub(crate) fn enqueue(
         &mut self,
         context: &Context,
-        particles: &mut GlLink,
+        particles: &mut GlLink<Particle>,
         count: usize,
         view: &SplatView,
         timeline: &mut Timeline,

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::cl::{Context, DeviceBuffer, DeviceEntry, OutputBuffer, Timeline};
 use crate::counters::{StageTime, stage};
+use crate::particle::Particle;
 use crate::render::{Action, FrameDriver, FrameError, StageTimes};
 
 use crate::sim::{SimReport, SimSetup, Simulation, StateOutputs};
@@ -16,7 +17,7 @@ use super::Result;
 /// headless loop, its statistics and its log serve it as they serve a [`super::Session`].
 pub struct Stepper {
     // Field order is drop order: the buffer and the simulation before the context.
-    particles: DeviceBuffer<[f32; 4]>,
+    particles: DeviceBuffer<Particle>,
     simulation: Simulation,
     context: Context,
     timeline: Timeline,

@@ -9,15 +9,25 @@
 //! of that roofline reached. The deposit is part of the update (its atomics); the sort,
 //! permutation and cover smoothing are timed apart.
 
+use std::mem::size_of;
+
 use serde::Serialize;
 
 use crate::bench::copy::copy_bandwidth;
 use crate::cl::{Context, DeviceBuffer, OutputBuffer};
+use crate::particle::{PARTICLE_BYTES, Particle};
 use crate::scene::SortMode;
 use crate::sim::{Error, Result, SimSetup, Simulation};
 
-/// Bytes the update reads and writes per particle.
-pub const PARTICLE_UPDATE_BYTES: u64 = 60 + 56;
+/// Bytes of a `float4` (or an `int4`).
+const FLOAT4_BYTES: u64 = size_of::<[f32; 4]>() as u64;
+/// Bytes of a `uint`.
+const UINT_BYTES: u64 = size_of::<u32>() as u64;
+
+/// Bytes the update reads and writes per particle: reads three `float4` and three `uint` (60),
+/// writes two `float4`, two `uint` and the drawn particle (56).
+pub const PARTICLE_UPDATE_BYTES: u64 = (3 * FLOAT4_BYTES + 3 * UINT_BYTES)
+    + (2 * FLOAT4_BYTES + 2 * UINT_BYTES + PARTICLE_BYTES as u64);
 
 /// One particle count and sort mode, per frame (means over the timed frames).
 #[derive(Clone, Debug, Serialize)]
@@ -65,7 +75,7 @@ pub fn run(
         ));
     };
     let mesh = &scene.domain.mesh;
-    let mesh_bytes = 16
+    let mesh_bytes = FLOAT4_BYTES
         * (mesh.count(crate::meshio::ElementKind::Tetrahedra) as u64
             + 2 * mesh.vertices.len() as u64);
     let mut rows = Vec::new();
@@ -79,7 +89,7 @@ pub fn run(
         config.particles = n;
         config.sort.mode = mode;
         let mut simulation = Simulation::new(context, setup)?;
-        let mut render = DeviceBuffer::<[f32; 4]>::zeroed(context, n)?;
+        let mut render = DeviceBuffer::<Particle>::zeroed(context, n)?;
         let mut render = OutputBuffer::Device(&mut render);
         let mut timeline = context.timeline();
         simulation.reset(context, &mut render, &mut timeline)?;
@@ -122,4 +132,14 @@ pub fn run(
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_update_moves_60_bytes_in_and_56_out_per_particle() {
+        assert_eq!(PARTICLE_UPDATE_BYTES, 60 + 56);
+    }
 }

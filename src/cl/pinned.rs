@@ -8,10 +8,10 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use bytemuck::Pod;
+use opencl3::event::Event;
 use opencl3::memory::{
     Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
 };
-use opencl3::event::Event;
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 
 use super::context::Context;
@@ -129,7 +129,8 @@ impl<T: Pod> PinnedBuffer<T> {
             )
         }
         .during("clEnqueueReadBuffer (non-blocking, into pinned memory)")?;
-        self.context.count_to_host((self.len * size_of::<T>()) as u64);
+        self.context
+            .count_to_host((self.len * size_of::<T>()) as u64);
         Ok(event)
     }
 

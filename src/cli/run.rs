@@ -8,7 +8,7 @@ use snowsim::app::{SceneView, Session, Stepper};
 use snowsim::budget::{Budget, Estimate, bytes_of};
 use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
-use snowsim::particle::PARTICLE_BYTES;
+use snowsim::particle::{PARTICLE_BYTES, Particle};
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
 use snowsim::render::{
     Capture, GlInfo, Headless, RunOptions, RunSummary, check_size, run_headless, run_undrawn,
@@ -607,7 +607,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 .readback_rate()
                 .map(|(rate, pinned)| -> anyhow::Result<Readback> {
                     let bytes = particle_count * PARTICLE_BYTES;
-                    let bus = snowsim::cl::PinnedBuffer::<[f32; 4]>::read_bandwidth(
+                    let bus = snowsim::cl::PinnedBuffer::<Particle>::read_bandwidth(
                         session.context(),
                         bytes,
                     )?;

@@ -26,8 +26,10 @@
 //! (after the queue finished); then Vulkan's buffer, memory and semaphores; the Vulkan device
 //! and instance last, when the session's [`External`] goes.
 
+use std::mem::size_of;
 use std::rc::Rc;
 
+use bytemuck::Pod;
 use glow::HasContext;
 
 use crate::cl::external::{self as cl_external, ImportedBuffer, ImportedSemaphore};
@@ -152,12 +154,12 @@ impl External {
     }
 }
 
-/// One buffer of `len` float4 in Vulkan memory, seen by OpenCL and OpenGL.
-pub struct ExternalBuffer {
+/// One buffer of `len` values of `T` in Vulkan memory, seen by OpenCL and OpenGL.
+pub struct ExternalBuffer<T: Pod> {
     // Field order is drop order after `Drop::drop` deleted the GL objects: OpenCL's imports,
     // then Vulkan's objects, then the shared state.
     semaphores: Option<LinkSemaphores>,
-    cl: ImportedBuffer<[f32; 4]>,
+    cl: ImportedBuffer<T>,
     memory: ExportedMemory,
     gl_memory: u32,
     gl_buffer: Option<glow::Buffer>,
@@ -175,11 +177,11 @@ struct LinkSemaphores {
     _drawn: ExportedSemaphore,
 }
 
-impl ExternalBuffer {
-    /// Allocates `len` float4 in Vulkan and imports them into OpenCL and OpenGL (and, with
+impl<T: Pod> ExternalBuffer<T> {
+    /// Allocates `len` values of `T` in Vulkan and imports them into OpenCL and OpenGL (and, with
     /// semaphores, this buffer's "written" and "drawn" pair).
     pub fn new(shared: &Rc<External>, context: &Context, len: usize) -> Result<Self> {
-        let bytes = (len.max(1) * 16) as u64;
+        let bytes = (len.max(1) * size_of::<T>()) as u64;
         let memory = shared.exporter.allocate(bytes)?;
         let (gl_memory, gl_buffer) = shared.gl_memory.import_buffer(
             &shared.gl,
@@ -256,12 +258,12 @@ impl ExternalBuffer {
 
     /// The OpenCL buffer kernels write, between [`acquire`](Self::acquire) and
     /// [`release`](Self::release).
-    pub fn target(&mut self) -> &mut DeviceBuffer<[f32; 4]> {
+    pub fn target(&mut self) -> &mut DeviceBuffer<T> {
         self.cl.buffer_mut()
     }
 
     /// The OpenCL buffer, to read what the kernels wrote.
-    pub fn device_buffer(&self) -> &DeviceBuffer<[f32; 4]> {
+    pub fn device_buffer(&self) -> &DeviceBuffer<T> {
         self.cl.buffer()
     }
 
@@ -325,7 +327,7 @@ impl ExternalBuffer {
     }
 }
 
-impl Drop for ExternalBuffer {
+impl<T: Pod> Drop for ExternalBuffer<T> {
     fn drop(&mut self) {
         // An unmatched "drawn" signal is consumed, so no semaphore dies with a pending signal.
         if let Some(s) = &self.semaphores

@@ -2,9 +2,11 @@
 //! the kernels), external (Vulkan memory that both import, see [`super::external`]) or copied
 //! (a device buffer read back into the mapped GL buffer every frame).
 
+use std::mem::size_of;
 use std::rc::Rc;
 use std::time::Duration;
 
+use bytemuck::Pod;
 use glow::HasContext;
 
 use crate::cl::{Context, DeviceBuffer, DeviceType, GlBuffer, OutputBuffer, PinnedBuffer};
@@ -12,14 +14,15 @@ use crate::cl::{Context, DeviceBuffer, DeviceType, GlBuffer, OutputBuffer, Pinne
 use super::external::ExternalBuffer;
 use super::{Error, Interop, Result, Transfer};
 
-/// A GL buffer of `len` float4 and the OpenCL buffer kernels write for it, both in one
-/// [`Context`]. The link owns both and destroys them in the order their path needs.
+/// A GL buffer of `len` values of `T` (the particles, or `float4` as `[f32; 4]`) and the OpenCL
+/// buffer kernels write for it, both in one [`Context`]. The link owns both and destroys them
+/// in the order their path needs.
 ///
 /// Per frame: [`acquire`](Self::acquire), run kernels on [`target`](Self::target),
 /// [`publish`](Self::publish), draw from [`gl_buffer`](Self::gl_buffer), then
 /// [`drawn`](Self::drawn).
-pub struct GlLink {
-    kind: Kind,
+pub struct GlLink<T: Pod> {
+    kind: Kind<T>,
     context: Context,
     gl_buffer: glow::Buffer,
     len: usize,
@@ -29,18 +32,18 @@ pub struct GlLink {
     map_failed: bool,
     /// Copy mode on a GPU: pinned host memory the device buffer is read into (at the bus's
     /// pinned bandwidth) before the host copies it into the mapped GL buffer.
-    staging: Option<PinnedBuffer<[f32; 4]>>,
+    staging: Option<PinnedBuffer<T>>,
     /// The last copy's read-back and upload times.
     last_copy: Option<(Duration, Duration)>,
 }
 
-enum Kind {
+enum Kind<T: Pod> {
     /// `clCreateFromGLBuffer` on the GL buffer itself: no copy at all.
-    Shared(OwnedGl<GlBuffer<[f32; 4]>>),
+    Shared(OwnedGl<GlBuffer<T>>),
     /// Vulkan memory imported by both APIs: no copy at all. Deletes its GL objects itself.
-    External(Box<ExternalBuffer>),
+    External(Box<ExternalBuffer<T>>),
     /// A device buffer of its own, read back every frame into the GL buffer.
-    Copied(OwnedGl<DeviceBuffer<[f32; 4]>>),
+    Copied(OwnedGl<DeviceBuffer<T>>),
 }
 
 /// An OpenCL object and the GL buffer it feeds. Field order is drop order: the OpenCL side
@@ -76,8 +79,8 @@ impl Drop for GlBufferName {
     }
 }
 
-impl GlLink {
-    /// Creates a GL buffer of `len` float4 and links it to an OpenCL buffer in `context` by
+impl<T: Pod> GlLink<T> {
+    /// Creates a GL buffer of `len` values of `T` and links it to an OpenCL buffer in `context` by
     /// the path `interop` chose: the GL buffer itself (share: the context was created against
     /// the current GL context), Vulkan memory imported by both (external), or a device buffer
     /// read back every frame (copy).
@@ -89,7 +92,7 @@ impl GlLink {
         interop: &Interop,
         len: usize,
     ) -> Result<Self> {
-        let bytes = crate::render::buffer_bytes("linked float4", len, 16)?;
+        let bytes = crate::render::buffer_bytes("linked", len, size_of::<T>())?;
         let plain_buffer = || -> Result<glow::Buffer> {
             // SAFETY: buffer creation on the current context.
             unsafe {
@@ -108,7 +111,7 @@ impl GlLink {
                     ));
                 }
                 let buffer = plain_buffer()?;
-                // SAFETY: the GL buffer was just created with `len` float4 on the current
+                // SAFETY: the GL buffer was just created with `len` values on the current
                 // context, which the OpenCL context shares; it outlives the CL view (OwnedGl).
                 match unsafe { GlBuffer::from_gl(context, buffer.0.get(), len) } {
                     Ok(cl) => (Kind::Shared(OwnedGl::new(gl, buffer, cl)), buffer),
@@ -163,7 +166,7 @@ impl GlLink {
 
     /// The buffer kernels write: the shared GL buffer, the imported memory, or the device
     /// buffer that is copied.
-    pub fn target(&mut self) -> OutputBuffer<'_, [f32; 4]> {
+    pub fn target(&mut self) -> OutputBuffer<'_, T> {
         match &mut self.kind {
             Kind::Shared(b) => OutputBuffer::Gl(&mut b.cl),
             Kind::External(b) => OutputBuffer::Device(b.target()),
@@ -172,7 +175,7 @@ impl GlLink {
     }
 
     /// The device buffer (to read what the kernels wrote), `None` when shared.
-    pub fn device_buffer(&self) -> Option<&DeviceBuffer<[f32; 4]>> {
+    pub fn device_buffer(&self) -> Option<&DeviceBuffer<T>> {
         match &self.kind {
             Kind::Copied(b) => Some(&b.cl),
             Kind::External(b) => Some(b.device_buffer()),
@@ -185,9 +188,14 @@ impl GlLink {
         self.gl_buffer
     }
 
-    /// Number of float4 values.
+    /// Number of values.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Bytes of the values: what one copy moves.
+    pub fn bytes(&self) -> u64 {
+        (self.len * size_of::<T>()) as u64
     }
 
     /// Whether the link holds no value.
@@ -247,7 +255,7 @@ impl GlLink {
                         (start.elapsed(), Duration::ZERO)
                     }
                 });
-                self.copied_bytes += self.len as u64 * 16;
+                self.copied_bytes += self.bytes();
             }
         }
         Ok(start.elapsed())
@@ -288,28 +296,30 @@ impl GlLink {
     }
 }
 
-/// Copies `data` into `gl_buffer` (mapped for writing, in parallel chunks: one host thread
-/// cannot fill the bus).
-fn upload_to_gl(
+/// Copies `data` into `gl_buffer` (mapped for writing, in parallel chunks of 1 MiB: one host
+/// thread cannot fill the bus).
+fn upload_to_gl<T: Pod>(
     gl: &glow::Context,
-    data: &[[f32; 4]],
+    data: &[T],
     gl_buffer: glow::Buffer,
     map_failed: &mut bool,
 ) -> Result<()> {
     use rayon::prelude::*;
-    fill_gl_buffer(gl, gl_buffer, data.len(), map_failed, |out| {
-        const CHUNK: usize = 1 << 16;
-        out.par_chunks_mut(CHUNK)
-            .zip(data.par_chunks(CHUNK))
+    fill_gl_buffer(gl, gl_buffer, data.len(), map_failed, |out: &mut [T]| {
+        const CHUNK_BYTES: usize = 1 << 20;
+        let (out, data): (&mut [u8], &[u8]) =
+            (bytemuck::cast_slice_mut(out), bytemuck::cast_slice(data));
+        out.par_chunks_mut(CHUNK_BYTES)
+            .zip(data.par_chunks(CHUNK_BYTES))
             .for_each(|(o, d)| o.copy_from_slice(d));
         Ok(())
     })
 }
 
-/// Reads `len` float4 of `buffer` into `gl_buffer` (straight into the mapped GL buffer).
-fn copy_into_gl(
+/// Reads `len` values of `buffer` into `gl_buffer` (straight into the mapped GL buffer).
+fn copy_into_gl<T: Pod>(
     gl: &glow::Context,
-    buffer: &DeviceBuffer<[f32; 4]>,
+    buffer: &DeviceBuffer<T>,
     gl_buffer: glow::Buffer,
     len: usize,
     map_failed: &mut bool,
@@ -319,24 +329,24 @@ fn copy_into_gl(
     })
 }
 
-/// Has `fill` write the first `len` float4 of `gl_buffer`: in the buffer mapped for writing
+/// Has `fill` write the first `len` values of `gl_buffer`: in the buffer mapped for writing
 /// (`MAP_INVALIDATE_BUFFER_BIT`), or, when the driver will not map it, in a host vector then
 /// uploaded with `glBufferSubData` (`map_failed` remembers that, so the map is not retried
 /// every frame).
-fn fill_gl_buffer(
+fn fill_gl_buffer<T: Pod>(
     gl: &glow::Context,
     gl_buffer: glow::Buffer,
     len: usize,
     map_failed: &mut bool,
-    fill: impl FnOnce(&mut [[f32; 4]]) -> Result<()>,
+    fill: impl FnOnce(&mut [T]) -> Result<()>,
 ) -> Result<()> {
     if len == 0 {
         return Ok(());
     }
-    let bytes = len * 16;
+    let bytes = len * size_of::<T>();
     let gl_bytes = i32::try_from(bytes)
         .map_err(|_| Error::Internal(format!("{bytes} bytes exceed a GL buffer")))?;
-    // SAFETY: GL calls on the current context; the mapped range is the first `len` float4 of
+    // SAFETY: GL calls on the current context; the mapped range is the first `len` values of
     // a buffer of at least that many, and it is unmapped on every path.
     unsafe {
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(gl_buffer));
@@ -350,9 +360,9 @@ fn fill_gl_buffer(
                 glow::MAP_WRITE_BIT | glow::MAP_INVALIDATE_BUFFER_BIT,
             )
         };
-        let usable = !mapped.is_null() && (mapped as usize).is_multiple_of(align_of::<[f32; 4]>());
+        let usable = !mapped.is_null() && (mapped as usize).is_multiple_of(align_of::<T>());
         let result = if usable {
-            let out = std::slice::from_raw_parts_mut(mapped as *mut [f32; 4], len);
+            let out = std::slice::from_raw_parts_mut(mapped as *mut T, len);
             let result = fill(out);
             gl.unmap_buffer(glow::ARRAY_BUFFER);
             result
@@ -361,7 +371,7 @@ fn fill_gl_buffer(
                 gl.unmap_buffer(glow::ARRAY_BUFFER);
             }
             *map_failed = true;
-            let mut host = vec![[0f32; 4]; len];
+            let mut host = vec![T::zeroed(); len];
             let result = fill(&mut host);
             if result.is_ok() {
                 gl.buffer_sub_data_u8_slice(glow::ARRAY_BUFFER, 0, bytemuck::cast_slice(&host));

@@ -2,11 +2,14 @@
 //! the buffer the simulation writes (or, in splat mode, the image an OpenCL kernel splatted
 //! them into, composited over the terrain), and the wind and pressure debug views.
 
+use std::mem::{offset_of, size_of};
 use std::rc::Rc;
 use std::time::Duration;
 
 use glam::Vec3;
 use glow::HasContext;
+
+use crate::particle::{PARTICLE_BYTES, Particle};
 
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
@@ -14,10 +17,14 @@ use super::shader::{build_program, builtin};
 use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
 
-/// Bytes of one particle: a `float4` (xyz position, w radius).
-pub const PARTICLE_BYTES: usize = 16;
+/// Bytes of one `float4`.
+const FLOAT4_BYTES: usize = size_of::<[f32; 4]>();
 /// Bytes of one debug-field sample: two `float4` (position; velocity and pressure).
-pub const FIELD_SAMPLE_BYTES: usize = 32;
+pub const FIELD_SAMPLE_BYTES: usize = 2 * FLOAT4_BYTES;
+
+// particles.vert reads a particle as one vec4: its position, then its radius.
+const _: () =
+    assert!(offset_of!(Particle, radius) == offset_of!(Particle, position) + size_of::<[f32; 3]>());
 
 /// Colours of the scene, linear RGB in [0, 1].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -190,9 +197,9 @@ impl Renderer {
         &self.gl
     }
 
-    /// Draws particles from `buffer`: `count` float4 (xyz position, w radius in metres), as the
-    /// interop fills it. The buffer stays the caller's and must outlive its use here (until
-    /// another is attached or the renderer is dropped).
+    /// Draws particles from `buffer`: `count` [`Particle`]s (xyz position, then radius in
+    /// metres), as the interop fills it. The buffer stays the caller's and must outlive its use
+    /// here (until another is attached or the renderer is dropped).
     pub fn set_particles(&mut self, buffer: glow::Buffer, count: usize) -> Result<()> {
         gl_count("particle", count)?;
         particle_layout(&self.gl, self.particle_vao, buffer);
@@ -215,8 +222,8 @@ impl Renderer {
         }
     }
 
-    /// Splat mode: the flakes too wide to splat, `count` float4 in `buffer` laid out as
-    /// particles, drawn as sprites after the composite.
+    /// Splat mode: the flakes too wide to splat, `count` [`Particle`]s in `buffer`, drawn as
+    /// sprites after the composite.
     pub fn set_splat_overflow(&mut self, buffer: glow::Buffer, count: usize) -> Result<()> {
         gl_count("overflow particle", count)?;
         particle_layout(&self.gl, self.overflow_vao, buffer);
@@ -270,7 +277,7 @@ impl Renderer {
                         glow::FLOAT,
                         false,
                         FIELD_SAMPLE_BYTES as i32,
-                        16 * attribute as i32,
+                        (FLOAT4_BYTES * attribute as usize) as i32,
                     );
                     gl.vertex_attrib_divisor(attribute, divisor as u32);
                 }
@@ -487,15 +494,22 @@ impl Renderer {
     }
 }
 
-/// Points `vao`'s attribute 0 at `buffer` laid out as particles (float4 each), as
-/// particles.vert reads them.
+/// Points `vao`'s attribute 0 at `buffer` laid out as [`Particle`]s, each read as one vec4
+/// (position, radius) as particles.vert reads them.
 fn particle_layout(gl: &glow::Context, vao: glow::VertexArray, buffer: glow::Buffer) {
     // SAFETY: vertex-array setup on the current context; the layout matches particles.vert.
     unsafe {
         gl.bind_vertex_array(Some(vao));
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
         gl.enable_vertex_attrib_array(0);
-        gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, PARTICLE_BYTES as i32, 0);
+        gl.vertex_attrib_pointer_f32(
+            0,
+            4,
+            glow::FLOAT,
+            false,
+            PARTICLE_BYTES as i32,
+            offset_of!(Particle, position) as i32,
+        );
         gl.bind_vertex_array(None);
         gl.bind_buffer(glow::ARRAY_BUFFER, None);
     }

@@ -2,6 +2,7 @@
 //! [`SimSetup`], settled once, so that no other place applies a scene setting.
 
 use crate::cl::DeviceEntry;
+use crate::particle::Particle;
 use crate::scene::{DomainMesh, Scene, SceneGround, SortMode};
 use crate::snow::SnowConfig;
 
@@ -72,7 +73,7 @@ pub struct SimSetup {
     /// The scene's wind and snow; `None` for particles given by the host.
     pub scene: Option<SceneSim>,
     /// Particles given by the host that never move ([`SimSetup::still`]): pictures and tests.
-    pub still: Vec<[f32; 4]>,
+    pub still: Vec<Particle>,
     /// The cover drawn under still particles, metres per ground vertex.
     pub still_depth: Vec<f32>,
 }
@@ -169,7 +170,7 @@ impl SimSetup {
 
     /// `particles` (position and drawn radius) that never move, over a cover of `depth` metres
     /// per ground vertex of the terrain drawn (empty: none): pictures and tests of the drawing.
-    pub fn still(particles: Vec<[f32; 4]>, depth: Vec<f32>) -> Self {
+    pub fn still(particles: Vec<Particle>, depth: Vec<f32>) -> Self {
         Self {
             dt: 0.0,
             scene: None,

@@ -3,6 +3,7 @@
 
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
+use crate::particle::Particle;
 use crate::snow::Snow;
 
 use super::coupling::WindField;
@@ -40,7 +41,7 @@ struct SceneState {
 pub struct Simulation {
     scene: Option<SceneState>,
     /// Particles given by the host ([`SimSetup::still`]).
-    still: Vec<[f32; 4]>,
+    still: Vec<Particle>,
     still_depth: Vec<f32>,
     dt: f32,
     frame: u64,
@@ -166,7 +167,7 @@ impl Simulation {
     pub fn reset(
         &mut self,
         context: &Context,
-        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        particles: &mut OutputBuffer<'_, Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         timeline.stage(PARTICLES_STAGE);
@@ -193,7 +194,7 @@ impl Simulation {
     pub fn step(
         &mut self,
         context: &Context,
-        particles: &mut OutputBuffer<'_, [f32; 4]>,
+        particles: &mut OutputBuffer<'_, Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let dt = self.dt;

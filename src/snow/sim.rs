@@ -7,6 +7,7 @@ use opencl3::event::Event;
 use crate::cl::{
     self, BufferArg, Context, DeviceBuffer, Kernel, KernelCall, Program, Source, Timeline,
 };
+use crate::particle::Particle;
 use crate::scene::{DomainMesh, SortKey, SortMode};
 use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig};
 
@@ -254,11 +255,11 @@ impl Snow {
     }
 
     /// Spreads the particles through the air again, clears the cover and the counters, and
-    /// writes the render buffer (`render` holds at least one float4 per particle).
+    /// writes the render buffer (`render` holds at least one [`Particle`] per particle).
     pub fn reset(
         &mut self,
         context: &Context,
-        render: &impl BufferArg<[f32; 4]>,
+        render: &impl BufferArg<Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let n = self.particles.len();
@@ -318,7 +319,7 @@ impl Snow {
         context: &Context,
         wind: &impl BufferArg<[f32; 4]>,
         dt: f32,
-        render: &impl BufferArg<[f32; 4]>,
+        render: &impl BufferArg<Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let n = self.particles.len();
@@ -391,7 +392,7 @@ impl Snow {
         context: &Context,
         wind: &impl BufferArg<[f32; 4]>,
         dt: f32,
-        render: &impl BufferArg<[f32; 4]>,
+        render: &impl BufferArg<Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let n = self.particles.len();
@@ -616,7 +617,7 @@ pub(crate) fn check_counters(c: &Counters, frame: u64) -> Result<()> {
     Ok(())
 }
 
-fn check_render(render: &impl BufferArg<[f32; 4]>, n: usize) -> Result<()> {
+fn check_render(render: &impl BufferArg<Particle>, n: usize) -> Result<()> {
     if render.len() < n {
         return Err(Error::InvalidParameter(format!(
             "the render buffer holds {} float4 for {n} particles",
@@ -636,7 +637,7 @@ fn check_render(render: &impl BufferArg<[f32; 4]>, n: usize) -> Result<()> {
 unsafe fn bind_particles<'c, 'k>(
     call: &'c mut KernelCall<'k>,
     p: &Particles,
-    render: &impl BufferArg<[f32; 4]>,
+    render: &impl BufferArg<Particle>,
     seed: u32,
 ) -> cl::Result<&'c mut KernelCall<'k>> {
     // SAFETY: forwarded to the caller.

@@ -58,6 +58,7 @@ use crate::cl::{
     self, BufferArg, Context, DeviceBuffer, DeviceInfo, Kernel, OutputBuffer, Program, Source,
     Timeline,
 };
+use crate::particle::Particle;
 
 /// The OpenCL extension the splat kernel needs: `atom_min` on 64-bit values.
 pub const SPLAT_EXTENSION: &str = "cl_khr_int64_extended_atomics";
@@ -271,14 +272,14 @@ pub struct SplatView {
 /// plain device buffers.
 #[derive(Clone, Copy)]
 pub struct SplatBuffers<'b, 'a> {
-    /// The particles (float4: xyz position, w radius in metres).
-    pub particles: &'b OutputBuffer<'a, [f32; 4]>,
+    /// The particles (xyz position and radius in metres, a float4 each).
+    pub particles: &'b OutputBuffer<'a, Particle>,
     /// How many of them to splat (at most the buffer's length).
     pub count: usize,
     /// The image: [`image_len`] float4 of the view's size, or more.
     pub image: &'b OutputBuffer<'a, [f32; 4]>,
-    /// The flakes too wide to splat, as particles.
-    pub overflow: &'b OutputBuffer<'a, [f32; 4]>,
+    /// The flakes too wide to splat, copied from the particles.
+    pub overflow: &'b OutputBuffer<'a, Particle>,
 }
 
 /// The splat kernels on one context, with the overflow list's counter.

@@ -14,6 +14,7 @@ use snowsim::cl::{Context, DeviceEntry, DeviceSelector, list_devices};
 use snowsim::counters::{StageTime, stage};
 use snowsim::interop::{self, InteropMode, Transfer};
 use snowsim::meshio::{self, ElementKind, Mesh};
+use snowsim::particle::Particle;
 use snowsim::render::{
     Action, FrameDriver, Headless, OrbitCamera, Palette, Renderer, TerrainMesh, Views, read_frame,
 };
@@ -200,10 +201,10 @@ fn classify(px: [u8; 3], background: [u8; 3]) -> Class {
 }
 
 /// The fixed scene's particles as the render buffer holds them.
-fn fixed_particles() -> Vec<[f32; 4]> {
+fn fixed_particles() -> Vec<Particle> {
     PARTICLES
         .iter()
-        .map(|&([x, y, z], r)| [x, y, z, r])
+        .map(|&(position, radius)| Particle::new(position, radius))
         .collect()
 }
 
@@ -648,7 +649,7 @@ fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
             particle_render: ParticleRender::Sprites,
             profile_every: 1,
         };
-        let still = SimSetup::still(vec![[0.0, 0.0, -100.0, 0.1]], depth);
+        let still = SimSetup::still(vec![Particle::new([0.0, 0.0, -100.0], 0.1)], depth);
         let mut session = Session::new(headless.setup(), &device, config, still).unwrap();
         session.frame((W, H)).unwrap();
         read_frame(&headless.setup().gl, (W, H)).unwrap()
@@ -720,12 +721,12 @@ fn coverage_case(render: ParticleRender) {
         ([20.0, -6.0, 16.0], 3.0),
         ([28.0, -6.0, 14.0], 12.0),
     ];
-    let particles: Vec<[f32; 4]> = wanted
+    let particles: Vec<Particle> = wanted
         .iter()
         .map(|&(p, diameter)| {
             let depth = cam.project(Vec3::from(p)).1;
             let radius = 0.5 * diameter / cam.pixels(1.0, depth);
-            [p[0], p[1], p[2], radius]
+            Particle::new(p, radius)
         })
         .collect();
     let config = SessionConfig {

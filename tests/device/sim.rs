@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
+use snowsim::particle::Particle;
 use snowsim::scene::{Scene, SortMode};
 use snowsim::sim::{Overrides, SimSetup, Simulation};
 
@@ -22,7 +23,7 @@ fn start(
     ctx: &Context,
     scene: &Scene,
     overrides: &Overrides,
-) -> (Simulation, DeviceBuffer<[f32; 4]>) {
+) -> (Simulation, DeviceBuffer<Particle>) {
     let ground = snowsim::scene::ground_of(scene).unwrap();
     let setup = SimSetup::new(scene, &ground, overrides).unwrap();
     let mut sim = Simulation::new(ctx, setup).unwrap();
@@ -41,7 +42,7 @@ fn start(
 fn step(
     ctx: &Context,
     sim: &mut Simulation,
-    particles: &mut DeviceBuffer<[f32; 4]>,
+    particles: &mut DeviceBuffer<Particle>,
 ) -> snowsim::sim::Result<()> {
     let mut timeline = ctx.timeline();
     let result = sim.step(ctx, &mut OutputBuffer::Device(particles), &mut timeline);

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
 use snowsim::cl::{Program, Source, WorkSize};
+use snowsim::particle::Particle;
 use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortKey, SortMode};
 use snowsim::snow::{
     Counters, CoverGeometry, Error, GroundCover, PARCEL_UNITS, ParticleState, Snow, SnowConfig,
@@ -60,7 +61,7 @@ fn wind(domain: &DomainMesh, direction: [f32; 3], speed: f32) -> Vec<[f32; 4]> {
 struct Run {
     snow: Snow,
     wind: DeviceBuffer<[f32; 4]>,
-    render: DeviceBuffer<[f32; 4]>,
+    render: DeviceBuffer<Particle>,
 }
 
 impl Run {
@@ -102,7 +103,7 @@ fn snow_frame(
     ctx: &Context,
     wind: &DeviceBuffer<[f32; 4]>,
     dt: f32,
-    render: &DeviceBuffer<[f32; 4]>,
+    render: &DeviceBuffer<Particle>,
     timeline: &mut snowsim::cl::Timeline,
 ) {
     snow.sort(timeline).unwrap();

@@ -5,6 +5,7 @@
 
 use glam::{Mat4, Vec2, Vec3};
 use snowsim::cl::{Context, DeviceBuffer, DeviceSelector, OutputBuffer, Timeline};
+use snowsim::particle::Particle;
 use snowsim::render::OrbitCamera;
 use snowsim::splat::{
     self, COVERAGE_ONE, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers,
@@ -41,11 +42,11 @@ fn project(m: &Mat4, p: Vec3) -> (f32, f32, f32, f32) {
 struct Splatted {
     image: Vec<u64>,
     coverage: Vec<u32>,
-    overflow: Vec<[f32; 4]>,
+    overflow: Vec<Particle>,
     overflow_count: usize,
 }
 
-fn splat_on_device(particles: &[[f32; 4]], view: &SplatView, overflow_len: usize) -> Splatted {
+fn splat_on_device(particles: &[Particle], view: &SplatView, overflow_len: usize) -> Splatted {
     let context = Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device");
     if !splat::supported(context.info()) {
         panic!(
@@ -58,7 +59,7 @@ fn splat_on_device(particles: &[[f32; 4]], view: &SplatView, overflow_len: usize
     // Not zeroed: the clear must empty the words and zero the counters itself.
     let stale = vec![[f32::from_bits(0x3f3f_3f3f); 4]; image_len(W, H)];
     let mut image = DeviceBuffer::from_slice(&context, &stale).unwrap();
-    let mut overflow = DeviceBuffer::<[f32; 4]>::zeroed(&context, overflow_len).unwrap();
+    let mut overflow = DeviceBuffer::<Particle>::zeroed(&context, overflow_len).unwrap();
     let mut timeline = Timeline::default();
     let (input, image_out, overflow_out) = (
         OutputBuffer::Device(&mut input),
@@ -122,15 +123,15 @@ fn the_kernel_projects_with_the_cameras_matrix_and_depth_mapping() {
     {
         let (_, _, _, w) = project(&m, p);
         let r = radius_for(&view, 5.0, w) * (1.0 + 0.01 * i as f32);
-        particles.push([p.x, p.y, p.z, r]);
+        particles.push(Particle::new(p.into(), r));
     }
     let out = splat_on_device(&particles, &view, 4);
     assert_eq!(out.overflow_count, 0);
     let mut owned = vec![false; out.image.len()];
     for (i, p) in particles.iter().enumerate() {
-        let (x, y, depth, w) = project(&m, Vec3::new(p[0], p[1], p[2]));
+        let (x, y, depth, w) = project(&m, p.position.into());
         assert!(x > 4.0 && y > 4.0 && x < W as f32 - 4.0 && y < H as f32 - 4.0);
-        let diameter = 2.0 * p[3] * view.point_scale / w;
+        let diameter = 2.0 * p.radius * view.point_scale / w;
         let r = diameter / 2.0;
         // Every pixel whose centre is within the disc (short of the faint rim) holds this
         // flake's depth; none outside it (a pixel's slack for rounding).
@@ -177,14 +178,12 @@ fn the_nearest_flake_wins_and_the_wide_ones_go_to_the_overflow_list() {
     let wide = Vec3::new(12.0, 8.0, 1.0);
     let (_, _, _, w_wide) = project(&m, wide);
     let particles = vec![
-        [target.x, target.y, target.z, radius_for(&view, 4.0, w_far)],
-        [near.x, near.y, near.z, radius_for(&view, 4.0, w_near)],
-        [
-            wide.x,
-            wide.y,
-            wide.z,
+        Particle::new(target.into(), radius_for(&view, 4.0, w_far)),
+        Particle::new(near.into(), radius_for(&view, 4.0, w_near)),
+        Particle::new(
+            wide.into(),
             radius_for(&view, 2.0 * MAX_SPLAT_PIXELS, w_wide),
-        ],
+        ),
     ];
     let out = splat_on_device(&particles, &view, 8);
     let (x, y, _, _) = project(&m, target);
@@ -203,7 +202,7 @@ fn the_nearest_flake_wins_and_the_wide_ones_go_to_the_overflow_list() {
     );
 
     // A list too short counts every wide flake, so the caller can grow it.
-    let many: Vec<[f32; 4]> = (0..5).map(|_| particles[2]).collect();
+    let many: Vec<Particle> = (0..5).map(|_| particles[2]).collect();
     let out = splat_on_device(&many, &view, 2);
     assert_eq!(out.overflow_count, 5);
 }
@@ -260,7 +259,7 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
         let p = unproject(&m, px as f32 + 0.5, py as f32 + 0.5, w);
         let (x, y, _, w_cpu) = project(&m, p);
         assert!((x - px as f32 - 0.5).abs() < 1e-2 && (y - py as f32 - 0.5).abs() < 1e-2);
-        particles.push([p.x, p.y, p.z, radius_for(&view, *d, w_cpu)]);
+        particles.push(Particle::new(p.into(), radius_for(&view, *d, w_cpu)));
         let drawn = d.max(view.min_diameter);
         alphas.push((d / drawn).powi(2));
     }
@@ -268,7 +267,7 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
     // soft rim): alpha 255 in its middle, nothing in its counter there.
     let (ox, oy) = (70u32, 20u32);
     let p = unproject(&m, ox as f32 + 0.5, oy as f32 + 0.5, 30.0);
-    particles.push([p.x, p.y, p.z, radius_for(&view, 4.6, 30.0)]);
+    particles.push(Particle::new(p.into(), radius_for(&view, 4.6, 30.0)));
 
     let out = splat_on_device(&particles, &view, 4);
     let pixel = (py * W + px) as usize;
@@ -289,7 +288,7 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
         coverage_alpha(got)
     );
     let nearest = particles[alphas.len() - 1];
-    let (_, _, near_depth, _) = project(&m, Vec3::new(nearest[0], nearest[1], nearest[2]));
+    let (_, _, near_depth, _) = project(&m, nearest.position.into());
     let (depth, rgba) = decode(out.image[pixel]).expect("the pixel holds a flake");
     assert!(
         (depth - near_depth).abs() < 1e-6,
@@ -316,7 +315,7 @@ fn faint_flakes_on_one_line_of_sight_add_up_in_the_coverage_counter() {
     assert_eq!(out.coverage[opaque], 0, "an opaque flake adds nothing");
     // Its soft rim is translucent: there each pixel's counter gives back the rim's alpha.
     let (fx, fy, _, fw) = project(&m, p);
-    let r = 0.5 * 2.0 * particles[particles.len() - 1][3] * view.point_scale / fw;
+    let r = 0.5 * 2.0 * particles[particles.len() - 1].radius * view.point_scale / fw;
     let mut rim_pixels = 0;
     for y in oy - 4..=oy + 4 {
         for x in ox - 4..=ox + 4 {

@@ -4,18 +4,19 @@
 //! Where flakes should land comes from the pinhole model of `render.rs`, not the renderer.
 
 use super::*;
+use snowsim::particle::Particle;
 use snowsim::splat::{MAX_SPLAT_PIXELS, RenderMode};
 
 /// The fixed scene's ground and camera with `particles`, drawn by `render`, paused, through
 /// the copy path.
-fn session(headless: &Headless, particles: Vec<[f32; 4]>, render: ParticleRender) -> Session {
+fn session(headless: &Headless, particles: Vec<Particle>, render: ParticleRender) -> Session {
     session_with(headless, particles, render, InteropMode::Copy)
 }
 
 /// [`session`] through the interop path `interop` asks for.
 fn session_with(
     headless: &Headless,
-    particles: Vec<[f32; 4]>,
+    particles: Vec<Particle>,
     render: ParticleRender,
     interop: InteropMode,
 ) -> Session {
@@ -57,7 +58,7 @@ fn pinhole(size: (u32, u32)) -> Pinhole {
 
 /// A world point that the camera model sees at pixel `(x, y)` (from the top-left) at view depth
 /// `depth`, and the radius of a flake there `diameter` pixels wide.
-fn at_pixel(cam: &Pinhole, x: f32, y: f32, depth: f32, diameter: f32) -> [f32; 4] {
+fn at_pixel(cam: &Pinhole, x: f32, y: f32, depth: f32, diameter: f32) -> Particle {
     let nx = 2.0 * x / cam.size.x - 1.0;
     let ny = 1.0 - 2.0 * y / cam.size.y;
     let aspect = cam.size.x / cam.size.y;
@@ -65,13 +66,13 @@ fn at_pixel(cam: &Pinhole, x: f32, y: f32, depth: f32, diameter: f32) -> [f32; 4
         + depth
             * (cam.forward + nx * cam.tan_half * aspect * cam.right + ny * cam.tan_half * cam.up);
     let r = 0.5 * diameter / cam.pixels(1.0, depth);
-    [p.x, p.y, p.z, r]
+    Particle::new(p.into(), r)
 }
 
 /// Flakes 3 to 7 pixels wide (under the splat cap) on a grid over the ground and against the
 /// sky, far enough apart not to touch; the last one is under the ground, where the terrain
 /// must hide it.
-fn small_flakes(cam: &Pinhole) -> Vec<[f32; 4]> {
+fn small_flakes(cam: &Pinhole) -> Vec<Particle> {
     let mut flakes = Vec::new();
     for (i, (x, y)) in [8.0, 14.0, 20.0, 26.0, 32.0]
         .into_iter()
@@ -85,11 +86,14 @@ fn small_flakes(cam: &Pinhole) -> Vec<[f32; 4]> {
         );
         let diameter = 3.0 + (i % 5) as f32;
         let depth = cam.project(p).1;
-        flakes.push([p.x, p.y, p.z, 0.5 * diameter / cam.pixels(1.0, depth)]);
+        flakes.push(Particle::new(
+            p.into(),
+            0.5 * diameter / cam.pixels(1.0, depth),
+        ));
     }
     let under = Vec3::new(GROUND / 2.0, GROUND / 2.0, -3.0);
     let depth = cam.project(under).1;
-    flakes.push([under.x, under.y, under.z, 3.0 / cam.pixels(1.0, depth)]);
+    flakes.push(Particle::new(under.into(), 3.0 / cam.pixels(1.0, depth)));
     flakes
 }
 
@@ -158,7 +162,7 @@ fn splat_and_sprites_put_the_same_flakes_on_the_same_pixels_and_the_ground_hides
     let background = rgb(Palette::default().background);
     let mut bad = Vec::new();
     for (i, f) in flakes.iter().enumerate() {
-        let (centre, _) = cam.project(Vec3::new(f[0], f[1], f[2]));
+        let (centre, _) = cam.project(f.position.into());
         for (image, name) in images.iter().zip(["sprites", "splat"]) {
             let got = classify(px(image, centre), background);
             let expected = if i == hidden {
@@ -219,7 +223,7 @@ fn flakes_wider_than_the_splat_cap_are_still_drawn() {
         .flat_map(|j| (0..22).map(move |i| Vec2::new(8.5 + 14.0 * i as f32, 8.5 + 13.0 * j as f32)))
         .collect();
     assert!(centres.len() > 256);
-    let flakes: Vec<[f32; 4]> = centres
+    let flakes: Vec<Particle> = centres
         .iter()
         .map(|c| at_pixel(&cam, c.x, c.y, 30.0, diameter))
         .collect();
@@ -242,7 +246,7 @@ fn a_new_frame_size_reallocates_the_splat_image_and_still_draws_right() {
     let headless = Headless::new(W, H).unwrap();
     let full = pinhole((W, H));
     // 6 px wide at full size, 3 px at half size: under the cap and opaque in their middle.
-    let flakes: Vec<[f32; 4]> = (0..4)
+    let flakes: Vec<Particle> = (0..4)
         .flat_map(|j| (0..5).map(move |i| (i, j)))
         .map(|(i, j)| {
             at_pixel(
@@ -265,7 +269,7 @@ fn a_new_frame_size_reallocates_the_splat_image_and_still_draws_right() {
         );
         let cam = pinhole(size);
         for f in &flakes {
-            let (centre, _) = cam.project(Vec3::new(f[0], f[1], f[2]));
+            let (centre, _) = cam.project(f.position.into());
             let got = classify(px(&image, centre), background);
             assert_eq!(
                 got,
@@ -356,7 +360,7 @@ fn auto_measures_both_modes_then_keeps_one_and_says_why() {
     // Whatever it kept, it draws the flakes.
     let image = draw(&headless, &mut s, (W, H));
     let f = small_flakes(&cam)[0];
-    let (centre, _) = cam.project(Vec3::new(f[0], f[1], f[2]));
+    let (centre, _) = cam.project(f.position.into());
     assert_eq!(
         classify(px(&image, centre), rgb(Palette::default().background)),
         Class::Particle
