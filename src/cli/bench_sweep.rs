@@ -31,6 +31,10 @@ Example (4 configurations × 2 runs on PoCL, small and quick):
   snowsim bench --devices pocl --scene scenes/flat.toml --particles 2^10,2^12 \\
       --sort off,full --size 160x120 --frames 3 --warmup 1 --repeats 2 --csv sweep.csv";
 
+/// A sweep CSV, recognised by its header (`src/bench/record.rs`): the only kind `--csv`
+/// replaces without `--force`.
+const SWEEP_CSV: snowsim::output::FileKind = snowsim::output::FileKind::Csv("schema,date,");
+
 /// Options of the sweep (`snowsim bench` without a sub-command).
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
@@ -85,6 +89,10 @@ pub struct SweepArgs {
     /// Frame size in pixels [default: the scene's view.window].
     #[arg(long, value_name = "WxH", value_parser = super::run::parse_size)]
     size: Option<(u32, u32)>,
+    /// Replace an existing output file that this command did not write (without it the
+    /// command refuses to start); an output never replaces an input, with or without it.
+    #[arg(long)]
+    force: bool,
     /// Write the rows to this CSV file (rewritten after every configuration).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -145,11 +153,19 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let strings = |list: Vec<String>| list.into_iter().map(Some).collect::<Vec<_>>();
+    let scene = super::run::load_scene(&args.scene)?;
+    let mut plan = snowsim::output::OutputPlan::new(args.force);
+    for (role, path) in scene.input_files() {
+        plan.input(role, path);
+    }
+    if let Some(path) = &args.csv {
+        plan.file("--csv", path, SWEEP_CSV);
+    }
+    plan.check()?;
     let csv = match &args.csv {
         Some(path) => Some(snowsim::output::check_writable(path)?),
         None => None,
     };
-    let scene = super::run::load_scene(&args.scene)?;
     let devices = sweep::select_devices(args.devices.as_deref())?;
     let plan = Plan {
         devices,

@@ -36,6 +36,10 @@ pub struct WindArgs {
     /// stops only below half the tolerance [default: the solver's, 8].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     check_every: Option<u32>,
+    /// Replace an existing output file that this command did not write (without it the
+    /// command refuses to start); an output never replaces an input, with or without it.
+    #[arg(long)]
+    force: bool,
     /// Also write one CSV row per size and stage to FILE.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -82,11 +86,19 @@ struct CsvRow<'a> {
 pub fn run(args: WindArgs) -> anyhow::Result<ExitCode> {
     let sizes = sizes(&args.tets)?;
     anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
+    let (scene, device, context) = super::scene_and_device(&args.scene, &args.device)?;
+    let mut plan = output::OutputPlan::new(args.force);
+    for (role, path) in scene.input_files() {
+        plan.input(role, path);
+    }
+    if let Some(path) = &args.csv {
+        plan.file("--csv", path, output::FileKind::Csv("schema,device,"));
+    }
+    plan.check()?;
     let csv_path = match &args.csv {
         Some(p) => Some(output::check_writable(p)?),
         None => None,
     };
-    let (scene, device, context) = super::scene_and_device(&args.scene, &args.device)?;
     let copy = copy_bandwidth(&context, 1 << 24, 10)?;
     if !args.json {
         outln!(

@@ -42,10 +42,20 @@ pub struct Args {
     /// The folder the PNG and JSON files are written to (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// Replace files in --out of the figures' names that this command did not write (without
+    /// it the command refuses to start); an input CSV is never replaced.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Reads the CSVs, writes the plots and prints what was written.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut plan = snowsim::output::OutputPlan::new(args.force);
+    for file in &args.files {
+        plan.input("the input", file);
+    }
+    plan.dir("--out", &args.out, snowsim::output::rule::plot_name);
+    plan.check()?;
     let inputs = plot::read_inputs(&args.files)?;
     let report = plot::plot(&inputs, &args.out)?;
     let rows: usize = inputs.iter().map(|i| i.rows.len()).sum();

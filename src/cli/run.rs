@@ -8,6 +8,7 @@ use snowsim::app::{SceneView, Session, Stepper};
 use snowsim::budget::{Budget, Estimate, bytes_of};
 use snowsim::cl::{DeviceEntry, list_devices};
 use snowsim::interop::{InteropMode, check_request};
+use snowsim::output::{FileKind, OutputPlan, rule};
 use snowsim::particle::{PARTICLE_BYTES, Particle};
 use snowsim::render::window::{KEYS_HELP, WindowOptions, check_display, run_window};
 use snowsim::render::{
@@ -139,6 +140,11 @@ pub struct Args {
     /// overriding the scene's simulate.wind_every and wind.step.
     #[arg(long, value_name = "K")]
     wind_every: Option<u32>,
+    /// Replace existing files that this command did not write (an output that is not a PNG
+    /// or VTK file already): without it they are left alone and the run refuses to start. An
+    /// output never replaces an input or another output, with or without it.
+    #[arg(long)]
+    force: bool,
     /// Write the final state as VTK XML (ParaView): the domain's tetrahedra and boundary
     /// triangles with cell data `ref`, point data `velocity` (m/s), `pressure` (Pa, zero
     /// with the fixed profile) and `snow_depth` (m, on the ground vertices, zero elsewhere).
@@ -379,6 +385,27 @@ fn describe(scene: &Scene, ground: &SceneGround, setup: &SimSetup) -> String {
     )
 }
 
+/// What `run` reads and writes, for the output rule ([`snowsim::output::rule`]).
+fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
+    let mut plan = OutputPlan::new(args.force);
+    for (role, path) in scene.input_files() {
+        plan.input(role, path);
+    }
+    if let Some(path) = &args.screenshot {
+        plan.file("--screenshot", path, FileKind::Png);
+    }
+    if let Some(path) = &args.vtu {
+        plan.file("--vtu", path, FileKind::Vtk);
+    }
+    if let Some(dir) = &args.record {
+        plan.dir("--record", dir, rule::record_frame_name);
+    }
+    if let Some([_, dir]) = args.vtu_every.as_deref() {
+        plan.dir("--vtu-every", dir, rule::state_series_name);
+    }
+    plan
+}
+
 /// The command line's changes to the scene's simulation.
 fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> {
     let simulate = (!args.simulate.is_empty()).then(|| {
@@ -428,12 +455,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         screenshot: args.screenshot.clone(),
         record: args.record.clone(),
     };
-    // Bad output paths fail now, not after the whole run.
-    capture.prepare()?;
-    let vtu = match &args.vtu {
-        Some(path) => Some(snowsim::output::check_writable(path)?),
-        None => None,
-    };
     let json = args.json;
     let say = move |line: &str| -> anyhow::Result<()> {
         if json {
@@ -444,16 +465,34 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let mut scene = load_scene(&args.scene)?;
+    // Bad output paths fail now, not after the whole run; no output overwrites the scene's
+    // files or another output.
+    outputs(&args, &scene).check()?;
+    capture.prepare()?;
+    let vtu = match &args.vtu {
+        Some(path) => Some(snowsim::output::check_writable(path)?),
+        None => None,
+    };
     if let Some(tets) = args.tets {
-        let (resized, got) = snowsim::bench::wind::resized(&scene, tets).with_context(|| {
+        anyhow::ensure!(
+            tets >= 1,
+            "--tets 0: the air needs at least one tetrahedron (about 6 × layers a cell)"
+        );
+        let (resized, cells) = snowsim::bench::wind::resized(&scene, tets).with_context(|| {
             format!(
                 "--tets: {} has a mesh domain, which has one size",
                 args.scene.display()
             )
         })?;
+        let layers = match &resized.domain {
+            Domain::Terrain { spec, .. } => spec.layers,
+            Domain::Mesh { .. } => 0,
+        };
         scene = resized;
         say(&format!(
-            "--tets {tets}: the air meshed with {got} tetrahedra"
+            "--tets {tets}: the air meshed with {cells} × {cells} cells of {layers} layers, {} \
+             tetrahedra",
+            6 * cells * cells * layers
         ))?;
     }
     anyhow::ensure!(
@@ -489,6 +528,15 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let frames = args.frames.or(scene.time.frames);
+    if let Some(n) = frames.or(args.headless.then_some(HEADLESS_FRAMES))
+        && args.warmup >= n
+    {
+        anyhow::bail!(
+            "--warmup {} leaves none of the {n} frames to measure; give fewer warm-up frames \
+             or more --frames",
+            args.warmup
+        );
+    }
     if let (Some(dir), Some(n)) = (
         &args.record,
         frames.or(args.headless.then_some(HEADLESS_FRAMES)),

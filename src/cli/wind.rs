@@ -31,6 +31,10 @@ pub struct Args {
     /// The scene file.
     #[arg(long, default_value = super::run::DEFAULT_SCENE)]
     scene: PathBuf,
+    /// Replace an existing output file that this command did not write (without it the
+    /// command refuses to start); an output never replaces an input, with or without it.
+    #[arg(long)]
+    force: bool,
     /// Wind steps after the start-up solve.
     #[arg(long, default_value_t = 100)]
     steps: u64,
@@ -102,11 +106,19 @@ struct Flux {
 
 /// Runs `snowsim wind`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (scene, device, context) = super::scene_and_device(&args.scene, &args.device)?;
+    let mut plan = output::OutputPlan::new(args.force);
+    for (role, path) in scene.input_files() {
+        plan.input(role, path);
+    }
+    if let Some(path) = &args.vtu {
+        plan.file("--vtu", path, output::FileKind::Vtk);
+    }
+    plan.check()?;
     let vtu = match &args.vtu {
         Some(path) => Some(output::check_writable(path)?),
         None => None,
     };
-    let (scene, device, context) = super::scene_and_device(&args.scene, &args.device)?;
     let started = Instant::now();
     let settings = wind::setup::settings(&scene, !args.no_profile);
     let mut solver = wind::setup::from_scene(context, &scene, settings)?;

@@ -6,15 +6,19 @@
 //! write every file: into a temporary file in the same directory, removed on failure and on
 //! SIGINT or SIGTERM (the process then exits with status 130 or 143), renamed over the target
 //! when complete, through symbolic links (the link stays, its target is replaced) and keeping
-//! the old file's permissions.
+//! the old file's permissions. [`OutputPlan`] is the one rule every command's writers follow:
+//! no output is an input or another output, and an existing file of another kind is replaced
+//! only with `--force` ([`rule`]).
 
 mod atomic;
 mod cleanup;
+pub mod rule;
 mod target;
 
 use std::path::PathBuf;
 
 pub use atomic::{AtomicFile, write_atomic};
+pub use rule::{FileKind, OutputPlan};
 pub use target::{check_distinct, check_image, check_writable, resolve, same_file};
 
 use crate::budget::BudgetError;
@@ -74,6 +78,38 @@ pub enum OutputError {
     /// The disk has no room for the output.
     #[error("{0}")]
     DiskSpace(Box<BudgetError>),
+    /// An output is an input of the same command, another output of it, or a file a
+    /// directory output writes.
+    #[error(
+        "{first} {} and {second} {} are the same file: an output never overwrites an input or \
+         another output of the same command; choose another path",
+        first_path.display(),
+        second_path.display()
+    )]
+    Collision {
+        /// The option or role naming the output.
+        first: String,
+        /// Its path as given.
+        first_path: PathBuf,
+        /// The option or role naming the input or other output.
+        second: String,
+        /// Its path as given.
+        second_path: PathBuf,
+    },
+    /// An existing file that this writer did not write would be replaced.
+    #[error(
+        "{role} {}: a file is there that is not a {kind}, so it was not written by this \
+         command and is left as it is; choose another path, or pass --force to replace it",
+        path.display()
+    )]
+    NotOurs {
+        /// The option naming the output.
+        role: String,
+        /// The existing file.
+        path: PathBuf,
+        /// What the writer writes.
+        kind: &'static str,
+    },
     /// Two outputs, or an input and an output, are the same file.
     #[error("{first} and {second} are the same file ({}); choose another", path.display())]
     SameFile {

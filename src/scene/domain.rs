@@ -63,6 +63,21 @@ impl DomainReport {
 }
 
 impl Scene {
+    /// The files this scene is made of, each with what it is: the scene file, and its
+    /// heightmap or its mesh file. No command may write over them ([`crate::output::rule`]).
+    pub fn input_files(&self) -> Vec<(String, std::path::PathBuf)> {
+        let mut files = vec![("the scene".to_string(), self.path.clone())];
+        match &self.domain {
+            Domain::Terrain {
+                heightmap: Some(path),
+                ..
+            } => files.push(("the scene's heightmap".to_string(), path.clone())),
+            Domain::Terrain { .. } => {}
+            Domain::Mesh { path, .. } => files.push(("the scene's mesh".to_string(), path.clone())),
+        }
+        files
+    }
+
     /// Builds the domain mesh: meshes the terrain, or reads the mesh file and checks its
     /// boundary references (every triangle's reference must be a side's, and the ground's
     /// must be used). With `renumber`, renumbers it for GPU kernels

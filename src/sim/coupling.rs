@@ -19,6 +19,11 @@ use crate::wind::Solver;
 use super::setup::WindSetup;
 use super::{Error, Result};
 
+/// The most wind steps one frame may run: a scene whose wind step is this much shorter than
+/// its frame step would never finish a frame in real time, and a tiny `wind.step` (or a
+/// micrometre domain) would not finish one at all.
+pub const MAX_WIND_STEPS_PER_FRAME: f64 = 64.0;
+
 /// The wind the snow samples, and where it comes from.
 pub enum WindField {
     /// A fixed field: the profile, or the solver's field frozen after `steps` steps.
@@ -73,10 +78,17 @@ impl BufferArg<[f32; 4]> for FieldRef<'_> {
 }
 
 impl WindField {
-    /// Sets the wind of `setup` up on the snow's `context` over `domain`: uploads a fixed
-    /// field, or builds the solver (on its own device when asked), runs its start-up solve and,
-    /// when the field is to be frozen, its steps.
-    pub fn new(context: &Context, domain: &DomainMesh, setup: &WindSetup) -> Result<Self> {
+    /// Sets the wind of `setup` up on the snow's `context` over `domain`, for frames of
+    /// `frame_dt` seconds: uploads a fixed field, or builds the solver (on its own device when
+    /// asked), runs its start-up solve and, when the field is to be frozen, its steps. A wind
+    /// step so short that a frame would run more than [`MAX_WIND_STEPS_PER_FRAME`] of them is
+    /// refused, naming both steps.
+    pub fn new(
+        context: &Context,
+        domain: &DomainMesh,
+        setup: &WindSetup,
+        frame_dt: f32,
+    ) -> Result<Self> {
         match setup {
             WindSetup::Profile { velocity } => Ok(Self::Fixed {
                 buffer: DeviceBuffer::from_slice(context, velocity)?,
@@ -103,6 +115,17 @@ impl WindField {
                     inflow,
                     *settings,
                 )?;
+                let per_frame = f64::from(frame_dt) / solver.dt();
+                if frozen_after.is_none()
+                    && (per_frame.is_nan() || per_frame > MAX_WIND_STEPS_PER_FRAME)
+                {
+                    return Err(Error::InvalidParameter(format!(
+                        "wind.step {:e} s against time.step {frame_dt} s asks for {per_frame:.3e} \
+                         wind steps a frame, more than the {MAX_WIND_STEPS_PER_FRAME} a frame may \
+                         run; raise wind.step (or simulate.wind_every), or lower time.step",
+                        solver.dt()
+                    )));
+                }
                 solver.startup()?;
                 if let Some(steps) = frozen_after {
                     // Run, then keep the field and let the solver go.

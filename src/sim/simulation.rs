@@ -58,7 +58,7 @@ impl Simulation {
                     Some(config) => Some(Snow::new(context, &s.domain, config)?),
                     None => None,
                 };
-                let wind = WindField::new(context, &s.domain, &s.wind)?;
+                let wind = WindField::new(context, &s.domain, &s.wind, setup.dt)?;
                 let view_vertices =
                     wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
                 Some(SceneState {

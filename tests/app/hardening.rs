@@ -1244,3 +1244,318 @@ fn run_refuses_what_cannot_run_before_it_starts() {
     let err = run.expect(1);
     assert!(err.contains("domain.cells"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 26: one output rule for every writer. Each class is checked on every writing option it
+// applies to: the refusal names both paths, and the input is byte for byte unchanged.
+
+/// A scene (flat, `extra` appended) with a heightmap-free domain, in `dir`, and its bytes.
+fn scene_in(dir: &Path) -> (PathBuf, Vec<u8>) {
+    let scene = dir.join("scene.toml");
+    std::fs::write(&scene, flat_scene("", "")).unwrap();
+    let bytes = std::fs::read(&scene).unwrap();
+    (scene, bytes)
+}
+
+/// Runs `args` expecting a refusal (status 1) whose message contains every one of `needles`.
+fn refused(args: &[&str], needles: &[&str]) {
+    let run = snowsim(args);
+    let err = run.expect(1);
+    for needle in needles {
+        assert!(
+            err.contains(needle),
+            "`{needle}` not in the message of {args:?}:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn an_output_that_names_an_input_is_refused_by_path_link_and_hard_link() {
+    let dir = temp_dir("output_is_input");
+    let (scene, bytes) = scene_in(&dir);
+    let link = dir.join("link.vtu");
+    symlink(&scene, &link).unwrap();
+    let hard = dir.join("hard.png");
+    std::fs::hard_link(&scene, &hard).unwrap();
+    let dotted = dir.join("sub/../scene.toml");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let sc = s(&scene);
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "run",
+            "--scene",
+            sc,
+            "--headless",
+            "--frames",
+            "2",
+            "--vtu",
+            sc,
+        ],
+        vec![
+            "run",
+            "--scene",
+            sc,
+            "--headless",
+            "--frames",
+            "2",
+            "--vtu",
+            s(&link),
+        ],
+        vec![
+            "run",
+            "--scene",
+            sc,
+            "--headless",
+            "--frames",
+            "2",
+            "--screenshot",
+            s(&hard),
+        ],
+        vec![
+            "run",
+            "--scene",
+            sc,
+            "--render",
+            "off",
+            "--frames",
+            "2",
+            "--vtu",
+            s(&dotted),
+        ],
+        vec!["wind", "--scene", sc, "--steps", "1", "--vtu", s(&link)],
+        vec!["bench", "--scene", sc, "--frames", "2", "--csv", sc],
+        vec![
+            "bench",
+            "wind",
+            "--scene",
+            sc,
+            "--tets",
+            "2^10",
+            "--steps",
+            "2",
+            "--csv",
+            s(&hard),
+        ],
+    ];
+    for args in &cases {
+        // With --force too: an input is never replaced.
+        for force in [false, true] {
+            let mut args = args.clone();
+            if force {
+                args.push("--force");
+            }
+            refused(
+                &args,
+                &["the scene", "same file", "never overwrites an input"],
+            );
+            assert_eq!(
+                std::fs::read(&scene).unwrap(),
+                bytes,
+                "{args:?} changed the scene"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn outputs_of_one_command_that_collide_are_refused() {
+    let dir = temp_dir("outputs_collide");
+    let (scene, _) = scene_in(&dir);
+    let sc = s(&scene);
+    let frames = dir.join("frames");
+    let series = dir.join("series");
+    std::fs::create_dir_all(&frames).unwrap();
+    std::fs::create_dir_all(&series).unwrap();
+    let shot = dir.join("out.png");
+    let base = ["run", "--scene", sc, "--headless", "--frames", "2"];
+    fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [base, extra].concat()
+    }
+    // --vtu and --screenshot the same file.
+    refused(
+        &with(
+            &base,
+            &["--vtu", s(&shot), "--screenshot", s(&shot), "--force"],
+        ),
+        &["--screenshot", "--vtu", "same file"],
+    );
+    // A screenshot that --record would write over.
+    let in_frames = frames.join("frame_00001.png");
+    refused(
+        &with(
+            &base,
+            &["--record", s(&frames), "--screenshot", s(&in_frames)],
+        ),
+        &["--screenshot", "--record", "same file"],
+    );
+    // A --vtu that --vtu-every would write over.
+    let in_series = series.join("states.pvd");
+    refused(
+        &with(
+            &base,
+            &["--vtu-every", "1", s(&series), "--vtu", s(&in_series)],
+        ),
+        &["--vtu", "--vtu-every", "same file"],
+    );
+    // plot --out over one of its input CSVs.
+    let csv = dir.join("stages.json");
+    std::fs::write(&csv, "schema,date\n").unwrap();
+    refused(
+        &["plot", s(&csv), "--out", s(&dir)],
+        &["--out", "the input", "same file"],
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), "schema,date\n");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_existing_file_of_another_kind_is_replaced_only_with_force() {
+    let dir = temp_dir("existing_other_kind");
+    let (scene, _) = scene_in(&dir);
+    let sc = s(&scene);
+    let notes = dir.join("notes.csv");
+    let text = "my own notes, not a sweep\n";
+    std::fs::write(&notes, text).unwrap();
+    // A sweep CSV over a file that is not one: refused before anything runs.
+    refused(
+        &["bench", "--scene", sc, "--frames", "2", "--csv", s(&notes)],
+        &[
+            "--csv",
+            "notes.csv",
+            "not a CSV file of this command",
+            "--force",
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), text);
+    // A screenshot over a text file, and a state over it.
+    for (option, name) in [("--screenshot", "picture.png"), ("--vtu", "state.vtu")] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        refused(
+            &[
+                "run",
+                "--scene",
+                sc,
+                "--headless",
+                "--frames",
+                "2",
+                option,
+                s(&path),
+            ],
+            &[option, name, "--force"],
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+    // Files of the writer's own kind are replaced without asking; others with --force.
+    let shot = dir.join("picture.png");
+    let run = snowsim(&[
+        "run",
+        "--scene",
+        sc,
+        "--headless",
+        "--frames",
+        "2",
+        "--size",
+        "64x48",
+        "--screenshot",
+        s(&shot),
+        "--force",
+    ]);
+    run.expect(0);
+    assert!(std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"));
+    let run = snowsim(&[
+        "run",
+        "--scene",
+        sc,
+        "--headless",
+        "--frames",
+        "2",
+        "--size",
+        "64x48",
+        "--screenshot",
+        s(&shot),
+    ]);
+    run.expect(0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bounded_work_and_true_numbers_are_checked_before_the_run() {
+    let dir = temp_dir("bounded_work");
+    // A wind step a million times shorter than the frame: refused, naming both steps.
+    let scene = dir.join("tiny_step.toml");
+    std::fs::write(&scene, flat_scene("", "[wind]\nstep = 1e-9\n")).unwrap();
+    refused(
+        &[
+            "run",
+            "--scene",
+            s(&scene),
+            "--render",
+            "off",
+            "--frames",
+            "2",
+        ],
+        &["wind.step", "time.step", "wind steps a frame"],
+    );
+    let (flat, _) = scene_in(&dir);
+    // Warm-up that leaves nothing to measure.
+    refused(
+        &[
+            "run",
+            "--scene",
+            s(&flat),
+            "--render",
+            "off",
+            "--frames",
+            "3",
+            "--warmup",
+            "3",
+        ],
+        &["--warmup 3", "3 frames"],
+    );
+    // --tets 0 is refused; a size is reported in tetrahedra, not cells.
+    refused(
+        &[
+            "run",
+            "--scene",
+            s(&flat),
+            "--render",
+            "off",
+            "--frames",
+            "2",
+            "--tets",
+            "0",
+        ],
+        &["--tets 0"],
+    );
+    let run = snowsim(&[
+        "run",
+        "--scene",
+        s(&flat),
+        "--render",
+        "off",
+        "--frames",
+        "2",
+        "--tets",
+        "5000",
+    ]);
+    let out = run.stdout.clone();
+    run.expect(0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("--tets"))
+        .unwrap_or_default();
+    // The flat scene's layers (scene default) × 6 tetrahedra a cell × cells².
+    let tets: usize = line
+        .split(", ")
+        .last()
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        (3000..=8000).contains(&tets) && line.contains("cells of"),
+        "{line}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
