@@ -119,6 +119,10 @@ pub struct ConvertArgs {
     input: PathBuf,
     /// Output file (.mesh or .meshb; or .sol or .solb for a solution input).
     output: PathBuf,
+    /// Replace an existing output file that is not a mesh or solution file (without it the
+    /// command refuses to start); the input is never replaced.
+    #[arg(long)]
+    force: bool,
     /// Format version of the output: 1 (32-bit reals), 2 (64-bit reals), 3 (64-bit positions),
     /// 4 (64-bit integers). Default: the input's version.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4))]
@@ -161,6 +165,10 @@ pub struct SmoothArgs {
     input: PathBuf,
     /// Output file (.mesh or .meshb; the format follows the extension).
     output: PathBuf,
+    /// Replace an existing output file that is not a mesh or solution file (without it the
+    /// command refuses to start); the input is never replaced.
+    #[arg(long)]
+    force: bool,
     /// Number of smoothing iterations (at least 1).
     #[arg(long, short = 'n', value_parser = clap::value_parser!(u32).range(1..))]
     iterations: u32,
@@ -175,6 +183,10 @@ pub struct RenumberArgs {
     input: PathBuf,
     /// Output file (.mesh or .meshb); the input's version is kept.
     output: PathBuf,
+    /// Replace an existing output file that is not a mesh or solution file (without it the
+    /// command refuses to start); the input is never replaced.
+    #[arg(long)]
+    force: bool,
     /// Order by the curve alone, without grouping vertices and edges by degree class.
     #[arg(long)]
     no_degree_sort: bool,
@@ -207,6 +219,10 @@ pub struct TerrainArgs {
     /// Also write the ground surface on its own: triangles with normals up, reference 5.
     #[arg(long)]
     surface: Option<PathBuf>,
+    /// Replace an existing output file that is not a mesh or solution file (without it the
+    /// command refuses to start); the input is never replaced.
+    #[arg(long)]
+    force: bool,
     /// Renumber the volume mesh for GPU kernels (as `mesh renumber`) before writing it.
     #[arg(long)]
     renumber: bool,
@@ -374,9 +390,9 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
                 args.input.display()
             );
         }
-        return convert_solution(&args.input, &args.output, args.version);
+        return convert_solution(&args.input, &args.output, args.version, args.force);
     }
-    check_mesh_output(&args.input, &args.output)?;
+    check_mesh_output(&args.input, &args.output, args.force)?;
     let mut file = meshio::read(&args.input)?;
     if let Some(dimension) = args.dimension {
         if dimension == 2
@@ -505,7 +521,7 @@ fn print_quality(q: &Quality) -> Result<(), ConsoleError> {
 }
 
 fn smooth(args: SmoothArgs) -> anyhow::Result<ExitCode> {
-    check_mesh_output(&args.input, &args.output)?;
+    check_mesh_output(&args.input, &args.output, args.force)?;
     let file = meshio::read(&args.input)?;
     file.mesh
         .validate_coordinates(quality::MAX_COORDINATE)
@@ -580,12 +596,20 @@ fn smooth(args: SmoothArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks, before anything is read, that `output` has a mesh extension, can be written and is
-/// not `input`.
-fn check_mesh_output(input: &Path, output: &Path) -> anyhow::Result<()> {
+/// Checks, before anything is read, that `output` has a mesh extension and follows the output
+/// rule ([`output::rule`]): writable, not `input`, and replacing only a mesh or solution file
+/// unless `force`.
+fn check_mesh_output(input: &Path, output: &Path, force: bool) -> anyhow::Result<()> {
     meshio::Format::from_path(output)?;
-    output::check_writable(output)?;
-    output::check_distinct(&[("the input", input), ("the output", output)])?;
+    check_mesh_output_rule(input, output, force)
+}
+
+/// The output rule for one input and one mesh or solution output.
+fn check_mesh_output_rule(input: &Path, output: &Path, force: bool) -> anyhow::Result<()> {
+    output::OutputPlan::new(force)
+        .input("the input", input)
+        .file("the output", output, output::FileKind::Meshb)
+        .check()?;
     Ok(())
 }
 
@@ -619,7 +643,7 @@ fn output_version(
 }
 
 fn renumber_file(args: RenumberArgs) -> anyhow::Result<ExitCode> {
-    check_mesh_output(&args.input, &args.output)?;
+    check_mesh_output(&args.input, &args.output, args.force)?;
     let started = std::time::Instant::now();
     let file = meshio::read(&args.input)?;
     file.mesh
@@ -711,18 +735,17 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         grading: args.grading,
     };
     spec.validate()?;
-    let mut files: Vec<(&str, &Path)> = vec![("--out", &args.out)];
-    if let Some(surface) = &args.surface {
-        files.push(("--surface", surface));
-    }
-    for (_, path) in &files {
-        meshio::Format::from_path(path)?;
-        output::check_writable(path)?;
-    }
+    let mut plan = output::OutputPlan::new(args.force);
     if let Some(heightmap) = &args.heightmap {
-        files.insert(0, ("--heightmap", heightmap));
+        plan.input("--heightmap", heightmap);
     }
-    output::check_distinct(&files)?;
+    meshio::Format::from_path(&args.out)?;
+    plan.file("--out", &args.out, output::FileKind::Meshb);
+    if let Some(surface) = &args.surface {
+        meshio::Format::from_path(surface)?;
+        plan.file("--surface", surface, output::FileKind::Meshb);
+    }
+    plan.check()?;
     let estimate = Estimate::new(
         format!(
             "`--cells {},{}` × `--layers {}`",
@@ -942,10 +965,14 @@ fn solution_info(path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
 
 /// `mesh convert IN.sol[b] OUT.sol[b]`: as for meshes, the input's version by default, except
 /// version 1 when a value does not fit a 32-bit real.
-fn convert_solution(input: &Path, output: &Path, version: Option<u32>) -> anyhow::Result<ExitCode> {
+fn convert_solution(
+    input: &Path,
+    output: &Path,
+    version: Option<u32>,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
     meshio::solution_format(output)?;
-    output::check_writable(output)?;
-    output::check_distinct(&[("the input", input), ("the output", output)])?;
+    check_mesh_output_rule(input, output, force)?;
     let file = meshio::read_solution(input)?;
     let rounded = file
         .solutions

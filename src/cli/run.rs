@@ -77,10 +77,11 @@ pub struct Args {
     /// says.
     #[arg(long)]
     pressure: bool,
-    /// Frames at the start left out of the summary's means and FPS (the first always is:
-    /// shader and kernel compilation).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    warmup: u64,
+    /// Frames at the start left out of the summary's means and FPS [default: 1, the first
+    /// frame (shader and kernel compilation), or 0 when only one frame runs]. Must leave at
+    /// least one frame to measure.
+    #[arg(long, value_name = "N")]
+    warmup: Option<u64>,
     /// Start paused.
     #[arg(long)]
     paused: bool,
@@ -528,15 +529,17 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let frames = args.frames.or(scene.time.frames);
-    if let Some(n) = frames.or(args.headless.then_some(HEADLESS_FRAMES))
-        && args.warmup >= n
-    {
-        anyhow::bail!(
-            "--warmup {} leaves none of the {n} frames to measure; give fewer warm-up frames \
-             or more --frames",
-            args.warmup
-        );
-    }
+    let run_frames = frames.or(args.headless.then_some(HEADLESS_FRAMES));
+    let warmup = match (args.warmup, run_frames) {
+        (Some(w), Some(n)) if w >= n => anyhow::bail!(
+            "--warmup {w} leaves none of the {n} frames to measure; give fewer warm-up frames \
+             or more --frames"
+        ),
+        (Some(w), _) => w,
+        // One frame only: it is the measurement.
+        (None, Some(1)) => 0,
+        (None, _) => 1,
+    };
     if let (Some(dir), Some(n)) = (
         &args.record,
         frames.or(args.headless.then_some(HEADLESS_FRAMES)),
@@ -597,7 +600,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         let summary = run_undrawn(
             &mut stepper,
             RunOptions {
-                warmup: args.warmup,
+                warmup,
                 frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
                 capture,
                 log: &mut log,
@@ -644,7 +647,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 headless.size(),
                 &mut session,
                 RunOptions {
-                    warmup: args.warmup,
+                    warmup,
                     frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
                     capture,
                     log: &mut log,
@@ -683,7 +686,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     title: format!("snowsim: {}", scene.name),
                 },
                 RunOptions {
-                    warmup: args.warmup,
+                    warmup,
                     frames,
                     capture,
                     log: &mut log,

@@ -26,6 +26,9 @@ pub enum FileKind {
     Csv(&'static str),
     /// A JSON document (an object or an array).
     Json,
+    /// A libMeshb file: a mesh or a solution, ASCII (`MeshVersionFormatted`) or binary (the
+    /// 32-bit code 1 in either byte order).
+    Meshb,
 }
 
 impl FileKind {
@@ -36,6 +39,7 @@ impl FileKind {
             Self::Vtk => "VTK XML file",
             Self::Csv(_) => "CSV file of this command",
             Self::Json => "JSON file",
+            Self::Meshb => "mesh or solution file (.mesh, .meshb, .sol, .solb)",
         }
     }
 
@@ -60,6 +64,16 @@ impl FileKind {
             Self::Vtk => text.starts_with("<?xml") && text.contains("<VTKFile"),
             Self::Csv(header) => text.starts_with(header),
             Self::Json => text.starts_with('{') || text.starts_with('['),
+            Self::Meshb => {
+                let code = head.get(..4);
+                code == Some(&1i32.to_le_bytes()[..])
+                    || code == Some(&1i32.to_be_bytes()[..])
+                    || text
+                        .lines()
+                        .map(str::trim)
+                        .find(|l| !l.is_empty() && !l.starts_with('#'))
+                        .is_some_and(|l| l.starts_with("MeshVersionFormatted"))
+            }
         }
     }
 }
@@ -271,6 +285,10 @@ mod tests {
         assert!(!FileKind::Csv("schema,date,").recognises(b"[scene]\nname = 1"));
         assert!(FileKind::Json.recognises(b"  {\"a\": 1}"));
         assert!(!FileKind::Json.recognises(b"a,b\n"));
+        assert!(FileKind::Meshb.recognises(b"# gmsh\nMeshVersionFormatted 2\n"));
+        assert!(FileKind::Meshb.recognises(&[1, 0, 0, 0, 2, 0, 0, 0]));
+        assert!(FileKind::Meshb.recognises(&[0, 0, 0, 1, 0, 0, 0, 2]));
+        assert!(!FileKind::Meshb.recognises(b"[domain]\nflat = true\n"));
     }
 
     #[test]

@@ -740,7 +740,7 @@ fn terrain_refuses_the_same_path_for_surface_and_volume() {
     );
     let err = run.expect(1);
     assert!(
-        err.contains("--out and --surface are the same file"),
+        err.contains("--out") && err.contains("--surface") && err.contains("are the same file"),
         "{err}"
     );
     assert!(!out.exists());
@@ -756,7 +756,7 @@ fn convert_refuses_an_output_that_is_the_input_through_a_link() {
     let run = snowsim_limited(2_000_000, &["mesh", "convert", s(&input), s(&link)]);
     let err = run.expect(1);
     assert!(
-        err.contains("the input and the output are the same file"),
+        err.contains("the output") && err.contains("the input") && err.contains("same file"),
         "{err}"
     );
 }
@@ -1556,6 +1556,53 @@ fn bounded_work_and_true_numbers_are_checked_before_the_run() {
     assert!(
         (3000..=8000).contains(&tets) && line.contains("cells of"),
         "{line}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn mesh_outputs_replace_only_meshes_without_force() {
+    let dir = temp_dir("mesh_output_kind");
+    let input = dir.join("cube.meshb");
+    std::fs::copy(sample("cube.meshb"), &input).unwrap();
+    let notes = dir.join("notes.mesh");
+    let text = "not a mesh: a user's notes\n";
+    std::fs::write(&notes, text).unwrap();
+    for args in [
+        vec!["mesh", "convert", s(&input), s(&notes)],
+        vec!["mesh", "renumber", s(&input), s(&notes)],
+        vec![
+            "mesh",
+            "terrain",
+            "--size",
+            "10,10,5",
+            "--cells",
+            "2,2",
+            "--layers",
+            "1",
+            "--out",
+            s(&notes),
+        ],
+    ] {
+        let run = snowsim(&args);
+        let err = run.expect(1);
+        assert!(
+            err.contains("notes.mesh")
+                && err.contains("not a mesh or solution file")
+                && err.contains("--force"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), text, "{args:?}");
+    }
+    // A mesh there is replaced; with --force, anything but the input.
+    let out = dir.join("out.mesh");
+    snowsim(&["mesh", "convert", s(&input), s(&out)]).expect(0);
+    snowsim(&["mesh", "convert", s(&input), s(&out)]).expect(0);
+    snowsim(&["mesh", "convert", s(&input), s(&notes), "--force"]).expect(0);
+    assert!(
+        std::fs::read_to_string(&notes)
+            .unwrap()
+            .contains("MeshVersionFormatted")
     );
     std::fs::remove_dir_all(&dir).ok();
 }
