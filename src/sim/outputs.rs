@@ -90,9 +90,12 @@ impl Series {
         let name = format!("state_{:05}.vtu", self.written.len());
         let path = self.dir.join(&name);
         simulation.save_state(&path)?;
-        if self.written.is_empty()
-            && let Some(frames) = self.frames
-        {
+        let first = self.written.is_empty();
+        // The collection names every state written before anything else can fail: the set on
+        // disk is always complete.
+        self.written.push((time, name));
+        self.write_index()?;
+        if first && let Some(frames) = self.frames {
             let size = std::fs::metadata(&path).map_or(0, |m| m.len());
             let more = (frames / self.every).saturating_sub(1);
             Budget::disk(&path)
@@ -105,8 +108,6 @@ impl Series {
                 })
                 .map_err(|e| Error::InvalidParameter(e.to_string()))?;
         }
-        self.written.push((time, name));
-        self.write_index()?;
         Ok(Some(path))
     }
 
