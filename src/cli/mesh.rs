@@ -279,7 +279,13 @@ fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     }
     let file = meshio::read(&args.file)?;
     let summary = Summary::of(&file);
-    let report = args.check.then(|| check(&file.mesh));
+    let report = args.check.then(|| {
+        let mut report = check(&file.mesh);
+        if !file.ended {
+            report.missing_end(&args.file);
+        }
+        report
+    });
     let score = numbering_score(&file.mesh);
     if args.json {
         let mut value = serde_json::to_value(&summary)?;

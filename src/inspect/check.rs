@@ -35,6 +35,8 @@ pub enum ProblemKind {
     /// An element refers to a vertex that does not exist (only meshes built in code; the
     /// reader rejects such files).
     IndexOutOfRange,
+    /// The file has no `End` keyword: it may have been cut short at a keyword boundary.
+    MissingEnd,
 }
 
 impl fmt::Display for ProblemKind {
@@ -47,6 +49,7 @@ impl fmt::Display for ProblemKind {
             Self::NonManifoldFace => "faces shared by more than two tetrahedra",
             Self::FoldedFace => "faces whose two tetrahedra overlap",
             Self::IndexOutOfRange => "node indices out of range",
+            Self::MissingEnd => "files without End (cut short?)",
         })
     }
 }
@@ -79,6 +82,17 @@ impl CheckReport {
     /// Whether no problem was found.
     pub fn passed(&self) -> bool {
         self.counts.values().all(|&n| n == 0)
+    }
+
+    /// Records that the file read had no `End` keyword ([`crate::meshio::MeshFile::ended`]):
+    /// what a file cut short at a keyword boundary looks like.
+    pub fn missing_end(&mut self, path: &std::path::Path) {
+        self.add(ProblemKind::MissingEnd, || {
+            format!(
+                "{} has no End keyword after its last keyword: it may have been cut short",
+                path.display()
+            )
+        });
     }
 
     fn add(&mut self, kind: ProblemKind, detail: impl FnOnce() -> String) {

@@ -44,7 +44,7 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         seen: HashSet::new(),
         element_starts: Vec::new(),
     };
-    parser.keywords()?;
+    let ended = parser.keywords()?;
     parser.check_indices()?;
     Ok(MeshFile {
         mesh: parser.mesh,
@@ -52,6 +52,7 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         version: header.version,
         big_endian: false,
         skipped_keywords: parser.cursor.into_skipped(),
+        ended,
     })
 }
 
@@ -158,7 +159,8 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn keywords(&mut self) -> Result<(), MeshError> {
+    /// Reads every keyword up to `End`; returns whether `End` was there.
+    fn keywords(&mut self) -> Result<bool, MeshError> {
         while let Some(tok) = self.cursor.tokens.next_token() {
             match keywords::code(tok.text) {
                 Some(
@@ -169,7 +171,7 @@ impl<'a> Parser<'a> {
                     // Checked by the first pass.
                     self.cursor.tokens.next_token();
                 }
-                Some(keywords::END) => break,
+                Some(keywords::END) => return Ok(true),
                 Some(keywords::VERTICES) => {
                     self.first_time(keywords::VERTICES, "Vertices", tok)?;
                     self.vertices()?;
@@ -194,7 +196,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     fn first_time(

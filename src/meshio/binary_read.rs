@@ -242,7 +242,7 @@ pub(super) fn header<'a>(
 /// Reads a whole binary file.
 pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
     let (r, dimension, next) = header(bytes, path)?;
-    let (blocks, skipped_keywords) = walk_chain(&r, next)?;
+    let (blocks, skipped_keywords, ended) = walk_chain(&r, next)?;
 
     let int = Width::of(r.version.int_bytes());
     let mut real = Width::of(r.version.real_bytes());
@@ -271,12 +271,16 @@ pub(crate) fn read(bytes: &[u8], path: &Path) -> Result<MeshFile, MeshError> {
         version: r.version,
         big_endian: r.big,
         skipped_keywords,
+        ended,
     })
 }
 
-/// Follows the chain from `first`, returning the interpreted keywords and the names of the
-/// skipped ones (each once, in order of appearance).
-fn walk_chain(r: &Reader<'_>, first: u64) -> Result<(Vec<Block>, Vec<String>), MeshError> {
+/// The interpreted keywords of a chain, the names of the skipped ones (each once, in order of
+/// appearance), and whether the chain ended with `End`.
+type Chain = (Vec<Block>, Vec<String>, bool);
+
+/// Follows the chain from `first` ([`Chain`]).
+fn walk_chain(r: &Reader<'_>, first: u64) -> Result<Chain, MeshError> {
     let pos_bytes = r.version.position_bytes() as u64;
     let mut blocks: Vec<Block> = Vec::new();
     let mut skipped = Vec::new();
@@ -288,7 +292,7 @@ fn walk_chain(r: &Reader<'_>, first: u64) -> Result<(Vec<Block>, Vec<String>), M
         let name = keywords::describe(code);
         let raw_next = r.position(at + 4, &name)?;
         if code == keywords::END {
-            break;
+            return Ok((blocks, skipped, true));
         }
         let fields = at + 4 + pos_bytes;
         let next = r.check_next(&name, at + 4, raw_next, fields)?;
@@ -310,7 +314,7 @@ fn walk_chain(r: &Reader<'_>, first: u64) -> Result<(Vec<Block>, Vec<String>), M
         }
         at = next;
     }
-    Ok((blocks, skipped))
+    Ok((blocks, skipped, false))
 }
 
 fn find(blocks: &[Block], code: i32) -> Option<Block> {

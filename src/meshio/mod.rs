@@ -94,6 +94,10 @@ pub struct MeshFile {
     /// libMeshb name (e.g. `Corners`), or `code N` for a binary code libMeshb does not know, or
     /// the word itself for an unknown ASCII keyword.
     pub skipped_keywords: Vec<String>,
+    /// Whether the file ended with the `End` keyword. Readers accept a file without it (some
+    /// writers leave it out), but a file cut short at a keyword boundary looks the same, so
+    /// `mesh info --check` reports its absence.
+    pub ended: bool,
 }
 
 /// Reads a `.mesh` or `.meshb` file (format from the extension, in any case).

@@ -1606,3 +1606,25 @@ fn mesh_outputs_replace_only_meshes_without_force() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_mesh_cut_at_a_keyword_boundary_fails_the_check() {
+    let dir = temp_dir("cut_at_keyword");
+    let whole = tetrahedron_with_x("1");
+    let cut = dir.join("cut.mesh");
+    // The whole file minus its End: what a copy cut short between two keywords leaves.
+    std::fs::write(&cut, whole.trim_end().strip_suffix("End").unwrap()).unwrap();
+    let run = snowsim(&["mesh", "info", "--check", s(&cut)]);
+    let out = run.stdout.clone();
+    run.expect(3);
+    assert!(
+        out.contains("no End keyword") && out.contains("cut short"),
+        "{out}"
+    );
+    // Read without --check, the mesh itself is fine.
+    snowsim(&["mesh", "info", s(&cut)]).expect(0);
+    let ok = dir.join("whole.mesh");
+    std::fs::write(&ok, &whole).unwrap();
+    snowsim(&["mesh", "info", "--check", s(&ok)]).expect(0);
+    std::fs::remove_dir_all(&dir).ok();
+}
