@@ -37,6 +37,9 @@ pub enum ProblemKind {
     IndexOutOfRange,
     /// The file has no `End` keyword: it may have been cut short at a keyword boundary.
     MissingEnd,
+    /// An element's measure overflows double precision (finite coordinates, too far apart to
+    /// measure): nothing can be said of its shape.
+    Unmeasurable,
 }
 
 impl fmt::Display for ProblemKind {
@@ -50,6 +53,7 @@ impl fmt::Display for ProblemKind {
             Self::FoldedFace => "faces whose two tetrahedra overlap",
             Self::IndexOutOfRange => "node indices out of range",
             Self::MissingEnd => "files without End (cut short?)",
+            Self::Unmeasurable => "elements too large to measure in double precision",
         })
     }
 }
@@ -143,12 +147,23 @@ fn check_shapes(mesh: &Mesh, kind: ElementKind, report: &mut CheckReport) {
             continue;
         }
         let points: Vec<[f64; 3]> = nodes.iter().map(|&n| mesh.vertices[n as usize]).collect();
-        let value = measure(kind, &points, planar);
-        let size = diameter(&points);
-        if !value.is_finite() {
+        if points.iter().flatten().any(|c| !c.is_finite()) {
             continue; // reported with the vertex
         }
-        if value.abs() <= EPS * size.powi(power) {
+        let value = measure(kind, &points, planar);
+        let size = diameter(&points);
+        let scale = size.powi(power);
+        if !(value.is_finite() && scale.is_finite()) {
+            report.add(ProblemKind::Unmeasurable, || {
+                format!(
+                    "{} spans {size:e} m: its {} overflows double precision",
+                    name(),
+                    measure_name(kind)
+                )
+            });
+            continue;
+        }
+        if value.abs() <= EPS * scale {
             report.add(ProblemKind::Degenerate, || {
                 format!("{} has zero {}", name(), measure_name(kind))
             });
@@ -157,7 +172,7 @@ fn check_shapes(mesh: &Mesh, kind: ElementKind, report: &mut CheckReport) {
                 format!("{} has negative {} {value:e}", name(), measure_name(kind))
             });
         } else if let Some(corner) = min_corner(kind, &points, planar)
-            && corner <= EPS * size.powi(power)
+            && corner <= EPS * scale
         {
             report.add(ProblemKind::Inverted, || {
                 format!(
@@ -300,6 +315,32 @@ mod tests {
         tets.push(&[0, 1, 2, 3], 1);
         tets.push(&[1, 4, 2, 3], 1);
         mesh
+    }
+
+    #[test]
+    fn coordinates_too_large_to_measure_are_not_called_zero_volume() {
+        let mut mesh = Mesh::new(3);
+        for p in [
+            [0.0, 0.0, 0.0],
+            [1e300, 0.0, 0.0],
+            [0.0, 1e300, 0.0],
+            [0.0, 0.0, 1e300],
+        ] {
+            mesh.push_vertex(p, 0);
+        }
+        mesh.elements_mut(ElementKind::Tetrahedra)
+            .push(&[0, 1, 2, 3], 1);
+        let report = check(&mesh);
+        assert_eq!(
+            report.counts.get(&ProblemKind::Degenerate),
+            None,
+            "{report:?}"
+        );
+        assert_eq!(report.counts[&ProblemKind::Unmeasurable], 1);
+        assert!(
+            report.examples[0].detail.contains("overflows"),
+            "{report:?}"
+        );
     }
 
     #[test]
