@@ -72,6 +72,46 @@ pub struct DeviceArg {
 
 /// A command's scene and device: the scene file read and checked, the device chosen by
 /// `device`, its label and a context on it.
+/// Parses a whole number of `T` for an option, saying what it must be: `-1` is "negative: must
+/// be a whole number from 0 to 4294967295", not clap's "invalid digit". Options that take it
+/// also allow hyphen values, so that `--seed -1` reaches it instead of being read as an option.
+pub(crate) fn whole<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + num_bounds::Bounded,
+{
+    let range = format!("a whole number from {} to {}", T::MIN_TEXT, T::MAX_TEXT);
+    match text.trim().parse::<T>() {
+        Ok(v) => Ok(v),
+        Err(_) if text.trim_start().starts_with('-') => {
+            Err(format!("`{text}` is negative: must be {range}"))
+        }
+        Err(_) => Err(format!("`{text}` is not {range}")),
+    }
+}
+
+/// The bounds of the integer types [`whole`] parses, as text.
+pub(crate) mod num_bounds {
+    /// An integer type's smallest and largest values, written out.
+    pub trait Bounded {
+        /// The smallest value.
+        const MIN_TEXT: &'static str;
+        /// The largest value.
+        const MAX_TEXT: &'static str;
+    }
+    impl Bounded for u32 {
+        const MIN_TEXT: &'static str = "0";
+        const MAX_TEXT: &'static str = "4294967295";
+    }
+    impl Bounded for u64 {
+        const MIN_TEXT: &'static str = "0";
+        const MAX_TEXT: &'static str = "18446744073709551615";
+    }
+    impl Bounded for usize {
+        const MIN_TEXT: &'static str = "0";
+        const MAX_TEXT: &'static str = "18446744073709551615";
+    }
+}
+
 fn scene_and_device(
     scene: &std::path::Path,
     device: &DeviceArg,

@@ -36,7 +36,7 @@ pub struct Args {
     headless: bool,
     /// Stop after this many frames [default: the scene's time.frames, else 100 headless and
     /// until quit in a window].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::whole::<u64>, allow_hyphen_values = true)]
     frames: Option<u64>,
     /// Write the last frame to this PNG file.
     #[arg(long, value_name = "PNG")]
@@ -48,7 +48,7 @@ pub struct Args {
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(u32, u32)>,
     /// Number of snow particles [default: the scene's snow.particles].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::whole::<usize>, allow_hyphen_values = true)]
     particles: Option<usize>,
     /// How particles reach OpenGL: `share` (cl_khr_gl_sharing, no copy), `external` (Vulkan
     /// allocates memory that OpenCL and OpenGL both import, no copy: NVIDIA GPUs, which lack
@@ -80,13 +80,13 @@ pub struct Args {
     /// Frames at the start left out of the summary's means and FPS [default: 1, the first
     /// frame (shader and kernel compilation), or 0 when only one frame runs]. Must leave at
     /// least one frame to measure.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::whole::<u64>, allow_hyphen_values = true)]
     warmup: Option<u64>,
     /// Start paused.
     #[arg(long)]
     paused: bool,
     /// Seed of the particles' initial positions and sizes [default: the scene's snow.seed].
-    #[arg(long)]
+    #[arg(long, value_name = "N", value_parser = super::whole::<u32>, allow_hyphen_values = true)]
     seed: Option<u32>,
     /// Print the final summary as JSON on stdout (progress goes to stderr).
     #[arg(long)]
@@ -126,7 +126,7 @@ pub struct Args {
     #[arg(long)]
     check: bool,
     /// Frames between checks with --check.
-    #[arg(long, value_name = "K", default_value_t = 60)]
+    #[arg(long, value_name = "K", default_value_t = 60, value_parser = super::whole::<u64>, allow_hyphen_values = true)]
     check_every: u64,
     /// Time the kernels (OpenCL profiling events, the per-stage device times) on one frame in
     /// K; the others run without events. On NVIDIA an event costs ~8 µs of host time per
@@ -135,11 +135,11 @@ pub struct Args {
     profile_every: u64,
     /// Mesh the terrain scene's air with about N tetrahedra (the ground grid and layers
     /// scaled), instead of the scene's own resolution.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::whole::<usize>, allow_hyphen_values = true)]
     tets: Option<usize>,
     /// A wind step every K frames over their time (the wind's step becomes K frame steps),
     /// overriding the scene's simulate.wind_every and wind.step.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = super::whole::<u32>, allow_hyphen_values = true)]
     wind_every: Option<u32>,
     /// Replace existing files that this command did not write (an output that is not a PNG
     /// or VTK file already): without it they are left alone and the run refuses to start. An

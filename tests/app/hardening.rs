@@ -1628,3 +1628,20 @@ fn a_mesh_cut_at_a_keyword_boundary_fails_the_check() {
     snowsim(&["mesh", "info", "--check", s(&ok)]).expect(0);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn negative_counts_are_named_as_negative() {
+    for (option, value) in [("--seed", "-1"), ("--particles", "-5"), ("--frames", "-2")] {
+        for args in [
+            vec!["run", option, value],
+            vec!["run", &format!("{option}={value}")],
+        ] {
+            let run = snowsim(&args);
+            let err = run.expect(2);
+            assert!(
+                err.contains(&format!("`{value}` is negative")) && err.contains("whole number"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
