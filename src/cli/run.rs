@@ -386,6 +386,21 @@ fn describe(scene: &Scene, ground: &SceneGround, setup: &SimSetup) -> String {
     )
 }
 
+/// Frames `--record DIR` holds (0 without it).
+fn recorded_frames(dir: Option<&Path>) -> usize {
+    let Some(Ok(entries)) = dir.map(std::fs::read_dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(snowsim::output::rule::record_frame_name)
+        })
+        .count()
+}
+
 /// What `run` reads and writes, for the output rule ([`snowsim::output::rule`]).
 fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
     let mut plan = OutputPlan::new(args.force);
@@ -585,67 +600,21 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     let (w, h) = size;
     let mut readback = None;
-    let (summary, gl_info, modes, sim_report) = if args.render == RenderArg::Off {
-        let mut stepper = Stepper::new(entry, setup)?;
-        if args.check {
-            stepper.check_every(args.check_every);
-        }
-        stepper.profile_every(args.profile_every);
-        if let Some(path) = &vtu {
-            stepper.save_state_on_finish(path.clone());
-        }
-        if let Some(s) = series()? {
-            stepper.write_series(s);
-        }
-        let summary = run_undrawn(
-            &mut stepper,
-            RunOptions {
-                warmup,
-                frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
-                capture,
-                log: &mut log,
-            },
-        )?;
-        if args.check {
-            let (checks, time) = stepper.checks();
-            say(&format!(
-                "checked {checks} times (every {} frames, {:.3} s in all): all held",
-                args.check_every,
-                time.as_secs_f64()
-            ))?;
-        }
-        let report = stepper.report()?;
-        (summary, GlInfo::default(), None, report)
-    } else {
-        let view = SceneView::new(&scene, &ground)
-            .with_context(|| format!("preparing scene {}", args.scene.display()))?;
-        let mut config = view.session_config(mode, args.paused);
-        config.views.wind |= args.wind;
-        config.views.pressure |= args.pressure;
-        config.particle_render = particle_render;
-        config.profile_every = args.profile_every;
-        let setup = std::cell::Cell::new(Some(setup));
-        let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
-            say(&format!("gl: {}", gl.info))?;
-            let setup = setup.take().context("the session was made twice (a bug)")?;
-            let mut session = Session::new(gl, entry, config.clone(), setup)?;
+    let ran = (|| -> anyhow::Result<_> {
+        Ok(if args.render == RenderArg::Off {
+            let mut stepper = Stepper::new(entry, setup)?;
+            if args.check {
+                stepper.check_every(args.check_every);
+            }
+            stepper.profile_every(args.profile_every);
             if let Some(path) = &vtu {
-                session.save_state_on_finish(path.clone());
+                stepper.save_state_on_finish(path.clone());
             }
             if let Some(s) = series()? {
-                session.write_series(s);
+                stepper.write_series(s);
             }
-            say(&format!("interop: {}", session.interop()))?;
-            say(&format!("particle render: {}", session.particle_render()))?;
-            Ok(session)
-        };
-        if args.headless {
-            let headless = Headless::new(w, h)?;
-            let mut session = make_session(headless.setup())?;
-            let summary = run_headless(
-                &headless.setup().gl,
-                headless.size(),
-                &mut session,
+            let summary = run_undrawn(
+                &mut stepper,
                 RunOptions {
                     warmup,
                     frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
@@ -653,67 +622,124 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     log: &mut log,
                 },
             )?;
-            let interop = (session.interop().clone(), session.particle_render().clone());
-            readback = session
-                .readback_rate()
-                .map(|(rate, pinned)| -> anyhow::Result<Readback> {
-                    let bytes = particle_count * PARTICLE_BYTES;
-                    let bus = snowsim::cl::PinnedBuffer::<Particle>::read_bandwidth(
-                        session.context(),
-                        bytes,
-                    )?;
-                    Ok(Readback {
-                        readback_gbps: rate / 1e9,
-                        readback_pinned: pinned,
-                        bus_pinned_gbps: bus / 1e9,
-                    })
-                })
-                .transpose()?;
-            let report = session.report_handle().borrow().unwrap_or_default();
-            (
-                summary,
-                headless.setup().info.clone(),
-                Some(interop),
-                report,
-            )
+            if args.check {
+                let (checks, time) = stepper.checks();
+                say(&format!(
+                    "checked {checks} times (every {} frames, {:.3} s in all): all held",
+                    args.check_every,
+                    time.as_secs_f64()
+                ))?;
+            }
+            let report = stepper.report()?;
+            (summary, GlInfo::default(), None, report)
         } else {
-            let mut info = None;
-            let mut interop = None;
-            let summary = run_window(
-                WindowOptions {
-                    size: (w, h),
-                    vsync: scene.view.vsync && !args.no_vsync,
-                    title: format!("snowsim: {}", scene.name),
-                },
-                RunOptions {
-                    warmup,
-                    frames,
-                    capture,
-                    log: &mut log,
-                },
-                |gl| {
-                    info = Some(gl.info.clone());
-                    let session = make_session(gl).map_err(|e| format!("{e:#}"))?;
-                    interop = Some((
-                        session.interop().clone(),
-                        session.particle_render_handle(),
-                        session.report_handle(),
-                    ));
-                    Ok(session)
-                },
-            )?;
-            let (interop, render, report) =
-                interop.context("the window closed before the session started")?;
-            let render = render.borrow().clone();
-            let report = report.borrow().unwrap_or_default();
-            (
-                summary,
-                info.unwrap_or_default(),
-                Some((interop, render)),
-                report,
-            )
-        }
-    };
+            let view = SceneView::new(&scene, &ground)
+                .with_context(|| format!("preparing scene {}", args.scene.display()))?;
+            let mut config = view.session_config(mode, args.paused);
+            config.views.wind |= args.wind;
+            config.views.pressure |= args.pressure;
+            config.particle_render = particle_render;
+            config.profile_every = args.profile_every;
+            let setup = std::cell::Cell::new(Some(setup));
+            let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
+                say(&format!("gl: {}", gl.info))?;
+                let setup = setup.take().context("the session was made twice (a bug)")?;
+                let mut session = Session::new(gl, entry, config.clone(), setup)?;
+                if let Some(path) = &vtu {
+                    session.save_state_on_finish(path.clone());
+                }
+                if let Some(s) = series()? {
+                    session.write_series(s);
+                }
+                say(&format!("interop: {}", session.interop()))?;
+                say(&format!("particle render: {}", session.particle_render()))?;
+                Ok(session)
+            };
+            if args.headless {
+                let headless = Headless::new(w, h)?;
+                let mut session = make_session(headless.setup())?;
+                let summary = run_headless(
+                    &headless.setup().gl,
+                    headless.size(),
+                    &mut session,
+                    RunOptions {
+                        warmup,
+                        frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
+                        capture,
+                        log: &mut log,
+                    },
+                )?;
+                let interop = (session.interop().clone(), session.particle_render().clone());
+                readback = session
+                    .readback_rate()
+                    .map(|(rate, pinned)| -> anyhow::Result<Readback> {
+                        let bytes = particle_count * PARTICLE_BYTES;
+                        let bus = snowsim::cl::PinnedBuffer::<Particle>::read_bandwidth(
+                            session.context(),
+                            bytes,
+                        )?;
+                        Ok(Readback {
+                            readback_gbps: rate / 1e9,
+                            readback_pinned: pinned,
+                            bus_pinned_gbps: bus / 1e9,
+                        })
+                    })
+                    .transpose()?;
+                let report = session.report_handle().borrow().unwrap_or_default();
+                (
+                    summary,
+                    headless.setup().info.clone(),
+                    Some(interop),
+                    report,
+                )
+            } else {
+                let mut info = None;
+                let mut interop = None;
+                let summary = run_window(
+                    WindowOptions {
+                        size: (w, h),
+                        vsync: scene.view.vsync && !args.no_vsync,
+                        title: format!("snowsim: {}", scene.name),
+                    },
+                    RunOptions {
+                        warmup,
+                        frames,
+                        capture,
+                        log: &mut log,
+                    },
+                    |gl| {
+                        info = Some(gl.info.clone());
+                        let session = make_session(gl).map_err(|e| format!("{e:#}"))?;
+                        interop = Some((
+                            session.interop().clone(),
+                            session.particle_render_handle(),
+                            session.report_handle(),
+                        ));
+                        Ok(session)
+                    },
+                )?;
+                let (interop, render, report) =
+                    interop.context("the window closed before the session started")?;
+                let render = render.borrow().clone();
+                let report = report.borrow().unwrap_or_default();
+                (
+                    summary,
+                    info.unwrap_or_default(),
+                    Some((interop, render)),
+                    report,
+                )
+            }
+        })
+    })();
+    // A run stopped by an error keeps what it wrote so far, and says so.
+    let (summary, gl_info, modes, sim_report) =
+        ran.map_err(|e| match recorded_frames(args.record.as_deref()) {
+            0 => e,
+            n => e.context(format!(
+                "the run stopped early; the {n} frames recorded in {} are kept",
+                args.record.as_deref().unwrap_or(Path::new("")).display()
+            )),
+        })?;
     if let Some(e) = log_error {
         return Err(e);
     }
