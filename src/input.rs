@@ -1,9 +1,9 @@
 //! Reading the files a user names: regular files only, read up to a size cap.
 //!
-//! Every input (scene files, heightmaps, meshes, kernel and shader overrides) is opened here so
-//! that none can hang or exhaust memory: the path is judged by `stat` before it is opened
-//! (which follows symbolic links, so a link to `/dev/zero` is judged as the device it points
-//! at, and a FIFO is refused without opening it, which could block), the file is opened
+//! Every input (scene files, heightmaps, meshes, kernel and shader overrides, sweep CSVs) is
+//! opened here so that none can hang or exhaust memory: the path is judged by `stat` before it
+//! is opened (which follows symbolic links, so a link to `/dev/zero` is judged as the device it
+//! points at, and a FIFO is refused without opening it, which could block), the file is opened
 //! non-blocking and judged again (it may have been swapped meanwhile), and at most `limit`
 //! bytes are read. `-` is standard input for the commands that accept it ([`read_or_stdin`]).
 //!

@@ -10,16 +10,21 @@ use super::console::outln;
 /// What `snowsim plot --help` explains: inputs, outputs, series, failures, exit status.
 pub const LONG_ABOUT: &str = "Draw the results of benchmark sweeps.
 
-Inputs: one or more CSV files written by `snowsim bench` (schema version 1). Their rows are \
-taken together, so files of different devices from different machines can be plotted on one \
-figure.
+Inputs: one or more CSV files written by `snowsim bench` (schema version 1), regular files \
+of at most 64 MB together (a FIFO, a device or a directory is refused without being read). \
+Their rows are taken together, so files of different devices from different machines can be \
+plotted on one figure. Every number is checked before anything is drawn: FPS, its standard \
+deviation and the stage times must be finite and not negative, and FPS + std and the sum of \
+a row's stage times must stay within f64.
 
 Outputs, in --out (created if missing), each PNG with a JSON of the same name beside it:
   fps_particles.png  frames per second against particle count (log2 x axis)
   fps_tets.png       frames per second against tetrahedra of the wind's mesh (log2 x axis),
                      when rows have a mesh size
   stages.png         stacked bars of milliseconds per frame in each stage (wind, snow, sort,
-                     smoothing, splat, transfer, draw), one bar per completed configuration
+                     smoothing, splat, transfer, draw), one bar per completed configuration,
+                     at most 200: beyond them the first 200 are drawn, the command says so and
+                     the JSON lists the others as skipped
 
 Rows are grouped into series by every setting except the x quantity: one line per device and \
 per combination of settings that varies (interop, particle render, sort, render, simulate, ...), \
@@ -30,8 +35,13 @@ the x axis) and are listed as failed in their series' JSON. The JSON gives, for 
 label, the settings that define it and its points (x, y, y_std) exactly as plotted, and the rows \
 left out with the reason.
 
-Exits with status 1 on an unreadable, empty or other-version CSV, a value that does not parse \
-(the error names the file and line), no completed row, or an output that cannot be written.";
+The files are written together: every figure is drawn and every file written to a temporary \
+beside it before any is renamed into place, so an error leaves --out as it was.
+
+Exits with status 1 on an unreadable, empty or other-version CSV, one that is not a regular \
+file or is too large, a value that does not parse or cannot be drawn (the error names the \
+file, the line and the column), no row with status ok and an FPS (the error says whether rows \
+completed without an FPS), or an output that cannot be written.";
 
 /// Options of `snowsim plot`.
 #[derive(Debug, clap::Args)]
@@ -68,6 +78,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             w.points,
             w.json.display()
         )?;
+        if let Some(note) = &w.note {
+            outln!("note: {note}")?;
+        }
     }
     for note in &report.not_made {
         outln!("not drawn: {note}")?;

@@ -96,6 +96,22 @@ impl AtomicFile {
         &self.path
     }
 
+    /// Flushes the bytes written so far to the temporary file and syncs it to disk, so that a
+    /// later [`commit`](Self::commit) has only to rename it: a writer of several files can
+    /// sync each before renaming any (a full disk then fails before the first rename).
+    pub fn sync(&mut self) -> Result<(), OutputError> {
+        let io = |error| OutputError::Io {
+            path: self.path.clone(),
+            error,
+        };
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| io(std::io::Error::other("already committed")))?;
+        writer.flush().map_err(io)?;
+        writer.get_ref().sync_all().map_err(io)
+    }
+
     /// Finishes the write: flushes and syncs the temporary, gives it the old file's
     /// permissions and renames it over the target. On error the temporary is removed and the
     /// old file is untouched.

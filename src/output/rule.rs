@@ -11,6 +11,7 @@
 //! [`OutputPlan::check`]; the error names both paths and the options that give them.
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{OutputError, check_image, check_writable, same_file};
@@ -78,9 +79,18 @@ impl FileKind {
     }
 }
 
-/// The first bytes of `path` (at most 4 KiB), `None` when it cannot be read as a file.
+/// The first bytes of `path` (at most 4 KiB), `None` when it cannot be read as a file. A
+/// FIFO or device is judged by `stat` and never opened (opening a FIFO blocks until a writer
+/// comes); the open is non-blocking in case one is swapped in meanwhile.
 fn head(path: &Path) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).ok()?;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }

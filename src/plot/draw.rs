@@ -4,8 +4,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::axis::TickedAxis;
-use super::figure::{LineFigure, STAGES, StageFigure};
+use super::axis::{TickedAxis, axis_end, number_label, value_ticks};
+use super::figure::{LineFigure, MAX_BARS, STAGES, StageFigure};
 use super::font::{FAMILY, register};
 
 /// Width of every image, pixels.
@@ -13,9 +13,27 @@ pub const WIDTH: u32 = 1280;
 /// Height of an FPS plot, pixels.
 pub const LINE_HEIGHT: u32 = 800;
 
-/// The height of the stage plot for `bars` bars, pixels.
+/// The height of the stage plot for `bars` bars, pixels: at most that of [`MAX_BARS`] bars
+/// (6160).
 pub fn stage_height(bars: usize) -> u32 {
-    (160 + 30 * bars as u32).max(400)
+    (160 + 30 * bars.min(MAX_BARS) as u32).max(400)
+}
+
+/// The most series an FPS plot's legend names; a last entry says how many more there are
+/// (colours repeat every 10 series anyway, and each entry costs text layout).
+pub const MAX_LEGEND: usize = 20;
+
+/// The most characters of a series' label drawn (the JSON has it whole).
+pub const MAX_LABEL_CHARS: usize = 80;
+
+/// `label`, cut to [`MAX_LABEL_CHARS`] characters with `…` where longer.
+fn shown(label: &str) -> String {
+    match label.char_indices().nth(MAX_LABEL_CHARS - 1) {
+        Some((end, _)) if label.chars().count() > MAX_LABEL_CHARS => {
+            format!("{}…", &label[..end])
+        }
+        _ => label.to_string(),
+    }
 }
 
 /// An error while drawing (plotters' errors, as text).
@@ -109,17 +127,20 @@ fn draw_lines<DB: DrawingBackend>(
         (0.0, 1.0)
     };
     let step = ((hi - lo) / 16.0).ceil().max(1.0);
-    let ticks: Vec<f64> = (0..)
+    // x is log2 of a u64: lo and hi lie in 0..=64.
+    let ticks: Vec<f64> = (0..=64)
         .map(|i| lo + step * f64::from(i))
         .take_while(|t| *t <= hi)
         .collect();
-    let y_max = figure
+    // Finite: every FPS and FPS + std was checked (`check::check_row`).
+    let y_top = figure
         .series
         .iter()
         .flat_map(|s| &s.points)
         .map(|p| p.y + p.y_std.unwrap_or(0.0))
         .fold(0.0, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let y_max = axis_end(y_top, 1.1);
+    let (y_ticks, y_step) = value_ticks(y_max);
 
     let mut chart = ChartBuilder::on(root)
         .caption(title, (FAMILY, 28))
@@ -131,7 +152,10 @@ fn draw_lines<DB: DrawingBackend>(
                 range: lo - 0.3..hi + 0.3,
                 ticks,
             },
-            0.0..y_max,
+            TickedAxis {
+                range: 0.0..y_max,
+                ticks: y_ticks,
+            },
         )
         .map_err(text)?;
     chart
@@ -139,13 +163,7 @@ fn draw_lines<DB: DrawingBackend>(
         .x_desc(x_desc)
         .y_desc("frames per second")
         .x_label_formatter(&|v| format!("2^{}", v.round() as i64))
-        .y_label_formatter(&|v| {
-            if y_max >= 20.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v:.2}")
-            }
-        })
+        .y_label_formatter(&|v| number_label(*v, y_step))
         .label_style((FAMILY, 18))
         .axis_desc_style((FAMILY, 20))
         .draw()
@@ -157,15 +175,22 @@ fn draw_lines<DB: DrawingBackend>(
         let line = c.stroke_width(2);
         let points: Vec<(f64, f64)> = series.points.iter().map(|p| (log2(p.x), p.y)).collect();
         let label = if series.failed.is_empty() {
-            series.label.clone()
+            shown(&series.label)
         } else {
-            format!("{} [{} failed: ×]", series.label, series.failed.len())
+            format!(
+                "{} [{} failed: ×]",
+                shown(&series.label),
+                series.failed.len()
+            )
         };
-        chart
+        let drawn = chart
             .draw_series(LineSeries::new(points.clone(), line))
-            .map_err(text)?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], line));
+            .map_err(text)?;
+        if i < MAX_LEGEND {
+            drawn
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], line));
+        }
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, 4, c.filled())))
             .map_err(text)?;
@@ -188,6 +213,16 @@ fn draw_lines<DB: DrawingBackend>(
                     .map(|f| Cross::new((log2(f.x), 0.0), 6, c.stroke_width(2))),
             )
             .map_err(text)?;
+    }
+    if figure.series.len() > MAX_LEGEND {
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(text)?
+            .label(format!(
+                "… and {} more series (see the JSON)",
+                figure.series.len() - MAX_LEGEND
+            ))
+            .legend(|(x, y)| EmptyElement::at((x, y)));
     }
     chart
         .configure_series_labels()
@@ -212,13 +247,15 @@ fn draw_stages<DB: DrawingBackend>(
         .flat_map(|s| {
             s.bars
                 .iter()
-                .map(move |b| (format!("{} · {}", s.label, power_of_two(b.x)), b))
+                .map(move |b| (format!("{} · {}", shown(&s.label), power_of_two(b.x)), b))
         })
         .collect();
     let n = bars.len();
-    let x_max = bars.iter().map(|(_, b)| b.total()).fold(0.0, f64::max);
+    // Finite: every stacked sum was checked (`check::check_row`).
+    let x_top = bars.iter().map(|(_, b)| b.total()).fold(0.0, f64::max);
     // Room on the right for the legend.
-    let x_max = if x_max > 0.0 { x_max * 1.3 } else { 1.0 };
+    let x_max = axis_end(x_top, 1.3);
+    let (x_ticks, x_step) = value_ticks(x_max);
     let longest = bars
         .iter()
         .map(|(l, _)| l.chars().count())
@@ -236,7 +273,10 @@ fn draw_stages<DB: DrawingBackend>(
         .x_label_area_size(60)
         .y_label_area_size(label_area)
         .build_cartesian_2d(
-            0.0..x_max,
+            TickedAxis {
+                range: 0.0..x_max,
+                ticks: x_ticks,
+            },
             TickedAxis {
                 range: -0.6..n as f64 - 0.4,
                 ticks,
@@ -247,6 +287,7 @@ fn draw_stages<DB: DrawingBackend>(
         .configure_mesh()
         .disable_y_mesh()
         .x_desc("milliseconds per frame")
+        .x_label_formatter(&|v| number_label(*v, x_step))
         .y_label_formatter(&|v| {
             let i = n as i64 - 1 - v.round() as i64;
             usize::try_from(i)

@@ -19,6 +19,11 @@ pub const STAGES: [&str; 7] = [
     "draw",
 ];
 
+/// The most bars `stages.png` draws (its height grows with them): the first ones in drawing
+/// order (series in the order of their first row, each by increasing particle count); the
+/// others are listed in the JSON's `skipped`, and [`StageFigure::bars_total`] counts them all.
+pub const MAX_BARS: usize = 200;
+
 /// One point of an FPS line.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Point {
@@ -81,7 +86,7 @@ impl LineFigure {
                         }),
                         _ => skipped.push(Skipped {
                             origin: s.origin.clone(),
-                            reason: "status ok but no finite fps_mean".into(),
+                            reason: "status ok but no fps_mean".into(),
                         }),
                     }
                 }
@@ -161,17 +166,22 @@ pub struct StageFigure {
     pub stages: Vec<&'static str>,
     /// The settings that differ between series.
     pub varying: Vec<&'static str>,
-    /// The series, in the order of their first row.
+    /// The series, in the order of their first row, with the bars drawn.
     pub series: Vec<BarSeries>,
-    /// Rows that are in no bar.
+    /// The most bars drawn ([`MAX_BARS`]).
+    pub bar_limit: usize,
+    /// Completed rows with stage times: the bars drawn and those beyond [`MAX_BARS`].
+    pub bars_total: usize,
+    /// Rows that are in no bar, those beyond [`MAX_BARS`] among them.
     pub skipped: Vec<Skipped>,
 }
 
 impl StageFigure {
     /// The bars of `grouping` (grouped by particle count); an `ok` row without any stage time
-    /// is skipped.
+    /// is skipped, and so is every bar after the first [`MAX_BARS`].
     pub fn new(grouping: &Grouping) -> Self {
         let mut skipped = grouping.skipped.clone();
+        let mut bars_total = 0;
         let series = grouping
             .groups
             .iter()
@@ -197,6 +207,16 @@ impl StageFigure {
                         });
                         continue;
                     }
+                    bars_total += 1;
+                    if bars_total > MAX_BARS {
+                        skipped.push(Skipped {
+                            origin: s.origin.clone(),
+                            reason: format!(
+                                "not drawn: stages.png draws the first {MAX_BARS} bars only"
+                            ),
+                        });
+                        continue;
+                    }
                     bars.push(Bar {
                         x: *x,
                         stages,
@@ -217,8 +237,15 @@ impl StageFigure {
             stages: STAGES.to_vec(),
             varying: grouping.varying.clone(),
             series,
+            bar_limit: MAX_BARS,
+            bars_total,
             skipped,
         }
+    }
+
+    /// The bars drawn.
+    pub fn bars_drawn(&self) -> usize {
+        self.series.iter().map(|s| s.bars.len()).sum()
     }
 
     /// Whether there is a bar to draw.
@@ -285,5 +312,40 @@ mod tests {
         assert_eq!(bars[0].stages[0].ms, None);
         assert_eq!(stages.skipped.len(), 1);
         assert_eq!(stages.skipped[0].reason, "status ok but no stage times");
+    }
+
+    #[test]
+    fn bars_beyond_the_limit_are_skipped_in_drawing_order() {
+        let n = MAX_BARS + 5;
+        let rows: Vec<Row> = (0..n)
+            .map(|i| Row {
+                device: if i % 2 == 0 { "a" } else { "b" }.into(),
+                particles: i as u64,
+                status: "ok".into(),
+                ms_snow: Some(1.0),
+                ..Row::default()
+            })
+            .collect();
+        let origins: Vec<Origin> = (1..=n)
+            .map(|row| Origin {
+                file: "s.csv".into(),
+                row,
+            })
+            .collect();
+        let sourced: Vec<Sourced> = rows
+            .iter()
+            .zip(&origins)
+            .map(|(row, origin)| Sourced { origin, row })
+            .collect();
+        let stages = StageFigure::new(&group(&sourced, "particles", |r| Some(r.particles), ""));
+        assert_eq!(stages.bars_total, n);
+        assert_eq!(stages.bars_drawn(), MAX_BARS);
+        // Series `a` (the even rows, 103 of them) comes first, then `b`'s first 97 bars.
+        assert_eq!(stages.series[0].bars.len(), n.div_ceil(2));
+        assert_eq!(stages.series[1].bars.len(), MAX_BARS - n.div_ceil(2));
+        let skipped: Vec<usize> = stages.skipped.iter().map(|s| s.origin.row).collect();
+        // `b`'s last five rows: particle counts 195, 197, …, 203, rows 196, 198, …, 204.
+        assert_eq!(skipped, [196, 198, 200, 202, 204]);
+        assert!(stages.skipped[0].reason.contains("first 200 bars"));
     }
 }

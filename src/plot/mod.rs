@@ -2,22 +2,29 @@
 //! thesis's Figures 6.1–6.6. FPS against particle count and against mesh size (log2 x axis,
 //! one line per device and per setting that varies, error bars of one standard deviation), and
 //! stacked bars of the time per stage; each PNG has a JSON beside it naming its series and
-//! their points exactly as drawn, the failed rows of each series and the rows left out.
+//! their points exactly as drawn, the failed rows of each series and the rows left out. The
+//! CSVs are read through [`crate::input`], every number is checked before anything is drawn
+//! ([`check`]), the figures' sizes are capped ([`figure::MAX_BARS`]) and the files are
+//! written together or not at all.
 
 pub mod axis;
+pub mod check;
 pub mod draw;
 pub mod figure;
 pub mod font;
 pub mod series;
 pub mod settings;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::bench::record::{RecordError, Row, read_rows};
-use crate::output::{OutputError, write_atomic};
-use figure::{LineFigure, StageFigure};
+use crate::bench::record::{CSV_LIMIT, RecordError, Row, parse_rows};
+use crate::budget::{Budget, ByteSize, Estimate};
+use crate::input::InputError;
+use crate::output::{AtomicFile, OutputError};
+use figure::{LineFigure, MAX_BARS, StageFigure};
 use series::{Origin, Sourced, group};
 
 /// Errors making the plots.
@@ -26,22 +33,66 @@ pub enum PlotError {
     /// No CSV file was given.
     #[error("no CSV file given")]
     NoInput,
-    /// A CSV could not be read or does not parse (names the file and line).
+    /// A CSV is not a regular file, could not be read or does not parse (names the file and
+    /// line).
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// The CSVs together are larger than [`CSV_LIMIT`].
+    #[error(
+        "{} is {}, more than the {} left of the {} of CSV that snowsim plot reads in all \
+         (the files before it hold {})",
+        path.display(),
+        ByteSize(*size),
+        ByteSize(CSV_LIMIT - before),
+        ByteSize(CSV_LIMIT),
+        ByteSize(*before)
+    )]
+    TooMuchInput {
+        /// The file that went past the limit.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// Bytes of the files before it.
+        before: u64,
+    },
+    /// A number of a row cannot be drawn: not finite, negative, or a sum beyond f64.
+    #[error(
+        "{}, line {line}, {} {column}: {problem}",
+        path.display(),
+        if column.contains(" + ") { "columns" } else { "column" }
+    )]
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// The line the row starts on.
+        line: u64,
+        /// The column, or the columns of a sum.
+        column: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A CSV has a header but no rows, or nothing at all.
     #[error("{}: no rows (an empty sweep CSV)", path.display())]
     Empty {
         /// The file.
         path: PathBuf,
     },
-    /// Not one row completed, so there is nothing to draw.
-    #[error("no row to plot: none of the {rows} rows has status ok and an FPS ({statuses})")]
+    /// No row has both status ok and an FPS, so there is nothing to draw.
+    #[error(
+        "no row to plot: {}",
+        nothing_to_plot(*rows, *ok, *ok_in_files_with_fps, statuses, no_fps_column)
+    )]
     NothingToPlot {
         /// How many rows were read.
         rows: usize,
+        /// How many of them have status `ok` (and, since nothing is drawn, no FPS).
+        ok: usize,
+        /// How many of those are in files that have an `fps_mean` column (empty there).
+        ok_in_files_with_fps: usize,
         /// The statuses found, with their counts, e.g. `error: 3, timeout: 1`.
         statuses: String,
+        /// The files without an `fps_mean` column.
+        no_fps_column: Vec<PathBuf>,
     },
     /// The output folder could not be created.
     #[error("{}: cannot create the output folder: {error}", path.display())]
@@ -64,6 +115,39 @@ pub enum PlotError {
     Output(#[from] OutputError),
 }
 
+/// The reason of [`PlotError::NothingToPlot`]: that no row completed, or that the rows that
+/// did have no FPS (and why: no `fps_mean` column, or empty values).
+fn nothing_to_plot(
+    rows: usize,
+    ok: usize,
+    ok_in_files_with_fps: usize,
+    statuses: &str,
+    no_fps_column: &[PathBuf],
+) -> String {
+    if ok == 0 {
+        return format!("none of the {rows} rows has status ok ({statuses})");
+    }
+    let files: Vec<String> = no_fps_column
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let why = if files.is_empty() {
+        "fps_mean is empty in each".to_string()
+    } else {
+        let has = if files.len() == 1 { "has" } else { "have" };
+        let others = if ok_in_files_with_fps > 0 {
+            "; fps_mean is empty in the others"
+        } else {
+            ""
+        };
+        format!("{} {has} no fps_mean column{others}", files.join(", "))
+    };
+    let have = if ok == 1 { "has" } else { "have" };
+    format!(
+        "{ok} of the {rows} rows {have} status ok but no FPS value ({why}); statuses: {statuses}"
+    )
+}
+
 /// The rows of one CSV file.
 #[derive(Clone, Debug)]
 pub struct Input {
@@ -71,26 +155,57 @@ pub struct Input {
     pub path: PathBuf,
     /// Its rows, in order.
     pub rows: Vec<Row>,
+    /// Whether its header has an `fps_mean` column.
+    pub has_fps_column: bool,
 }
 
-/// Reads every file; a file without rows is an error.
+/// Reads every file through [`crate::input`] (a FIFO, a device or a directory is refused
+/// without being read; all files together at most [`CSV_LIMIT`]) and checks every number of
+/// every row ([`check::check_row`]); a file without rows is an error.
 pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, PlotError> {
     if paths.is_empty() {
         return Err(PlotError::NoInput);
     }
-    paths
-        .iter()
-        .map(|path| {
-            let rows = read_rows(path)?;
-            if rows.is_empty() {
-                return Err(PlotError::Empty { path: path.clone() });
-            }
-            Ok(Input {
+    // Every file is judged and read before any is parsed, so that a FIFO, a device or too
+    // much input is refused at once.
+    let mut before = 0;
+    let mut contents = Vec::with_capacity(paths.len());
+    for path in paths {
+        let bytes = crate::input::read(path, CSV_LIMIT - before).map_err(|error| match error {
+            InputError::TooLarge {
+                size: Some(size), ..
+            } if before > 0 => PlotError::TooMuchInput {
                 path: path.clone(),
-                rows,
-            })
-        })
-        .collect()
+                size,
+                before,
+            },
+            error => PlotError::Record(error.into()),
+        })?;
+        before += bytes.len() as u64;
+        contents.push(bytes);
+    }
+    let mut inputs = Vec::with_capacity(paths.len());
+    for (path, bytes) in paths.iter().zip(contents) {
+        let sweep = parse_rows(path, &bytes)?;
+        drop(bytes);
+        if sweep.rows.is_empty() {
+            return Err(PlotError::Empty { path: path.clone() });
+        }
+        for (row, &line) in sweep.rows.iter().zip(&sweep.lines) {
+            check::check_row(row).map_err(|bad| PlotError::Value {
+                path: path.clone(),
+                line,
+                column: bad.column,
+                problem: bad.problem,
+            })?;
+        }
+        inputs.push(Input {
+            path: path.clone(),
+            has_fps_column: sweep.has_column("fps_mean"),
+            rows: sweep.rows,
+        });
+    }
+    Ok(inputs)
 }
 
 /// One plot written: its PNG and its series JSON.
@@ -104,6 +219,8 @@ pub struct Written {
     pub series: usize,
     /// Points (or bars) drawn.
     pub points: usize,
+    /// What was left out of the image, when something was (e.g. bars beyond [`MAX_BARS`]).
+    pub note: Option<String>,
 }
 
 /// What [`plot`] did.
@@ -122,9 +239,37 @@ pub const FPS_TETS: &str = "fps_tets";
 /// See [`FPS_PARTICLES`].
 pub const STAGES: &str = "stages";
 
+/// A figure drawn, not yet written.
+struct Drawn<'a> {
+    name: &'static str,
+    png: Vec<u8>,
+    figure: Figure<'a>,
+    series: usize,
+    points: usize,
+    note: Option<String>,
+}
+
+/// The data of a figure, written as its JSON.
+enum Figure<'a> {
+    Line(&'a LineFigure),
+    Stages(&'a StageFigure),
+}
+
+impl Figure<'_> {
+    fn write_json(&self, writer: impl Write) -> serde_json::Result<()> {
+        match self {
+            Figure::Line(f) => serde_json::to_writer_pretty(writer, f),
+            Figure::Stages(f) => serde_json::to_writer_pretty(writer, f),
+        }
+    }
+}
+
 /// Draws the plots of the rows of `inputs` (all files together) into `out`, creating it if
 /// missing: [`FPS_PARTICLES`] always, [`FPS_TETS`] when rows have a mesh size, [`STAGES`] when
-/// rows have stage times. Nothing is written when no row completed.
+/// rows have stage times (at most [`MAX_BARS`] bars). Every figure is drawn before anything
+/// is written, then all files are written as temporaries and renamed into place only when
+/// every one is complete: an error leaves `out` as it was (and removes it if this call
+/// created it). Nothing is written when no row completed.
 pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
     let origins: Vec<Vec<Origin>> = inputs
         .iter()
@@ -154,29 +299,24 @@ pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
     if !particles.has_points() {
         return Err(PlotError::NothingToPlot {
             rows: rows.len(),
+            ok: rows.iter().filter(|s| s.row.status == "ok").count(),
+            ok_in_files_with_fps: inputs
+                .iter()
+                .filter(|i| i.has_fps_column)
+                .flat_map(|i| &i.rows)
+                .filter(|r| r.status == "ok")
+                .count(),
             statuses: status_counts(&rows),
+            no_fps_column: inputs
+                .iter()
+                .filter(|i| !i.has_fps_column)
+                .map(|i| i.path.clone())
+                .collect(),
         });
     }
-    std::fs::create_dir_all(out).map_err(|error| PlotError::OutDir {
-        path: out.to_path_buf(),
-        error,
-    })?;
 
     let mut report = Report::default();
-    let png = draw::line_png(
-        &particles,
-        "Frames per second by particle count",
-        "particles",
-    );
-    report.written.push(write_pair(
-        out,
-        FPS_PARTICLES,
-        png,
-        &particles,
-        line_counts(&particles),
-    )?);
-
-    if rows.iter().any(|s| s.row.tets.is_some()) {
+    let tets = if rows.iter().any(|s| s.row.tets.is_some()) {
         let tets = LineFigure::new(&group(
             &rows,
             "tets",
@@ -184,96 +324,227 @@ pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
             "no tets (the scene's mesh)",
         ));
         if tets.has_points() {
-            let png = draw::line_png(
-                &tets,
-                "Frames per second by mesh size",
-                "tetrahedra of the wind's mesh",
-            );
-            report
-                .written
-                .push(write_pair(out, FPS_TETS, png, &tets, line_counts(&tets))?);
+            Some(tets)
         } else {
             report
                 .not_made
                 .push(format!("{FPS_TETS}: no completed row has a mesh size"));
+            None
         }
     } else {
         report
             .not_made
             .push(format!("{FPS_TETS}: no row has a mesh size (tets)"));
-    }
-
+        None
+    };
     let stages = StageFigure::new(&by_particles);
+
+    let mut drawn = vec![Drawn {
+        name: FPS_PARTICLES,
+        png: draw_png(out, FPS_PARTICLES, || {
+            draw::line_png(
+                &particles,
+                "Frames per second by particle count",
+                "particles",
+            )
+        })?,
+        figure: Figure::Line(&particles),
+        series: particles.series.len(),
+        points: points_of(&particles),
+        note: None,
+    }];
+    if let Some(tets) = &tets {
+        drawn.push(Drawn {
+            name: FPS_TETS,
+            png: draw_png(out, FPS_TETS, || {
+                draw::line_png(
+                    tets,
+                    "Frames per second by mesh size",
+                    "tetrahedra of the wind's mesh",
+                )
+            })?,
+            figure: Figure::Line(tets),
+            series: tets.series.len(),
+            points: points_of(tets),
+            note: None,
+        });
+    }
     if stages.has_bars() {
-        let png = draw::stage_png(&stages, "Time per stage (ms per frame)");
-        let bars = stages.series.iter().map(|s| s.bars.len()).sum();
-        report.written.push(write_pair(
-            out,
-            STAGES,
-            png,
-            &stages,
-            (stages.series.len(), bars),
-        )?);
+        let bars = stages.bars_drawn();
+        let note = (stages.bars_total > bars).then(|| {
+            format!(
+                "{bars} of {} bars drawn: {STAGES}.png draws at most {MAX_BARS}; the rest are \
+                 listed in {STAGES}.json's skipped",
+                stages.bars_total
+            )
+        });
+        drawn.push(Drawn {
+            name: STAGES,
+            png: draw_png(out, STAGES, || {
+                draw::stage_png(&stages, "Time per stage (ms per frame)")
+            })?,
+            figure: Figure::Stages(&stages),
+            series: stages.series.len(),
+            points: bars,
+            note,
+        });
     } else {
         report
             .not_made
             .push(format!("{STAGES}: no completed row has stage times"));
     }
+
+    report.written = write_all(out, &drawn)?;
     Ok(report)
 }
 
-/// Series and points of an FPS figure.
-fn line_counts(figure: &LineFigure) -> (usize, usize) {
-    let points = figure.series.iter().map(|s| s.points.len()).sum();
-    (figure.series.len(), points)
-}
-
-/// Writes `NAME.json` and `NAME.png` atomically.
-fn write_pair(
+/// Draws one PNG, naming it in an error.
+fn draw_png(
     out: &Path,
     name: &str,
-    png: draw::DrawResult<Vec<u8>>,
-    figure: &impl Serialize,
-    (series, points): (usize, usize),
-) -> Result<Written, PlotError> {
-    let png_path = out.join(format!("{name}.png"));
-    let json_path = out.join(format!("{name}.json"));
-    let png = png.map_err(|error| PlotError::Draw {
-        path: png_path.clone(),
+    draw: impl FnOnce() -> draw::DrawResult<Vec<u8>>,
+) -> Result<Vec<u8>, PlotError> {
+    draw().map_err(|error| PlotError::Draw {
+        path: out.join(format!("{name}.png")),
         error,
-    })?;
-    let mut json = serde_json::to_vec_pretty(figure).map_err(|e| PlotError::Draw {
-        path: json_path.clone(),
-        error: e.to_string(),
-    })?;
-    json.push(b'\n');
-    write_atomic(&json_path, &json)?;
-    write_atomic(&png_path, &png)?;
-    Ok(Written {
-        png: png_path,
-        json: json_path,
-        series,
-        points,
     })
 }
 
-/// `status: count` for each status found, in order of first appearance.
+/// Points of an FPS figure.
+fn points_of(figure: &LineFigure) -> usize {
+    figure.series.iter().map(|s| s.points.len()).sum()
+}
+
+/// Counts the bytes written through it.
+#[derive(Default)]
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes every figure's JSON and PNG into `out` (created if missing), all or none: each goes
+/// to a temporary file, and the temporaries are renamed into place only once all of them are
+/// written and synced. On an error the temporaries are removed, and `out` too when this call
+/// created it (and it is still empty).
+fn write_all(out: &Path, drawn: &[Drawn]) -> Result<Vec<Written>, PlotError> {
+    let created = !out.exists();
+    std::fs::create_dir_all(out).map_err(|error| PlotError::OutDir {
+        path: out.to_path_buf(),
+        error,
+    })?;
+    let result = write_temporaries(out, drawn).and_then(|files| {
+        for file in files {
+            file.commit()?;
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => Ok(drawn
+            .iter()
+            .map(|d| Written {
+                png: out.join(format!("{}.png", d.name)),
+                json: out.join(format!("{}.json", d.name)),
+                series: d.series,
+                points: d.points,
+                note: d.note.clone(),
+            })
+            .collect()),
+        Err(error) => {
+            if created {
+                // Only an empty folder is removed.
+                let _ = std::fs::remove_dir(out);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Checks the disk for every file, then writes each into a temporary beside it (flushed and
+/// synced), returning them uncommitted.
+fn write_temporaries(out: &Path, drawn: &[Drawn]) -> Result<Vec<AtomicFile>, PlotError> {
+    let json_error = |path: &Path, error: serde_json::Error| {
+        PlotError::Output(OutputError::Io {
+            path: path.to_path_buf(),
+            error: error.into(),
+        })
+    };
+    let mut bytes = 0u64;
+    for d in drawn {
+        let mut counter = Counter::default();
+        let json_path = out.join(format!("{}.json", d.name));
+        d.figure
+            .write_json(&mut counter)
+            .map_err(|e| json_error(&json_path, e))?;
+        bytes = bytes.saturating_add(counter.0 + 1 + d.png.len() as u64);
+    }
+    if let Ok(disk) = Budget::disk(&out.join(format!("{FPS_PARTICLES}.png"))) {
+        let estimate = Estimate::new(out.display().to_string(), "the plots", bytes);
+        disk.check(&estimate)
+            .map_err(|error| OutputError::DiskSpace(Box::new(error)))?;
+    }
+    let mut files = Vec::with_capacity(2 * drawn.len());
+    for d in drawn {
+        let json_path = out.join(format!("{}.json", d.name));
+        let mut json = AtomicFile::create(&json_path)?;
+        d.figure
+            .write_json(&mut json)
+            .map_err(|e| json_error(&json_path, e))?;
+        json.write_all(b"\n").map_err(|error| OutputError::Io {
+            path: json_path.clone(),
+            error,
+        })?;
+        json.sync()?;
+        files.push(json);
+
+        let png_path = out.join(format!("{}.png", d.name));
+        let mut png = AtomicFile::create(&png_path)?;
+        png.write_all(&d.png).map_err(|error| OutputError::Io {
+            path: png_path.clone(),
+            error,
+        })?;
+        png.sync()?;
+        files.push(png);
+    }
+    Ok(files)
+}
+
+/// The most statuses [`status_counts`] names.
+const MAX_STATUSES: usize = 10;
+
+/// `status: count` for each status found, in order of first appearance (the first
+/// [`MAX_STATUSES`], then how many more).
 fn status_counts(rows: &[Sourced]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for s in rows {
         let status = if s.row.status.is_empty() {
             "(empty)"
         } else {
             s.row.status.as_str()
         };
-        match counts.iter_mut().find(|(name, _)| *name == status) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((status, 1)),
+        match index.get(status) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                index.insert(status, counts.len());
+                counts.push((status, 1));
+            }
         }
     }
-    counts
+    let mut text: Vec<String> = counts
         .iter()
+        .take(MAX_STATUSES)
         .map(|(s, n)| format!("{s}: {n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if counts.len() > MAX_STATUSES {
+        text.push(format!("{} other statuses", counts.len() - MAX_STATUSES));
+    }
+    text.join(", ")
 }

@@ -3,7 +3,7 @@
 //! series; rows that failed are kept aside in their series, rows that cannot be placed are
 //! listed as skipped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -84,17 +84,15 @@ impl Group<'_> {
 
     /// The distinct modes its completed rows used, in order of first appearance.
     pub fn modes_used(&self) -> Vec<ModesUsed> {
-        let mut modes: Vec<ModesUsed> = Vec::new();
-        for (_, s) in &self.ok {
-            let m = ModesUsed {
+        let mut seen = HashSet::new();
+        self.ok
+            .iter()
+            .filter(|(_, s)| seen.insert((s.row.interop.as_str(), s.row.particle_render.as_str())))
+            .map(|(_, s)| ModesUsed {
                 interop: s.row.interop.clone(),
                 particle_render: s.row.particle_render.clone(),
-            };
-            if !modes.contains(&m) {
-                modes.push(m);
-            }
-        }
-        modes
+            })
+            .collect()
     }
 }
 
@@ -113,7 +111,8 @@ pub struct Grouping<'a> {
 }
 
 /// Groups `rows` by every setting but `x`, whose value `x_of` reads (a row where it reads
-/// `None` is skipped, with `missing` as the reason).
+/// `None` is skipped, with `missing` as the reason). Time and memory grow linearly with the
+/// rows (apart from sorting each series), however many series there are.
 pub fn group<'a>(
     rows: &[Sourced<'a>],
     x: &'static str,
@@ -121,6 +120,7 @@ pub fn group<'a>(
     missing: &str,
 ) -> Grouping<'a> {
     let mut groups: Vec<Group<'a>> = Vec::new();
+    let mut index_of: HashMap<Vec<Setting>, usize> = HashMap::new();
     let mut skipped = Vec::new();
     for sourced in rows {
         let Some(xv) = x_of(sourced.row) else {
@@ -131,9 +131,10 @@ pub fn group<'a>(
             continue;
         };
         let key = series_key(sourced.row, x);
-        let index = match groups.iter().position(|g| g.key == key) {
-            Some(i) => i,
+        let index = match index_of.get(&key) {
+            Some(&i) => i,
             None => {
+                index_of.insert(key.clone(), groups.len());
                 groups.push(Group {
                     key,
                     label: String::new(),
@@ -175,25 +176,25 @@ fn varying_settings(groups: &[Group]) -> Vec<&'static str> {
     let Some(first) = groups.first() else {
         return Vec::new();
     };
-    let value = |g: &Group, name: &str| {
+    fn value<'g>(g: &'g Group, name: &str) -> Option<&'g str> {
         g.key
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
+            .map(|(_, v)| v.as_str())
+    }
+    // One device name with two platforms, found in one pass over the groups.
+    let mut platform_of: HashMap<Option<&str>, Option<&str>> = HashMap::new();
+    let two_platforms = groups.iter().any(|g| {
+        let platform = value(g, "platform");
+        *platform_of.entry(value(g, "device")).or_insert(platform) != platform
+    });
     first
         .key
         .iter()
         .enumerate()
         .filter(|(i, (name, v))| {
             if *name == "platform" {
-                groups.iter().any(|a| {
-                    groups.iter().any(|b| {
-                        value(a, "device") == value(b, "device")
-                            && value(a, "platform") != value(b, "platform")
-                    })
-                })
+                two_platforms
             } else {
                 groups.iter().any(|g| g.key[*i].1 != *v)
             }

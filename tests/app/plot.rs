@@ -2,8 +2,10 @@
 //! JSON matches the rows written, computed independently of the plotting code; bad inputs and
 //! outputs end with a clear error and status 1.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use snowsim::bench::record::{Row, SCHEMA_VERSION, write_rows};
@@ -361,4 +363,533 @@ fn help_names_the_inputs_and_every_output() {
     ] {
         assert!(help.contains(needle), "`{needle}` missing from:\n{help}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile inputs (issue "Nothing a user types clobbers a file, hangs or lies"): one test per
+// class. Every run is killed after a timeout, every error is checked for its text, and every
+// input CSV is checked to be byte for byte what it was.
+
+/// What a finished `snowsim plot` left.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Run {
+    /// Asserts exit status 1 without a panic; returns stderr.
+    fn error(&self) -> &str {
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        assert_eq!(self.code, Some(1), "{}\n{}", self.stdout, self.stderr);
+        &self.stderr
+    }
+
+    /// Asserts success; returns stdout.
+    fn success(&self) -> &str {
+        assert_eq!(self.code, Some(0), "{}\n{}", self.stdout, self.stderr);
+        &self.stdout
+    }
+}
+
+/// Runs `command`, killing it (and failing) after `timeout`; its output is read on threads so
+/// that a full pipe cannot stall it.
+fn finish(mut command: Command, timeout: Duration) -> Run {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run snowsim");
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let out = read(Box::new(child.stdout.take().unwrap()));
+    let err = read(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("snowsim {command:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        code: status.code(),
+        took: started.elapsed(),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// `snowsim ARGS`, killed after 30 s.
+fn snowsim_within_30_s(args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_snowsim"));
+    command.args(args);
+    finish(command, Duration::from_secs(30))
+}
+
+/// Copies of files taken before a run, compared after it.
+struct Unchanged(Vec<(PathBuf, Vec<u8>)>);
+
+impl Unchanged {
+    fn of(paths: &[&Path]) -> Self {
+        Self(
+            paths
+                .iter()
+                .map(|p| (p.to_path_buf(), std::fs::read(p).unwrap()))
+                .collect(),
+        )
+    }
+
+    fn check(&self) {
+        for (path, bytes) in &self.0 {
+            assert!(
+                std::fs::read(path).unwrap() == *bytes,
+                "{} changed",
+                path.display()
+            );
+        }
+    }
+}
+
+/// A sweep of two completed rows and `bad` as the third, after a failed row whose error spans
+/// two lines: `bad` is row 4 and starts on line 6.
+fn sweep_with(dir: &Path, name: &str, bad: Row) -> PathBuf {
+    let mut failed = failed_row();
+    failed.error = "CL_OUT_OF_RESOURCES\nat clEnqueueNDRangeKernel".into();
+    let rows = [failed, ok_row(0, 0, 1 << 16), ok_row(0, 0, 1 << 18), bad];
+    let path = dir.join(name);
+    write_rows(&path, &rows).unwrap();
+    path
+}
+
+/// Runs `plot` on `csv`, expecting status 1 within 30 s with nothing written and the CSV as it
+/// was; returns the message.
+fn refused(dir: &Path, csv: &Path) -> String {
+    let before = Unchanged::of(&[csv]);
+    let out = dir.join("out");
+    let run = snowsim_within_30_s(&["plot", s(csv), "--out", s(&out)]);
+    let err = run.error().to_string();
+    assert!(!out.exists(), "nothing written on error: {err}");
+    before.check();
+    err
+}
+
+#[test]
+fn axis_ends_beyond_f64_are_refused_or_drawn_and_never_hang() {
+    let dir = temp_dir("axis-ends");
+    let base = ok_row(0, 0, 1 << 20);
+    // FPS + std and the stacked stage times overflow: refused, naming the columns.
+    let cases = [
+        (
+            Row {
+                fps_mean: Some(1.7e308),
+                fps_std: Some(1e308),
+                ..base.clone()
+            },
+            "columns fps_mean + fps_std: 1.7e308 + 1e308 is beyond the largest f64",
+        ),
+        (
+            Row {
+                ms_wind: Some(1.7e308),
+                ms_snow: Some(1.7e308),
+                ..base.clone()
+            },
+            "columns ms_wind + ms_snow + ms_sort + ms_smoothing + ms_splat + ms_transfer + \
+             ms_draw: the sum is beyond the largest f64",
+        ),
+        (
+            Row {
+                fps_mean: Some(f64::INFINITY),
+                ..base.clone()
+            },
+            "column fps_mean: inf is not a finite number",
+        ),
+    ];
+    for (i, (row, message)) in cases.into_iter().enumerate() {
+        let csv = sweep_with(&dir, &format!("overflow{i}.csv"), row);
+        let err = refused(&dir, &csv);
+        let at = format!("overflow{i}.csv, line 6, {message}");
+        assert!(err.contains(&at), "`{at}` not in: {err}");
+    }
+
+    // The largest FPS f64 holds, with the stages near the largest sum: the axes' ends would
+    // overflow with their margins, and are drawn at f64::MAX instead.
+    let near_max = Row {
+        fps_mean: Some(f64::MAX),
+        fps_std: Some(0.0),
+        ms_wind: Some(f64::MAX / 2.0),
+        ms_snow: Some(f64::MAX / 2.0),
+        ms_sort: None,
+        ms_smoothing: None,
+        ms_splat: None,
+        ms_draw: None,
+        ..base.clone()
+    };
+    let csv = sweep_with(&dir, "near-max.csv", near_max);
+    let before = Unchanged::of(&[&csv]);
+    let out = dir.join("near-max");
+    let run = snowsim_within_30_s(&["plot", s(&csv), "--out", s(&out)]);
+    run.success();
+    before.check();
+    let fps = read_json(&out.join("fps_particles.json"));
+    let ys: Vec<f64> = series_by_label(&fps, DEVICES[0].0)["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["y"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ys.len(), 3);
+    assert!(same(ys.last().copied(), Some(f64::MAX)), "{ys:?}");
+    assert_eq!(png_size(&out.join("fps_particles.png")), (1280, 800));
+    assert_eq!(png_size(&out.join("stages.png")).0, 1280);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn negative_and_non_finite_numbers_are_refused_naming_file_line_and_column() {
+    let dir = temp_dir("numbers");
+    let base = ok_row(0, 0, 1 << 20);
+    let cases = [
+        (
+            Row {
+                fps_mean: Some(f64::NAN),
+                ..base.clone()
+            },
+            "column fps_mean: NaN is not a number",
+        ),
+        (
+            Row {
+                fps_mean: Some(-5.0),
+                ..base.clone()
+            },
+            "column fps_mean: -5 is negative",
+        ),
+        (
+            Row {
+                fps_std: Some(-0.5),
+                ..base.clone()
+            },
+            "column fps_std: -0.5 is negative",
+        ),
+        (
+            Row {
+                ms_splat: Some(-2.25),
+                ..base.clone()
+            },
+            "column ms_splat: -2.25 is negative",
+        ),
+        (
+            Row {
+                ms_frame: Some(f64::NEG_INFINITY),
+                ..base.clone()
+            },
+            "column ms_frame: -inf is not a finite number",
+        ),
+    ];
+    for (i, (row, message)) in cases.into_iter().enumerate() {
+        let csv = sweep_with(&dir, &format!("number{i}.csv"), row);
+        let err = refused(&dir, &csv);
+        let at = format!("number{i}.csv, line 6, {message}");
+        assert!(err.contains(&at), "`{at}` not in: {err}");
+    }
+    // A number too large for f64 reads as infinity, and is refused as such.
+    let csv = sweep_with(
+        &dir,
+        "huge.csv",
+        Row {
+            ms_draw: Some(12345.5),
+            ..base.clone()
+        },
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.matches(",12345.5").count(), 1);
+    std::fs::write(&csv, text.replace(",12345.5", ",1e400")).unwrap();
+    let err = refused(&dir, &csv);
+    assert!(
+        err.contains("huge.csv, line 6, column ms_draw: inf is not a finite number"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn mkfifo(path: &Path) {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+}
+
+#[test]
+fn inputs_that_are_not_regular_files_or_too_large_are_refused_at_once() {
+    let dir = temp_dir("special");
+    let good = write_sweep(&dir).remove(0);
+    let out = dir.join("out");
+    let fifo = dir.join("fifo.csv");
+    mkfifo(&fifo);
+    let folder = dir.join("folder.csv");
+    std::fs::create_dir(&folder).unwrap();
+    let big = dir.join("big.csv");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(65_000_000)
+        .unwrap();
+    let half = dir.join("half.csv");
+    std::fs::File::create(&half)
+        .unwrap()
+        .set_len(40_000_000)
+        .unwrap();
+    let before = Unchanged::of(&[&good, &big, &half]);
+
+    let cases: [(Vec<&Path>, String); 5] = [
+        (
+            vec![&fifo],
+            format!("{} is a FIFO (named pipe), not a regular file", s(&fifo)),
+        ),
+        (
+            vec![Path::new("/dev/zero")],
+            "/dev/zero is a character device, not a regular file".into(),
+        ),
+        (
+            vec![&good, &folder],
+            format!("{} is a directory, not a regular file", s(&folder)),
+        ),
+        (
+            vec![&big],
+            format!("{} is 65 MB; at most 64 MB is read", s(&big)),
+        ),
+        (
+            vec![&half, &half],
+            format!(
+                "{} is 40 MB, more than the 24 MB left of the 64 MB of CSV that snowsim plot \
+                 reads in all (the files before it hold 40 MB)",
+                s(&half)
+            ),
+        ),
+    ];
+    for (files, message) in cases {
+        let mut args = vec!["plot"];
+        args.extend(files.iter().map(|f| s(f)));
+        args.extend(["--out", s(&out)]);
+        let run = snowsim_within_30_s(&args);
+        let err = run.error();
+        assert!(err.contains(&message), "`{message}` not in: {err}");
+        assert!(run.took < Duration::from_secs(10), "{:?}: {err}", run.took);
+        assert!(!out.exists());
+    }
+
+    // A FIFO in --out named like a figure is judged without being opened.
+    std::fs::create_dir(&out).unwrap();
+    mkfifo(&out.join("stages.png"));
+    let run = snowsim_within_30_s(&["plot", s(&good), "--out", s(&out)]);
+    let err = run.error();
+    assert!(
+        err.contains("stages.png: a file is there that is not a PNG image"),
+        "{err}"
+    );
+    let run = snowsim_within_30_s(&["plot", s(&good), "--out", s(&out), "--force"]);
+    let err = run.error();
+    assert!(err.contains("stages.png: cannot write"), "{err}");
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["stages.png"], "only the FIFO is there");
+    before.check();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_100000_row_sweep_is_drawn_under_an_8_gb_address_space_limit() {
+    let dir = temp_dir("large");
+    let rows: Vec<Row> = (0..100_000u64)
+        .map(|i| ok_row((i % 2) as usize, ((i / 2) % 2) as usize, 1024 + i))
+        .collect();
+    let csv = dir.join("large.csv");
+    write_rows(&csv, &rows).unwrap();
+    let before = Unchanged::of(&[&csv]);
+    let out = dir.join("out");
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("ulimit -v 8000000; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_snowsim"))
+        .args(["plot", s(&csv), "--out", s(&out)]);
+    let run = finish(command, Duration::from_secs(300));
+    let stdout = run.success();
+    assert!(stdout.contains("100000 rows from 1 file(s)"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "note: 200 of 100000 bars drawn: stages.png draws at most 200; the rest are listed \
+             in stages.json's skipped"
+        ),
+        "{stdout}"
+    );
+    before.check();
+
+    let max = snowsim::plot::figure::MAX_BARS;
+    assert_eq!(max, 200);
+    assert_eq!(
+        png_size(&out.join("stages.png")),
+        (1280, snowsim::plot::draw::stage_height(max))
+    );
+    let stages = read_json(&out.join("stages.json"));
+    assert_eq!(stages["bar_limit"], 200);
+    assert_eq!(stages["bars_total"], 100_000);
+    let series = stages["series"].as_array().unwrap();
+    let drawn: usize = series
+        .iter()
+        .map(|s| s["bars"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(drawn, 200);
+    // The first series (device 0, sort full: rows 1, 5, 9, …) is drawn whole first.
+    assert_eq!(series[0]["bars"][0]["x"], 1024);
+    let skipped = stages["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 100_000 - 200);
+    assert!(
+        skipped
+            .iter()
+            .all(|s| s["reason"] == "not drawn: stages.png draws the first 200 bars only")
+    );
+    let fps = read_json(&out.join("fps_particles.json"));
+    let points: usize = fps["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["points"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(points, 100_000);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn completed_rows_without_an_fps_are_named_as_such() {
+    let dir = temp_dir("no-fps");
+    let rows: Vec<Row> = PARTICLES
+        .iter()
+        .map(|&p| Row {
+            fps_mean: None,
+            // The CPU: no comma in its name, so the column can be cut out below.
+            ..ok_row(1, 0, p)
+        })
+        .chain([failed_row()])
+        .collect();
+    let empty = dir.join("empty-fps.csv");
+    write_rows(&empty, &rows).unwrap();
+    let err = refused(&dir, &empty);
+    assert!(
+        err.contains(
+            "no row to plot: 3 of the 4 rows have status ok but no FPS value (fps_mean is \
+             empty in each); statuses: ok: 3, error: 1"
+        ),
+        "{err}"
+    );
+
+    // The same without the fps_mean column.
+    let text = std::fs::read_to_string(&empty).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "fps_mean").unwrap();
+    let without: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut fields: Vec<&str> = line.split(',').collect();
+            fields.remove(column);
+            fields.join(",")
+        })
+        .collect();
+    let no_column = dir.join("no-column.csv");
+    std::fs::write(&no_column, without.join("\n") + "\n").unwrap();
+    let err = refused(&dir, &no_column);
+    assert!(
+        err.contains(&format!(
+            "3 of the 4 rows have status ok but no FPS value ({} has no fps_mean column)",
+            s(&no_column)
+        )),
+        "{err}"
+    );
+    // Both files together: one without the column, one with it empty.
+    let before = Unchanged::of(&[&empty, &no_column]);
+    let out = dir.join("out");
+    let run = snowsim_within_30_s(&["plot", s(&no_column), s(&empty), "--out", s(&out)]);
+    let err = run.error();
+    assert!(
+        err.contains(&format!(
+            "6 of the 8 rows have status ok but no FPS value ({} has no fps_mean column; \
+             fps_mean is empty in the others); statuses: ok: 6, error: 2",
+            s(&no_column)
+        )),
+        "{err}"
+    );
+    assert!(!out.exists());
+    before.check();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_error_while_writing_leaves_every_figure_as_it_was() {
+    let dir = temp_dir("pair");
+    let files = write_sweep(&dir);
+    let out = dir.join("out");
+    snowsim_within_30_s(&["plot", s(&files[0]), "--out", s(&out)]).success();
+    let names = [
+        "fps_particles.png",
+        "fps_particles.json",
+        "stages.png",
+        "stages.json",
+    ];
+    let old: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| std::fs::read(out.join(n)).unwrap())
+        .collect();
+
+    // The second run draws both files' rows, but stages.png cannot be written: a directory
+    // stands there (allowed past the up-front check by --force).
+    std::fs::remove_file(out.join("stages.png")).unwrap();
+    std::fs::create_dir(out.join("stages.png")).unwrap();
+    let before = Unchanged::of(&[&files[0], &files[1]]);
+    let run = snowsim_within_30_s(&[
+        "plot",
+        s(&files[0]),
+        s(&files[1]),
+        "--out",
+        s(&out),
+        "--force",
+    ]);
+    let err = run.error();
+    assert!(err.contains("stages.png: cannot write"), "{err}");
+    before.check();
+    for (name, bytes) in names.iter().zip(&old) {
+        if *name != "stages.png" {
+            assert!(
+                std::fs::read(out.join(name)).unwrap() == *bytes,
+                "{name} was replaced although the run failed"
+            );
+        }
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "fps_particles.json",
+            "fps_particles.png",
+            "stages.json",
+            "stages.png"
+        ],
+        "no temporary is left"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
