@@ -308,6 +308,111 @@ fn sort_bench_iterations_cannot_wrap() {
 }
 
 #[test]
+fn bench_launch_counts_are_refused_outside_their_range() {
+    // `bench gml --launches 0` ran one launch and said nothing of it.
+    for (args, range) in [
+        (["bench", "gml", "--launches", "0"], "0 is not in 1..=10000"),
+        (
+            ["bench", "reduce", "--launches", "0"],
+            "0 is not in 1..=10000",
+        ),
+        (
+            ["bench", "launch", "--launches", "1"],
+            "1 is not in 2..=100000",
+        ),
+        (
+            ["bench", "gml", "--launches", "10001"],
+            "10001 is not in 1..=10000",
+        ),
+    ] {
+        let run = snowsim(&args);
+        let err = run.expect(2);
+        assert!(
+            err.contains("for '--launches <LAUNCHES>'") && err.contains(range),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `bench launch --vertices 2^28` (its documented maximum) checked only the kernel's field (4
+/// bytes a vertex) against the device, though gml puts the vertices (16 bytes, the largest
+/// buffer) and their references there too, and on a CPU device counted none of it against
+/// the host, where PoCL keeps its buffers: PoCL then aborted on an assertion
+/// (`pocl_create_migration_commands: Assertion `p->mem_ptr != NULL'`) when an allocation
+/// failed. Run on PoCL, whose limits `POCL_MEMORY_LIMIT` and `ulimit -v` make small.
+#[test]
+fn bench_launch_checks_every_buffer_against_the_device_and_the_host_first() {
+    let args = [
+        "bench",
+        "launch",
+        "--vertices",
+        "268435456",
+        "--launches",
+        "2",
+        "--device",
+        "pocl",
+    ];
+    // 4 GiB of device memory: PoCL allocates a quarter, 1 GiB, per buffer.
+    let run = run_with(
+        &args,
+        &[("POCL_MEMORY_LIMIT", "4")],
+        None,
+        Duration::from_secs(60),
+    );
+    let err = run.expect(1);
+    assert!(
+        err.contains(
+            "`--vertices 268435456` needs a single device buffer of ~4.3 GB for the device's \
+             copies of the vertices, their references and the field;"
+        ) && err.contains("per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"),
+        "{err}"
+    );
+
+    // 8 GB of address space, PoCL's own limits as it reports them: the host's copies and
+    // PoCL's buffers (~13 GB) do not fit.
+    let limited = |args: &[&str]| {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("ulimit -v 8000000; exec \"$0\" \"$@\"")
+            .arg(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Only PoCL: a GPU driver may not start in 8 GB of address space.
+        let icd = Path::new("/etc/OpenCL/vendors/pocl.icd");
+        if icd.exists() {
+            command.env("OCL_ICD_VENDORS", icd);
+        }
+        finish(command.spawn().unwrap(), Duration::from_secs(60))
+    };
+    let devices = limited(&["devices", "--json"]);
+    devices.expect(0);
+    let list: serde_json::Value = serde_json::from_str(&devices.stdout).unwrap();
+    let pocl = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["platform"].as_str() == Some("Portable Computing Language"))
+        .expect("a PoCL device (the test's CPU device)");
+    let run = limited(&args);
+    let err = run.expect(1);
+    let max_alloc = pocl["max_alloc_bytes"].as_u64().unwrap();
+    let global = pocl["global_mem_bytes"].as_u64().unwrap();
+    let needle = if max_alloc < 1 << 32 {
+        "per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
+    } else if global < 24 << 28 {
+        "(CL_DEVICE_GLOBAL_MEM_SIZE)"
+    } else {
+        "`--vertices 268435456` needs ~13 GB of host memory for the vertices (float4), their \
+         references and the kernel's field (f32) and, on this CPU device, the device's copies \
+         of the vertices, their references and the field;"
+    };
+    assert!(err.contains(needle), "{err}");
+}
+
+#[test]
 fn mesh_terrain_beyond_memory_is_refused_before_meshing() {
     let dir = temp_dir("terrain-budget");
     let out = dir.join("air.meshb");
