@@ -266,6 +266,46 @@ fn sort_evolve_refuses_a_length_beyond_the_sorter() {
 }
 
 #[test]
+fn sort_evolve_refuses_drift_and_respawn_outside_their_range() {
+    // Each was accepted: NaN and infinite drifts, a respawn fraction of 2 or NaN.
+    for (option, value, range) in [
+        ("--drift", "nan", "0 to 2147483648 (2^31)"),
+        ("--drift", "inf", "0 to 2147483648 (2^31)"),
+        ("--drift", "-1", "0 to 2147483648 (2^31)"),
+        ("--drift", "3e9", "0 to 2147483648 (2^31)"),
+        ("--respawn", "2", "0 to 1"),
+        ("--respawn", "nan", "0 to 1"),
+        ("--respawn", "-0.5", "0 to 1"),
+    ] {
+        let arg = format!("{option}={value}");
+        let run = snowsim(&["sort", "evolve", "--len", "1024", "--frames", "1", &arg]);
+        let err = run.expect(2);
+        assert!(
+            err.contains(&format!(
+                "invalid value '{value}' for '{option} <{}>': must be a number from {range}, \
+                 got {value}",
+                option[2..].to_uppercase()
+            )),
+            "{arg}: {err}"
+        );
+    }
+    // The ends of the ranges run.
+    let run = snowsim(&[
+        "sort",
+        "evolve",
+        "--len",
+        "1024",
+        "--frames",
+        "1",
+        "--drift",
+        "2147483648",
+        "--respawn",
+        "1",
+    ]);
+    run.expect(0);
+}
+
+#[test]
 fn sort_bench_checks_device_memory_before_allocating() {
     let run = snowsim(&["sort", "bench", "--min-log2", "31", "--max-log2", "31"]);
     if run.status.success() {
