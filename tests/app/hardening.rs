@@ -217,6 +217,50 @@ fn devices_into_a_full_disk_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn help_and_version_into_a_full_disk_are_an_error() {
+    // clap printed them itself, ignored the failed write and exited 0.
+    for args in [
+        &["--help"][..],
+        &["-V"],
+        &["mesh", "quality", "--help"],
+        &["help", "run"],
+        &["bench", "launch", "-h"],
+    ] {
+        let run = run_with(
+            args,
+            &[],
+            Some(Path::new("/dev/full")),
+            Duration::from_secs(60),
+        );
+        let err = run.expect(1);
+        assert_eq!(
+            err.trim(),
+            "error: cannot write to standard output: No space left on device (os error 28)",
+            "{args:?}"
+        );
+    }
+    // Written, they still end with status 0, and usage errors with clap's 2 on stderr.
+    let run = snowsim(&["--help"]);
+    run.expect(0);
+    assert!(
+        run.stdout.contains("Usage: snowsim <COMMAND>"),
+        "{}",
+        run.stdout
+    );
+    let run = run_with(
+        &["--no-such-option"],
+        &[],
+        Some(Path::new("/dev/full")),
+        Duration::from_secs(60),
+    );
+    let err = run.expect(2);
+    assert!(
+        err.contains("unexpected argument '--no-such-option'"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_closed_pipe_stays_quiet() {
     let mut child = Command::new(BIN)
         .args(["mesh", "info", &sample("cube.meshb")])
