@@ -704,7 +704,7 @@ fn shader_overrides_refuse_fifos_and_missing_directories() {
         "run",
         "--headless",
         "--frames",
-        "1",
+        "2",
         "--size",
         "64x48",
         "--particles",
