@@ -249,11 +249,9 @@ mod tests {
         assert!(!declares_uniform(text, "u_old"));
         assert!(!declares_uniform(text, "u_colour"));
         assert!(!declares_uniform(text, "u_vie"));
+        let terrain = builtin("terrain.frag").unwrap().builtin.unwrap();
         for name in ["u_snow_colour", "u_light_dir", "u_ambient"] {
-            assert!(declares_uniform(
-                include_str!("../../shaders/terrain.frag"),
-                name
-            ));
+            assert!(declares_uniform(terrain, name));
         }
     }
 }
