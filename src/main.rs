@@ -11,7 +11,10 @@ fn main() -> ExitCode {
     restore_default_sigpipe();
     end_cleanly_when_printing_fails();
     start_thread_pool();
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(error) => return print_parse_outcome(&error),
+    };
     let result = cli::run(args).and_then(|code| {
         std::io::stdout()
             .flush()
@@ -24,6 +27,36 @@ fn main() -> ExitCode {
         Err(error) => {
             let _ = writeln!(std::io::stderr(), "error: {}", cli::error_message(&error));
             ExitCode::from(cli::exit_code_for(&error))
+        }
+    }
+}
+
+/// What clap's `exit` does for help, version and usage errors, with the write checked: help
+/// or version that cannot be written (`snowsim --help > /dev/full`) ends with a message on
+/// standard error and status 1, not clap's silent status 0.
+fn print_parse_outcome(error: &clap::Error) -> ExitCode {
+    let written = error.print().and_then(|()| {
+        if error.use_stderr() {
+            std::io::stderr().flush()
+        } else {
+            std::io::stdout().flush()
+        }
+    });
+    match written {
+        Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(1)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::FAILURE,
+        Err(e) => {
+            let stream = if error.use_stderr() {
+                "error"
+            } else {
+                "output"
+            };
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {}",
+                cli::ConsoleError::new(stream, e)
+            );
+            ExitCode::FAILURE
         }
     }
 }

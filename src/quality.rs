@@ -5,7 +5,10 @@
 //! for the regular element and tend to 0 as it flattens. The kernel calls the toolkit's
 //! `CalTetQal` and `CalTriQal` (kernels/gml_toolkit.cl) in single precision by default, or
 //! `CalTetQalF64` and `CalTriQalF64` (kernels/gml_toolkit_f64.cl) on double-precision
-//! coordinates with [`Precision::F64`] (`snowsim mesh quality --precision f64`).
+//! coordinates with [`Precision::F64`] (`snowsim mesh quality --precision f64`). Both compute
+//! on the element's edge vectors scaled by a power of two to unit size, so an element scores
+//! as its shape does whatever its size (unscaled, f32 gave 0 for a well-shaped tetrahedron
+//! with 1e-30 m edges: its squared edges and volume underflow).
 //!
 //! Only one kind is measured: the tetrahedra when the mesh has any, the triangles otherwise
 //! (planar meshes lie in z = 0). The minimum, maximum and sum of the qualities are gml

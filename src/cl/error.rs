@@ -99,6 +99,15 @@ pub enum Error {
         /// What does not match.
         problem: String,
     },
+    /// A program has no kernel of the name asked for (usually one renamed in a
+    /// `SNOWSIM_KERNEL_DIR` copy).
+    #[error("no kernel `{kernel}` in the program: {problem}")]
+    MissingKernel {
+        /// The kernel's function name.
+        kernel: String,
+        /// Which file should define it, or the files that do not.
+        problem: String,
+    },
     /// A command of a chain that did not wait failed on the device.
     #[error("stage `{stage}`: kernel `{kernel}` failed on the device: {code}")]
     Stage {

@@ -1,8 +1,9 @@
 //! Building OpenCL programs from named sources, with build logs that point at those names.
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 
-use opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE;
+use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME};
 use opencl3::kernel::Kernel as ClKernel;
 use opencl3::program::Program as ClProgram;
 
@@ -30,6 +31,12 @@ pub struct Source {
     pub name: String,
     /// The OpenCL C text.
     pub text: Cow<'static, str>,
+    /// Where the text was read from, when a file of `$SNOWSIM_KERNEL_DIR` replaced the
+    /// embedded one.
+    pub path: Option<PathBuf>,
+    /// The text embedded in the binary, for a source made by [`Source::embedded`] (so a
+    /// kernel missing from a replacement can be told from one missing from the program).
+    pub builtin: Option<&'static str>,
 }
 
 impl Source {
@@ -38,6 +45,8 @@ impl Source {
         Self {
             name: name.into(),
             text: text.into(),
+            path: None,
+            builtin: None,
         }
     }
 
@@ -48,14 +57,30 @@ impl Source {
     /// A `$SNOWSIM_KERNEL_DIR` that is not a directory is an error (a typo would otherwise run
     /// the embedded kernels silently), and so is a file there that is not a regular file (a
     /// FIFO, a device) or is larger than [`input::TEXT_LIMIT`].
-    pub fn embedded(name: &str, text: &'static str) -> Result<Self> {
-        match input::read_override(KERNEL_DIR_ENV, name) {
-            Ok(Some((_, text))) => Ok(Self::new(name, text)),
-            Ok(None) => Ok(Self::new(name, text)),
-            Err(e) => Err(Error::KernelSource {
-                path: e.path().to_path_buf(),
-                error: e.into_io_error(),
-            }),
+    pub fn embedded(name: &str, builtin: &'static str) -> Result<Self> {
+        let (path, text) = match input::read_override(KERNEL_DIR_ENV, name) {
+            Ok(Some((path, text))) => (Some(path), Cow::Owned(text)),
+            Ok(None) => (None, Cow::Borrowed(builtin)),
+            Err(e) => {
+                return Err(Error::KernelSource {
+                    path: e.path().to_path_buf(),
+                    error: e.into_io_error(),
+                });
+            }
+        };
+        Ok(Self {
+            name: name.to_string(),
+            text,
+            path,
+            builtin: Some(builtin),
+        })
+    }
+
+    /// How messages name this source: the file name, and the path when it came from disk.
+    pub fn label(&self) -> String {
+        match &self.path {
+            Some(path) => format!("{} (from {})", self.name, path.display()),
+            None => self.name.clone(),
         }
     }
 }
@@ -65,8 +90,8 @@ pub struct Program {
     name: String,
     program: ClProgram,
     log: String,
-    /// Each source's name and text, to tell which file defines a kernel.
-    sources: Vec<(String, String)>,
+    /// The sources, to tell which file defines a kernel.
+    sources: Vec<Source>,
 }
 
 /// Always passed to the compiler, so that kernels' argument declarations can be checked
@@ -78,11 +103,21 @@ impl Program {
     /// messages cite the right file and line) and builds them with `options`.
     ///
     /// A failed build returns [`Error::Build`] with the driver's full log.
+    ///
+    /// The program is named after its files (`tet_walk.cl + snow.cl`) in messages.
     pub fn build(context: &Context, sources: &[Source], options: &str) -> Result<Self> {
-        let name = sources
-            .first()
-            .map(|s| s.name.clone())
-            .unwrap_or_else(|| "<empty>".to_string());
+        Self::build_named(context, &program_name(sources), sources, options)
+    }
+
+    /// Like [`build`](Self::build), with the name messages give the program (gml names its
+    /// programs after the kernel, whose sources are many generated pieces).
+    pub fn build_named(
+        context: &Context,
+        name: &str,
+        sources: &[Source],
+        options: &str,
+    ) -> Result<Self> {
+        let name = name.to_string();
         let extra = match std::env::var(KERNEL_OPTIONS_ENV) {
             Ok(extra) => extra,
             Err(std::env::VarError::NotPresent) => String::new(),
@@ -121,10 +156,7 @@ impl Program {
                     name,
                     program,
                     log,
-                    sources: sources
-                        .iter()
-                        .map(|s| (s.name.clone(), s.text.to_string()))
-                        .collect(),
+                    sources: sources.to_vec(),
                 })
             }
             Err(code) if code.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::Build {
@@ -139,23 +171,92 @@ impl Program {
 
     /// Creates the kernel called `kernel_name` from this program, with its declaration read
     /// for argument checks.
+    ///
+    /// A kernel the program lacks is [`Error::MissingKernel`], naming the file that should
+    /// define it (the one whose built-in text does, when a `$SNOWSIM_KERNEL_DIR` copy
+    /// replaced it), or all the program's files.
     pub fn kernel(&self, kernel_name: &str) -> Result<Kernel> {
-        let kernel = ClKernel::create(&self.program, kernel_name)
-            .during(format!("clCreateKernel({kernel_name}) in {}", self.name))?;
+        let kernel = match ClKernel::create(&self.program, kernel_name) {
+            Ok(kernel) => kernel,
+            Err(code) if code.0 == CL_INVALID_KERNEL_NAME => {
+                return Err(self.missing_kernel(kernel_name));
+            }
+            Err(code) => {
+                return Err(code).during(format!("clCreateKernel({kernel_name}) in {}", self.name));
+            }
+        };
         Kernel::new(kernel, kernel_name, self.file_defining(kernel_name))
+    }
+
+    /// Why the program has no kernel `kernel_name`, with the file to look in.
+    fn missing_kernel(&self, kernel_name: &str) -> Error {
+        let problem = if let Some(source) = self
+            .sources
+            .iter()
+            .find(|s| defines_kernel(&s.text, kernel_name))
+        {
+            format!(
+                "{} seems to define it, but the compiler made no kernel of it (inside an \
+                 `#if`, or in a comment?)",
+                source.label()
+            )
+        } else if let Some(source) = self
+            .sources
+            .iter()
+            .find(|s| s.builtin.is_some_and(|b| defines_kernel(b, kernel_name)))
+        {
+            if source.path.is_some() {
+                format!(
+                    "{} does not define it, and the built-in {} does (renamed in the copy?)",
+                    source.label(),
+                    source.name
+                )
+            } else {
+                format!("{} should define it, but does not", source.label())
+            }
+        } else {
+            format!(
+                "none of the program's files defines it ({})",
+                unique_names(&self.sources).join(", ")
+            )
+        };
+        Error::MissingKernel {
+            kernel: kernel_name.to_string(),
+            problem,
+        }
     }
 
     /// The name of the source that defines `kernel_name` (the program's name if none seems to).
     fn file_defining(&self, kernel_name: &str) -> &str {
         self.sources
             .iter()
-            .find(|(_, text)| defines_kernel(text, kernel_name))
-            .map_or(&self.name, |(name, _)| name)
+            .find(|s| defines_kernel(&s.text, kernel_name))
+            .map_or(&self.name, |s| &s.name)
     }
 
     /// The build log of a successful build (warnings), empty when the compiler said nothing.
     pub fn build_log(&self) -> &str {
         &self.log
+    }
+}
+
+/// The sources' names, each once, in order.
+fn unique_names(sources: &[Source]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for source in sources {
+        if !names.contains(&source.name.as_str()) {
+            names.push(&source.name);
+        }
+    }
+    names
+}
+
+/// How messages name a program built from `sources`: its files, `tet_walk.cl + snow.cl`.
+fn program_name(sources: &[Source]) -> String {
+    if sources.is_empty() {
+        "<empty>".to_string()
+    } else {
+        unique_names(sources).join(" + ")
     }
 }
 

@@ -130,12 +130,12 @@ pub struct EvolveArgs {
     /// Start from random keys, or from keys sorted by a full sort.
     #[arg(long, value_enum, default_value_t = StartArg::Random)]
     start: StartArg,
-    /// Per-frame drift of each key, in mean key spacings (about that many sorted positions);
-    /// 0 keeps the keys still.
-    #[arg(long, default_value_t = 0.0)]
+    /// Per-frame drift of each key, in mean key spacings (about that many sorted positions),
+    /// 0 to 2^31; 0 keeps the keys still.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_drift)]
     drift: f64,
-    /// Fraction of keys replaced by fresh random keys each frame (respawned particles).
-    #[arg(long, default_value_t = 0.0)]
+    /// Fraction of keys replaced by fresh random keys each frame (respawned particles), 0 to 1.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_fraction)]
     respawn: f64,
     /// Run the redistribution step (and a block sort) every this many frames (0: never).
     #[arg(long, default_value_t = DEFAULT_REDISTRIBUTE_EVERY)]
@@ -197,6 +197,28 @@ fn parse_len(text: &str) -> Result<usize, String> {
     } else {
         Err(format!("must be 1 to {MAX_LEN} (2^31) pairs, got {len}"))
     }
+}
+
+/// Parses a real in `min..=max`; NaN and infinities are refused with the range (`nan` and
+/// `inf` parse as `f64`, and would drift every key to an end or respawn none silently).
+fn parse_real_in(text: &str, min: f64, max: f64, range: &str) -> Result<f64, String> {
+    let value: f64 = text.trim().parse().map_err(|e| format!("`{text}`: {e}"))?;
+    if value.is_finite() && (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("must be a number from {range}, got {text}"))
+    }
+}
+
+/// Parses `--drift`: 0 to 2^31 key spacings (beyond the array's length every key may move
+/// anywhere already).
+fn parse_drift(text: &str) -> Result<f64, String> {
+    parse_real_in(text, 0.0, MAX_LEN as f64, "0 to 2147483648 (2^31)")
+}
+
+/// Parses `--respawn`: a fraction, 0 to 1.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    parse_real_in(text, 0.0, 1.0, "0 to 1")
 }
 
 /// Starts a CSV output: checks the path first and writes atomically (the file appears, whole,

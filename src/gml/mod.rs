@@ -117,7 +117,8 @@ pub struct Gml {
     mesh: HashMap<MeshKind, DataId>,
     mesh_log: generation::MeshLog,
     links: links::Cache,
-    toolkit: String,
+    /// Sources pasted before every kernel, each under its own name (so build logs cite it).
+    toolkit: Vec<cl::Source>,
     params: Option<params::Block>,
     kernels: Vec<kernel::Compiled>,
     reducer: reduce::Reducer,
@@ -147,7 +148,7 @@ impl Gml {
             mesh: HashMap::new(),
             mesh_log: generation::MeshLog::default(),
             links: links::Cache::default(),
-            toolkit: String::new(),
+            toolkit: Vec::new(),
             params: None,
             kernels: Vec::new(),
             reducer: reduce::Reducer::default(),
@@ -190,9 +191,18 @@ impl Gml {
     }
 
     /// OpenCL functions pasted before every kernel compiled from now on (GMlib's user toolkit).
+    /// Build logs name this source `user toolkit`.
     pub fn include_toolkit(&mut self, source: &str) {
-        self.toolkit.push_str(source);
-        self.toolkit.push('\n');
+        self.toolkit
+            .push(cl::Source::new("user toolkit", source.to_string()));
+    }
+
+    /// Like [`include_toolkit`](Self::include_toolkit), for a source with a name of its own:
+    /// build logs cite its file and line, and a kernel file of the binary stays overridable
+    /// from `$SNOWSIM_KERNEL_DIR` when it comes from [`cl::Source::embedded`] (the wind's
+    /// `tet_walk.cl` and `wind.cl`).
+    pub fn include_toolkit_source(&mut self, source: cl::Source) {
+        self.toolkit.push(source);
     }
 
     // ----- mesh data -----------------------------------------------------------------------

@@ -48,6 +48,20 @@ pub enum Error {
         /// The GL info log.
         log: String,
     },
+    /// A uniform the renderer sets is declared by neither shader of a program (renamed in a
+    /// `SNOWSIM_SHADER_DIR` copy): drawn, it would be zero.
+    #[error(
+        "shader `{file}` declares no uniform `{uniform}`, which the renderer sets in program \
+         `{program}` (renamed in the copy?); without it the drawing would be wrong"
+    )]
+    ShaderUniform {
+        /// The shader that should declare it (and where it came from when overridden).
+        file: String,
+        /// The uniform's name.
+        uniform: String,
+        /// The program's files, e.g. `terrain.vert + terrain.frag`.
+        program: String,
+    },
     /// A GL object could not be created or used.
     #[error("OpenGL call {call} failed: {reason}")]
     Gl {

@@ -39,5 +39,5 @@ pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
 pub(crate) use renderer::buffer_bytes;
 pub use renderer::{FIELD_SAMPLE_BYTES, Palette, Renderer, Views};
-pub use shader::{SHADER_DIR_ENV, ShaderSource, build_program};
+pub use shader::{SHADER_DIR_ENV, ShaderProgram, ShaderSource, build_program};
 pub use terrain::TerrainMesh;

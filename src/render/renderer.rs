@@ -13,7 +13,7 @@ use crate::particle::{PARTICLE_BYTES, Particle};
 
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
-use super::shader::{build_program, builtin};
+use super::shader::{ShaderProgram, build_program, builtin};
 use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
 
@@ -104,6 +104,33 @@ const LIGHT_DIR: Vec3 = Vec3::new(0.75, 0.35, -0.6);
 /// Share of light that reaches surfaces facing away from the sun.
 const AMBIENT: f32 = 0.35;
 
+/// The uniforms `draw` sets in each program, checked when it is built (a uniform renamed in a
+/// `SNOWSIM_SHADER_DIR` copy is an error there, not a silent zero).
+const TERRAIN_UNIFORMS: &[&str] = &[
+    "u_view_proj",
+    "u_light_dir",
+    "u_grass_colour",
+    "u_rock_colour",
+    "u_snow_colour",
+    "u_snow_full_depth",
+    "u_ambient",
+];
+const PARTICLE_UNIFORMS: &[&str] = &[
+    "u_view",
+    "u_proj",
+    "u_point_scale",
+    "u_size_range",
+    "u_snow_colour",
+];
+const WIND_UNIFORMS: &[&str] = &["u_view_proj", "u_seconds", "u_max_length", "u_speed_max"];
+const PRESSURE_UNIFORMS: &[&str] = &[
+    "u_view",
+    "u_proj",
+    "u_point_scale",
+    "u_size",
+    "u_pressure_range",
+];
+
 struct Mesh {
     vao: glow::VertexArray,
     vertices: glow::Buffer,
@@ -119,10 +146,10 @@ struct Mesh {
 /// frame (shared, imported or copied); the renderer only reads them.
 pub struct Renderer {
     gl: Rc<glow::Context>,
-    terrain_program: glow::Program,
-    particle_program: glow::Program,
-    wind_program: glow::Program,
-    pressure_program: glow::Program,
+    terrain_program: ShaderProgram,
+    particle_program: ShaderProgram,
+    wind_program: ShaderProgram,
+    pressure_program: ShaderProgram,
     terrain: Mesh,
     /// The snow the particles laid, per terrain vertex (see `set_laid_depth`).
     laid_depth: Option<glow::Buffer>,
@@ -146,16 +173,30 @@ impl Renderer {
     /// ([`set_particles`](Self::set_particles)) or a debug-field buffer
     /// ([`set_field`](Self::set_field)) is attached.
     pub fn new(gl: Rc<glow::Context>, terrain: &TerrainMesh) -> Result<Self> {
-        let terrain_program =
-            build_program(&gl, &builtin("terrain.vert")?, &builtin("terrain.frag")?)?;
+        let terrain_program = build_program(
+            &gl,
+            &builtin("terrain.vert")?,
+            &builtin("terrain.frag")?,
+            TERRAIN_UNIFORMS,
+        )?;
         let particle_program = build_program(
             &gl,
             &builtin("particles.vert")?,
             &builtin("particles.frag")?,
+            PARTICLE_UNIFORMS,
         )?;
-        let wind_program = build_program(&gl, &builtin("wind.vert")?, &builtin("colour.frag")?)?;
-        let pressure_program =
-            build_program(&gl, &builtin("pressure.vert")?, &builtin("colour.frag")?)?;
+        let wind_program = build_program(
+            &gl,
+            &builtin("wind.vert")?,
+            &builtin("colour.frag")?,
+            WIND_UNIFORMS,
+        )?;
+        let pressure_program = build_program(
+            &gl,
+            &builtin("pressure.vert")?,
+            &builtin("colour.frag")?,
+            PRESSURE_UNIFORMS,
+        )?;
         let terrain_mesh = upload_mesh(&gl, terrain)?;
         // SAFETY: object creation on the current context.
         unsafe {
@@ -370,8 +411,8 @@ impl Renderer {
             gl.enable(glow::PROGRAM_POINT_SIZE);
 
             if views.terrain && self.terrain.index_count > 0 {
-                let p = self.terrain_program;
-                gl.use_program(Some(p));
+                let p = &self.terrain_program;
+                gl.use_program(Some(p.id));
                 set_mat4(gl, p, "u_view_proj", &view_proj);
                 set_vec3(gl, p, "u_light_dir", LIGHT_DIR.normalize().to_array());
                 set_vec3(gl, p, "u_grass_colour", self.palette.grass);
@@ -414,8 +455,8 @@ impl Renderer {
                 );
             }
             if views.wind && self.field_count > 0 {
-                let p = self.wind_program;
-                gl.use_program(Some(p));
+                let p = &self.wind_program;
+                gl.use_program(Some(p.id));
                 set_mat4(gl, p, "u_view_proj", &view_proj);
                 set_f32(gl, p, "u_seconds", views.wind_seconds);
                 set_f32(gl, p, "u_max_length", views.wind_max_length);
@@ -424,14 +465,14 @@ impl Renderer {
                 gl.draw_arrays_instanced(glow::LINES, 0, 2, self.field_count as i32);
             }
             if views.pressure && self.field_count > 0 {
-                let p = self.pressure_program;
-                gl.use_program(Some(p));
+                let p = &self.pressure_program;
+                gl.use_program(Some(p.id));
                 set_mat4(gl, p, "u_view", &view);
                 set_mat4(gl, p, "u_proj", &proj);
                 set_f32(gl, p, "u_point_scale", point_scale);
                 set_f32(gl, p, "u_size", views.pressure_size);
                 gl.uniform_2_f32(
-                    gl.get_uniform_location(p, "u_pressure_range").as_ref(),
+                    p.uniform(gl, "u_pressure_range").as_ref(),
                     views.pressure_range[0],
                     views.pressure_range[1],
                 );
@@ -462,10 +503,10 @@ impl Renderer {
             return;
         }
         let gl = &self.gl;
-        let p = self.particle_program;
+        let p = &self.particle_program;
         // SAFETY: forwarded from the caller.
         unsafe {
-            gl.use_program(Some(p));
+            gl.use_program(Some(p.id));
             set_mat4(gl, p, "u_view", &camera.view());
             set_mat4(
                 gl,
@@ -476,7 +517,7 @@ impl Renderer {
             set_f32(gl, p, "u_point_scale", camera.point_scale(size.1));
             let lo = self.min_point_size(views);
             gl.uniform_2_f32(
-                gl.get_uniform_location(p, "u_size_range").as_ref(),
+                p.uniform(gl, "u_size_range").as_ref(),
                 lo,
                 self.point_size_range[1].max(lo),
             );
@@ -522,12 +563,12 @@ impl Drop for Renderer {
         // SAFETY: the objects belong to this context.
         unsafe {
             for p in [
-                self.terrain_program,
-                self.particle_program,
-                self.wind_program,
-                self.pressure_program,
+                &self.terrain_program,
+                &self.particle_program,
+                &self.wind_program,
+                &self.pressure_program,
             ] {
-                gl.delete_program(p);
+                gl.delete_program(p.id);
             }
             if let Some(splat) = &self.splat {
                 splat.delete(gl);
@@ -625,31 +666,31 @@ fn delete_mesh(gl: &glow::Context, mesh: &Mesh) {
 }
 
 /// # Safety
-/// `program` must be the program in use on the current context.
-unsafe fn set_mat4(gl: &glow::Context, program: glow::Program, name: &str, m: &glam::Mat4) {
+/// `program` must be the program in use on the current context, built for `name`.
+unsafe fn set_mat4(gl: &glow::Context, program: &ShaderProgram, name: &str, m: &glam::Mat4) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        let location = gl.get_uniform_location(program, name);
+        let location = program.uniform(gl, name);
         gl.uniform_matrix_4_f32_slice(location.as_ref(), false, &m.to_cols_array());
     }
 }
 
 /// # Safety
-/// `program` must be the program in use on the current context.
-unsafe fn set_vec3(gl: &glow::Context, program: glow::Program, name: &str, v: [f32; 3]) {
+/// `program` must be the program in use on the current context, built for `name`.
+unsafe fn set_vec3(gl: &glow::Context, program: &ShaderProgram, name: &str, v: [f32; 3]) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        let location = gl.get_uniform_location(program, name);
+        let location = program.uniform(gl, name);
         gl.uniform_3_f32(location.as_ref(), v[0], v[1], v[2]);
     }
 }
 
 /// # Safety
-/// `program` must be the program in use on the current context.
-unsafe fn set_f32(gl: &glow::Context, program: glow::Program, name: &str, v: f32) {
+/// `program` must be the program in use on the current context, built for `name`.
+unsafe fn set_f32(gl: &glow::Context, program: &ShaderProgram, name: &str, v: f32) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        let location = gl.get_uniform_location(program, name);
+        let location = program.uniform(gl, name);
         gl.uniform_1_f32(location.as_ref(), v);
     }
 }

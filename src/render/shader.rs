@@ -20,6 +20,8 @@ pub struct ShaderSource {
     pub path: Option<PathBuf>,
     /// The GLSL text.
     pub text: Cow<'static, str>,
+    /// The text embedded in the binary, to tell what a replacement lacks.
+    pub builtin: Option<&'static str>,
 }
 
 impl ShaderSource {
@@ -29,15 +31,17 @@ impl ShaderSource {
     /// that is not a regular file (a FIFO, a device), is an error.
     pub fn embedded(name: &str, text: &'static str) -> Result<Self> {
         match crate::input::read_override(SHADER_DIR_ENV, name) {
-            Ok(Some((path, text))) => Ok(Self {
+            Ok(Some((path, replacement))) => Ok(Self {
                 name: name.to_string(),
                 path: Some(path),
-                text: Cow::Owned(text),
+                text: Cow::Owned(replacement),
+                builtin: Some(text),
             }),
             Ok(None) => Ok(Self {
                 name: name.to_string(),
                 path: None,
                 text: Cow::Borrowed(text),
+                builtin: Some(text),
             }),
             Err(e) => Err(Error::ShaderSource {
                 path: e.path().to_path_buf(),
@@ -76,11 +80,95 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
     ShaderSource::embedded(name, text)
 }
 
-/// Compiles `vertex` and `fragment` and links them into a program.
+/// A linked program and the uniforms the renderer sets in it, each checked when it was built.
+#[derive(Debug)]
+pub struct ShaderProgram {
+    /// The GL program.
+    pub id: glow::Program,
+    /// The uniforms it was checked for.
+    uniforms: &'static [&'static str],
+}
+
+impl ShaderProgram {
+    /// The location of the uniform `name`, one of those the program was built for: `None` when
+    /// the program declares it but does not use it (GL drops such uniforms, and setting one
+    /// does nothing).
+    ///
+    /// # Safety
+    /// `gl` must be the context the program was built on, current.
+    pub unsafe fn uniform(&self, gl: &glow::Context, name: &str) -> Option<glow::UniformLocation> {
+        debug_assert!(
+            self.uniforms.contains(&name),
+            "uniform `{name}` is set, but was not checked when the program was built: add it to \
+             the list given to build_program"
+        );
+        // SAFETY: forwarded from the caller.
+        unsafe { gl.get_uniform_location(self.id, name) }
+    }
+}
+
+/// Compiles `vertex` and `fragment`, links them into a program and checks that it has each of
+/// `uniforms`, the uniforms the caller will set.
 ///
 /// A compile failure is [`Error::ShaderCompile`] with the file's label and the GL info log;
-/// a link failure is [`Error::ShaderLink`].
+/// a link failure is [`Error::ShaderLink`]. A uniform that neither file declares (one renamed
+/// in a `$SNOWSIM_SHADER_DIR` copy, which GL would let the renderer set in vain, drawing with
+/// zero for it) is [`Error::ShaderUniform`], naming the file whose built-in text declares it.
+/// One that a file declares but GL dropped as unused is accepted: an edit may stop using it.
 pub fn build_program(
+    gl: &glow::Context,
+    vertex: &ShaderSource,
+    fragment: &ShaderSource,
+    uniforms: &'static [&'static str],
+) -> Result<ShaderProgram> {
+    let id = link_program(gl, vertex, fragment)?;
+    let program = ShaderProgram { id, uniforms };
+    for &uniform in uniforms {
+        // SAFETY: the program was just linked on this context.
+        let active = unsafe { gl.get_uniform_location(id, uniform) }.is_some();
+        if active
+            || [vertex, fragment]
+                .iter()
+                .any(|s| declares_uniform(&s.text, uniform))
+        {
+            continue;
+        }
+        // SAFETY: the program belongs to this context and is not used afterwards.
+        unsafe { gl.delete_program(id) };
+        let expected: Vec<&ShaderSource> = [vertex, fragment]
+            .into_iter()
+            .filter(|s| s.builtin.is_some_and(|b| declares_uniform(b, uniform)))
+            .collect();
+        let file = match expected.as_slice() {
+            [one] => one.label(),
+            _ => format!("{} + {}", vertex.label(), fragment.label()),
+        };
+        return Err(Error::ShaderUniform {
+            file,
+            uniform: uniform.to_string(),
+            program: format!("{} + {}", vertex.name, fragment.name),
+        });
+    }
+    Ok(program)
+}
+
+/// Whether `text` declares `uniform NAME` (in a declaration of one or several names), outside
+/// `//` comments.
+fn declares_uniform(text: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.split(';').any(|statement| {
+        let code: String = statement
+            .lines()
+            .map(|line| line.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut words = code.split(|c: char| !is_ident(c)).filter(|w| !w.is_empty());
+        words.any(|w| w == "uniform") && words.any(|w| w == name)
+    })
+}
+
+/// Compiles `vertex` and `fragment` and links them into a program.
+fn link_program(
     gl: &glow::Context,
     vertex: &ShaderSource,
     fragment: &ShaderSource,
@@ -145,6 +233,25 @@ fn compile(gl: &glow::Context, stage: u32, source: &ShaderSource) -> Result<glow
                 file: source.label(),
                 log: log.trim().to_string(),
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_uniform_declarations() {
+        let text = "uniform mat4 u_view; // u_old\nuniform float a,\n  u_size;\nvec3 u_colour;\n";
+        assert!(declares_uniform(text, "u_view"));
+        assert!(declares_uniform(text, "u_size"));
+        assert!(!declares_uniform(text, "u_old"));
+        assert!(!declares_uniform(text, "u_colour"));
+        assert!(!declares_uniform(text, "u_vie"));
+        let terrain = builtin("terrain.frag").unwrap().builtin.unwrap();
+        for name in ["u_snow_colour", "u_light_dir", "u_ambient"] {
+            assert!(declares_uniform(terrain, name));
         }
     }
 }

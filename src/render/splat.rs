@@ -10,11 +10,11 @@ use std::time::Duration;
 use glow::HasContext;
 
 use super::error::{Error, Result, gl_call};
-use super::shader::{build_program, builtin};
+use super::shader::{ShaderProgram, build_program, builtin};
 
 /// The composite program, its buffer texture and the image it shows.
 pub(crate) struct SplatComposite {
-    program: glow::Program,
+    program: ShaderProgram,
     /// Core profile draws need a vertex array, even an empty one.
     vao: glow::VertexArray,
     texture: glow::Texture,
@@ -30,7 +30,12 @@ pub(crate) struct SplatComposite {
 impl SplatComposite {
     /// Builds `splat.vert` + `splat.frag` and the texture the image is read through.
     pub(crate) fn new(gl: &glow::Context) -> Result<Self> {
-        let program = build_program(gl, &builtin("splat.vert")?, &builtin("splat.frag")?)?;
+        let program = build_program(
+            gl,
+            &builtin("splat.vert")?,
+            &builtin("splat.frag")?,
+            &["u_image", "u_width", "u_coverage_offset", "u_coverage_one"],
+        )?;
         // SAFETY: object creation on the current context; everything made is deleted on error.
         unsafe {
             let made = (|| {
@@ -54,7 +59,7 @@ impl SplatComposite {
             let (vao, texture, timer) = match made {
                 Ok(objects) => objects,
                 Err(e) => {
-                    gl.delete_program(program);
+                    gl.delete_program(program.id);
                     return Err(e);
                 }
             };
@@ -145,22 +150,20 @@ impl SplatComposite {
     pub(crate) unsafe fn draw(&self, gl: &glow::Context) {
         // SAFETY: forwarded from the caller; the objects were created in `new`.
         unsafe {
-            gl.use_program(Some(self.program));
+            gl.use_program(Some(self.program.id));
             gl.active_texture(glow::TEXTURE0);
             gl.bind_texture(glow::TEXTURE_BUFFER, Some(self.texture));
-            gl.uniform_1_i32(gl.get_uniform_location(self.program, "u_image").as_ref(), 0);
+            gl.uniform_1_i32(self.program.uniform(gl, "u_image").as_ref(), 0);
             gl.uniform_1_i32(
-                gl.get_uniform_location(self.program, "u_width").as_ref(),
+                self.program.uniform(gl, "u_width").as_ref(),
                 self.size.0 as i32,
             );
             gl.uniform_1_i32(
-                gl.get_uniform_location(self.program, "u_coverage_offset")
-                    .as_ref(),
+                self.program.uniform(gl, "u_coverage_offset").as_ref(),
                 self.coverage_offset as i32,
             );
             gl.uniform_1_f32(
-                gl.get_uniform_location(self.program, "u_coverage_one")
-                    .as_ref(),
+                self.program.uniform(gl, "u_coverage_one").as_ref(),
                 crate::splat::COVERAGE_ONE as f32,
             );
             gl.enable(glow::BLEND);
@@ -178,7 +181,7 @@ impl SplatComposite {
     pub(crate) fn delete(&self, gl: &glow::Context) {
         // SAFETY: the objects belong to this context and are not used afterwards.
         unsafe {
-            gl.delete_program(self.program);
+            gl.delete_program(self.program.id);
             gl.delete_vertex_array(self.vao);
             gl.delete_texture(self.texture);
             gl.delete_query(self.timer);

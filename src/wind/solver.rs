@@ -218,8 +218,15 @@ impl Solver {
                 gml.device().name
             )));
         }
-        gml.include_toolkit(include_str!("../../kernels/tet_walk.cl"));
-        gml.include_toolkit(include_str!("../../kernels/wind.cl"));
+        // Each under its own name, so `$SNOWSIM_KERNEL_DIR` replaces it and build logs cite it.
+        gml.include_toolkit_source(cl::Source::embedded(
+            "tet_walk.cl",
+            include_str!("../../kernels/tet_walk.cl"),
+        )?);
+        gml.include_toolkit_source(cl::Source::embedded(
+            "wind.cl",
+            include_str!("../../kernels/wind.cl"),
+        )?);
         // The vertices and tetrahedra only (the boundary triangles stay on the host).
         let refs = (mesh.vertex_refs.len() == vertices.len()).then_some(&mesh.vertex_refs[..]);
         let elements = mesh.elements(ElementKind::Tetrahedra);

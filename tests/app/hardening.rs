@@ -217,6 +217,50 @@ fn devices_into_a_full_disk_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn help_and_version_into_a_full_disk_are_an_error() {
+    // clap printed them itself, ignored the failed write and exited 0.
+    for args in [
+        &["--help"][..],
+        &["-V"],
+        &["mesh", "quality", "--help"],
+        &["help", "run"],
+        &["bench", "launch", "-h"],
+    ] {
+        let run = run_with(
+            args,
+            &[],
+            Some(Path::new("/dev/full")),
+            Duration::from_secs(60),
+        );
+        let err = run.expect(1);
+        assert_eq!(
+            err.trim(),
+            "error: cannot write to standard output: No space left on device (os error 28)",
+            "{args:?}"
+        );
+    }
+    // Written, they still end with status 0, and usage errors with clap's 2 on stderr.
+    let run = snowsim(&["--help"]);
+    run.expect(0);
+    assert!(
+        run.stdout.contains("Usage: snowsim <COMMAND>"),
+        "{}",
+        run.stdout
+    );
+    let run = run_with(
+        &["--no-such-option"],
+        &[],
+        Some(Path::new("/dev/full")),
+        Duration::from_secs(60),
+    );
+    let err = run.expect(2);
+    assert!(
+        err.contains("unexpected argument '--no-such-option'"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_closed_pipe_stays_quiet() {
     let mut child = Command::new(BIN)
         .args(["mesh", "info", &sample("cube.meshb")])
@@ -266,6 +310,46 @@ fn sort_evolve_refuses_a_length_beyond_the_sorter() {
 }
 
 #[test]
+fn sort_evolve_refuses_drift_and_respawn_outside_their_range() {
+    // Each was accepted: NaN and infinite drifts, a respawn fraction of 2 or NaN.
+    for (option, value, range) in [
+        ("--drift", "nan", "0 to 2147483648 (2^31)"),
+        ("--drift", "inf", "0 to 2147483648 (2^31)"),
+        ("--drift", "-1", "0 to 2147483648 (2^31)"),
+        ("--drift", "3e9", "0 to 2147483648 (2^31)"),
+        ("--respawn", "2", "0 to 1"),
+        ("--respawn", "nan", "0 to 1"),
+        ("--respawn", "-0.5", "0 to 1"),
+    ] {
+        let arg = format!("{option}={value}");
+        let run = snowsim(&["sort", "evolve", "--len", "1024", "--frames", "1", &arg]);
+        let err = run.expect(2);
+        assert!(
+            err.contains(&format!(
+                "invalid value '{value}' for '{option} <{}>': must be a number from {range}, \
+                 got {value}",
+                option[2..].to_uppercase()
+            )),
+            "{arg}: {err}"
+        );
+    }
+    // The ends of the ranges run.
+    let run = snowsim(&[
+        "sort",
+        "evolve",
+        "--len",
+        "1024",
+        "--frames",
+        "1",
+        "--drift",
+        "2147483648",
+        "--respawn",
+        "1",
+    ]);
+    run.expect(0);
+}
+
+#[test]
 fn sort_bench_checks_device_memory_before_allocating() {
     let run = snowsim(&["sort", "bench", "--min-log2", "31", "--max-log2", "31"]);
     if run.status.success() {
@@ -305,6 +389,111 @@ fn sort_bench_iterations_cannot_wrap() {
     let err = run.expect(2);
     assert!(err.contains("4294967295"), "{err}");
     assert!(err.contains("100000"), "{err}");
+}
+
+#[test]
+fn bench_launch_counts_are_refused_outside_their_range() {
+    // `bench gml --launches 0` ran one launch and said nothing of it.
+    for (args, range) in [
+        (["bench", "gml", "--launches", "0"], "0 is not in 1..=10000"),
+        (
+            ["bench", "reduce", "--launches", "0"],
+            "0 is not in 1..=10000",
+        ),
+        (
+            ["bench", "launch", "--launches", "1"],
+            "1 is not in 2..=100000",
+        ),
+        (
+            ["bench", "gml", "--launches", "10001"],
+            "10001 is not in 1..=10000",
+        ),
+    ] {
+        let run = snowsim(&args);
+        let err = run.expect(2);
+        assert!(
+            err.contains("for '--launches <LAUNCHES>'") && err.contains(range),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `bench launch --vertices 2^28` (its documented maximum) checked only the kernel's field (4
+/// bytes a vertex) against the device, though gml puts the vertices (16 bytes, the largest
+/// buffer) and their references there too, and on a CPU device counted none of it against
+/// the host, where PoCL keeps its buffers: PoCL then aborted on an assertion
+/// (`pocl_create_migration_commands: Assertion `p->mem_ptr != NULL'`) when an allocation
+/// failed. Run on PoCL, whose limits `POCL_MEMORY_LIMIT` and `ulimit -v` make small.
+#[test]
+fn bench_launch_checks_every_buffer_against_the_device_and_the_host_first() {
+    let args = [
+        "bench",
+        "launch",
+        "--vertices",
+        "268435456",
+        "--launches",
+        "2",
+        "--device",
+        "pocl",
+    ];
+    // 4 GiB of device memory: PoCL allocates a quarter, 1 GiB, per buffer.
+    let run = run_with(
+        &args,
+        &[("POCL_MEMORY_LIMIT", "4")],
+        None,
+        Duration::from_secs(60),
+    );
+    let err = run.expect(1);
+    assert!(
+        err.contains(
+            "`--vertices 268435456` needs a single device buffer of ~4.3 GB for the device's \
+             copies of the vertices, their references and the field;"
+        ) && err.contains("per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"),
+        "{err}"
+    );
+
+    // 8 GB of address space, PoCL's own limits as it reports them: the host's copies and
+    // PoCL's buffers (~13 GB) do not fit.
+    let limited = |args: &[&str]| {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("ulimit -v 8000000; exec \"$0\" \"$@\"")
+            .arg(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Only PoCL: a GPU driver may not start in 8 GB of address space.
+        let icd = Path::new("/etc/OpenCL/vendors/pocl.icd");
+        if icd.exists() {
+            command.env("OCL_ICD_VENDORS", icd);
+        }
+        finish(command.spawn().unwrap(), Duration::from_secs(60))
+    };
+    let devices = limited(&["devices", "--json"]);
+    devices.expect(0);
+    let list: serde_json::Value = serde_json::from_str(&devices.stdout).unwrap();
+    let pocl = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["platform"].as_str() == Some("Portable Computing Language"))
+        .expect("a PoCL device (the test's CPU device)");
+    let run = limited(&args);
+    let err = run.expect(1);
+    let max_alloc = pocl["max_alloc_bytes"].as_u64().unwrap();
+    let global = pocl["global_mem_bytes"].as_u64().unwrap();
+    let needle = if max_alloc < 1 << 32 {
+        "per buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
+    } else if global < 24 << 28 {
+        "(CL_DEVICE_GLOBAL_MEM_SIZE)"
+    } else {
+        "`--vertices 268435456` needs ~13 GB of host memory for the vertices (float4), their \
+         references and the kernel's field (f32) and, on this CPU device, the device's copies \
+         of the vertices, their references and the field;"
+    };
+    assert!(err.contains(needle), "{err}");
 }
 
 #[test]
@@ -515,7 +704,7 @@ fn shader_overrides_refuse_fifos_and_missing_directories() {
         "run",
         "--headless",
         "--frames",
-        "1",
+        "2",
         "--size",
         "64x48",
         "--particles",

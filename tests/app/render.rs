@@ -1111,7 +1111,7 @@ fn interop_share_on_a_device_without_sharing_is_a_clear_error() {
 
 fn run_with_shaders(dir: &Path) -> Output {
     snowsim()
-        .args(["run", "--headless", "--frames", "1"])
+        .args(["run", "--headless", "--frames", "2"])
         .args(SMALL)
         .env("SNOWSIM_SHADER_DIR", dir)
         .output()
@@ -1153,6 +1153,56 @@ fn broken_shaders_report_the_gl_log_with_the_file_name() {
         "{}",
         text(&out)
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A uniform renamed in a copy ran with no word (GL ignores setting a uniform a program lacks,
+/// and the terrain was drawn with black snow): it is an error naming the copy and the uniform.
+/// One that a copy still declares but no longer uses (GL drops it) is accepted.
+#[test]
+fn a_uniform_renamed_in_a_shader_copy_is_an_error_naming_the_file_and_uniform() {
+    let dir = temp_dir("uniforms");
+    let terrain = include_str!("../../shaders/terrain.frag");
+    for (file, copy, uniform, program) in [
+        (
+            "terrain.frag",
+            terrain.replace("u_snow_colour", "u_snow_color"),
+            "u_snow_colour",
+            "terrain.vert + terrain.frag",
+        ),
+        (
+            "pressure.vert",
+            include_str!("../../shaders/pressure.vert").replace("u_pressure_range", "u_range"),
+            "u_pressure_range",
+            "pressure.vert + colour.frag",
+        ),
+    ] {
+        std::fs::write(dir.join(file), copy).unwrap();
+        let out = run_with_shaders(&dir);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let expected = format!(
+            "shader `{file} (from {})` declares no uniform `{uniform}`, which the renderer sets \
+             in program `{program}`",
+            dir.join(file).display()
+        );
+        assert!(err.contains(&expected), "{expected}\n{}", text(&out));
+        assert!(!err.contains("panicked"), "{}", text(&out));
+        std::fs::remove_file(dir.join(file)).unwrap();
+    }
+
+    // Declared, no longer used: the program runs.
+    let constant = terrain.replace(
+        "(u_ambient + (1.0 - u_ambient) * diffuse)",
+        "(0.35 + 0.65 * diffuse)",
+    );
+    assert_ne!(
+        constant, terrain,
+        "terrain.frag no longer uses u_ambient so"
+    );
+    std::fs::write(dir.join("terrain.frag"), constant).unwrap();
+    let out = run_with_shaders(&dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     std::fs::remove_dir_all(&dir).ok();
 }
 

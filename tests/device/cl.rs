@@ -99,9 +99,30 @@ fn a_good_program_builds_and_runs() {
         "square.cl",
         "__kernel void square(__global int *a) { size_t i = get_global_id(0); a[i] = a[i] * a[i]; }",
     );
-    let program = Program::build(&ctx, &[src], "").unwrap();
+    let hidden = Source::new(
+        "hidden.cl",
+        "#if 0\n__kernel void hidden(__global int *a) { a[0] = 0; }\n#endif\n",
+    );
+    let program = Program::build(&ctx, &[src, hidden], "").unwrap();
     let kernel = program.kernel("square").unwrap();
-    assert!(program.kernel("missing").is_err());
+    // A kernel the program lacks names every file of it, or the one that seems to define it.
+    let missing = |name: &str| match program.kernel(name) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("the program has no kernel `{name}`"),
+    };
+    assert_eq!(
+        missing("missing"),
+        "no kernel `missing` in the program: none of the program's files defines it \
+         (square.cl, hidden.cl)"
+    );
+    assert!(
+        missing("hidden").starts_with(
+            "no kernel `hidden` in the program: hidden.cl seems to define it, but the compiler \
+             made no kernel of it"
+        ),
+        "{}",
+        missing("hidden")
+    );
     let data: Vec<i32> = (-500..500).collect();
     let buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
     let mut call = kernel.call();

@@ -437,3 +437,91 @@ fn cli_precision_f64_computes_in_double() {
     assert!(error(&double) < 1e-12, "f64 mean off by {}", error(&double));
     assert!(error(&double) <= error(&single), "f64 is no worse than f32");
 }
+
+/// The corner tetrahedron (quality 0.8399) and an equilateral triangle, each at edge length
+/// `scale` metres, away from the origin by 3 of its own edges.
+fn corner_elements(scale: f64) -> (Mesh, Mesh) {
+    let mut tet = Mesh::new(3);
+    for p in [
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+    ] {
+        tet.push_vertex(p.map(|x| (x + 3.0) * scale), 0);
+    }
+    tet.elements_mut(ElementKind::Tetrahedra)
+        .push(&[0, 1, 2, 3], 1);
+    let mut triangle = Mesh::new(3);
+    for p in [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 0.75f64.sqrt(), 0.0]] {
+        triangle.push_vertex(p.map(|x| (x + 3.0) * scale), 0);
+    }
+    triangle
+        .elements_mut(ElementKind::Triangles)
+        .push(&[0, 1, 2], 1);
+    (tet, triangle)
+}
+
+/// A well-shaped element scores as its shape does, whatever its size: f32 gave 0 for the
+/// corner tetrahedron with 1e-30 m edges (its squared edges and volume underflow float),
+/// where f64 gives 0.84. The qualities are computed on the edges scaled to unit size.
+#[test]
+fn a_tiny_or_huge_well_shaped_element_scores_as_at_one_metre() {
+    let context = context();
+    let corner = cpu_tet_quality([DVec3::ZERO, DVec3::X, DVec3::Y, DVec3::Z]);
+    assert!((corner - 0.8399).abs() < 1e-4, "{corner}");
+    let precisions: &[quality::Precision] = if context.info().fp64 {
+        &[quality::Precision::F32, quality::Precision::F64]
+    } else {
+        &[quality::Precision::F32]
+    };
+    for scale in [1e-30, 1e-20, 1e-10, 1.0, 1e6, 1e11] {
+        let (tet, triangle) = corner_elements(scale);
+        for &precision in precisions {
+            let q = quality::measure_with(&context, &tet, precision).unwrap();
+            assert!(
+                (q.values[0] - corner).abs() < 1e-5,
+                "{precision:?} corner tetrahedron with {scale} m edges: {} (at 1 m: {corner})",
+                q.values[0]
+            );
+            let q = quality::measure_with(&context, &triangle, precision).unwrap();
+            assert!(
+                (q.values[0] - 1.0).abs() < 1e-5,
+                "{precision:?} equilateral triangle with {scale} m edges: {}",
+                q.values[0]
+            );
+        }
+    }
+
+    // Through the command, against f64's value.
+    if !context.info().fp64 {
+        skip(
+            Capability::Fp64,
+            format!("{} has no FP64", context.info().label()),
+        );
+        return;
+    }
+    let dir = temp_dir("quality", "tiny");
+    let path = dir.join("tiny.meshb");
+    meshio::write(&path, &corner_elements(1e-30).0, Version::V2).unwrap();
+    let run = |precision: &str| {
+        let out = snowsim(&[
+            "mesh",
+            "quality",
+            path.to_str().unwrap(),
+            "--json",
+            "--precision",
+            precision,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        value["min"].as_f64().unwrap()
+    };
+    let (single, double) = (run("f32"), run("f64"));
+    assert!((double - corner).abs() < 1e-12, "f64: {double}");
+    assert!(
+        (single - double).abs() < 1e-5,
+        "f32 {single} against f64 {double}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

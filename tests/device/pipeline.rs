@@ -417,3 +417,101 @@ fn a_kernel_edited_with_another_signature_is_a_clear_error_not_a_panic() {
         "{stderr}"
     );
 }
+
+/// `snowsim ARGS` in the repository with `SNOWSIM_KERNEL_DIR=dir`: exit status 1, no panic;
+/// returns stderr.
+fn fails_with_kernels_from(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SNOWSIM_KERNEL_DIR", dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+/// The wind's solver ...
+const WIND: &[&str] = &["wind", "--scene", "scenes/flat.toml", "--steps", "1"];
+/// ... and the snow's frame, without the wind (the scene's inflow profile).
+const SNOW: &[&str] = &[
+    "bench",
+    "snow",
+    "--scene",
+    "scenes/flat.toml",
+    "--log2",
+    "8",
+    "--frames",
+    "1",
+    "--warmup",
+    "0",
+    "--sort",
+    "off",
+];
+
+/// Every kernel file is read from `SNOWSIM_KERNEL_DIR`, also the wind's `wind.cl` and
+/// `tet_walk.cl` that gml pastes before each of the solver's kernels (they were embedded with
+/// `include_str!` alone, and their copies ignored): a copy with an `#error` on a known line is
+/// what the compiler sees, and the message points at the copy's file and that line. The walk
+/// is also built into the snow's program.
+#[test]
+fn edited_copies_of_the_wind_and_walk_kernels_are_the_ones_that_run() {
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    for (file, line, commands) in [
+        ("wind.cl", 6, &[WIND][..]),
+        ("tet_walk.cl", 3, &[WIND, SNOW][..]),
+    ] {
+        let dir = temp_dir("pipeline", &format!("edited-{file}"));
+        let original = std::fs::read_to_string(kernels.join(file)).unwrap();
+        let marker = format!("edited copy of {file}");
+        let mut lines: Vec<&str> = original.lines().collect();
+        let error = format!("#error {marker}");
+        lines.insert(line - 1, &error);
+        std::fs::write(dir.join(file), lines.join("\n") + "\n").unwrap();
+        for args in commands {
+            let stderr = fails_with_kernels_from(&dir, args);
+            assert!(
+                stderr.contains(&format!("{file}:{line}:")) && stderr.contains(&marker),
+                "{args:?}: the build log points at line {line} of the copy of {file}: {stderr}"
+            );
+            assert!(stderr.contains("failed to build"), "{stderr}");
+        }
+        if file == "tet_walk.cl" {
+            let stderr = fails_with_kernels_from(&dir, SNOW);
+            assert!(
+                stderr.contains("program `tet_walk.cl + snow.cl`"),
+                "the program is named by its files: {stderr}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+/// A kernel renamed in a copy of `snow.cl` (whose program also holds `tet_walk.cl`) is
+/// reported missing from that copy, with its path, not from the program's first file.
+#[test]
+fn a_kernel_renamed_in_a_copy_is_missing_from_that_copy() {
+    let dir = temp_dir("pipeline", "renamed");
+    let snow = include_str!("../../kernels/snow.cl");
+    let from = "__kernel void snow_step(";
+    assert!(snow.contains(from), "snow.cl no longer has `{from}`");
+    std::fs::write(
+        dir.join("snow.cl"),
+        snow.replacen(from, "__kernel void snow_step_renamed(", 1),
+    )
+    .unwrap();
+    let stderr = fails_with_kernels_from(&dir, SNOW);
+    let copy = dir.join("snow.cl");
+    assert!(
+        stderr.contains(&format!(
+            "no kernel `snow_step` in the program: snow.cl (from {}) does not define it, and \
+             the built-in snow.cl does",
+            copy.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("in tet_walk.cl"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -15,6 +15,7 @@ mod layers;
 mod meshio;
 mod meshio_errors;
 mod meshio_fuzz;
+mod overrides;
 mod scene;
 mod solution;
 mod terrain;

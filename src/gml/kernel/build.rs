@@ -169,9 +169,7 @@ pub(super) fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
                 include_str!("../../../kernels/gml_toolkit_f64.cl"),
             )?);
         }
-        if !gml.toolkit.is_empty() {
-            sources.push(Source::new("user toolkit", gml.toolkit.clone()));
-        }
+        sources.extend(gml.toolkit.iter().cloned());
         sources.push(Source::new("parameters", params.clone()));
         if let Some(sums) = &spec.sums {
             sources.push(Source::new(
@@ -204,7 +202,7 @@ pub(super) fn build(gml: &mut Gml, spec: &KernelSpec) -> Result<Compiled> {
         if gml.debug {
             eprintln!("gml: kernel `{}` source:\n{source}", spec.name);
         }
-        let program = Program::build(&gml.context, &sources, &options)?;
+        let program = Program::build_named(&gml.context, &spec.name, &sources, &options)?;
         let kernel = program.kernel(&spec.name)?;
         let allowed = kernel.max_group(&gml.context)?;
         if let Some(size) = spec.work_group
