@@ -1868,3 +1868,138 @@ fn huge_numbers_in_scene_errors_are_written_short() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_no_scene_file_hint_follows_only_a_missing_file() {
+    let dir = temp_dir("scene-hint");
+    let fifo = dir.join("fifo.toml");
+    mkfifo(&fifo);
+    let zero = dir.join("zero.toml");
+    symlink("/dev/zero", &zero).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(input::TEXT_LIMIT + 1)
+        .unwrap();
+    let missing = dir.join("missing.toml");
+    let hint = "no scene file there";
+    for (path, reason) in [
+        (&fifo, "FIFO"),
+        (&zero, "character device"),
+        (&big, "is read"),
+        (&missing, hint),
+    ] {
+        let run = run_with(
+            &[
+                "run",
+                "--headless",
+                "--render",
+                "off",
+                "--frames",
+                "2",
+                "--scene",
+                s(path),
+            ],
+            &[],
+            None,
+            Duration::from_secs(60),
+        );
+        let err = run.expect(1);
+        assert!(err.contains(reason), "{err}");
+        assert!(err.contains("pass --scene FILE"), "{err}");
+        if path != &missing {
+            assert!(!err.contains(hint), "{err}");
+        }
+    }
+    assert_eq!(
+        std::fs::metadata(&big).unwrap().len(),
+        input::TEXT_LIMIT + 1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A `width × height` PNG of colour type 3 (palette), 8 bits per index, indices `x % 2`,
+/// written out by hand (`image` writes no palette PNG): an uncompressed zlib stream.
+fn palette_png(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        png.extend((data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend(data);
+        png.extend(&body);
+        png.extend(crc32(&body).to_be_bytes());
+    }
+    let mut raw = Vec::new();
+    for _ in 0..height {
+        raw.push(0); // filter: none
+        raw.extend((0..width).map(|x| (x % 2) as u8));
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65521;
+        b = (b + a) % 65521;
+    }
+    let len = raw.len() as u16;
+    let mut zlib = vec![0x78, 0x01, 0x01];
+    zlib.extend(len.to_le_bytes());
+    zlib.extend((!len).to_le_bytes());
+    zlib.extend(&raw);
+    zlib.extend(((b << 16) | a).to_be_bytes());
+    let mut header = Vec::new();
+    header.extend(width.to_be_bytes());
+    header.extend(height.to_be_bytes());
+    header.extend([8, 3, 0, 0, 0]);
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &header);
+    chunk(&mut png, b"PLTE", &[0, 0, 0, 255, 255, 255]);
+    chunk(&mut png, b"IDAT", &zlib);
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+#[test]
+fn a_palette_heightmap_is_named_a_palette_not_rgb() {
+    let dir = temp_dir("palette");
+    let map = dir.join("palette.png");
+    let png = palette_png(4, 3);
+    std::fs::write(&map, &png).unwrap();
+    // The PNG is sound: the decoder reads it (as RGB, which is why the message read "RGB").
+    assert!(image::load_from_memory(&png).is_ok());
+    let path = dir.join("palette.toml");
+    let text = "[domain]\nheightmap = \"palette.png\"\nsize = [100, 80]\ntop = 40\nrelief = 10\n\
+                cells = [4, 4]\nlayers = 2\n";
+    std::fs::write(&path, text).unwrap();
+    both_refuse(
+        &path,
+        &[
+            &format!(
+                "{}domain.heightmap: heightmap",
+                place(&path, text, "heightmap")
+            ),
+            "is a palette (indexed-colour) image, 8 bits per index; a heightmap must be 8- or \
+             16-bit grayscale",
+        ],
+    );
+    for command in [
+        &["scene", "check", s(&path)][..],
+        &["run", "--headless", "--frames", "2", "--scene", s(&path)],
+    ] {
+        let err = snowsim(command).stderr;
+        assert!(!err.contains("RGB"), "{err}");
+    }
+    assert_eq!(std::fs::read(&map).unwrap(), png);
+    std::fs::remove_dir_all(&dir).ok();
+}
