@@ -274,11 +274,12 @@ struct Report<'a> {
     summary: &'a RunSummary,
 }
 
-/// Reads the scene, with an error that names the file and says how to pick another.
+/// Reads the scene, with an error that names the file and says how to pick another (that
+/// there is no scene file there only when there is none).
 pub(super) fn load_scene(path: &Path) -> anyhow::Result<Scene> {
     Scene::load(path).map_err(|e| {
         let hint = match &e {
-            SceneError::Read { .. } => {
+            SceneError::Read { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
                 let place = if path.is_relative() {
                     std::env::current_dir()
                         .map(|d| format!(" (relative to the current directory, {})", d.display()))
@@ -292,6 +293,7 @@ pub(super) fn load_scene(path: &Path) -> anyhow::Result<Scene> {
                      root)"
                 )
             }
+            SceneError::Read { .. } => "pass --scene FILE to run another scene file".into(),
             _ => format!(
                 "the scene file {} is not valid; fix it (`snowsim scene check {}` lists what \
                  is wrong) or pass --scene FILE to run another",

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::Context as _;
 use serde_json::json;
 use snowsim::cl::{self, DeviceInfo, DeviceSelector};
 use snowsim::input;
@@ -11,6 +12,7 @@ use snowsim::output;
 use snowsim::renumber::numbering_score;
 use snowsim::scene::limits as scene_budget;
 use snowsim::scene::{Domain, DomainReport, Scene, WindProfile};
+use snowsim::sim::{Overrides, SimSetup};
 use snowsim::terrain::procedural;
 
 use super::console::{ConsoleError, errln, outln};
@@ -23,10 +25,13 @@ pub enum Command {
         long_about = "Validate a scene file (TOML) and summarise it: domain, wind, snow, ground, \
                       time, camera, what is simulated and shown. Unknown keys and bad values \
                       are errors naming the file, line and key (exit status 1).\n\n\
-                      Then build the domain mesh as the simulator does (mesh the terrain or read \
-                      the mesh, renumber it), and check it: the checks of `mesh info --check`, \
-                      every boundary face carrying a triangle and every triangle on the \
-                      boundary. Exit status 3 if a check fails."
+                      Then set the run up as `snowsim run` does, with its checks (build the \
+                      domain mesh: mesh the terrain or read the mesh, renumber it; the wind's \
+                      boundary and time step on it, the snow's settings), and check the mesh: \
+                      the checks of `mesh info --check`, every boundary face carrying a \
+                      triangle and every triangle on the boundary. Exit status 3 if a check \
+                      fails. With --no-mesh, what only the mesh tells (the default wind step) \
+                      is not checked."
     )]
     Check(CheckArgs),
     /// Write the procedural valley heightmap as a 16-bit PNG (how scenes/valley.png is made).
@@ -42,7 +47,8 @@ pub struct CheckArgs {
     /// Print a JSON object {"scene", "mesh"} instead of text.
     #[arg(long)]
     json: bool,
-    /// Only validate the file; do not build the domain mesh.
+    /// Only validate the file; do not build the domain mesh (nor check what it decides: the
+    /// default wind step, a mesh domain's pressure unknowns).
     #[arg(long)]
     no_mesh: bool,
     /// The device whose memory the scene must fit, as `snowsim run` would use it (index or
@@ -91,7 +97,16 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut built = None;
     if !args.no_mesh {
         let started = Instant::now();
-        let domain = scene.build_domain(true)?;
+        // What `run` settles, with the same checks: the ground, the domain mesh and the wind
+        // and snow on it (the wind's step and pressure unknowns come from the mesh).
+        let preparing = || format!("preparing scene {}", args.file.display());
+        let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
+        let setup =
+            SimSetup::new(&scene, &ground, &Overrides::default()).with_context(preparing)?;
+        let Some(sim) = &setup.scene else {
+            anyhow::bail!("internal error: a scene's setup without its simulation");
+        };
+        let domain = &sim.domain;
         let seconds = started.elapsed().as_secs_f64();
         let report = domain.report();
         let score = numbering_score(&domain.mesh).percent();
@@ -270,8 +285,8 @@ fn print_domain(
     score: Option<f64>,
 ) -> Result<(), ConsoleError> {
     outln!(
-        "mesh:     built and renumbered in {seconds:.2} s: {} vertices, {} tetrahedra; ground \
-         surface {} triangles",
+        "mesh:     built, renumbered and set up for a run in {seconds:.2} s: {} vertices, {} \
+         tetrahedra; ground surface {} triangles",
         report.vertices,
         report.tetrahedra,
         report.ground_triangles

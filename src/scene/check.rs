@@ -10,9 +10,13 @@ use super::{
     BoundaryRefs, Camera, Domain, Ground, Scene, SceneError, Simulate, Snow, SortKey, SortMode,
     Time, View, Wind, WindProfile,
 };
-use crate::terrain::{Heightmap, Side, TerrainSpec};
+use crate::terrain::{Heightmap, MAX_GRADING_SPAN, Side, TerrainSpec};
 
+use crate::scene::limits;
 pub use crate::scene::limits::{MAX_LENGTH, MAX_PARTICLES};
+
+/// The range of `wind.step`, s.
+const WIND_STEP: Range = Range::open(0.0, 3600.0, "s");
 
 impl Scene {
     /// Reads and validates a scene file (and the heightmap it names).
@@ -81,7 +85,21 @@ impl Checker<'_> {
         }
     }
 
+    /// `N` numbers (or `default`), each finite and something the kernels' 32-bit floats hold
+    /// ([`limits::single_precision`]).
     fn list<const N: usize>(
+        &self,
+        key: &str,
+        values: Option<Vec<f64>>,
+        default: [f64; N],
+    ) -> Checked<[f64; N]> {
+        let array = self.finite_list(key, values, default)?;
+        self.single_precision_all(key, &array)?;
+        Ok(array)
+    }
+
+    /// `N` finite numbers, or `default`.
+    fn finite_list<const N: usize>(
         &self,
         key: &str,
         values: Option<Vec<f64>>,
@@ -108,20 +126,48 @@ impl Checker<'_> {
         values: Option<Vec<f64>>,
         default: [f64; N],
     ) -> Checked<[f64; N]> {
-        let array = self.list(key, values, default)?;
+        let array = self.finite_list(key, values, default)?;
         if let Some(x) = array.iter().find(|x| x.abs() > MAX_LENGTH) {
-            return Err(self.error(key, format!("must be within ±{MAX_LENGTH:e} m, got {x}")));
+            return Err(self.error(
+                key,
+                format!("must be within ±{MAX_LENGTH:e} m, got {}", Number(*x)),
+            ));
         }
+        self.single_precision_all(key, &array)?;
         Ok(array)
     }
 
-    /// `value` (or `default`) within `[lo, hi]`, `lo` excluded when `open_low`.
+    /// `value` (or `default`) in `range`, and something the kernels' 32-bit floats hold
+    /// ([`limits::single_precision`]).
     fn number(&self, key: &str, value: Option<f64>, default: f64, range: Range) -> Checked<f64> {
+        let v = self.in_range(key, value, default, range)?;
+        self.single_precision(key, v, range)?;
+        Ok(v)
+    }
+
+    /// `value` (or `default`) in `range`.
+    fn in_range(&self, key: &str, value: Option<f64>, default: f64, range: Range) -> Checked<f64> {
         let v = value.unwrap_or(default);
         if range.holds(v) {
             Ok(v)
         } else {
             Err(self.error(key, format!("must be {range}, got {}", Number(v))))
+        }
+    }
+
+    /// Refuses the numbers at `key` if the kernels' 32-bit floats make one 0 or infinite.
+    fn single_precision_all(&self, key: &str, values: &[f64]) -> Checked<()> {
+        match values.iter().find_map(|&x| limits::single_precision(x)) {
+            Some(why) => Err(self.error(key, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses `v` at `key` if the kernels' 32-bit floats make it 0 or infinite.
+    fn single_precision(&self, key: &str, v: f64, range: Range) -> Checked<()> {
+        match limits::single_precision(v) {
+            Some(why) => Err(self.error(key, format!("{why}; must be {range}"))),
+            None => Ok(()),
         }
     }
 
@@ -133,13 +179,28 @@ impl Checker<'_> {
         default: [f64; 2],
         range: Range,
     ) -> Checked<[f64; 2]> {
-        let [lo, hi] = self.list(key, value, default)?;
+        let [lo, hi] = self.finite_list(key, value, default)?;
         if !range.holds(lo) || !range.holds(hi) {
-            return Err(self.error(key, format!("both ends must be {range}, got [{lo}, {hi}]")));
+            return Err(self.error(
+                key,
+                format!(
+                    "both ends must be {range}, got [{}, {}]",
+                    Number(lo),
+                    Number(hi)
+                ),
+            ));
         }
         if lo > hi {
-            return Err(self.error(key, format!("[min, max] with min <= max, got [{lo}, {hi}]")));
+            return Err(self.error(
+                key,
+                format!(
+                    "[min, max] with min <= max, got [{}, {}]",
+                    Number(lo),
+                    Number(hi)
+                ),
+            ));
         }
+        self.single_precision_all(key, &[lo, hi])?;
         Ok([lo, hi])
     }
 
@@ -218,6 +279,13 @@ impl Checker<'_> {
             },
             seed: s.seed.unwrap_or(1),
         };
+        if let Some(why) = limits::drag_problem(
+            snow.fall_speed as f32,
+            snow.gravity as f32,
+            snow.flake_diameter.map(|d| d as f32),
+        ) {
+            return Err(self.error("snow.fall_speed", why));
+        }
         let g = raw.ground;
         let ground = Ground {
             initial_depth: self.number(
@@ -254,6 +322,8 @@ impl Checker<'_> {
         };
         let camera = self.camera(raw.camera, &domain)?;
         let simulate = self.simulate(&raw.simulate)?;
+        self.wind_step(&wind, &time, &simulate)?;
+        self.cells_along_the_wind(&domain, &wind, &simulate)?;
         let v = raw.view;
         let window = match v.window {
             None => [1280, 720],
@@ -351,7 +421,11 @@ impl Checker<'_> {
         if !(x > 0.0 && y > 0.0) {
             return Err(self.error(
                 "domain.size",
-                format!("both extents must be > 0 m, got [{x}, {y}]"),
+                format!(
+                    "both extents must be > 0 m, got [{}, {}]",
+                    Number(x),
+                    Number(y)
+                ),
             ));
         }
         let Some(top) = d.top else {
@@ -383,7 +457,11 @@ impl Checker<'_> {
                 if r >= top {
                     return Err(self.error(
                         "domain.relief",
-                        format!("the highest terrain ({r} m) must be below the top ({top} m)"),
+                        format!(
+                            "the highest terrain ({} m) must be below the top ({} m)",
+                            Number(r),
+                            Number(top)
+                        ),
                     ));
                 }
                 r
@@ -413,7 +491,13 @@ impl Checker<'_> {
             relief,
             cells,
             layers: d.layers.unwrap_or(16),
-            grading: d.grading.unwrap_or(1.1),
+            // The span over the layers is checked by `validate`, its message naming the grading.
+            grading: self.number(
+                "domain.grading",
+                d.grading,
+                1.1,
+                Range::closed(1.0, MAX_GRADING_SPAN, ""),
+            )?,
         };
         spec.validate().map_err(|e| match e {
             crate::terrain::TerrainError::Spec { field, message } => {
@@ -485,9 +569,9 @@ impl Checker<'_> {
             return Err(self.error(
                 "wind.reference_height",
                 format!(
-                    "{reference_height} m is not below the air above the highest terrain \
-                     ({} m)",
-                    spec.size[2] - spec.relief
+                    "{} m is not below the air above the highest terrain ({} m)",
+                    Number(reference_height),
+                    Number(spec.size[2] - spec.relief)
                 ),
             ));
         }
@@ -510,7 +594,9 @@ impl Checker<'_> {
                     return Err(self.error(
                         "wind.roughness",
                         format!(
-                            "{roughness} m must be below the reference height ({reference_height} m)"
+                            "{} m must be below the reference height ({} m)",
+                            Number(roughness),
+                            Number(reference_height)
                         ),
                     ));
                 }
@@ -536,11 +622,10 @@ impl Checker<'_> {
             1e-2,
             Range::open(0.0, 1.0, ""),
         )?;
+        // Against time.step and in 32-bit floats once the frames are known (`wind_step`).
         let step = match w.step {
             None => None,
-            Some(_) => {
-                Some(self.number("wind.step", w.step, 1.0, Range::open(0.0, 3600.0, "s"))?)
-            }
+            Some(_) => Some(self.in_range("wind.step", w.step, 1.0, WIND_STEP)?),
         };
         Ok(Wind {
             direction: [dx / length, dy / length],
@@ -553,6 +638,57 @@ impl Checker<'_> {
             advection: w.advection.unwrap_or_default(),
             operator: w.operator.unwrap_or_default(),
         })
+    }
+
+    /// A given `wind.step` when the wind steps with the frames: at most
+    /// [`limits::MAX_WIND_STEPS_PER_FRAME`] of them a frame ([`limits::check_wind_steps`], as
+    /// `run` checks the step its solver takes); and in 32-bit floats.
+    fn wind_step(&self, wind: &Wind, time: &Time, simulate: &Simulate) -> Checked<()> {
+        let Some(step) = wind.step else {
+            return Ok(());
+        };
+        if simulate.wind && simulate.wind_every.is_none() {
+            let what = format!("{} s", Number(step));
+            limits::check_wind_steps(time.step as f32, step, &what)
+                .map_err(|message| self.error("wind.step", message))?;
+        }
+        self.single_precision("wind.step", step, WIND_STEP)
+    }
+
+    /// When the wind is solved, a terrain domain needs 2 cells along each axis the wind
+    /// crosses ([`limits::crossed_axes`]): with one, every vertex is on the inflow or the
+    /// outflow side, and the pressure has no unknown.
+    fn cells_along_the_wind(
+        &self,
+        domain: &Domain,
+        wind: &Wind,
+        simulate: &Simulate,
+    ) -> Checked<()> {
+        let Domain::Terrain { spec, .. } = domain else {
+            return Ok(());
+        };
+        if !simulate.wind && simulate.frozen_wind_steps.is_none() {
+            return Ok(());
+        }
+        let crossed = limits::crossed_axes(wind.direction);
+        for (axis, (cells, crossed)) in ["x", "y"]
+            .into_iter()
+            .zip(spec.cells.into_iter().zip(crossed))
+        {
+            if crossed && cells < 2 {
+                return Err(self.error(
+                    "domain.cells",
+                    format!(
+                        "[{}, {}] leaves {cells} cell along {axis}, which the wind (direction \
+                         [{:.3}, {:.3}]) crosses from its inflow to its outflow side: every \
+                         vertex is on one of them, so the wind's pressure has no unknown to \
+                         solve for; give at least 2 cells along {axis}",
+                        spec.cells[0], spec.cells[1], wind.direction[0], wind.direction[1]
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn simulate(&self, s: &raw::RawSimulate) -> Checked<Simulate> {

@@ -18,6 +18,7 @@ use toml::de::{DeTable, DeValue};
 use crate::budget::{Budget, Estimate, bytes_of};
 use crate::cl::DeviceInfo;
 use crate::input;
+use crate::scene::range::Number;
 use crate::scene::{Domain, Scene, SceneError};
 use crate::terrain::TerrainSpec;
 
@@ -36,6 +37,105 @@ pub const SNOW_STATE_BYTES: u64 = 2 * (3 * 16 + 3 * 4) + 3 * 4;
 /// kernels and shaders compute in 32-bit reals, where squared distances of much longer lengths
 /// overflow; 10 000 km is beyond any terrain.
 pub const MAX_LENGTH: f64 = 1e7;
+
+/// The most wind steps one frame may run: a scene whose wind step is this much shorter than
+/// its frame step would never finish a frame in real time, and a tiny `wind.step` (or a
+/// micrometre domain, whose default step is as tiny) would not finish one at all.
+pub const MAX_WIND_STEPS_PER_FRAME: f64 = 64.0;
+
+/// `sin 2°`: a side of the domain within 2° of parallel to the wind is slip (neither inflow
+/// nor outflow) for the wind solver ([`crate::wind::boundary`]).
+pub const SLIP_SINE: f64 = 0.034_899_496_702_500_97;
+
+/// The least positive 32-bit float the kernels compute with that is not subnormal: devices
+/// may flush smaller ones to 0.
+const LEAST_F32: f64 = f32::MIN_POSITIVE as f64;
+
+/// How far a drag coefficient must stay below the largest 32-bit float: the snow's step
+/// multiplies it by two speeds (the wind's and the flake's slip), each well below 1000 m/s.
+const DRAG_HEADROOM: f64 = 1e6;
+
+/// Why the finite scene value `value` cannot reach the kernels, which compute in 32-bit
+/// floats: not 0 itself, it is 0 there (or so small that a device may flush it to 0), or it is
+/// infinite there. `None` when it fits.
+pub fn single_precision(value: f64) -> Option<String> {
+    if value == 0.0 || !value.is_finite() {
+        return None;
+    }
+    if value.abs() < LEAST_F32 {
+        Some(format!(
+            "{} is 0 in the 32-bit floats the kernels compute with (the least they hold is \
+             {:e})",
+            Number(value),
+            f32::MIN_POSITIVE
+        ))
+    } else if value.abs() > f64::from(f32::MAX) {
+        Some(format!(
+            "{} is infinite in the 32-bit floats the kernels compute with (the most they hold \
+             is {:e})",
+            Number(value),
+            f32::MAX
+        ))
+    } else {
+        None
+    }
+}
+
+/// Checks that a frame of `time_step` seconds (as the simulation holds it: a 32-bit float)
+/// runs at most [`MAX_WIND_STEPS_PER_FRAME`] wind steps of `wind_step` seconds. The error
+/// says why, starting with `what`: the wind step as the reader knows it (`wind.step 1e-4 s`,
+/// `the default wind step from the mesh, 8e-8 s,`). `scene check` checks a scene's
+/// `wind.step` with it, and `run` (through [`crate::sim::SimSetup::new`]) the step its
+/// solver will take.
+pub fn check_wind_steps(time_step: f32, wind_step: f64, what: &str) -> Result<(), String> {
+    let per_frame = f64::from(time_step) / wind_step;
+    if per_frame.is_nan() || per_frame > MAX_WIND_STEPS_PER_FRAME {
+        return Err(format!(
+            "{what} against time.step {} s makes {per_frame:.3e} wind steps a frame, more than \
+             the {MAX_WIND_STEPS_PER_FRAME} a frame may run; give a wind.step of at least \
+             time.step / {MAX_WIND_STEPS_PER_FRAME} = {} s, set simulate.wind_every, or lower \
+             time.step",
+            Number(time_step),
+            Number(time_step / MAX_WIND_STEPS_PER_FRAME as f32),
+        ));
+    }
+    Ok(())
+}
+
+/// Which horizontal axes of a terrain domain the wind blowing along `direction` (a unit
+/// vector) crosses: their two sides are inflow and outflow, not slip ([`SLIP_SINE`]). Along
+/// such an axis one cell leaves every vertex on an inflow or an outflow side: no pressure
+/// unknown, nothing for the wind's projection to solve.
+pub fn crossed_axes(direction: [f64; 2]) -> [bool; 2] {
+    direction.map(|component| component.abs() > SLIP_SINE)
+}
+
+/// Why the snow's drag coefficient `k = g / v_t²` of the smallest flakes (diameter
+/// `flake_diameter[0]`, falling at `fall_speed · (d / d_mean)^0.2`), computed as the kernels
+/// compute it in 32-bit floats, cannot be: `v_t²` is 0 there, or `k` is too large to be
+/// multiplied by two speeds. `None` when it fits. The scene's validation and
+/// [`crate::snow::SnowConfig::validate`] both ask.
+pub fn drag_problem(fall_speed: f32, gravity: f32, flake_diameter: [f32; 2]) -> Option<String> {
+    let [smallest, largest] = flake_diameter;
+    let mean = 0.5 * (smallest + largest);
+    let speed = fall_speed * (smallest / mean).powf(0.2);
+    let squared = speed * speed;
+    let drag = f64::from(gravity) / f64::from(squared);
+    let most = f64::from(f32::MAX) / DRAG_HEADROOM;
+    if f64::from(squared) >= LEAST_F32 && drag <= most {
+        return None;
+    }
+    Some(format!(
+        "{} m/s for the mean flake makes the smallest flakes ({} m, snow.flake_diameter) fall \
+         at {} m/s, and their drag coefficient snow.gravity / v_t² {} 1/m: more than the {} 1/m \
+         that the kernels' 32-bit floats can multiply by two speeds; raise snow.fall_speed",
+        Number(fall_speed),
+        Number(smallest),
+        Number(speed),
+        Number::rounded(drag),
+        Number::rounded(most)
+    ))
+}
 
 /// Bytes of one ground vertex in the renderer's interleaved GL buffer: position, normal and
 /// snow depth, 7 floats.

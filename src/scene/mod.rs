@@ -27,7 +27,8 @@
 //! pressure_iterations = 50 # most pressure solver (CG) iterations per wind step (default 50)
 //! pressure_tolerance = 0.01 # stop at this × the RMS divergence of the profile (default 0.01)
 //! # step = 0.8             # the wind's own time step, s (default: Courant number ~1 near
-//! #                        # the ground)
+//! #                        # the ground); at least time.step / 64 when the wind steps with
+//! #                        # the frames (the default too: `scene check` checks it on the mesh)
 //! advection = "linear"     # linear (default) or bfecc: sharper, limited, three walks a step
 //! operator = "assembled"   # pressure operator: assembled per vertex (default) or tetrahedra
 //!
@@ -84,7 +85,13 @@
 //!
 //! Unknown keys, wrong types and values out of range are errors that name the file, the line
 //! and column, and the dotted key: `scenes/x.toml:14:10: wind.speed: must be at least 0 m/s,
-//! got -3`.
+//! got -3`. So are numbers the kernels' 32-bit floats cannot hold (`1e-308`, 0 there, or
+//! `1e39`, infinite), a `snow.fall_speed` so small that the flakes' drag coefficient overflows
+//! them, a `wind.step` shorter than `time.step / 64`
+//! ([`limits::MAX_WIND_STEPS_PER_FRAME`]) and, when the wind is solved, one cell of
+//! `domain.cells` along an axis the wind crosses (no pressure unknown). What only the built
+//! mesh tells (the default wind step, a mesh domain's pressure unknowns) is checked by
+//! [`crate::sim::SimSetup::new`], which `snowsim run` and `snowsim scene check` both call.
 
 mod check;
 mod domain;
@@ -104,3 +111,4 @@ pub use model::{
     Advection, BoundaryRefs, Camera, Domain, Ground, PressureOperator, Scene, Simulate, Snow,
     SortKey, SortMode, Time, View, Wind, WindProfile,
 };
+pub(crate) use range::Number;

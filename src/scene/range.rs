@@ -13,7 +13,7 @@ pub(super) struct Range {
 }
 
 impl Range {
-    pub(super) fn closed(lo: f64, hi: f64, unit: &'static str) -> Self {
+    pub(super) const fn closed(lo: f64, hi: f64, unit: &'static str) -> Self {
         Self {
             lo,
             hi,
@@ -22,13 +22,13 @@ impl Range {
             unit,
         }
     }
-    pub(super) fn open(lo: f64, hi: f64, unit: &'static str) -> Self {
+    pub(super) const fn open(lo: f64, hi: f64, unit: &'static str) -> Self {
         Self {
             open_lo: true,
             ..Self::closed(lo, hi, unit)
         }
     }
-    pub(super) fn open_both(lo: f64, hi: f64, unit: &'static str) -> Self {
+    pub(super) const fn open_both(lo: f64, hi: f64, unit: &'static str) -> Self {
         Self {
             open_hi: true,
             ..Self::open(lo, hi, unit)
@@ -72,16 +72,27 @@ impl fmt::Display for Range {
 }
 
 /// A number as a scene error shows it: plainly, or in scientific notation when very large or
-/// very small (`1e308`, not 309 digits).
-pub(crate) struct Number(pub f64);
+/// very small (`1e308`, not 309 digits). `Number(0.02f32)` shows the 32-bit float's shortest
+/// digits, `0.02`.
+pub(crate) struct Number<T = f64>(pub T);
 
-impl fmt::Display for Number {
+impl Number {
+    /// A computed number to 4 significant digits (`7.84e-8`, not `7.839687367812705e-8`).
+    pub(crate) fn rounded(v: f64) -> Self {
+        Self(format!("{v:.3e}").parse().unwrap_or(v))
+    }
+}
+
+impl<T> fmt::Display for Number<T>
+where
+    T: Copy + Into<f64> + fmt::Display + fmt::LowerExp,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = self.0;
+        let v: f64 = self.0.into();
         if v != 0.0 && v.is_finite() && !(1e-4..1e7).contains(&v.abs()) {
-            write!(f, "{v:e}")
+            write!(f, "{:e}", self.0)
         } else {
-            write!(f, "{v}")
+            write!(f, "{}", self.0)
         }
     }
 }

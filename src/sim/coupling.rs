@@ -14,15 +14,52 @@
 use crate::cl::{BufferArg, Context, DeviceBuffer, Timeline};
 use crate::gml::FieldBuffer;
 use crate::scene::DomainMesh;
+use crate::scene::Number;
+use crate::scene::limits::check_wind_steps;
 use crate::wind::Solver;
 
 use super::setup::WindSetup;
 use super::{Error, Result};
 
-/// The most wind steps one frame may run: a scene whose wind step is this much shorter than
-/// its frame step would never finish a frame in real time, and a tiny `wind.step` (or a
-/// micrometre domain) would not finish one at all.
-pub const MAX_WIND_STEPS_PER_FRAME: f64 = 64.0;
+pub use crate::scene::limits::MAX_WIND_STEPS_PER_FRAME;
+
+/// Checks on the host, before any device is touched, the wind solver that `setup` asks for on
+/// `domain`, for frames of `frame_dt` seconds: the mesh and its boundary as the solver will
+/// see them (some pressure unknown among them), and, when the wind steps with the frames, the
+/// step the solver will take (`wind.step`, `simulate.wind_every`'s, or the default from the
+/// mesh) against the frame's ([`check_wind_steps`]). [`SimSetup::new`](super::SimSetup::new)
+/// calls it, so `run` and `scene check` refuse the same scenes.
+pub fn check_wind(domain: &DomainMesh, setup: &WindSetup, frame_dt: f32) -> Result<()> {
+    let WindSetup::Solved {
+        inflow,
+        settings,
+        direction,
+        frozen_after,
+        ..
+    } = setup
+    else {
+        return Ok(());
+    };
+    let step = crate::wind::solver::time_step(
+        &domain.mesh,
+        &domain.boundary,
+        *direction,
+        inflow,
+        settings,
+    )?;
+    if frozen_after.is_none() {
+        let what = match settings.step {
+            Some(_) => format!("wind.step {} s", Number(step)),
+            None => format!(
+                "no wind.step is given, and its default from the mesh (a Courant number of \
+                 about 1 near the ground), {} s,",
+                Number::rounded(step)
+            ),
+        };
+        check_wind_steps(frame_dt, step, &what).map_err(Error::InvalidParameter)?;
+    }
+    Ok(())
+}
 
 /// The wind the snow samples, and where it comes from.
 pub enum WindField {
@@ -115,16 +152,12 @@ impl WindField {
                     inflow,
                     *settings,
                 )?;
-                let per_frame = f64::from(frame_dt) / solver.dt();
-                if frozen_after.is_none()
-                    && (per_frame.is_nan() || per_frame > MAX_WIND_STEPS_PER_FRAME)
-                {
-                    return Err(Error::InvalidParameter(format!(
-                        "wind.step {:e} s against time.step {frame_dt} s asks for {per_frame:.3e} \
-                         wind steps a frame, more than the {MAX_WIND_STEPS_PER_FRAME} a frame may \
-                         run; raise wind.step (or simulate.wind_every), or lower time.step",
-                        solver.dt()
-                    )));
+                if frozen_after.is_none() {
+                    // SimSetup::new checked this step already; a setup made otherwise is
+                    // checked here, before the start-up solve.
+                    let what = format!("the wind step {} s", Number::rounded(solver.dt()));
+                    check_wind_steps(frame_dt, solver.dt(), &what)
+                        .map_err(Error::InvalidParameter)?;
                 }
                 solver.startup()?;
                 if let Some(steps) = frozen_after {

@@ -138,6 +138,7 @@ impl SimSetup {
         } else {
             WindSetup::Profile { velocity: inflow }
         };
+        super::coupling::check_wind(&domain, &wind, dt)?;
         let snow = match simulate.snow {
             true => {
                 let mut config = SnowConfig::from_scene(scene)?;

@@ -153,6 +153,11 @@ impl SnowConfig {
                 return bad(format!("{name} {v} must be finite and positive"));
             }
         }
+        if let Some(why) =
+            crate::scene::limits::drag_problem(self.fall_speed, self.gravity, self.flake_diameter)
+        {
+            return bad(why);
+        }
         for (name, [lo, hi]) in [
             ("flutter radius", self.flutter_radius),
             ("flutter rate", self.flutter_rate),

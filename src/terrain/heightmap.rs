@@ -73,7 +73,7 @@ impl Heightmap {
         if !matches!(color, ColorType::L8 | ColorType::L16) {
             return Err(TerrainError::NotGrayscale {
                 path: path(),
-                found: color_name(color),
+                found: colour_of(bytes, color),
             });
         }
         if width < 2 || height < 2 {
@@ -92,7 +92,7 @@ impl Heightmap {
             other => {
                 return Err(TerrainError::NotGrayscale {
                     path: path(),
-                    found: color_name(other.color()),
+                    found: colour_of(bytes, other.color()),
                 });
             }
         };
@@ -218,6 +218,24 @@ impl Heightmap {
             path: PathBuf::from(path),
             error,
         })
+    }
+}
+
+/// What the PNG `bytes` hold, which the decoder read as `decoded`: the decoder expands a
+/// palette image to RGB (RGBA with a transparency chunk), so a palette is named from the
+/// IHDR chunk's colour type (3) and bit depth.
+fn colour_of(bytes: &[u8], decoded: ColorType) -> String {
+    const PALETTE: u8 = 3;
+    match (bytes.get(12..16), bytes.get(24), bytes.get(25)) {
+        (Some(b"IHDR"), Some(&depth), Some(&PALETTE)) => format!(
+            "a palette (indexed-colour) image{}, {depth} bits per index",
+            if decoded.has_alpha() {
+                " with transparency"
+            } else {
+                ""
+            }
+        ),
+        _ => color_name(decoded),
     }
 }
 

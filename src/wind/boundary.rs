@@ -69,8 +69,8 @@ pub struct Boundary {
 /// the free velocities' reach ([`Boundary::fix_unreachable`]).
 pub const MIN_REACH: f64 = 1e-2;
 
-/// `sin 2°`: within this of parallel a side is slip.
-pub const SLIP_SINE: f64 = 0.034_899_496_702_500_97;
+/// `sin 2°`: within this of parallel a side is slip (`scene check` asks it too).
+pub use crate::scene::limits::SLIP_SINE;
 
 impl Boundary {
     /// Classifies the references of `triangles` (boundary triangles of `tets`) for a wind

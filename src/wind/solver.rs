@@ -172,14 +172,8 @@ impl Solver {
         let tets = mesh.elements(ElementKind::Tetrahedra).with_refs::<4>();
         let triangles = mesh.elements(ElementKind::Triangles).with_refs::<3>();
         let vertices = mesh.vertices.clone();
-        if inflow.len() != vertices.len() {
-            return Err(WindError::Setting(format!(
-                "{} inflow values for {} vertices",
-                inflow.len(),
-                vertices.len()
-            )));
-        }
         let nodes: Vec<[u32; 4]> = tets.iter().map(|t| t.0).collect();
+        check_inflow(inflow, &vertices)?;
         let ball = diagonal::vertex_ball(vertices.len(), &nodes);
         let rings = settings
             .assemble_operator
@@ -187,28 +181,16 @@ impl Solver {
             .filter(|r| r.width() <= operator::MAX_WIDTH);
         let width = rings.as_ref().map_or(0, operator::Rings::width);
         check_memory(context.info(), vertices.len(), tets.len(), width)?;
-        let geometry = Geometry::new(&vertices, &nodes)?;
+        let Host {
+            geometry,
+            boundary,
+            diagonal,
+            unknown_volume,
+            dt,
+        } = Host::new(
+            &vertices, &nodes, &triangles, &ball, sides, direction, inflow, &settings,
+        )?;
         let neighbours = geometry::neighbours(&nodes)?;
-        let inflow64: Vec<[f64; 3]> = inflow
-            .iter()
-            .map(|v| [v[0].into(), v[1].into(), v[2].into()])
-            .collect();
-        let mut boundary =
-            Boundary::new(&vertices, &nodes, &triangles, sides, direction, &inflow64)?;
-        let reached = diagonal::jacobi(&ball, &nodes, &geometry, &boundary);
-        boundary.fix_unreachable(&reached, &diagonal::unconstrained(&ball, &nodes, &geometry));
-        let diagonal = diagonal::jacobi(&ball, &nodes, &geometry, &boundary);
-        let unknown_volume: f64 = geometry
-            .lumped
-            .iter()
-            .zip(&boundary.flags)
-            .filter(|(_, f)| *f & FIXED_PRESSURE == 0)
-            .map(|(m, _)| m)
-            .sum();
-        let dt = match settings.step {
-            Some(dt) => dt,
-            None => default_step(&nodes, &geometry, inflow, &boundary)?,
-        };
 
         let mut gml = Gml::with_context(context);
         if !gml.has_fp64() {
@@ -854,6 +836,115 @@ fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize, width: usiz
     budget::Budget::device(info)
         .check(&estimate)
         .map_err(|e| WindError::Mesh(e.to_string()))
+}
+
+/// The time step a solver set up with these arguments ([`Solver::new`]) takes: `settings.step`,
+/// or the default from the mesh (a Courant number of about 1 near the walls). Computed on the
+/// host as the solver computes it, with its checks of the mesh and of the boundary (an inflow
+/// and an outflow side, some pressure unknown): what a scene can be checked with before any
+/// device is touched.
+pub fn time_step(
+    mesh: &Mesh,
+    sides: &BoundaryRefs,
+    direction: [f64; 2],
+    inflow: &[[f32; 4]],
+    settings: &Settings,
+) -> Result<f64> {
+    settings.check()?;
+    let nodes: Vec<[u32; 4]> = mesh
+        .elements(ElementKind::Tetrahedra)
+        .with_refs::<4>()
+        .iter()
+        .map(|t| t.0)
+        .collect();
+    let triangles = mesh.elements(ElementKind::Triangles).with_refs::<3>();
+    check_inflow(inflow, &mesh.vertices)?;
+    let ball = diagonal::vertex_ball(mesh.vertices.len(), &nodes);
+    let host = Host::new(
+        &mesh.vertices,
+        &nodes,
+        &triangles,
+        &ball,
+        sides,
+        direction,
+        inflow,
+        settings,
+    )?;
+    Ok(host.dt)
+}
+
+fn check_inflow(inflow: &[[f32; 4]], vertices: &[[f64; 3]]) -> Result<()> {
+    if inflow.len() != vertices.len() {
+        return Err(WindError::Setting(format!(
+            "{} inflow values for {} vertices",
+            inflow.len(),
+            vertices.len()
+        )));
+    }
+    Ok(())
+}
+
+/// What the solver computes on the host before it touches the device: the geometry, the
+/// boundary conditions, the operator's diagonal and the time step.
+struct Host {
+    geometry: Geometry,
+    boundary: Boundary,
+    diagonal: Vec<f64>,
+    /// The volume of the vertices whose pressure is unknown.
+    unknown_volume: f64,
+    dt: f64,
+}
+
+impl Host {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        vertices: &[[f64; 3]],
+        nodes: &[[u32; 4]],
+        triangles: &[([u32; 3], i32)],
+        ball: &crate::gml::topology::Incidence,
+        sides: &BoundaryRefs,
+        direction: [f64; 2],
+        inflow: &[[f32; 4]],
+        settings: &Settings,
+    ) -> Result<Self> {
+        let geometry = Geometry::new(vertices, nodes)?;
+        let inflow64: Vec<[f64; 3]> = inflow
+            .iter()
+            .map(|v| [v[0].into(), v[1].into(), v[2].into()])
+            .collect();
+        let mut boundary = Boundary::new(vertices, nodes, triangles, sides, direction, &inflow64)?;
+        let reached = diagonal::jacobi(ball, nodes, &geometry, &boundary);
+        boundary.fix_unreachable(&reached, &diagonal::unconstrained(ball, nodes, &geometry));
+        let diagonal = diagonal::jacobi(ball, nodes, &geometry, &boundary);
+        let unknown_volume: f64 = geometry
+            .lumped
+            .iter()
+            .zip(&boundary.flags)
+            .filter(|(_, f)| *f & FIXED_PRESSURE == 0)
+            .map(|(m, _)| m)
+            .sum();
+        if unknown_volume.is_nan() || unknown_volume <= 0.0 {
+            return Err(WindError::Boundary(format!(
+                "no pressure unknown: each of the {} vertices is on an outflow side or out of \
+                 every free velocity's reach (all its neighbours on an inflow or an outflow \
+                 side), so the projection has nothing to solve for; the mesh needs vertices \
+                 between its inflow and outflow sides (a terrain domain: at least 2 cells \
+                 along each axis the wind crosses)",
+                vertices.len()
+            )));
+        }
+        let dt = match settings.step {
+            Some(dt) => dt,
+            None => default_step(nodes, &geometry, inflow, &boundary)?,
+        };
+        Ok(Self {
+            geometry,
+            boundary,
+            diagonal,
+            unknown_volume,
+            dt,
+        })
+    }
 }
 
 /// The default time step: a Courant number of about 1 near the walls, the median over the

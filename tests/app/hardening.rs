@@ -1834,3 +1834,447 @@ fn negative_counts_are_named_as_negative() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 26, scenes: `scene check` refuses what `run` refuses, for the same reason, naming the
+// key, its line and its value, and leaves the scene file as it was. Each scene below passed
+// `scene check` before and was refused (or broke) only once `run` was under way.
+
+/// `scene check FILE` and `run --scene FILE`, each refused (status 1), each message holding
+/// every one of `needles`; the scene file byte for byte as it was.
+fn both_refuse(scene: &Path, needles: &[&str]) {
+    let before = std::fs::read(scene).unwrap();
+    let check = snowsim(&["scene", "check", s(scene)]);
+    let run = snowsim(&[
+        "run",
+        "--headless",
+        "--render",
+        "off",
+        "--frames",
+        "2",
+        "--size",
+        "64x48",
+        "--scene",
+        s(scene),
+    ]);
+    for (what, result) in [("scene check", &check), ("run", &run)] {
+        let err = result.expect(1);
+        for needle in needles {
+            assert!(err.contains(needle), "{what}: `{needle}` not in:\n{err}");
+        }
+        // Numbers read as people write them: never hundreds of digits.
+        let longest = err
+            .split(|c: char| !c.is_ascii_digit())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            longest < 20,
+            "{what}: a number of {longest} digits in:\n{err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(scene).unwrap(),
+        before,
+        "{} changed",
+        s(scene)
+    );
+}
+
+/// `scene check FILE` and `run --scene FILE` both pass.
+fn both_pass(scene: &Path) {
+    snowsim(&["scene", "check", s(scene)]).expect(0);
+    let run = snowsim(&[
+        "run",
+        "--headless",
+        "--render",
+        "off",
+        "--frames",
+        "2",
+        "--size",
+        "64x48",
+        "--scene",
+        s(scene),
+    ]);
+    run.expect(0);
+}
+
+/// `path:line:column: ` of the value of the first line of `text` that starts with `key =`
+/// (the place a scene error names).
+fn place(path: &Path, text: &str, key: &str) -> String {
+    let (index, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.starts_with(&format!("{key} =")))
+        .unwrap_or_else(|| panic!("no `{key} =` in {text}"));
+    let column = line.find('=').unwrap() + 3;
+    format!("{}:{}:{column}: ", s(path), index + 1)
+}
+
+/// The flat test scene with `domain` lines and `extra` sections, written to `dir/name`.
+fn scene_file(dir: &Path, name: &str, domain: &str, extra: &str) -> (PathBuf, String) {
+    let path = dir.join(name);
+    let text = flat_scene(domain, extra);
+    std::fs::write(&path, &text).unwrap();
+    (path, text)
+}
+
+#[test]
+fn values_that_are_0_in_32_bit_floats_are_refused_with_their_key() {
+    let dir = temp_dir("f32-zero");
+    for (key, section, value, unit) in [
+        ("fall_speed", "snow", "1e-308", "m/s"),
+        ("gravity", "snow", "1e-308", "m/s²"),
+        ("step", "time", "1e-300", "s"),
+        ("speed", "wind", "1e-40", "m/s"),
+    ] {
+        // [snow] is the flat scene's last section: its keys go at the end.
+        let (domain, extra) = match section {
+            "snow" => ("cells = [4, 4]\nlayers = 2".to_string(), String::new()),
+            _ => (
+                "cells = [4, 4]\nlayers = 2".to_string(),
+                format!("[{section}]\n{key} = {value}"),
+            ),
+        };
+        let (path, mut text) = scene_file(&dir, &format!("{key}.toml"), &domain, &extra);
+        if section == "snow" {
+            text.push_str(&format!("{key} = {value}\n"));
+            std::fs::write(&path, &text).unwrap();
+        }
+        both_refuse(
+            &path,
+            &[
+                &format!(
+                    "{}{section}.{key}: {value} is 0 in the 32-bit floats",
+                    place(&path, &text, key)
+                ),
+                unit,
+            ],
+        );
+    }
+    // The least normal 32-bit float is not 0 there: the wind's speed may be that small.
+    let (path, _) = scene_file(
+        &dir,
+        "least.toml",
+        "cells = [4, 4]\nlayers = 2",
+        "[wind]\nspeed = 1.2e-38",
+    );
+    snowsim(&["scene", "check", s(&path), "--no-mesh"]).expect(0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_wind_step_under_a_64th_of_the_frame_is_refused_naming_both_steps() {
+    let dir = temp_dir("wind-step");
+    for step in ["1e-300", "0.0003"] {
+        let (path, text) = scene_file(
+            &dir,
+            "step.toml",
+            "cells = [4, 4]\nlayers = 2",
+            &format!("[wind]\nstep = {step}\n[time]\nstep = 0.02"),
+        );
+        both_refuse(
+            &path,
+            &[
+                &format!(
+                    "{}wind.step: {step} s against time.step 0.02 s",
+                    place(&path, &text, "step")
+                ),
+                "more than the 64 a frame may run",
+                "time.step / 64 = 0.0003125 s",
+            ],
+        );
+    }
+    // Exactly 64 a frame runs, and so does a tiny step when the wind does not step with the
+    // frames (every frame by simulate.wind_every instead).
+    let (path, _) = scene_file(
+        &dir,
+        "64.toml",
+        "cells = [4, 4]\nlayers = 2",
+        "[wind]\nstep = 0.0003125\n[time]\nstep = 0.02",
+    );
+    both_pass(&path);
+    let (path, _) = scene_file(
+        &dir,
+        "every.toml",
+        "cells = [4, 4]\nlayers = 2",
+        "[wind]\nstep = 1e-6\n[simulate]\nwind_every = 1",
+    );
+    snowsim(&["scene", "check", s(&path)]).expect(0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_default_wind_step_too_short_for_the_frame_is_refused_by_scene_check_and_run() {
+    // A micrometre of air: the default wind step, from the mesh, is ~1e-7 s.
+    let dir = temp_dir("default-step");
+    let (path, _) = scene_file(
+        &dir,
+        "tiny.toml",
+        "cells = [4, 4]\nlayers = 2",
+        "[wind]\nreference_height = 1e-7\nroughness = 1e-8",
+    );
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("top = 40", "top = 1e-6");
+    std::fs::write(&path, text).unwrap();
+    both_refuse(
+        &path,
+        &[
+            &format!("preparing scene {}", s(&path)),
+            "no wind.step is given, and its default from the mesh",
+            "against time.step 0.02 s",
+            "give a wind.step of at least time.step / 64 = 0.0003125 s",
+        ],
+    );
+    // Without the mesh there is no default step to check: only the file is validated.
+    snowsim(&["scene", "check", s(&path), "--no-mesh"]).expect(0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn one_cell_along_the_wind_is_refused_naming_domain_cells() {
+    let dir = temp_dir("one-cell");
+    for (cells, direction, axis) in [
+        ("[1, 4]", "[1, 0]", "x"),
+        ("[4, 1]", "[0, -1]", "y"),
+        ("[1, 4]", "[1, 1]", "x"),
+    ] {
+        let (path, text) = scene_file(
+            &dir,
+            "cells.toml",
+            &format!("cells = {cells}\nlayers = 2"),
+            &format!("[wind]\ndirection = {direction}"),
+        );
+        both_refuse(
+            &path,
+            &[
+                &format!(
+                    "{}domain.cells: {cells} leaves 1 cell along {axis}",
+                    place(&path, &text, "cells")
+                ),
+                "no unknown",
+                &format!("at least 2 cells along {axis}"),
+            ],
+        );
+    }
+    // One cell across the wind is fine: the sides it spans are slip.
+    let (path, _) = scene_file(
+        &dir,
+        "across.toml",
+        "cells = [4, 1]\nlayers = 2",
+        "[wind]\ndirection = [1, 0]",
+    );
+    both_pass(&path);
+    // With the wind off the scene is valid; turned on from the command line, the solver
+    // refuses the mesh before it runs, saying why (it was "velocity is not finite at vertex
+    // 0").
+    let (path, _) = scene_file(
+        &dir,
+        "off.toml",
+        "cells = [1, 4]\nlayers = 2",
+        "[simulate]\nwind = false",
+    );
+    both_pass(&path);
+    let run = snowsim(&[
+        "run",
+        "--headless",
+        "--render",
+        "off",
+        "--frames",
+        "2",
+        "--size",
+        "64x48",
+        "--simulate",
+        "wind,snow",
+        "--scene",
+        s(&path),
+    ]);
+    let err = run.expect(1);
+    assert!(err.contains("no pressure unknown"), "{err}");
+    assert!(!err.contains("not finite"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_fall_speed_that_makes_the_drag_infinite_is_refused() {
+    let dir = temp_dir("drag");
+    let (path, mut text) = scene_file(&dir, "drag.toml", "cells = [4, 4]\nlayers = 2", "");
+    text.push_str("fall_speed = 1e-30\n");
+    std::fs::write(&path, &text).unwrap();
+    both_refuse(
+        &path,
+        &[
+            &format!(
+                "{}snow.fall_speed: 1e-30 m/s for the mean flake",
+                place(&path, &text, "fall_speed")
+            ),
+            "drag coefficient snow.gravity / v_t² inf 1/m",
+            "raise snow.fall_speed",
+        ],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn huge_numbers_in_scene_errors_are_written_short() {
+    let dir = temp_dir("digits");
+    let path = dir.join("big.toml");
+    let base = flat_scene("cells = [4, 4]\nlayers = 2", "");
+    for (text, key, message) in [
+        (
+            base.replace("layers = 2", "layers = 2\ngrading = 1e300"),
+            "grading",
+            "domain.grading: must be >= 1 and <= 1e9, got 1e300",
+        ),
+        (
+            base.replace("size = [100, 80]", "size = [1e300, 80]"),
+            "size",
+            "domain.size: must be within ±1e7 m, got 1e300",
+        ),
+        (
+            format!("{base}flake_diameter = [1e300, 1e301]\n"),
+            "flake_diameter",
+            "snow.flake_diameter: both ends must be > 0 and <= 0.1 m, got [1e300, 1e301]",
+        ),
+    ] {
+        std::fs::write(&path, &text).unwrap();
+        both_refuse(&path, &[&format!("{}{message}", place(&path, &text, key))]);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_no_scene_file_hint_follows_only_a_missing_file() {
+    let dir = temp_dir("scene-hint");
+    let fifo = dir.join("fifo.toml");
+    mkfifo(&fifo);
+    let zero = dir.join("zero.toml");
+    symlink("/dev/zero", &zero).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(input::TEXT_LIMIT + 1)
+        .unwrap();
+    let missing = dir.join("missing.toml");
+    let hint = "no scene file there";
+    for (path, reason) in [
+        (&fifo, "FIFO"),
+        (&zero, "character device"),
+        (&big, "is read"),
+        (&missing, hint),
+    ] {
+        let run = run_with(
+            &[
+                "run",
+                "--headless",
+                "--render",
+                "off",
+                "--frames",
+                "2",
+                "--scene",
+                s(path),
+            ],
+            &[],
+            None,
+            Duration::from_secs(60),
+        );
+        let err = run.expect(1);
+        assert!(err.contains(reason), "{err}");
+        assert!(err.contains("pass --scene FILE"), "{err}");
+        if path != &missing {
+            assert!(!err.contains(hint), "{err}");
+        }
+    }
+    assert_eq!(
+        std::fs::metadata(&big).unwrap().len(),
+        input::TEXT_LIMIT + 1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A `width × height` PNG of colour type 3 (palette), 8 bits per index, indices `x % 2`,
+/// written out by hand (`image` writes no palette PNG): an uncompressed zlib stream.
+fn palette_png(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        png.extend((data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend(data);
+        png.extend(&body);
+        png.extend(crc32(&body).to_be_bytes());
+    }
+    let mut raw = Vec::new();
+    for _ in 0..height {
+        raw.push(0); // filter: none
+        raw.extend((0..width).map(|x| (x % 2) as u8));
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65521;
+        b = (b + a) % 65521;
+    }
+    let len = raw.len() as u16;
+    let mut zlib = vec![0x78, 0x01, 0x01];
+    zlib.extend(len.to_le_bytes());
+    zlib.extend((!len).to_le_bytes());
+    zlib.extend(&raw);
+    zlib.extend(((b << 16) | a).to_be_bytes());
+    let mut header = Vec::new();
+    header.extend(width.to_be_bytes());
+    header.extend(height.to_be_bytes());
+    header.extend([8, 3, 0, 0, 0]);
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &header);
+    chunk(&mut png, b"PLTE", &[0, 0, 0, 255, 255, 255]);
+    chunk(&mut png, b"IDAT", &zlib);
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+#[test]
+fn a_palette_heightmap_is_named_a_palette_not_rgb() {
+    let dir = temp_dir("palette");
+    let map = dir.join("palette.png");
+    let png = palette_png(4, 3);
+    std::fs::write(&map, &png).unwrap();
+    // The PNG is sound: the decoder reads it (as RGB, which is why the message read "RGB").
+    assert!(image::load_from_memory(&png).is_ok());
+    let path = dir.join("palette.toml");
+    let text = "[domain]\nheightmap = \"palette.png\"\nsize = [100, 80]\ntop = 40\nrelief = 10\n\
+                cells = [4, 4]\nlayers = 2\n";
+    std::fs::write(&path, text).unwrap();
+    both_refuse(
+        &path,
+        &[
+            &format!(
+                "{}domain.heightmap: heightmap",
+                place(&path, text, "heightmap")
+            ),
+            "is a palette (indexed-colour) image, 8 bits per index; a heightmap must be 8- or \
+             16-bit grayscale",
+        ],
+    );
+    for command in [
+        &["scene", "check", s(&path)][..],
+        &["run", "--headless", "--frames", "2", "--scene", s(&path)],
+    ] {
+        let err = snowsim(command).stderr;
+        assert!(!err.contains("RGB"), "{err}");
+    }
+    assert_eq!(std::fs::read(&map).unwrap(), png);
+    std::fs::remove_dir_all(&dir).ok();
+}
