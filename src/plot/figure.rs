@@ -260,6 +260,24 @@ mod tests {
     use crate::bench::record::Row;
     use crate::plot::series::{Origin, Sourced, group};
 
+    /// Rows 1 to `n` of a file `s.csv`.
+    fn origins(n: usize) -> Vec<Origin> {
+        (1..=n)
+            .map(|row| Origin {
+                file: "s.csv".into(),
+                row,
+            })
+            .collect()
+    }
+
+    /// `rows` with their `origins`, as the figures take them.
+    fn sourced<'a>(rows: &'a [Row], origins: &'a [Origin]) -> Vec<Sourced<'a>> {
+        rows.iter()
+            .zip(origins)
+            .map(|(row, origin)| Sourced { origin, row })
+            .collect()
+    }
+
     #[test]
     fn completed_rows_without_fps_or_stage_times_are_skipped_with_their_origin() {
         let rows = [
@@ -279,17 +297,8 @@ mod tests {
                 ..Row::default()
             },
         ];
-        let origins: Vec<Origin> = (1..=2)
-            .map(|row| Origin {
-                file: "s.csv".into(),
-                row,
-            })
-            .collect();
-        let sourced: Vec<Sourced> = rows
-            .iter()
-            .zip(&origins)
-            .map(|(row, origin)| Sourced { origin, row })
-            .collect();
+        let origins = origins(rows.len());
+        let sourced = sourced(&rows, &origins);
         let grouping = group(&sourced, "particles", |r| Some(r.particles), "");
 
         let lines = LineFigure::new(&grouping);
@@ -326,17 +335,8 @@ mod tests {
                 ..Row::default()
             })
             .collect();
-        let origins: Vec<Origin> = (1..=n)
-            .map(|row| Origin {
-                file: "s.csv".into(),
-                row,
-            })
-            .collect();
-        let sourced: Vec<Sourced> = rows
-            .iter()
-            .zip(&origins)
-            .map(|(row, origin)| Sourced { origin, row })
-            .collect();
+        let origins = origins(rows.len());
+        let sourced = sourced(&rows, &origins);
         let stages = StageFigure::new(&group(&sourced, "particles", |r| Some(r.particles), ""));
         assert_eq!(stages.bars_total, n);
         assert_eq!(stages.bars_drawn(), MAX_BARS);
