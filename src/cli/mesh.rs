@@ -619,6 +619,16 @@ fn check_mesh_output_rule(input: &Path, output: &Path, force: bool) -> anyhow::R
     Ok(())
 }
 
+/// A number for a summary line: plainly, or in scientific notation when very large or small
+/// (`1e300`, not 301 digits).
+fn short(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e7).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// How many coordinates would change if written as 32-bit reals (version 1).
 fn rounded_coordinates(mesh: &Mesh) -> usize {
     mesh.vertices
@@ -764,13 +774,22 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
     let heightmap = args.heightmap.as_deref().map(Heightmap::read).transpose()?;
     match (&args.heightmap, &heightmap) {
         (Some(path), Some(map)) => outln!(
-            "terrain: {} ({} × {}, {}-bit), {x} × {y} m, relief {relief} m, top {z} m",
+            "terrain: {} ({} × {}, {}-bit), {} × {} m, relief {} m, top {} m",
             path.display(),
             map.width(),
             map.height(),
-            map.bits()
+            map.bits(),
+            short(x),
+            short(y),
+            short(relief),
+            short(z)
         ),
-        _ => outln!("terrain: flat, {x} × {y} m, top {z} m"),
+        _ => outln!(
+            "terrain: flat, {} × {} m, top {} m",
+            short(x),
+            short(y),
+            short(z)
+        ),
     }?;
     let started = std::time::Instant::now();
     let terrain = Terrain::new(spec, heightmap.as_ref())?;
@@ -781,7 +800,7 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         counts(&mesh),
         args.cells[0] * args.cells[1],
         args.layers,
-        args.grading
+        short(args.grading)
     )?;
     let refs = mesh.elements(ElementKind::Triangles).refs();
     outln!(

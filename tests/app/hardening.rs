@@ -2278,3 +2278,36 @@ fn a_palette_heightmap_is_named_a_palette_not_rgb() {
     assert_eq!(std::fs::read(&map).unwrap(), png);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn mesh_terrain_writes_huge_numbers_short() {
+    let dir = temp_dir("terrain_digits");
+    let out = dir.join("big.meshb");
+    let run = snowsim(&[
+        "mesh",
+        "terrain",
+        "--size",
+        "1e300,10,5",
+        "--cells",
+        "2,2",
+        "--layers",
+        "1",
+        "--grading",
+        "1e300",
+        "--out",
+        s(&out),
+    ]);
+    let text = run.stdout.clone();
+    run.expect(0);
+    assert!(
+        text.contains("1e300 × 10 m") && text.contains("grading 1e300"),
+        "{text}"
+    );
+    let longest = text
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(longest < 20, "a number of {longest} digits: {text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
