@@ -176,7 +176,15 @@ fn snow(args: SnowArgs) -> anyhow::Result<ExitCode> {
     let devices = list_devices()?;
     let entry = args.device.device.select(&devices)?;
     let largest = args.log2.iter().copied().max().unwrap_or(16);
-    snowsim::scene::limits::check_run(&scene, 1u64 << largest, Some(&entry.info))?;
+    // The particle count is --log2's, not the scene's: a refusal names the option.
+    snowsim::scene::limits::check_run(&scene, 1u64 << largest, Some(&entry.info)).map_err(|e| {
+        match e {
+            snowsim::scene::SceneError::Invalid { key, message, .. } if key == "snow.particles" => {
+                anyhow::anyhow!("--log2 {largest} (2^{largest} parcels): {message}")
+            }
+            e => e.into(),
+        }
+    })?;
     snowsim::scene::limits::check_domain_mesh(&scene)?;
     let ground = snowsim::scene::ground_of(&scene)?;
     let setup = snowsim::sim::SimSetup::new(&scene, &ground, &Default::default())?;

@@ -2311,3 +2311,20 @@ fn mesh_terrain_writes_huge_numbers_short() {
     assert!(longest < 20, "a number of {longest} digits: {text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn bench_snow_blames_its_own_option_for_the_particle_count() {
+    let run = snowsim(&[
+        "bench",
+        "snow",
+        "--log2",
+        "27",
+        "--scene",
+        &scene_path("flat.toml"),
+    ]);
+    let err = run.expect(1);
+    assert!(
+        err.contains("--log2 27") && err.contains("134217727") && !err.contains("flat.toml:"),
+        "{err}"
+    );
+}
