@@ -137,6 +137,11 @@ fn link_note(target: Option<&Path>) -> String {
 
 fn size_note(size: Option<u64>, limit: u64) -> String {
     match size {
+        // Rounded alike, the two sizes can read the same ("17 MB; at most 17 MB"): then the
+        // bytes say which is larger.
+        Some(size) if ByteSize(size).to_string() == ByteSize(limit).to_string() => {
+            format!("{} ({size} bytes, {limit} at most)", ByteSize(size))
+        }
         Some(size) => ByteSize(size).to_string(),
         None => format!("more than {}", ByteSize(limit)),
     }
@@ -330,4 +335,18 @@ fn read_capped(
         });
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_that_round_alike_are_told_apart_in_bytes() {
+        let limit = 16 << 20;
+        let note = size_note(Some(limit + 1), limit);
+        assert_eq!(note, "17 MB (16777217 bytes, 16777216 at most)");
+        assert_eq!(size_note(Some(40 << 20), limit), "42 MB");
+        assert_eq!(size_note(None, limit), "more than 17 MB");
+    }
 }
