@@ -124,8 +124,8 @@ pub struct EvolveArgs {
     /// Number of pairs (u32 keys, indices as values), 1 to 2^31.
     #[arg(long, default_value_t = 1 << 18, value_parser = parse_len)]
     len: usize,
-    /// Frames to run.
-    #[arg(long, default_value_t = 40)]
+    /// Frames to run (at least 1).
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
     /// Start from random keys, or from keys sorted by a full sort.
     #[arg(long, value_enum, default_value_t = StartArg::Random)]

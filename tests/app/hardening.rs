@@ -2328,3 +2328,13 @@ fn bench_snow_blames_its_own_option_for_the_particle_count() {
         "{err}"
     );
 }
+
+#[test]
+fn sort_evolve_needs_a_frame() {
+    let run = snowsim(&["sort", "evolve", "--frames", "0"]);
+    let err = run.expect(2);
+    assert!(
+        err.contains("--frames") && err.contains("0 is not in 1.."),
+        "{err}"
+    );
+}
