@@ -364,16 +364,20 @@ pub fn select_devices(list: Option<&str>) -> Result<Vec<DeviceInfo>, SweepError>
 }
 
 /// Runs every configuration of `plan` through `exe` (the snowsim binary), `plan.repeats`
-/// times each (a configuration stops at its first failed run), rewriting `csv` with all rows
-/// so far after each configuration. Returns the rows.
+/// times each (a configuration stops at its first failed run), rewriting `csv` with `before`
+/// (the rows of an earlier sweep kept at its start: `--append`) and all rows so far after each
+/// configuration. Returns this sweep's rows.
 pub fn run(
     plan: &Plan,
     exe: &Path,
     csv: Option<&Path>,
+    before: Vec<Row>,
     progress: &dyn Progress,
 ) -> Result<Vec<Row>, SweepError> {
     let configurations = plan.configurations();
-    let mut rows = Vec::with_capacity(configurations.len());
+    let kept = before.len();
+    let mut rows = before;
+    rows.reserve(configurations.len());
     for (i, config) in configurations.iter().enumerate() {
         progress.start(i, configurations.len(), &plan.label(config));
         let mut row = plan.row(config, SystemTime::now());
@@ -405,7 +409,7 @@ pub fn run(
             write_rows(path, &rows)?;
         }
     }
-    Ok(rows)
+    Ok(rows.split_off(kept))
 }
 
 #[cfg(test)]

@@ -96,6 +96,10 @@ pub struct SweepArgs {
     /// Write the rows to this CSV file (rewritten after every configuration).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Keep the rows already in --csv (a sweep CSV of the same schema) and add this sweep's
+    /// after them, instead of replacing the file.
+    #[arg(long, requires = "csv")]
+    append: bool,
     /// Show the runs' own output (their stderr) above the progress bar.
     #[arg(long, short)]
     verbose: bool,
@@ -197,12 +201,27 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         bar,
         verbose: args.verbose,
     };
-    let rows = sweep::run(&plan, &exe, csv.as_deref(), &progress);
+    let before = match (&csv, args.append) {
+        (Some(path), true) if path.exists() => snowsim::bench::record::read_rows(path)
+            .with_context(|| {
+                format!("--append: {} is not a sweep CSV to extend", path.display())
+            })?,
+        _ => Vec::new(),
+    };
+    let kept = before.len();
+    let rows = sweep::run(&plan, &exe, csv.as_deref(), before, &progress);
     progress.bar.finish_and_clear();
     let rows = rows?;
     table(&rows)?;
     if let Some(path) = &csv {
-        outln!("{} rows written to {}", rows.len(), path.display())?;
+        match kept {
+            0 => outln!("{} rows written to {}", rows.len(), path.display())?,
+            kept => outln!(
+                "{} rows added to the {kept} already in {}",
+                rows.len(),
+                path.display()
+            )?,
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

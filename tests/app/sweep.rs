@@ -284,3 +284,48 @@ fn render_off_and_tets_reach_the_runs() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn append_keeps_the_rows_already_in_the_csv() {
+    let dir = temp_dir("append");
+    let csv = dir.join("sweep.csv");
+    let small = ["--particles", "1024", "--repeats", "1", "--frames", "2"];
+    let first = sweep(&csv, &small);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let before = std::fs::read_to_string(&csv).unwrap();
+    let again: Vec<&str> = small.iter().copied().chain(["--append"]).collect();
+    let second = sweep(&csv, &again);
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let rows = read_rows(&csv).unwrap();
+    assert_eq!(rows.len(), 2, "one row per sweep");
+    assert!(
+        std::fs::read_to_string(&csv).unwrap().starts_with(&before),
+        "the first sweep's rows come first, unchanged"
+    );
+    assert!(
+        text(&second.stdout).contains("1 rows added to the 1 already in"),
+        "{}",
+        text(&second.stdout)
+    );
+    // Without --append the file is replaced by the new sweep's rows.
+    let third = sweep(&csv, &small);
+    assert!(third.status.success(), "{}", text(&third.stderr));
+    assert_eq!(read_rows(&csv).unwrap().len(), 1);
+    // --append onto a file that is not a sweep CSV: refused, the file unchanged.
+    let notes = dir.join("notes.csv");
+    std::fs::write(&notes, "a,b\n1,2\n").unwrap();
+    let forced: Vec<&str> = small
+        .iter()
+        .copied()
+        .chain(["--append", "--force"])
+        .collect();
+    let out = sweep(&notes, &forced);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("is not a sweep CSV to extend"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "a,b\n1,2\n");
+    std::fs::remove_dir_all(&dir).ok();
+}
