@@ -46,6 +46,14 @@ pub enum Error {
     /// The scene cannot be shown.
     #[error(transparent)]
     Scene(#[from] crate::scene::SceneError),
+    /// A stage of the frame failed while enqueuing its work (the splat, say).
+    #[error("stage `{stage}`: {source}")]
+    Stage {
+        /// The stage, e.g. `splat`.
+        stage: &'static str,
+        /// What failed.
+        source: Box<Error>,
+    },
     /// An invariant of this module was broken (a bug).
     #[error("internal error: {0}")]
     Internal(String),
@@ -54,10 +62,15 @@ pub enum Error {
 /// Result of driving a run.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Names the stage an error happened in, as [`crate::sim::in_stage`] does.
+/// Names the stage an error happened in (failures that name their stage already keep it), as
+/// [`crate::sim::in_stage`] does for the simulation's.
 fn in_stage<T>(stage: &'static str, result: Result<T>) -> Result<T> {
     result.map_err(|e| match e {
         Error::Sim(e) => Error::Sim(crate::sim::stage_error(stage, e)),
-        e => e,
+        Error::Cl(cl::Error::Stage { .. }) | Error::Stage { .. } => e,
+        e => Error::Stage {
+            stage,
+            source: Box::new(e),
+        },
     })
 }

@@ -26,9 +26,7 @@ use crate::particle::Particle;
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
-use crate::sim::{
-    DEPTH_STAGE, PARTICLES_STAGE, SimReport, SimSetup, Simulation, StateOutputs, WindSamples,
-};
+use crate::sim::{SimReport, SimSetup, Simulation, StateOutputs, WindSamples};
 use crate::splat::{
     self, ParticleRender, RenderChoice, RenderMode, SPLAT_EXTENSION, SplatView, Splatter,
 };
@@ -136,12 +134,7 @@ impl Session {
         let gl_functions = gl.gl.clone();
         let mut timeline = context.timeline();
         particle_link.acquire(&gl_functions)?;
-        in_stage(
-            PARTICLES_STAGE,
-            simulation
-                .reset(&context, &mut particle_link.target(), &mut timeline)
-                .map_err(Error::from),
-        )?;
+        simulation.reset(&context, &mut particle_link.target(), &mut timeline)?;
         timeline.wait()?;
         particle_link.publish(&gl_functions)?;
         let ground = simulation.ground_vertices();
@@ -155,12 +148,7 @@ impl Session {
             let mut link = GlLink::new(&context, &gl.gl, &interop, ground.div_ceil(4))?;
             renderer.set_laid_depth(Some(link.gl_buffer()));
             link.acquire(&gl_functions)?;
-            in_stage(
-                DEPTH_STAGE,
-                simulation
-                    .write_ground_depth(&context, &mut link.target(), &mut timeline)
-                    .map_err(Error::from),
-            )?;
+            simulation.write_ground_depth(&context, &mut link.target(), &mut timeline)?;
             timeline.wait()?;
             link.publish(&gl_functions)?;
             Some(link)
@@ -391,11 +379,10 @@ impl Session {
                 &mut self.timeline,
             )?;
             if let Some(link) = self.depth_link.as_mut() {
-                in_stage(
-                    DEPTH_STAGE,
-                    self.simulation
-                        .write_ground_depth(&self.context, &mut link.target(), &mut self.timeline)
-                        .map_err(Error::from),
+                self.simulation.write_ground_depth(
+                    &self.context,
+                    &mut link.target(),
+                    &mut self.timeline,
                 )?;
             }
         }

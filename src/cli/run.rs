@@ -528,10 +528,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // The snow and the wind run on the tetrahedral domain: mesh it only if the host can hold it.
     check_domain_mesh(&scene)?;
     let overrides = overrides(&args, &devices)?;
-    let ground = snowsim::scene::ground_of(&scene)
-        .with_context(|| format!("preparing scene {}", args.scene.display()))?;
-    let setup = SimSetup::new(&scene, &ground, &overrides)
-        .with_context(|| format!("preparing scene {}", args.scene.display()))?;
+    let preparing = || format!("preparing scene {}", args.scene.display());
+    let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
+    let setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
     if let Some(wind) = &overrides.wind_device {
         say(&format!("wind device: {}", wind.info.label()))?;
     }
@@ -546,6 +545,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let frames = args.frames.or(scene.time.frames);
+    // The frames the run will draw: the options', the scene's, else HEADLESS_FRAMES headless;
+    // `None` in a window that runs until it is closed.
     let run_frames = frames.or(args.headless.then_some(HEADLESS_FRAMES));
     let warmup = match (args.warmup, run_frames) {
         (Some(w), Some(n)) if w >= n => anyhow::bail!(
@@ -557,10 +558,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(1)) => 0,
         (None, _) => 1,
     };
-    if let (Some(dir), Some(n)) = (
-        &args.record,
-        frames.or(args.headless.then_some(HEADLESS_FRAMES)),
-    ) {
+    if let (Some(dir), Some(n)) = (&args.record, run_frames) {
         // An uncompressed frame bounds its PNG from above.
         let bytes = bytes_of(&[n, u64::from(size.0), u64::from(size.1), 4]);
         Budget::disk(&dir.join("frame_00000.png"))?.check(&Estimate::new(
@@ -577,7 +575,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     snowsim::splat::check_request(particle_render, &entry.info)?;
 
     let particle_count = setup.particle_count();
-    let series_frames = frames.or(args.headless.then_some(HEADLESS_FRAMES));
     let series = || -> anyhow::Result<Option<snowsim::sim::Series>> {
         let Some(v) = &args.vtu_every else {
             return Ok(None);
@@ -588,7 +585,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         Ok(Some(snowsim::sim::Series::new(
             Path::new(&v[1]),
             every,
-            series_frames,
+            run_frames,
         )?))
     };
     // The per-second log: a failed write is kept and reported once the run stops.
@@ -603,8 +600,16 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let (w, h) = size;
     let mut readback = None;
     let ran = (|| -> anyhow::Result<_> {
+        // Headless (and undrawn) runs stop after HEADLESS_FRAMES when nothing says otherwise.
+        let options = RunOptions {
+            warmup,
+            frames: run_frames,
+            capture,
+            log: &mut log,
+        };
         Ok(if args.render == RenderArg::Off {
-            let mut stepper = Stepper::new(entry, setup)?;
+            // The simulation is built here (the wind solver's set-up and its checks too).
+            let mut stepper = Stepper::new(entry, setup).with_context(preparing)?;
             if args.check {
                 stepper.check_every(args.check_every);
             }
@@ -615,15 +620,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             if let Some(s) = series()? {
                 stepper.write_series(s);
             }
-            let summary = run_undrawn(
-                &mut stepper,
-                RunOptions {
-                    warmup,
-                    frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
-                    capture,
-                    log: &mut log,
-                },
-            )?;
+            let summary = run_undrawn(&mut stepper, options)?;
             if args.check {
                 let (checks, time) = stepper.checks();
                 say(&format!(
@@ -635,8 +632,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             let report = stepper.report()?;
             (summary, GlInfo::default(), None, report)
         } else {
-            let view = SceneView::new(&scene, &ground)
-                .with_context(|| format!("preparing scene {}", args.scene.display()))?;
+            let view = SceneView::new(&scene, &ground).with_context(preparing)?;
             let mut config = view.session_config(mode, args.paused);
             config.views.wind |= args.wind;
             config.views.pressure |= args.pressure;
@@ -646,7 +642,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
                 say(&format!("gl: {}", gl.info))?;
                 let setup = setup.take().context("the session was made twice (a bug)")?;
-                let mut session = Session::new(gl, entry, config.clone(), setup)?;
+                let mut session =
+                    Session::new(gl, entry, config.clone(), setup).with_context(preparing)?;
                 if let Some(path) = &vtu {
                     session.save_state_on_finish(path.clone());
                 }
@@ -660,17 +657,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             if args.headless {
                 let headless = Headless::new(w, h)?;
                 let mut session = make_session(headless.setup())?;
-                let summary = run_headless(
-                    &headless.setup().gl,
-                    headless.size(),
-                    &mut session,
-                    RunOptions {
-                        warmup,
-                        frames: Some(frames.unwrap_or(HEADLESS_FRAMES)),
-                        capture,
-                        log: &mut log,
-                    },
-                )?;
+                let summary =
+                    run_headless(&headless.setup().gl, headless.size(), &mut session, options)?;
                 let interop = (session.interop().clone(), session.particle_render().clone());
                 readback = session
                     .readback_rate()
@@ -703,12 +691,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                         vsync: scene.view.vsync && !args.no_vsync,
                         title: format!("snowsim: {}", scene.name),
                     },
-                    RunOptions {
-                        warmup,
-                        frames,
-                        capture,
-                        log: &mut log,
-                    },
+                    options,
                     |gl| {
                         info = Some(gl.info.clone());
                         let session = make_session(gl).map_err(|e| format!("{e:#}"))?;

@@ -106,6 +106,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let Some(sim) = &setup.scene else {
             anyhow::bail!("internal error: a scene's setup without its simulation");
         };
+        // What `run` meets when it builds the wind solver, checked without a device.
+        snowsim::sim::coupling::check_wind(&sim.domain, &sim.wind, setup.dt)
+            .with_context(preparing)?;
         let domain = &sim.domain;
         let seconds = started.elapsed().as_secs_f64();
         let report = domain.report();

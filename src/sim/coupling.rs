@@ -27,8 +27,10 @@ pub use crate::scene::limits::MAX_WIND_STEPS_PER_FRAME;
 /// `domain`, for frames of `frame_dt` seconds: the mesh and its boundary as the solver will
 /// see them (some pressure unknown among them), and, when the wind steps with the frames, the
 /// step the solver will take (`wind.step`, `simulate.wind_every`'s, or the default from the
-/// mesh) against the frame's ([`check_wind_steps`]). [`SimSetup::new`](super::SimSetup::new)
-/// calls it, so `run` and `scene check` refuse the same scenes.
+/// mesh) against the frame's ([`check_wind_steps`]). `scene check` calls it; `run` meets the
+/// same checks when [`WindField::new`] builds the solver (the mesh and boundary in
+/// `Solver::new`, the step through [`check_step`]), so the solver's host-side set-up runs
+/// once, and both refuse the same scenes with the same words.
 pub fn check_wind(domain: &DomainMesh, setup: &WindSetup, frame_dt: f32) -> Result<()> {
     let WindSetup::Solved {
         inflow,
@@ -48,17 +50,24 @@ pub fn check_wind(domain: &DomainMesh, setup: &WindSetup, frame_dt: f32) -> Resu
         settings,
     )?;
     if frozen_after.is_none() {
-        let what = match settings.step {
-            Some(_) => format!("wind.step {} s", Number(step)),
-            None => format!(
-                "no wind.step is given, and its default from the mesh (a Courant number of \
-                 about 1 near the ground), {} s,",
-                Number::rounded(step)
-            ),
-        };
-        check_wind_steps(frame_dt, step, &what).map_err(Error::InvalidParameter)?;
+        check_step(frame_dt, step, settings.step.is_some())?;
     }
     Ok(())
+}
+
+/// Checks that frames of `frame_dt` seconds run at most [`MAX_WIND_STEPS_PER_FRAME`] wind steps
+/// of `step` seconds, `given` by the scene (`wind.step`, `simulate.wind_every`) or the
+/// solver's default from the mesh, which the message says.
+fn check_step(frame_dt: f32, step: f64, given: bool) -> Result<()> {
+    let what = match given {
+        true => format!("wind.step {} s", Number(step)),
+        false => format!(
+            "no wind.step is given, and its default from the mesh (a Courant number of about 1 \
+             near the ground), {} s,",
+            Number::rounded(step)
+        ),
+    };
+    check_wind_steps(frame_dt, step, &what).map_err(Error::InvalidParameter)
 }
 
 /// The wind the snow samples, and where it comes from.
@@ -153,11 +162,8 @@ impl WindField {
                     *settings,
                 )?;
                 if frozen_after.is_none() {
-                    // SimSetup::new checked this step already; a setup made otherwise is
-                    // checked here, before the start-up solve.
-                    let what = format!("the wind step {} s", Number::rounded(solver.dt()));
-                    check_wind_steps(frame_dt, solver.dt(), &what)
-                        .map_err(Error::InvalidParameter)?;
+                    // Before the start-up solve, as `scene check` does ([`check_wind`]).
+                    check_step(frame_dt, solver.dt(), settings.step.is_some())?;
                 }
                 solver.startup()?;
                 if let Some(steps) = frozen_after {

@@ -138,7 +138,6 @@ impl SimSetup {
         } else {
             WindSetup::Profile { velocity: inflow }
         };
-        super::coupling::check_wind(&domain, &wind, dt)?;
         let snow = match simulate.snow {
             true => {
                 let mut config = SnowConfig::from_scene(scene)?;
@@ -186,13 +185,5 @@ impl SimSetup {
             Some(s) => s.snow.as_ref().map_or(0, |c| c.particles),
             None => self.still.len(),
         }
-    }
-
-    /// Whether the wind is solved (and steps with the frames or was frozen after steps).
-    pub fn solves_wind(&self) -> bool {
-        matches!(
-            self.scene.as_ref().map(|s| &s.wind),
-            Some(WindSetup::Solved { .. })
-        )
     }
 }

@@ -4,11 +4,11 @@
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
 use crate::particle::Particle;
-use crate::snow::Snow;
+use crate::snow::{COVER_STAGE, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
 use super::report::SimReport;
-use super::setup::{SimSetup, WindSetup};
+use super::setup::SimSetup;
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
 
@@ -44,7 +44,6 @@ pub struct Simulation {
     still: Vec<Particle>,
     still_depth: Vec<f32>,
     dt: f32,
-    frame: u64,
 }
 
 impl Simulation {
@@ -77,7 +76,6 @@ impl Simulation {
             still: setup.still,
             still_depth: setup.still_depth,
             dt: setup.dt,
-            frame: 0,
         })
     }
 
@@ -152,11 +150,6 @@ impl Simulation {
         self.dt
     }
 
-    /// Frames stepped since the start (or the last reset).
-    pub fn frame(&self) -> u64 {
-        self.frame
-    }
-
     /// Wind steps run so far; the views' samples change only when this does.
     pub fn wind_steps(&self) -> u64 {
         self.scene.as_ref().map_or(0, |s| s.wind.steps())
@@ -171,20 +164,14 @@ impl Simulation {
         timeline: &mut Timeline,
     ) -> Result<()> {
         timeline.stage(PARTICLES_STAGE);
-        self.frame = 0;
-        match &mut self.scene {
-            Some(s) => {
-                if let Some(snow) = s.snow.as_mut() {
-                    in_stage(
-                        PARTICLES_STAGE,
-                        snow.reset(context, &*particles, timeline)
-                            .map_err(Error::from),
-                    )?;
-                }
-            }
-            None => particles.write(&self.still)?,
-        }
-        Ok(())
+        let written = match self.scene.as_mut().map(|s| s.snow.as_mut()) {
+            Some(Some(snow)) => snow
+                .reset(context, &*particles, timeline)
+                .map_err(Error::from),
+            Some(None) => Ok(()),
+            None => particles.write(&self.still).map_err(Error::from),
+        };
+        in_stage(PARTICLES_STAGE, written)
     }
 
     /// One frame, in order: the last frame's counters checked, the wind steps that are due,
@@ -209,15 +196,20 @@ impl Simulation {
             // 3. The field's hand-off to the snow's device.
             let field = s.wind.hand_off(stepped)?;
             if let Some(snow) = s.snow.as_mut() {
-                // 4. The snow: sort, particle step (landings lay their parcels), smoothing.
-                snow.sort(timeline)?;
-                snow.advance(context, &field, dt, &*particles, timeline)?;
-                snow.smooth_cover(context, timeline)?;
+                // 4. The snow: sort, particle step (landings lay their parcels), smoothing;
+                //    an error names its stage.
+                let staged =
+                    |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
+                staged(SORT_STAGE, snow.sort(timeline))?;
+                staged(
+                    STEP_STAGE,
+                    snow.advance(context, &field, dt, &*particles, timeline),
+                )?;
+                staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;
                 // This frame's counters start on their way back, without waiting.
                 snow.start_counter_read()?;
             }
         }
-        self.frame += 1;
         Ok(())
     }
 
@@ -239,9 +231,12 @@ impl Simulation {
         timeline: &mut Timeline,
     ) -> Result<()> {
         timeline.stage(DEPTH_STAGE);
-        match &self.scene {
+        let written = match &self.scene {
             Some(s) => match &s.snow {
-                Some(snow) => Ok(snow.cover().write_depths(context, target, timeline)?),
+                Some(snow) => snow
+                    .cover()
+                    .write_depths(context, target, timeline)
+                    .map_err(Error::from),
                 None => Ok(()),
             },
             None => {
@@ -250,9 +245,10 @@ impl Simulation {
                     .chunks(4)
                     .map(|c| std::array::from_fn(|i| c.get(i).copied().unwrap_or(0.0)))
                     .collect();
-                Ok(target.write(&packed)?)
+                target.write(&packed).map_err(Error::from)
             }
-        }
+        };
+        in_stage(DEPTH_STAGE, written)
     }
 
     /// The wind views' samples of the field as it is now (blocking reads of the solved
@@ -368,12 +364,5 @@ impl Simulation {
             ],
         )?;
         Ok(())
-    }
-}
-
-impl WindSetup {
-    /// Whether this wind is the scene's fixed profile.
-    pub fn is_profile(&self) -> bool {
-        matches!(self, Self::Profile { .. })
     }
 }
