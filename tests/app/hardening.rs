@@ -4,7 +4,7 @@
 //! directly; and a harness runs a few hundred mutated meshes and scenes under a timeout and a
 //! memory limit.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -93,39 +93,13 @@ fn snowsim_limited(kib: u64, args: &[&str]) -> Run {
 }
 
 /// Waits for `child` at most `timeout` (then kills it and fails), reading its output.
-fn finish(mut child: Child, timeout: Duration) -> Run {
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let readers = [
-        std::thread::spawn(move || read_all(out.as_mut())),
-        std::thread::spawn(move || read_all(err.as_mut())),
-    ];
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("snowsim did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let [stdout, stderr] = readers.map(|r| r.join().unwrap());
+fn finish(child: Child, timeout: Duration) -> Run {
+    let done = crate::common::wait_within(child, timeout);
     Run {
-        status,
-        stdout,
-        stderr,
+        status: done.status,
+        stdout: done.stdout,
+        stderr: done.stderr,
     }
-}
-
-fn read_all(stream: Option<&mut impl Read>) -> String {
-    let mut bytes = Vec::new();
-    if let Some(s) = stream {
-        let _ = s.read_to_end(&mut bytes);
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn sample(name: &str) -> String {
@@ -1638,7 +1612,7 @@ fn an_existing_file_of_another_kind_is_replaced_only_with_force() {
     }
     // Files of the writer's own kind are replaced without asking; others with --force.
     let shot = dir.join("picture.png");
-    let run = snowsim(&[
+    let screenshot = [
         "run",
         "--scene",
         sc,
@@ -1649,23 +1623,10 @@ fn an_existing_file_of_another_kind_is_replaced_only_with_force() {
         "64x48",
         "--screenshot",
         s(&shot),
-        "--force",
-    ]);
-    run.expect(0);
+    ];
+    snowsim(&[&screenshot[..], &["--force"]].concat()).expect(0);
     assert!(std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"));
-    let run = snowsim(&[
-        "run",
-        "--scene",
-        sc,
-        "--headless",
-        "--frames",
-        "2",
-        "--size",
-        "64x48",
-        "--screenshot",
-        s(&shot),
-    ]);
-    run.expect(0);
+    snowsim(&screenshot).expect(0);
     std::fs::remove_dir_all(&dir).ok();
 }
 

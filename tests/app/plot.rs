@@ -2,10 +2,9 @@
 //! JSON matches the rows written, computed independently of the plotting code; bad inputs and
 //! outputs end with a clear error and status 1.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use snowsim::bench::record::{Row, SCHEMA_VERSION, write_rows};
@@ -393,41 +392,20 @@ impl Run {
     }
 }
 
-/// Runs `command`, killing it (and failing) after `timeout`; its output is read on threads so
-/// that a full pipe cannot stall it.
+/// Runs `command`, killing it (and failing) after `timeout` ([`crate::common::wait_within`]).
 fn finish(mut command: Command, timeout: Duration) -> Run {
-    let mut child = command
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run snowsim");
-    let read = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let out = read(Box::new(child.stdout.take().unwrap()));
-    let err = read(Box::new(child.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("snowsim {command:?} did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let done = crate::common::wait_within(child, timeout);
     Run {
-        code: status.code(),
-        took: started.elapsed(),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        code: done.status.code(),
+        took: done.took,
+        stdout: done.stdout,
+        stderr: done.stderr,
     }
 }
 

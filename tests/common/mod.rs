@@ -2,8 +2,10 @@
 //! directories and the `snowsim` binary. Each test binary uses only some of them.
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
+use std::time::{Duration, Instant};
 
 use snowsim::cl::{Context, DeviceSelector};
 use snowsim::gml::Gml;
@@ -44,6 +46,55 @@ pub fn snowsim(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run snowsim")
+}
+
+/// How a child process ended: its status, its output, and how long it ran.
+pub struct Finished {
+    /// The exit status.
+    pub status: ExitStatus,
+    /// Standard output, as text.
+    pub stdout: String,
+    /// Standard error, as text.
+    pub stderr: String,
+    /// From the wait's start to the exit.
+    pub took: Duration,
+}
+
+/// Waits for `child` at most `timeout`, then kills it and fails the test; its piped output is
+/// read on threads, so a full pipe cannot stall it.
+pub fn wait_within(mut child: Child, timeout: Duration) -> Finished {
+    fn read_all(stream: Option<impl Read>) -> String {
+        let mut bytes = Vec::new();
+        if let Some(mut s) = stream {
+            let _ = s.read_to_end(&mut bytes);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let readers = [
+        std::thread::spawn(move || read_all(out)),
+        std::thread::spawn(move || read_all(err)),
+    ];
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("snowsim did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = started.elapsed();
+    let [stdout, stderr] = readers.map(|r| r.join().unwrap());
+    Finished {
+        status,
+        stdout,
+        stderr,
+        took,
+    }
 }
 
 /// Output bytes as text.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every `.rs` file under `dir` (or `dir` itself when it is a file).
-fn sources(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn sources(dir: &Path) -> Vec<PathBuf> {
     if dir.is_file() {
         return vec![dir.to_path_buf()];
     }

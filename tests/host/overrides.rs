@@ -3,21 +3,9 @@
 //! wind's `wind.cl` and `tet_walk.cl` were pasted into gml's toolkit with `include_str!` alone,
 //! and their copies were ignored) fails here. `tests/device/pipeline.rs` runs edited copies.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Every `.rs` file under `dir`.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
-    files
-}
+use crate::layers::sources;
 
 /// Each `include_str!` of a file in `folder/` under src/: the file's name, where it is, and
 /// the code of its statement before it, without spaces (back to the previous `;`, `{`, `}`
@@ -26,7 +14,7 @@ fn embeds(folder: &str) -> Vec<(String, String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let needle = format!("{folder}/");
     let mut found = Vec::new();
-    for file in rust_files(&root.join("src")) {
+    for file in sources(&root.join("src")) {
         let text = std::fs::read_to_string(&file).unwrap();
         for (at, _) in text.match_indices("include_str!(\"") {
             let start = at + "include_str!(\"".len();
