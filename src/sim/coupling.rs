@@ -29,7 +29,7 @@ pub use crate::scene::limits::MAX_WIND_STEPS_PER_FRAME;
 /// step the solver will take (`wind.step`, `simulate.wind_every`'s, or the default from the
 /// mesh) against the frame's ([`check_wind_steps`]). `scene check` calls it; `run` meets the
 /// same checks when [`WindField::new`] builds the solver (the mesh and boundary in
-/// `Solver::new`, the step through [`check_step`]), so the solver's host-side set-up runs
+/// `Solver::new`, the step through `check_step`), so the solver's host-side set-up runs
 /// once, and both refuse the same scenes with the same words.
 pub fn check_wind(domain: &DomainMesh, setup: &WindSetup, frame_dt: f32) -> Result<()> {
     let WindSetup::Solved {
