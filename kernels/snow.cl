@@ -30,6 +30,7 @@
 #define SNOW_C_LOST 4
 #define SNOW_C_NONFINITE 5
 #define SNOW_C_OTHER 6
+#define SNOW_C_DEPOSIT 7
 
 #define SNOW_TWO_PI 6.28318530717958647692f
 
@@ -39,6 +40,8 @@
 #define SNOW_S_FLUTTER 8u
 #define SNOW_S_TOP 16u
 #define SNOW_S_WALK 24u
+#define SNOW_S_FOOTPRINT 32u
+#define SNOW_S_SOURCE 40u
 
 // A counter-based generator: 32 random bits for (seed, id, count, stream), a chain of
 // lowbias32 hashes with an odd constant between the words so that no two keys collide by
@@ -49,6 +52,15 @@ inline uint snow_bits(uint seed, uint id, uint count, uint stream) {
     h = tet_walk_hash(h ^ (count * 0x85ebca6bU + 0x27d4eb2fU));
     h = tet_walk_hash(h + stream * 0xc2b2ae35U);
     return h;
+}
+
+// Stratified by id: a 32-bit fraction uniform in [id / n, (id + 1) / n) for the random bits
+// `bits`, so that n particles draw one point from each of n equal strata of a distribution
+// (its cumulative table), not n independent points: no region gets more or fewer particles
+// than its share, give or take one, and the sampling noise of what they carry drops from
+// Poisson's. Needs id < n.
+inline uint snow_stratum(uint id, uint n, uint bits) {
+    return (uint)((((ulong)id << 32) | (ulong)bits) / (ulong)n);
 }
 
 // Uniform in [0, 1) with 24 bits.
@@ -175,26 +187,85 @@ inline SnowSegment snow_segment(__global const int4 *tets, __global const float4
     return r;
 }
 
-// The point of the top face for a particle's respawn number `count`: a top triangle chosen by
-// area, a point uniform in it, lowered by `below` metres into the tetrahedron under it.
+// The point at area fraction w (32 bits) of the triangle a + s (b − a) + t (c − a), along its
+// recursive split into four (the corner at a, at b, at c, the inverted middle: two bits of w a
+// level): equal ranges of w map to equal areas, and a short range of w to one small triangle,
+// so points stratified in w are stratified in the triangle too. Relative to a, so the sum
+// keeps the precision of the triangle's own size.
+inline float3 snow_triangle_point(float3 a, float3 b, float3 c, uint w) {
+    float2 o = (float2)(0.0f, 0.0f), e1 = (float2)(1.0f, 0.0f), e2 = (float2)(0.0f, 1.0f);
+    for (int level = 0; level < 16; level++) {
+        const uint d = w >> 30;
+        w <<= 2;
+        e1 *= 0.5f;
+        e2 *= 0.5f;
+        if (d == 1u) {
+            o += e1;
+        } else if (d == 2u) {
+            o += e2;
+        } else if (d == 3u) {
+            o += e1 + e2;
+            e1 = -e1;
+            e2 = -e2;
+        }
+    }
+    const float2 st = o + (e1 + e2) * (1.0f / 3.0f);
+    return a + st.x * (b - a) + st.y * (c - a);
+}
+
+// The point of the top face for a particle's respawn number `count`: from the particle's own
+// stratum of the top's area table (so the n particles share the top evenly), its triangle and
+// the point at the stratum's fraction of that triangle's area, lowered by `below` metres into
+// the tetrahedron under it. The point within the stratum is drawn afresh at every respawn.
 inline float3 snow_top_point(__global const int4 *top_tris, __global const uint *top_cdf,
                              int top_count, __global const float4 *coords, uint seed, uint id,
-                             uint count, float below, int *tet) {
-    const int k = snow_search(top_cdf, top_count, snow_bits(seed, id, count, SNOW_S_TOP));
+                             uint n, uint count, float below, int *tet) {
+    const uint u = snow_stratum(id, n, snow_bits(seed, id, count, SNOW_S_TOP));
+    const int k = snow_search(top_cdf, top_count, u);
+    const ulong lo = k > 0 ? (ulong)top_cdf[k - 1] : 0ul;
+    const ulong hi = (ulong)top_cdf[k] + (k == top_count - 1 ? 1ul : 0ul);
+    const uint w = hi > lo ? (uint)min((((ulong)u - lo) << 32) / (hi - lo), (ulong)0xffffffffU) : 0u;
     const int4 tri = top_tris[k];
-    const float r1 = sqrt(snow_unit(snow_bits(seed, id, count, SNOW_S_TOP + 1u)));
-    const float u2 = snow_unit(snow_bits(seed, id, count, SNOW_S_TOP + 2u));
-    const float3 a = coords[tri.x].xyz, b = coords[tri.y].xyz, c = coords[tri.z].xyz;
-    // Relative to a, so the sum keeps the precision of the triangle's own size.
-    float3 x = a + (r1 * (1.0f - u2)) * (b - a) + (r1 * u2) * (c - a);
+    float3 x = snow_triangle_point(coords[tri.x].xyz, coords[tri.y].xyz, coords[tri.z].xyz, w);
     x.z -= below;
     *tet = tri.w;
     return x;
 }
 
-// Spreads particles first .. first + n − 1 uniformly through the air (a tetrahedron chosen by
-// volume, a point uniform in it: Dirichlet(1,1,1,1) barycentrics from four exponentials), at
-// rest, with their flutter, size and drag drawn from the generator.
+// The snow's source (snow.source_height > 0): the point `height` metres over the ground point
+// at the particle's stratum of the ground's horizontal area table (its triangle, then the point
+// at the stratum's fraction of the triangle's area), no higher than `top` less `below`;
+// located by a walk from the tetrahedron on that ground triangle. Returns that tetrahedron, or
+// −1 where the walk does not reach the point (the caller falls back to the top).
+inline int snow_source_point(__global const int4 *tets, __global const float4 *coords,
+                             __global const int4 *neighbours, __global const uint *ground_cdf,
+                             int ground_count, __global const int *ground_tets,
+                             __global const int4 *ground_tris,
+                             __global const float4 *ground_points, uint seed, uint id, uint n,
+                             uint count, float height, float top, float below, float tol,
+                             int hops, float3 *x) {
+    const uint u = snow_stratum(id, n, snow_bits(seed, id, count, SNOW_S_SOURCE));
+    const int k = snow_search(ground_cdf, ground_count, u);
+    const ulong lo = k > 0 ? (ulong)ground_cdf[k - 1] : 0ul;
+    const ulong hi = (ulong)ground_cdf[k] + (k == ground_count - 1 ? 1ul : 0ul);
+    const uint w = hi > lo ? (uint)min((((ulong)u - lo) << 32) / (hi - lo), (ulong)0xffffffffU) : 0u;
+    const int4 tri = ground_tris[k];
+    float3 p = snow_triangle_point(ground_points[tri.x].xyz, ground_points[tri.y].xyz,
+                                   ground_points[tri.z].xyz, w);
+    p.z = fmin(p.z + height, top - below);
+    const TetWalk wk = tet_walk(tets, coords, neighbours, ground_tets[k], p, tol, hops,
+                                snow_bits(seed, id, count, SNOW_S_SOURCE + 1u));
+    *x = p;
+    return wk.status == TET_WALK_INSIDE ? wk.tet : -1;
+}
+
+// Spreads the n particles uniformly through the air (a tetrahedron chosen by volume from the
+// particle's own stratum, a point uniform in it: Dirichlet(1,1,1,1) barycentrics from four
+// exponentials), or, with a source height (source.x > 0), through the air below it: over the
+// ground point of the particle's stratum, at a height from a rank-1 lattice in the ids
+// (frac(id / φ) turned by the seed), so the particles are stratified in ground position and
+// height together. At rest, with their flutter, size and drag drawn from the generator.
+// source = (height, top, respawn depth below the top, tolerance); hops the walk's limit.
 __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict vel,
                         __global float4 *restrict flutter, __global uint *restrict tet,
                         __global uint *restrict ids, __global uint *restrict respawns,
@@ -202,22 +273,38 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
                         __global const int4 *restrict tets, __global const float4 *restrict coords,
                         __global const uint *restrict tet_cdf, const int tet_count,
                         const float4 flutter_range, const float4 size_law, const float gravity,
-                        const float render_scale) {
+                        const float render_scale, __global const int4 *restrict neighbours,
+                        __global const uint *restrict ground_cdf, const int ground_count,
+                        __global const int *restrict ground_tets,
+                        __global const int4 *restrict ground_tris,
+                        __global const float4 *restrict ground_points, const float4 source,
+                        const int hops) {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
     const uint id = i;
-    const int t = snow_search(tet_cdf, tet_count, snow_bits(seed, id, 0u, SNOW_S_TET));
-    float4 e;
-    e.x = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT)));
-    e.y = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 1u)));
-    e.z = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 2u)));
-    e.w = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 3u)));
-    const float4 b = e / (e.x + e.y + e.z + e.w);
-    const int4 nd = tets[t];
-    const float3 a = coords[nd.x].xyz;
-    const float3 x = a + b.y * (coords[nd.y].xyz - a) + b.z * (coords[nd.z].xyz - a) +
-                     b.w * (coords[nd.w].xyz - a);
+    int t = -1;
+    float3 x;
+    if (source.x > 0.0f) {
+        const uint turn = snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 2u);
+        const float h = source.x * snow_unit(id * 0x9e3779b9U + turn);
+        t = snow_source_point(tets, coords, neighbours, ground_cdf, ground_count, ground_tets,
+                              ground_tris, ground_points, seed, id, n, 0u, h, source.y, source.z,
+                              source.w, hops, &x);
+    }
+    if (t < 0) {
+        t = snow_search(tet_cdf, tet_count, snow_stratum(id, n, snow_bits(seed, id, 0u, SNOW_S_TET)));
+        float4 e;
+        e.x = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT)));
+        e.y = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 1u)));
+        e.z = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 2u)));
+        e.w = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 3u)));
+        const float4 b = e / (e.x + e.y + e.z + e.w);
+        const int4 nd = tets[t];
+        const float3 a = coords[nd.x].xyz;
+        x = a + b.y * (coords[nd.y].xyz - a) + b.z * (coords[nd.z].xyz - a) +
+            b.w * (coords[nd.w].xyz - a);
+    }
     const float radius = mix(flutter_range.x, flutter_range.y,
                              snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER)));
     const float rate = mix(flutter_range.z, flutter_range.w,
@@ -238,7 +325,10 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
 
 // One step of dt seconds for every particle. params = (dt, gravity, tolerance m, respawn depth
 // m); box = (x min, y min, x max, y max) of the periodic sides; refs = (x_min, x_max, y_min,
-// y_max) and refs2 = (ground, top, local hop limit, global hop limit).
+// y_max) and refs2 = (ground, top, local hop limit, global hop limit). A landing lays
+// `landing_units` on the cover (snow_deposit.cl) over a disk of radius `footprint` plus the
+// particle's flutter radius. A respawn enters at the source (source = (height, top, depth
+// below the top, unused); height 0: through the top).
 __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict vel,
                         __global const float4 *restrict flutter, __global uint *restrict tet,
                         __global const uint *restrict ids, __global uint *restrict respawns,
@@ -254,7 +344,16 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global ulong *restrict deposit, __global ulong *restrict counters,
                         __global uint *restrict first_bad,
                         const float4 params, const float4 box, const int4 refs,
-                        const int4 refs2, const ulong parcel_units, const float render_scale) {
+                        const int4 refs2, const ulong landing_units, const float render_scale,
+                        __global const int4 *restrict cover_tris,
+                        __global const int4 *restrict cover_adjacent,
+                        __global const float2 *restrict cover_xy,
+                        __global const uint *restrict cover_around_offsets,
+                        __global const uint *restrict cover_around,
+                        __global const uint *restrict cover_lattice, const uint cover_r,
+                        const float footprint, __global const uint *restrict ground_cdf,
+                        const int ground_count, __global const int *restrict ground_tets,
+                        __global const float4 *restrict ground_points, const float4 source) {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
@@ -301,33 +400,25 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     } else {
         const int ref = snow_ilane(face_refs[seg.tet], seg.face);
         if (ref == refs2.x) {
-            // Landing: the crossing point's barycentrics on the ground triangle split the
-            // parcel over its three vertices in fixed point; q3 = Q − q1 − q2.
+            // Landing: the crossing point's footprint on the cover (snow_deposit.cl).
             const float3 x = p.xyz + seg.s * (q - p.xyz);
-            const SnowTet at = snow_tet(tets, coords, seg.tet);
-            const float4 bx = fmax(snow_dist(&at, x) / at.height, 0.0f);
             const int4 nd = tets[seg.tet];
-            // The face's three vertices in ascending local order, named without an array
-            // indexed at run time (which would live in stack memory).
             const int j0 = seg.face == 0 ? 1 : 0;
             const int j1 = seg.face <= 1 ? 2 : 1;
             const int j2 = seg.face <= 2 ? 3 : 2;
-            const int gv[3] = {ground_index[snow_ilane(nd, j0)], ground_index[snow_ilane(nd, j1)],
-                               ground_index[snow_ilane(nd, j2)]};
-            const float wv[3] = {snow_lane(bx, j0), snow_lane(bx, j1), snow_lane(bx, j2)};
-            const float sum = wv[0] + wv[1] + wv[2];
-            if (gv[0] < 0 || gv[1] < 0 || gv[2] < 0) {
+            const int g0 = ground_index[snow_ilane(nd, j0)];
+            const int g1 = ground_index[snow_ilane(nd, j1)];
+            const int g2 = ground_index[snow_ilane(nd, j2)];
+            const DepositLinks links = {cover_tris, cover_adjacent, cover_xy, cover_around_offsets,
+                                        cover_around, cover_lattice, cover_r};
+            const float angle =
+                SNOW_TWO_PI * snow_unit(snow_bits(seed, id, count, SNOW_S_FOOTPRINT));
+            if (g0 < 0 || g1 < 0 || g2 < 0 ||
+                !deposit_parcel(&links, deposit, g0, g1, g2, x.xy, footprint + f.x, angle,
+                                landing_units)) {
                 atom_inc(&counters[SNOW_C_LOST]);
             } else {
-                const float Q = (float)parcel_units;
-                const float w0 = sum > 0.0f ? wv[0] / sum : 1.0f / 3.0f;
-                const float w1 = sum > 0.0f ? wv[1] / sum : 1.0f / 3.0f;
-                const ulong q0 = min((ulong)rint(w0 * Q), parcel_units);
-                const ulong q1 = min((ulong)rint(w1 * Q), parcel_units - q0);
-                const ulong q2 = parcel_units - q0 - q1;
-                atom_add(&deposit[gv[0]], q0);
-                atom_add(&deposit[gv[1]], q1);
-                atom_add(&deposit[gv[2]], q2);
+                atom_add(&counters[SNOW_C_DEPOSIT], landing_units);
                 atom_inc(&counters[SNOW_C_LANDED]);
             }
             respawn = 1;
@@ -363,8 +454,13 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     }
     if (respawn) {
         count += 1u;
-        int rt;
-        q = snow_top_point(top_tris, top_cdf, top_count, coords, seed, id, count, below, &rt);
+        int rt = -1;
+        if (source.x > 0.0f)
+            rt = snow_source_point(tets, coords, neighbours, ground_cdf, ground_count, ground_tets,
+                                   cover_tris, ground_points, seed, id, n, count, source.x,
+                                   source.y, source.z, tol, refs2.w, &q);
+        if (rt < 0)
+            q = snow_top_point(top_tris, top_cdf, top_count, coords, seed, id, n, count, below, &rt);
         const TetWalk wk = tet_walk(tets, coords, neighbours, rt, q, tol, refs2.w,
                                     snow_bits(seed, id, count, SNOW_S_WALK));
         t = wk.tet;

@@ -100,17 +100,48 @@ __kernel void cover_apply(__global const uint *restrict offsets, __global const 
     volume[v] = volume[v] - loss + gain;
 }
 
-// The laid snow's depth per ground vertex in metres (volume over horizontal dual area), four
-// vertices per float4: what the terrain renderer reads as its laid-depth attribute.
-__kernel void cover_depth(__global const ulong *restrict volume, __global const float *restrict area,
-                          __global float4 *restrict depth, const uint n, const float unit) {
+// A fine vertex's share for its parent `slot` (0, 1, 2) when its volume v goes to its
+// parents by the numerators packed in `num` (a byte each, of r; 0 ends the list): floor(v n / r)
+// for every parent but the last, which gets what is left (src/snow/refine.rs), so the shares
+// add up to v exactly. floor(v n / r) = (v / r) n + (v % r) n / r, with no overflow.
+inline ulong cover_share(ulong v, uint num, uint slot, uint r) {
+    ulong given = 0;
+    for (uint k = 0; k < 3; k++) {
+        const uint n = (num >> (8u * k)) & 0xffu;
+        const uint next = k < 2u ? (num >> (8u * (k + 1u))) & 0xffu : 0u;
+        const ulong share = next == 0u ? v - given : (v / r) * n + ((v % r) * n) / r;
+        if (k == slot)
+            return share;
+        given += share;
+    }
+    return 0;
+}
+
+// The laid snow's depth per coarse ground vertex in metres, four vertices per float4: the
+// fine volumes restricted to the vertex (a gather over its entries `4 f + slot`) over its
+// horizontal dual area. What the terrain renderer reads as its laid-depth attribute.
+__kernel void cover_ground_depth(__global const uint *restrict offsets,
+                                 __global const uint *restrict entries,
+                                 __global const uint *restrict numerators,
+                                 __global const ulong *restrict volume,
+                                 __global const float *restrict area,
+                                 __global float4 *restrict depth, const uint n, const uint r,
+                                 const float unit) {
     const uint i = get_global_id(0);
     if (4 * i >= n)
         return;
     float d[4];
     for (uint k = 0; k < 4; k++) {
         const uint v = 4 * i + k;
-        d[k] = v < n ? (float)volume[v] * unit / area[v] : 0.0f;
+        ulong total = 0;
+        if (v < n) {
+            for (uint e = offsets[v]; e < offsets[v + 1]; e++) {
+                const uint code = entries[e];
+                const uint f = code >> 2;
+                total += cover_share(volume[f], numerators[f], code & 3u, r);
+            }
+        }
+        d[k] = v < n ? (float)total * unit / area[v] : 0.0f;
     }
     depth[i] = (float4)(d[0], d[1], d[2], d[3]);
 }

@@ -264,7 +264,19 @@ pub fn record_frame_name(name: &str) -> bool {
 
 /// `state_00000.vtu`, … and `states.pvd`: the names `--vtu-every K DIR` writes.
 pub fn state_series_name(name: &str) -> bool {
-    name == "states.pvd" || numbered(name, "state_", ".vtu")
+    name == "states.pvd"
+        || numbered(name, "state_", ".vtu")
+        || numbered(name, "state_", ".cover.vtu")
+}
+
+/// Where the cover at its own resolution goes beside a state file: `X.vtu` → `X.cover.vtu`
+/// (any other name gets `.cover.vtu` appended).
+pub fn cover_path(state: &Path) -> PathBuf {
+    let name = state
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let stem = name.strip_suffix(".vtu").unwrap_or(&name);
+    state.with_file_name(format!("{stem}.cover.vtu"))
 }
 
 /// The names `snowsim plot --out DIR` writes: each figure's PNG and JSON.

@@ -267,6 +267,18 @@ impl Checker<'_> {
                 }
                 None => self.number("snow.rate", s.rate, 0.01, Range::closed(0.0, 10.0, "m/h"))?,
             },
+            density: self.number(
+                "snow.density",
+                s.density,
+                100.0,
+                Range::closed(10.0, 917.0, "kg/m³"),
+            )?,
+            source_height: self.number(
+                "snow.source_height",
+                s.source_height,
+                0.0,
+                Range::closed(0.0, 1e5, "m"),
+            )?,
             full_sort_every: s.full_sort_every.unwrap_or(64),
             sort: match s.sort.unwrap_or(SortName::Partial) {
                 SortName::Off => SortMode::Off,
@@ -306,6 +318,18 @@ impl Checker<'_> {
                 0.05,
                 Range::closed(0.0, 1.0, ""),
             )?,
+            cover_refinement: match g.cover_refinement.unwrap_or(4) {
+                r @ 1..=crate::snow::MAX_REFINEMENT => r,
+                r => {
+                    return Err(self.error(
+                        "ground.cover_refinement",
+                        format!(
+                            "must be 1 to {} pieces per ground edge, got {r}",
+                            crate::snow::MAX_REFINEMENT
+                        ),
+                    ));
+                }
+            },
         };
         let time = Time {
             step: self.number("time.step", raw.time.step, 0.02, Range::open(0.0, 1.0, "s"))?,
@@ -317,7 +341,7 @@ impl Checker<'_> {
                 "time.acceleration",
                 raw.time.acceleration,
                 1.0,
-                Range::open(0.0, 1e6, ""),
+                Range::closed(1e-6, 1e6, ""),
             )?,
         };
         let camera = self.camera(raw.camera, &domain)?;

@@ -40,6 +40,8 @@
 //! flutter_radius = [0.0, 0.3]      # radius of the thesis's circular flutter motion (default)
 //! flutter_rate = [0.5, 3.0]        # its angular speed, radians/s (default)
 //! rate = 0.01              # snowfall, metres of snow per hour on open flat ground (default 0.01)
+//! density = 100.0          # laid snow, kg/m³ (default 100: fresh snow)
+//! source_height = 0.0      # the snow enters this high above the ground (default 0: the top)
 //! sort = "partial"         # particle sort each frame: off, full, partial (default)
 //! full_sort_every = 64     # with partial: a full sort every this many frames (default 64)
 //! sort_key = "tetrahedron" # sorted by containing tetrahedron (default) or "hilbert" position
@@ -49,6 +51,7 @@
 //! initial_depth = 0.0      # snow on the ground at the start (default 0)
 //! repose_angle = 38.0      # snow steeper than this slides down (default 38)
 //! smoothing_rate = 0.05    # fraction of the excess moved per step (default 0.05)
+//! cover_refinement = 4     # the cover's mesh: pieces per ground edge, 1 to 16 (default 4)
 //!
 //! [time]
 //! step = 0.02              # simulated seconds per frame (default 0.02)

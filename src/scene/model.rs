@@ -258,6 +258,13 @@ pub struct Snow {
     /// Snowfall in metres of snow per hour on open flat ground; the parcel volume derives from
     /// it ([`crate::snow`]).
     pub rate: f64,
+    /// Density of the laid snow, kg/m³: what a depth of snow weighs (the flakes' number in
+    /// the air, the drift's mass fluxes).
+    pub density: f64,
+    /// Height above the ground at which the snow enters, metres (0: the top of the domain).
+    /// Below it the parcels are as dense as the particle count allows; above it the snowfall
+    /// is taken as uniform and not simulated.
+    pub source_height: f64,
     /// With the partial sort: a full sort every this many frames (0: only the first).
     pub full_sort_every: u32,
     /// Particle sorting.
@@ -277,6 +284,9 @@ pub struct Ground {
     pub repose_angle: f64,
     /// Fraction of the excess moved per step.
     pub smoothing_rate: f64,
+    /// Pieces per ground edge of the cover's own mesh: the snow is laid, smoothed and drawn
+    /// this much finer than the wind mesh's ground.
+    pub cover_refinement: u32,
 }
 
 /// Time stepping.

@@ -106,6 +106,8 @@ pub struct RawSnow {
     pub flutter_rate: Option<Vec<f64>>,
     pub deposit_depth: Option<toml::Value>,
     pub rate: Option<f64>,
+    pub density: Option<f64>,
+    pub source_height: Option<f64>,
     pub full_sort_every: Option<u32>,
     pub sort: Option<SortName>,
     pub sort_key: Option<SortKeyName>,
@@ -118,6 +120,7 @@ pub struct RawGround {
     pub initial_depth: Option<f64>,
     pub repose_angle: Option<f64>,
     pub smoothing_rate: Option<f64>,
+    pub cover_refinement: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -325,8 +325,11 @@ impl Simulation {
 
     /// Writes the state to `path` as VTK XML: the domain's tetrahedra and boundary triangles
     /// with `ref`, and per vertex `velocity` (m/s), `pressure` (Pa; zero with the fixed
-    /// profile) and `snow_depth` (m, on the ground, zero elsewhere). Still particles have no
-    /// state to write.
+    /// profile) and `snow_depth` (m, on the ground, zero elsewhere: the cover restricted to
+    /// the wind mesh's ground, whose integral over the ground triangles is the cover's
+    /// volume); and, with snow, the cover at its own resolution beside it
+    /// ([`cover_path`](crate::output::rule::cover_path): its triangles with `snow_depth` (m)
+    /// and `snow_volume` (m³) per vertex). Still particles have no state to write.
     pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
         let Some(s) = &mut self.scene else {
             return Err(Error::InvalidParameter(
@@ -341,7 +344,7 @@ impl Simulation {
             .unwrap_or_else(|| vec![0.0; s.mesh.vertices.len()]);
         let mut depth = vec![0.0f32; s.mesh.vertices.len()];
         let laid = match &s.snow {
-            Some(snow) => snow.cover().depths()?,
+            Some(snow) => snow.cover().ground_depths()?,
             None => Vec::new(),
         };
         for (g, d) in laid.into_iter().enumerate() {
@@ -363,6 +366,29 @@ impl Simulation {
                 VtuArray::scalars("snow_depth", &depth),
             ],
         )?;
+        if let Some(snow) = &s.snow {
+            let cover = snow.cover();
+            let volumes = cover.volumes()?;
+            let unit = cover.unit_volume();
+            let depth: Vec<f32> = volumes
+                .iter()
+                .zip(&cover.geometry.area)
+                .map(|(&u, &a)| (u as f64 * unit / f64::from(a)) as f32)
+                .collect();
+            let volume: Vec<f32> = volumes.iter().map(|&u| (u as f64 * unit) as f32).collect();
+            let triangles: Vec<([u32; 3], i32)> =
+                cover.mesh.triangles.iter().map(|&t| (t, 0)).collect();
+            write_vtu_file(
+                &crate::output::rule::cover_path(path),
+                &cover.mesh.vertices,
+                &[],
+                &triangles,
+                &[
+                    VtuArray::scalars("snow_depth", &depth),
+                    VtuArray::scalars("snow_volume", &volume),
+                ],
+            )?;
+        }
         Ok(())
     }
 }

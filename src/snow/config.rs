@@ -4,8 +4,15 @@ use crate::scene::{Scene, SortKey, SortMode};
 
 use super::{Error, Result};
 
-/// Fixed-point units per parcel of snow: a landing deposits exactly this many units.
+/// Fixed-point units per parcel of snow in real time: one unit is the real parcel volume over
+/// this, fixed at the start; a landing lays `round(time.acceleration · PARCEL_UNITS)` units
+/// ([`SnowConfig::landing_units`]).
 pub const PARCEL_UNITS: u64 = 1 << 24;
+
+/// The footprint's diameter over the mean parcel spacing `(air volume / parcels)^⅓`: a parcel
+/// stands for the flakes of its share of the air, and they land spread over about its width
+/// (never wider: a wider footprint would blur the drifts the wind makes).
+pub const FOOTPRINT_FRACTION: f64 = 1.0;
 
 /// Drawn radius of a mean flake over the mean parcel spacing in `snowsim run`: parcels 26 m
 /// apart in the valley are drawn 0.5 m wide, 7 pixels at 100 m, the renderer's pixel floor
@@ -46,8 +53,16 @@ pub struct SnowConfig {
     pub flutter_rate: [f32; 2],
     /// Snowfall in metres of snow per hour on open flat ground.
     pub rate: f64,
-    /// Factor on the snowfall, to watch a cover grow (`time.acceleration`).
+    /// Factor on the snowfall, to watch a cover grow (`time.acceleration`): it multiplies
+    /// what a landing lays, never the unit.
     pub acceleration: f64,
+    /// Density of the laid snow, kg/m³ (`snow.density`).
+    pub density: f64,
+    /// Height above the ground at which the parcels enter, metres (`snow.source_height`; 0:
+    /// through the top of the domain).
+    pub source_height: f64,
+    /// Pieces per ground edge of the cover's mesh (`ground.cover_refinement`).
+    pub cover_refinement: u32,
     /// Steepest snow surface that holds, degrees.
     pub repose_angle: f64,
     /// Fraction of an edge's excess moved per step.
@@ -86,6 +101,9 @@ impl SnowConfig {
             flutter_rate: f(s.flutter_rate),
             rate: s.rate,
             acceleration: scene.time.acceleration,
+            density: s.density,
+            source_height: s.source_height,
+            cover_refinement: g.cover_refinement,
             repose_angle: g.repose_angle,
             smoothing_rate: g.smoothing_rate,
             sort: SortSettings {
@@ -113,6 +131,9 @@ impl SnowConfig {
             flutter_rate: [0.5, 3.0],
             rate: 0.01,
             acceleration: 1.0,
+            density: 100.0,
+            source_height: 0.0,
+            cover_refinement: 1,
             repose_angle: 38.0,
             smoothing_rate: 0.05,
             sort: SortSettings {
@@ -174,10 +195,29 @@ impl SnowConfig {
                 self.rate
             ));
         }
-        if !(self.acceleration.is_finite() && self.acceleration > 0.0) {
+        if !(self.acceleration.is_finite() && (1e-6..=1e6).contains(&self.acceleration)) {
             return bad(format!(
-                "time.acceleration {} must be finite and positive",
+                "time.acceleration {} must be in [1e-6, 1e6]",
                 self.acceleration
+            ));
+        }
+        if !(self.density.is_finite() && (10.0..=917.0).contains(&self.density)) {
+            return bad(format!(
+                "snow.density {} must be 10 to 917 kg/m³",
+                self.density
+            ));
+        }
+        if !(self.source_height.is_finite() && self.source_height >= 0.0) {
+            return bad(format!(
+                "snow.source_height {} must be finite and not negative (0: the top)",
+                self.source_height
+            ));
+        }
+        if !(1..=super::refine::MAX_REFINEMENT).contains(&self.cover_refinement) {
+            return bad(format!(
+                "ground.cover_refinement {} must be 1 to {}",
+                self.cover_refinement,
+                super::refine::MAX_REFINEMENT
             ));
         }
         if !(self.repose_angle > 0.0 && self.repose_angle < 90.0) {
@@ -225,13 +265,32 @@ impl SnowConfig {
         (self.draw_fraction * spacing / radius).max(1.0)
     }
 
-    /// Volume of one parcel, m³: `a R V_air / (3600 v_t N)` (see the module doc).
+    /// Volume a landing lays, m³: `a R V_air / (3600 v_t N)` (see the module doc).
     pub fn parcel_volume(&self, air_volume: f64) -> f64 {
+        self.acceleration * self.real_parcel_volume(air_volume)
+    }
+
+    /// Volume of one parcel in real time (no acceleration), m³: `R V_air / (3600 v_t N)`;
+    /// [`PARCEL_UNITS`] units make it, so it fixes the unit.
+    pub fn real_parcel_volume(&self, air_volume: f64) -> f64 {
         if self.particles == 0 {
             return 0.0;
         }
-        self.acceleration * self.rate * air_volume
-            / (3600.0 * f64::from(self.fall_speed) * self.particles as f64)
+        self.rate * air_volume / (3600.0 * f64::from(self.fall_speed) * self.particles as f64)
+    }
+
+    /// Units a landing lays: `round(a · PARCEL_UNITS)`, at least 1.
+    pub fn landing_units(&self) -> u64 {
+        ((self.acceleration * PARCEL_UNITS as f64).round() as u64).max(1)
+    }
+
+    /// Radius of a landing's footprint without the flutter, metres: half of
+    /// [`FOOTPRINT_FRACTION`] times the mean parcel spacing in `air_volume` m³ of air.
+    pub fn footprint_radius(&self, air_volume: f64) -> f32 {
+        if self.particles == 0 || air_volume <= 0.0 {
+            return 0.0;
+        }
+        (0.5 * FOOTPRINT_FRACTION * (air_volume / self.particles as f64).cbrt()) as f32
     }
 }
 
@@ -250,6 +309,9 @@ mod tests {
         assert!((v - 1.0).abs() < 1e-12, "{v}");
         c.acceleration = 60.0;
         assert!((c.parcel_volume(1e8) - 60.0).abs() < 1e-9);
+        // The acceleration multiplies what a landing lays, never the unit.
+        assert!((c.real_parcel_volume(1e8) - 1.0).abs() < 1e-12);
+        assert_eq!(c.landing_units(), 60 * PARCEL_UNITS);
         assert_eq!(SnowConfig::new(0).parcel_volume(1e8), 0.0);
     }
 
@@ -264,6 +326,8 @@ mod tests {
         check(&|c| c.rate = -1.0, "snow.rate");
         check(&|c| c.rate = f64::NAN, "snow.rate");
         check(&|c| c.acceleration = 0.0, "time.acceleration");
+        check(&|c| c.density = 5.0, "snow.density");
+        check(&|c| c.cover_refinement = 0, "ground.cover_refinement");
         check(&|c| c.flake_diameter = [0.004, 0.002], "flake diameter");
         check(&|c| c.fall_speed = f32::INFINITY, "fall speed");
         check(&|c| c.flutter_rate = [-1.0, 1.0], "flutter rate");

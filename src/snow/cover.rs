@@ -17,7 +17,17 @@ use crate::meshio::ElementKind;
 use crate::terrain::GroundSurface;
 
 use super::config::PARCEL_UNITS;
+use super::refine::CoverMesh;
 use super::{Error, Result};
+
+/// Depth (m) of `units` over `area` (m²) at `unit` m³ per unit.
+fn depths_of(units: &[u64], area: &[f32], unit: f64) -> Vec<f32> {
+    units
+        .iter()
+        .zip(area)
+        .map(|(&u, &a)| (u as f64 * unit / f64::from(a)) as f32)
+        .collect()
+}
 
 /// The ground surface's tables for the cover, on the host.
 #[derive(Clone, Debug)]
@@ -37,13 +47,27 @@ pub struct CoverGeometry {
 }
 
 impl CoverGeometry {
-    /// The tables of a ground surface.
+    /// The tables of a ground surface, unrefined (each ground vertex a cover vertex).
     pub fn new(ground: &GroundSurface) -> Result<Self> {
         let mesh = &ground.mesh;
         mesh.validate_indices()
             .map_err(|e| Error::Mesh(format!("the ground surface: {e}")))?;
-        let nv = mesh.vertices.len();
-        let tris = mesh.elements(ElementKind::Triangles);
+        let tris: Vec<[u32; 3]> = mesh
+            .elements(ElementKind::Triangles)
+            .iter()
+            .map(|(t, _)| [t[0], t[1], t[2]])
+            .collect();
+        Self::from_triangles(&mesh.vertices, &tris)
+    }
+
+    /// The tables of the cover's own mesh ([`CoverMesh`]).
+    pub fn of_mesh(mesh: &CoverMesh) -> Result<Self> {
+        Self::from_triangles(&mesh.vertices, &mesh.triangles)
+    }
+
+    /// The tables of a surface of `vertices` and `triangles` (indices into `vertices`).
+    pub fn from_triangles(vertices: &[[f64; 3]], tris: &[[u32; 3]]) -> Result<Self> {
+        let nv = vertices.len();
         if tris.is_empty() {
             return Err(Error::Mesh("the ground surface has no triangles".into()));
         }
@@ -52,10 +76,15 @@ impl CoverGeometry {
                 "{nv} ground vertices exceed 32-bit indices"
             )));
         }
+        if let Some(t) = tris.iter().find(|t| t.iter().any(|&v| v as usize >= nv)) {
+            return Err(Error::Mesh(format!(
+                "a ground triangle {t:?} names a vertex beyond the {nv} vertices"
+            )));
+        }
         let mut area = vec![0.0f64; nv];
         let mut edges: Vec<[u32; 2]> = Vec::with_capacity(3 * tris.len());
-        for (t, _) in tris.iter() {
-            let p = |k: usize| mesh.vertices[t[k] as usize];
+        for t in tris {
+            let p = |k: usize| vertices[t[k] as usize];
             let (a, b, c) = (p(0), p(1), p(2));
             let horizontal =
                 0.5 * ((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])).abs();
@@ -75,7 +104,7 @@ impl CoverGeometry {
         let length = edges
             .iter()
             .map(|&[a, b]| {
-                let (p, q) = (mesh.vertices[a as usize], mesh.vertices[b as usize]);
+                let (p, q) = (vertices[a as usize], vertices[b as usize]);
                 ((q[0] - p[0]).powi(2) + (q[1] - p[1]).powi(2)).sqrt() as f32
             })
             .collect();
@@ -97,7 +126,7 @@ impl CoverGeometry {
             fill[b as usize] += 1;
         }
         Ok(Self {
-            z: mesh.vertices.iter().map(|v| v[2] as f32).collect(),
+            z: vertices.iter().map(|v| v[2] as f32).collect(),
             area: area.iter().map(|&a| a as f32).collect(),
             edges,
             length,
@@ -117,10 +146,15 @@ impl CoverGeometry {
     }
 }
 
-/// The cover on the device: volumes, the smoothing's tables and kernels.
+/// The cover on the device: fine volumes, the smoothing's tables and kernels, and the ties to
+/// the coarse ground (landing, restriction).
 pub struct GroundCover {
-    /// The host tables.
+    /// The fine surface's tables.
     pub geometry: CoverGeometry,
+    /// The cover's mesh and its ties to the coarse ground.
+    pub mesh: CoverMesh,
+    /// Horizontal dual area per coarse ground vertex, m².
+    pub ground_area: Vec<f32>,
     pub(crate) volume: DeviceBuffer<u64>,
     z: DeviceBuffer<f32>,
     area: DeviceBuffer<f32>,
@@ -130,20 +164,86 @@ pub struct GroundCover {
     incident: DeviceBuffer<u32>,
     flux: DeviceBuffer<i64>,
     ratio: DeviceBuffer<u32>,
+    pub(crate) links: LandingLinks,
+    restrict_offsets: DeviceBuffer<u32>,
+    restrict_entries: DeviceBuffer<u32>,
+    numerators: DeviceBuffer<u32>,
+    ground_area_buffer: DeviceBuffer<f32>,
     kernels: [Kernel; 3],
     depth_kernel: Kernel,
     /// m³ per unit.
     unit: f64,
 }
 
+/// The coarse ground's tables a landing reads to find where its footprint falls
+/// (`kernels/snow_deposit.cl`).
+pub(crate) struct LandingLinks {
+    /// Coarse ground triangles (ground vertex ids, w unused).
+    pub tris: DeviceBuffer<[i32; 4]>,
+    /// Per coarse triangle, the triangle across the edge opposite each vertex (−1: none).
+    pub adjacent: DeviceBuffer<[i32; 4]>,
+    /// Horizontal position of each coarse ground vertex.
+    pub xy: DeviceBuffer<[f32; 2]>,
+    /// Position of each coarse ground vertex (xyz, w 0).
+    pub points: DeviceBuffer<[f32; 4]>,
+    /// Per coarse vertex, where its triangles start in `around`.
+    pub around_offsets: DeviceBuffer<u32>,
+    /// The coarse triangles around each coarse vertex.
+    pub around: DeviceBuffer<u32>,
+    /// Per coarse triangle, the fine ids of its lattice points.
+    pub lattice: DeviceBuffer<u32>,
+    /// Pieces per coarse edge.
+    pub refinement: u32,
+}
+
 impl GroundCover {
-    /// The cover of `geometry` on `context`, empty, with one unit worth `parcel_volume / Q` m³.
-    pub fn new(context: &Context, geometry: CoverGeometry, parcel_volume: f64) -> Result<Self> {
+    /// The cover on `mesh` on `context`, empty, with one unit worth `parcel_volume / Q` m³
+    /// ([`PARCEL_UNITS`]).
+    pub fn new(context: &Context, mesh: CoverMesh, parcel_volume: f64) -> Result<Self> {
         let source =
             Source::embedded("snow_cover.cl", include_str!("../../kernels/snow_cover.cl"))?;
         let program = Program::build(context, &[source], "")?;
+        let geometry = CoverGeometry::of_mesh(&mesh)?;
+        let nc = mesh.coarse_vertices;
+        let ground = CoverGeometry::from_triangles(&mesh.vertices[..nc], &mesh.coarse_triangles)?;
         let nv = geometry.len();
         let ne = geometry.edges.len();
+        let (restrict_offsets, restrict_entries) = mesh.restriction_table();
+        let numerators: Vec<u32> = mesh
+            .parents
+            .iter()
+            .map(|(_, n)| u32::from(n[0]) | u32::from(n[1]) << 8 | u32::from(n[2]) << 16)
+            .collect();
+        let tris: Vec<[i32; 4]> = mesh
+            .coarse_triangles
+            .iter()
+            .map(|t| [t[0] as i32, t[1] as i32, t[2] as i32, 0])
+            .collect();
+        let adjacent: Vec<[i32; 4]> = mesh
+            .adjacent
+            .iter()
+            .map(|a| [a[0], a[1], a[2], -1])
+            .collect();
+        let xy: Vec<[f32; 2]> = mesh.vertices[..nc]
+            .iter()
+            .map(|v| [v[0] as f32, v[1] as f32])
+            .collect();
+        let links = LandingLinks {
+            tris: DeviceBuffer::from_slice(context, &tris)?,
+            adjacent: DeviceBuffer::from_slice(context, &adjacent)?,
+            xy: DeviceBuffer::from_slice(context, &xy)?,
+            points: DeviceBuffer::from_slice(
+                context,
+                &mesh.vertices[..nc]
+                    .iter()
+                    .map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0])
+                    .collect::<Vec<_>>(),
+            )?,
+            around_offsets: DeviceBuffer::from_slice(context, &mesh.vertex_offsets)?,
+            around: DeviceBuffer::from_slice(context, &mesh.vertex_triangles)?,
+            lattice: DeviceBuffer::from_slice(context, &mesh.lattice)?,
+            refinement: mesh.refinement,
+        };
         Ok(Self {
             volume: DeviceBuffer::zeroed(context, nv)?,
             z: DeviceBuffer::from_slice(context, &geometry.z)?,
@@ -154,14 +254,21 @@ impl GroundCover {
             incident: DeviceBuffer::from_slice(context, &geometry.incident)?,
             flux: DeviceBuffer::zeroed(context, ne)?,
             ratio: DeviceBuffer::zeroed(context, nv)?,
+            links,
+            restrict_offsets: DeviceBuffer::from_slice(context, &restrict_offsets)?,
+            restrict_entries: DeviceBuffer::from_slice(context, &restrict_entries)?,
+            numerators: DeviceBuffer::from_slice(context, &numerators)?,
+            ground_area_buffer: DeviceBuffer::from_slice(context, &ground.area)?,
             kernels: [
                 program.kernel("cover_flux")?,
                 program.kernel("cover_ratio")?,
                 program.kernel("cover_apply")?,
             ],
-            depth_kernel: program.kernel("cover_depth")?,
+            depth_kernel: program.kernel("cover_ground_depth")?,
             unit: parcel_volume / PARCEL_UNITS as f64,
+            ground_area: ground.area,
             geometry,
+            mesh,
         })
     }
 
@@ -175,11 +282,11 @@ impl GroundCover {
         Ok(self.volume.fill(0)?)
     }
 
-    /// Replaces the volumes (units per ground vertex), e.g. to start from a pile.
+    /// Replaces the volumes (units per cover vertex), e.g. to start from a pile.
     pub fn set_volumes(&mut self, units: &[u64]) -> Result<()> {
         if units.len() != self.geometry.len() {
             return Err(Error::InvalidParameter(format!(
-                "{} volumes for {} ground vertices",
+                "{} volumes for {} cover vertices",
                 units.len(),
                 self.geometry.len()
             )));
@@ -187,30 +294,42 @@ impl GroundCover {
         Ok(self.volume.write(units)?)
     }
 
-    /// The volumes in units, per ground vertex (blocking).
+    /// The volumes in units, per cover vertex (blocking).
     pub fn volumes(&self) -> Result<Vec<u64>> {
         Ok(self.volume.read()?)
     }
 
-    /// Depth per ground vertex, metres: volume over horizontal dual area (blocking).
+    /// Depth per cover vertex, metres: volume over horizontal dual area (blocking).
     pub fn depths(&self) -> Result<Vec<f32>> {
         let v = self.volumes()?;
-        Ok(v.iter()
-            .zip(&self.geometry.area)
-            .map(|(&u, &a)| (u as f64 * self.unit / f64::from(a)) as f32)
-            .collect())
+        Ok(depths_of(&v, &self.geometry.area, self.unit))
     }
 
-    /// Enqueues writing the depth per ground vertex (metres, as [`depths`](Self::depths) but
-    /// on the device, in f32) into `target`, four vertices per float4 (the last padded with
-    /// zeros): at least `len().div_ceil(4)` values.
+    /// The volumes restricted to the coarse ground's vertices (the wind mesh's ground),
+    /// exactly: their total is the cover's (blocking).
+    pub fn ground_volumes(&self) -> Result<Vec<u64>> {
+        Ok(self.mesh.restrict(&self.volumes()?))
+    }
+
+    /// Depth per coarse ground vertex, metres: the restricted volume over the vertex's
+    /// horizontal dual area, so that the depth's integral over the ground triangles is the
+    /// cover's volume (blocking).
+    pub fn ground_depths(&self) -> Result<Vec<f32>> {
+        let v = self.ground_volumes()?;
+        Ok(depths_of(&v, &self.ground_area, self.unit))
+    }
+
+    /// Enqueues writing the depth per coarse ground vertex (metres, as
+    /// [`ground_depths`](Self::ground_depths) but on the device, in f32) into `target`, four
+    /// vertices per float4 (the last padded with zeros): at least `len().div_ceil(4)` values
+    /// for the coarse ground's vertex count.
     pub fn write_depths(
         &self,
         context: &Context,
         target: &mut OutputBuffer<'_, [f32; 4]>,
         timeline: &mut Timeline,
     ) -> Result<()> {
-        let nv = self.geometry.len();
+        let nv = self.mesh.coarse_vertices;
         let groups = nv.div_ceil(4);
         if BufferArg::len(target) < groups {
             return Err(Error::InvalidParameter(format!(
@@ -219,13 +338,18 @@ impl GroundCover {
             )));
         }
         let mut call = self.depth_kernel.call();
-        // SAFETY: volume and area hold nv values; target at least nv / 4 rounded up (checked);
-        // the kernel guards its id.
+        // SAFETY: the restriction table's offsets hold nv + 1 entries and its entries name
+        // fine vertices (4 f + slot) of `volume` and `numerators`; the area holds nv values;
+        // target at least nv / 4 rounded up (checked); the kernel guards its id.
         unsafe {
-            call.buffer(&self.volume)?
-                .buffer(&self.area)?
+            call.buffer(&self.restrict_offsets)?
+                .buffer(&self.restrict_entries)?
+                .buffer(&self.numerators)?
+                .buffer(&self.volume)?
+                .buffer(&self.ground_area_buffer)?
                 .buffer(target)?
                 .arg(&(nv as u32))?
+                .arg(&self.mesh.refinement)?
                 .arg(&(self.unit as f32))?;
         }
         call.enqueue_into(

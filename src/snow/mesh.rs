@@ -46,6 +46,13 @@ pub struct SnowGeometry {
     pub air_volume: f64,
     /// Area of the top face, m².
     pub top_area: f64,
+    /// Per triangle of the ground surface (in its order), the tetrahedron on it.
+    pub ground_tets: Vec<i32>,
+    /// Cumulative horizontal areas of the ground surface's triangles, scaled to 2^32.
+    pub ground_cdf: Vec<u32>,
+    /// Per triangle of the ground surface, its horizontal area (m²) and the height of the air
+    /// over its centre (the top's highest z less the ground's there, m).
+    pub ground_columns: Vec<(f64, f64)>,
 }
 
 fn volume6(a: [f64; 3], b: [f64; 3], c: [f64; 3], d: [f64; 3]) -> f64 {
@@ -128,6 +135,7 @@ impl SnowGeometry {
         let mut top_tris = Vec::new();
         let mut top_areas = Vec::new();
         let mut ground_faces = 0usize;
+        let mut ground_face_tet: HashMap<[u32; 3], i32> = HashMap::new();
         for (t, n) in tet_elems.iter().enumerate() {
             let n = n.0;
             tets.push([n[0] as i32, n[1] as i32, n[2] as i32, n[3] as i32]);
@@ -147,6 +155,7 @@ impl SnowGeometry {
                     top_areas.push(area(p(f[0]), p(f[1]), p(f[2])));
                 } else if r == refs.ground {
                     ground_faces += 1;
+                    ground_face_tet.insert(key(f[0], f[1], f[2]), t as i32);
                 }
             }
             face_refs.push(fr);
@@ -186,6 +195,29 @@ impl SnowGeometry {
         if !(hi[0] > lo[0] && hi[1] > lo[1]) {
             return Err(Error::Mesh("it has no horizontal extent".into()));
         }
+        let mut ground_tets = Vec::new();
+        let mut ground_columns = Vec::new();
+        for (tri, _) in domain.ground.mesh.elements(ElementKind::Triangles).iter() {
+            let v = |k: usize| domain.ground.volume_vertices.get(tri[k] as usize).copied();
+            let (Some(a), Some(b), Some(c)) = (v(0), v(1), v(2)) else {
+                return Err(Error::Mesh(format!(
+                    "ground triangle {tri:?} names a vertex the ground does not map"
+                )));
+            };
+            let Some(&t) = ground_face_tet.get(&key(a, b, c)) else {
+                return Err(Error::Mesh(format!(
+                    "ground triangle of volume vertices {:?} is no ground face of a tetrahedron",
+                    [a, b, c]
+                )));
+            };
+            ground_tets.push(t);
+            let (pa, pb, pc) = (p(a), p(b), p(c));
+            let horizontal =
+                0.5 * ((pb[0] - pa[0]) * (pc[1] - pa[1]) - (pb[1] - pa[1]) * (pc[0] - pa[0])).abs();
+            let centre = (pa[2] + pb[2] + pc[2]) / 3.0;
+            ground_columns.push((horizontal, (hi[2] - centre).max(0.0)));
+        }
+        let ground_areas: Vec<f64> = ground_columns.iter().map(|c| c.0).collect();
         let air_volume: f64 = volumes.iter().sum();
         let top_area: f64 = top_areas.iter().sum();
         let (columns, column_dims, column_map) =
@@ -207,7 +239,24 @@ impl SnowGeometry {
             refs,
             air_volume,
             top_area,
+            ground_cdf: cdf(&ground_areas),
+            ground_tets,
+            ground_columns,
         })
+    }
+
+    /// The air within `height` metres of the ground (all of it for 0), m³: where the
+    /// parcels are when the snow enters at that height ([`SnowConfig::source_height`]).
+    ///
+    /// [`SnowConfig::source_height`]: super::SnowConfig::source_height
+    pub fn source_volume(&self, height: f64) -> f64 {
+        if height <= 0.0 {
+            return self.air_volume;
+        }
+        self.ground_columns
+            .iter()
+            .map(|&(area, column)| area * column.min(height))
+            .sum()
     }
 }
 
@@ -278,6 +327,8 @@ pub struct SnowMesh {
     pub(crate) top_tris: DeviceBuffer<[i32; 4]>,
     pub(crate) top_cdf: DeviceBuffer<u32>,
     pub(crate) columns: DeviceBuffer<i32>,
+    pub(crate) ground_tets: DeviceBuffer<i32>,
+    pub(crate) ground_cdf: DeviceBuffer<u32>,
 }
 
 impl SnowMesh {
@@ -294,6 +345,8 @@ impl SnowMesh {
             top_tris: DeviceBuffer::from_slice(context, &g.top_tris)?,
             top_cdf: DeviceBuffer::from_slice(context, &g.top_cdf)?,
             columns: DeviceBuffer::from_slice(context, &g.columns)?,
+            ground_tets: DeviceBuffer::from_slice(context, &g.ground_tets)?,
+            ground_cdf: DeviceBuffer::from_slice(context, &g.ground_cdf)?,
             geometry,
         })
     }

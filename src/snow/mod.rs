@@ -86,11 +86,13 @@ mod cover;
 mod error;
 mod mesh;
 mod particles;
+mod refine;
 mod sim;
 
-pub use config::{DRAW_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
+pub use config::{DRAW_FRACTION, FOOTPRINT_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use error::{Error, Result};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
-pub use sim::{COVER_STAGE, Counters, SORT_STAGE, STEP_STAGE, Snow};
+pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};
+pub use sim::{COVER_STAGE, Counters, Ledger, SORT_STAGE, STEP_STAGE, Snow};

@@ -12,9 +12,10 @@ use crate::scene::{DomainMesh, SortKey, SortMode};
 use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig};
 
 use super::config::{PARCEL_UNITS, SnowConfig};
-use super::cover::{CoverGeometry, GroundCover};
+use super::cover::GroundCover;
 use super::mesh::{SnowGeometry, SnowMesh};
 use super::particles::Particles;
+use super::refine::CoverMesh;
 use super::{Error, Result};
 
 /// Stage name of the particle update.
@@ -52,6 +53,9 @@ pub struct Counters {
     pub first_bad: u32,
     /// Respawns after leaving through a face of another reference.
     pub other: u64,
+    /// Units the landings laid on the cover, summed apart from the cover itself (the
+    /// ledger's check: the cover holds exactly this more than at the start).
+    pub deposited: u64,
 }
 
 impl Counters {
@@ -64,6 +68,7 @@ impl Counters {
             lost: c[4],
             nonfinite: c[5],
             other: c[6],
+            deposited: c[7],
             first_bad,
         }
     }
@@ -110,9 +115,14 @@ pub struct Snow {
     identity: DeviceBuffer<u32>,
     scratch: Option<Scratch>,
     parcel_volume: f64,
+    /// Footprint radius without the flutter, m.
+    footprint: f32,
     frame: u64,
     context: Context,
 }
+
+/// Counters on the device (`SNOW_C_*` in `kernels/snow.cl`).
+const COUNTERS: usize = 8;
 
 impl Snow {
     /// Builds the kernels, uploads the mesh and allocates the particles of `config` in
@@ -128,17 +138,25 @@ impl Snow {
             });
         }
         let geometry = SnowGeometry::new(domain)?;
-        let cover_geometry = CoverGeometry::new(&domain.ground)?;
-        let parcel_volume = config.parcel_volume(geometry.air_volume);
+        let cover_mesh = CoverMesh::new(&domain.ground, config.cover_refinement)?;
+        // The air the parcels share: all of it, or what lies below the source.
+        let air = geometry.source_volume(config.source_height);
+        let parcel_volume = config.parcel_volume(air);
+        let real_parcel_volume = config.real_parcel_volume(air);
+        let footprint = config.footprint_radius(air);
         let mut config = config;
-        config.render_scale = config.drawn_scale(geometry.air_volume);
+        config.render_scale = config.drawn_scale(air);
         let mesh = SnowMesh::new(context, geometry)?;
-        let cover = GroundCover::new(context, cover_geometry, parcel_volume)?;
+        let cover = GroundCover::new(context, cover_mesh, real_parcel_volume)?;
         let walk = Source::embedded("tet_walk.cl", include_str!("../../kernels/tet_walk.cl"))?;
+        let deposit = Source::embedded(
+            "snow_deposit.cl",
+            include_str!("../../kernels/snow_deposit.cl"),
+        )?;
         let snow = Source::embedded("snow.cl", include_str!("../../kernels/snow.cl"))?;
-        let program = Program::build(context, &[walk, snow], "")?;
+        let program = Program::build(context, &[walk, deposit, snow], "")?;
         let n = config.particles;
-        let counters = DeviceBuffer::zeroed(context, 7)?;
+        let counters = DeviceBuffer::zeroed(context, COUNTERS)?;
         let first_bad = DeviceBuffer::from_slice(context, &[u32::MAX])?;
         let staging = CounterStaging {
             counters: cl::PinnedBuffer::new(context, counters.len())?,
@@ -161,6 +179,7 @@ impl Snow {
             mesh,
             cover,
             parcel_volume,
+            footprint,
             frame: 0,
             config,
             context: context.clone(),
@@ -199,9 +218,14 @@ impl Snow {
         &mut self.cover
     }
 
-    /// Volume of one parcel, m³.
+    /// Volume one landing lays, m³ (the acceleration included).
     pub fn parcel_volume(&self) -> f64 {
         self.parcel_volume
+    }
+
+    /// Radius of a landing's footprint without the flake's flutter, m.
+    pub fn footprint_radius(&self) -> f32 {
+        self.footprint
     }
 
     /// Steps taken since the last reset.
@@ -301,7 +325,15 @@ impl Snow {
                 .arg(&flutter)?
                 .arg(&size_law)?
                 .arg(&c.gravity)?
-                .arg(&c.render_scale)?;
+                .arg(&c.render_scale)?
+                .buffer(&m.neighbours)?
+                .buffer(&m.ground_cdf)?
+                .arg(&(m.geometry.ground_tets.len() as i32))?
+                .buffer(&m.ground_tets)?
+                .buffer(&self.cover.links.tris)?
+                .buffer(&self.cover.links.points)?
+                .arg(&source_args(c, &m.geometry))?
+                .arg(&(c.global_hops.min(i32::MAX as u32) as i32))?;
         }
         call.enqueue_into(context, self.init.work_size(context, n)?, timeline)?;
         Ok(())
@@ -411,11 +443,14 @@ impl Snow {
             c.local_hops as i32,
             c.global_hops.min(i32::MAX as u32) as i32,
         ];
+        let links = &self.cover.links;
+        let landing_units = c.landing_units();
         let mut call = self.update.call();
         // SAFETY: the particle arrays and `render` hold n values (checked), the kernel guards
         // i < n; the mesh tables are consistent (built together), tetrahedra index `coords`
         // and `wind` (at least one value per vertex, checked); the ground index maps into the
-        // cover's volumes; the column grid has dims.x · dims.y entries.
+        // coarse ground's vertices, whose triangle tables the cover built, with a lattice of
+        // fine ids into its volumes; the column grid has dims.x · dims.y entries.
         unsafe {
             bind_particles(&mut call, p, render, c.seed)?
                 .buffer(&m.tets)?
@@ -437,8 +472,21 @@ impl Snow {
                 .arg(&g.bounds)?
                 .arg(&refs)?
                 .arg(&refs2)?
-                .arg(&PARCEL_UNITS)?
-                .arg(&c.render_scale)?;
+                .arg(&landing_units)?
+                .arg(&c.render_scale)?
+                .buffer(&links.tris)?
+                .buffer(&links.adjacent)?
+                .buffer(&links.xy)?
+                .buffer(&links.around_offsets)?
+                .buffer(&links.around)?
+                .buffer(&links.lattice)?
+                .arg(&links.refinement)?
+                .arg(&self.footprint)?
+                .buffer(&m.ground_cdf)?
+                .arg(&(g.ground_tets.len() as i32))?
+                .buffer(&m.ground_tets)?
+                .buffer(&links.points)?
+                .arg(&source_args(c, g))?;
         }
         call.enqueue_into(context, self.update.work_size(context, n)?, timeline)?;
         Ok(())
@@ -555,15 +603,26 @@ impl Snow {
         Ok(c)
     }
 
-    /// Total deposited volume in fixed-point units (blocking); with no smoothing loss it is
-    /// exactly `landed · PARCEL_UNITS`.
+    /// The snow on the ground in fixed-point units (blocking).
     pub fn deposited_units(&self) -> Result<u128> {
         Ok(self.cover.volumes()?.iter().map(|&v| u128::from(v)).sum())
     }
 
+    /// The snow's ledger in fixed-point units, from the counters and the cover (blocking).
+    pub fn ledger(&self) -> Result<Ledger> {
+        let c = self.counters()?;
+        Ok(Ledger::new(
+            &c,
+            self.deposited_units()?,
+            self.particles.len(),
+        ))
+    }
+
     /// Checks what no frame may break (blocking reads): every particle id present exactly once
-    /// (none lost or doubled by sorting, permuting or respawning), and the snow on the ground
-    /// exactly the landings × [`PARCEL_UNITS`] (smoothing moves snow, never loses or makes it).
+    /// (none lost or doubled by sorting, permuting or respawning), and the ledger balanced:
+    /// the snow on the ground plus what the parcels carry equals the start's plus what came
+    /// in less what left ([`Ledger`]; smoothing and footprints move snow, never lose or make
+    /// it).
     pub fn check_invariants(&self) -> Result<()> {
         let ids = self.particles.ids.read()?;
         let mut seen = vec![false; ids.len()];
@@ -583,14 +642,19 @@ impl Snow {
                 }
             }
         }
-        let counters = self.counters()?;
-        let deposited = self.deposited_units()?;
-        let expected = u128::from(counters.landed) * u128::from(PARCEL_UNITS);
-        if deposited != expected {
+        let ledger = self.ledger()?;
+        if !ledger.balances() {
             return Err(Error::Invariant(format!(
-                "stage snow.cover: {deposited} units of snow on the ground, but {} landings × \
-                 {PARCEL_UNITS} units per parcel = {expected}",
-                counters.landed
+                "stage snow.cover: the ledger does not balance: {} units on the ground + {} \
+                 carried ≠ {} at the start + {} injected − {} removed ({} landings laid {} \
+                 units)",
+                ledger.ground,
+                ledger.carried,
+                ledger.start,
+                ledger.injected,
+                ledger.removed,
+                ledger.landings,
+                ledger.laid
             )));
         }
         Ok(())
@@ -602,6 +666,64 @@ impl Snow {
         let depth = self.cover.depths()?.into_iter().fold(0.0f32, f32::max);
         Ok((units as f64 * self.cover.unit_volume(), depth))
     }
+}
+
+/// The snow's books in fixed-point units: `ground + carried = start + injected − removed`.
+///
+/// Every parcel carries [`PARCEL_UNITS`] in real time. A landing moves its units to the
+/// ground and lays `round(a · PARCEL_UNITS)` (the acceleration's difference is injected, as a
+/// morphological factor does); a respawn injects a fresh parcel; a parcel leaving through the
+/// top, a closed side or lost removes its units. `laid` is summed on the device apart from the
+/// cover, so a footprint or smoothing that lost or made a unit breaks the balance.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Ledger {
+    /// Units on the ground now.
+    pub ground: u128,
+    /// Units the parcels carry now.
+    pub carried: u128,
+    /// Units at the start (ground and parcels).
+    pub start: u128,
+    /// Units that came in: fresh parcels and the acceleration's share of each landing.
+    pub injected: i128,
+    /// Units that left with parcels through the top, a closed side or lost.
+    pub removed: u128,
+    /// Landings so far.
+    pub landings: u64,
+    /// Units the landings laid, counted apart from the cover.
+    pub laid: u64,
+}
+
+impl Ledger {
+    /// The books of `c`, with `ground` units on the ground and `particles` parcels; the
+    /// ground starts empty ([`Snow::reset`]).
+    pub fn new(c: &Counters, ground: u128, particles: usize) -> Self {
+        let q = u128::from(PARCEL_UNITS);
+        let n = particles as u128;
+        let respawned = u128::from(c.respawned());
+        let exits = u128::from(c.top + c.closed + c.lost + c.other);
+        Self {
+            ground,
+            carried: n * q,
+            start: n * q,
+            injected: (respawned * q) as i128 + c.deposited as i128
+                - (u128::from(c.landed) * q) as i128,
+            removed: exits * q,
+            landings: c.landed,
+            laid: c.deposited,
+        }
+    }
+
+    /// Whether `ground + carried = start + injected − removed` holds exactly.
+    pub fn balances(&self) -> bool {
+        (self.ground + self.carried) as i128
+            == self.start as i128 + self.injected - self.removed as i128
+    }
+}
+
+/// The source's kernel argument: (height, top, depth below the top, tolerance).
+fn source_args(c: &SnowConfig, g: &SnowGeometry) -> [f32; 4] {
+    let below = (c.tolerance * 4.0).max(1e-3);
+    [c.source_height as f32, g.z_range[1], below, c.tolerance]
 }
 
 /// Fails on non-finite particles counted by `c` after `frame` steps.

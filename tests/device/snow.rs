@@ -10,7 +10,8 @@ use snowsim::cl::{Program, Source, WorkSize};
 use snowsim::particle::Particle;
 use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortKey, SortMode};
 use snowsim::snow::{
-    Counters, CoverGeometry, Error, GroundCover, PARCEL_UNITS, ParticleState, Snow, SnowConfig,
+    Counters, CoverGeometry, CoverMesh, Error, GroundCover, PARCEL_UNITS, ParticleState, Snow,
+    SnowConfig,
 };
 use snowsim::terrain::{Terrain, TerrainSpec};
 
@@ -281,13 +282,6 @@ fn particles_stay_located_and_snow_is_conserved() {
     assert_eq!(last.other, 0, "{last:?}");
 }
 
-/// The upper quantile of chi-square with `k` degrees of freedom at p = 0.001
-/// (Wilson–Hilferty).
-fn chi2_limit(k: f64) -> f64 {
-    let z = 3.090_232;
-    k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
-}
-
 fn chi2(counts: &[u64], expected: &[f64]) -> f64 {
     counts
         .iter()
@@ -296,8 +290,13 @@ fn chi2(counts: &[u64], expected: &[f64]) -> f64 {
         .sum()
 }
 
+/// Respawns are stratified: each particle draws its top triangle from its own stratum of the
+/// top's area table (`snow_stratum` in kernels/snow.cl), so the particles cover the top evenly,
+/// far more evenly than independent draws would (chi-square well below its degrees of
+/// freedom), while the point within the stratum is drawn afresh every time (a particle's next
+/// respawn is not where its last one was).
 #[test]
-fn respawns_are_uniform_over_the_top_and_independent_of_where_particles_landed() {
+fn respawns_are_stratified_over_the_top_and_drawn_afresh_within_their_stratum() {
     let ctx = context();
     let flat = domain([200.0, 200.0, 40.0], 6, 2, |_, _| 0.0);
     let mut config = SnowConfig::new(1 << 16);
@@ -310,84 +309,106 @@ fn respawns_are_uniform_over_the_top_and_independent_of_where_particles_landed()
         let c = |x: f32| ((x / 200.0 * k as f32) as usize).min(k - 1);
         (c(p.pos[0]), c(p.pos[1]))
     };
-    let mut uniform = vec![0u64; 32 * 32];
-    let mut pairs = vec![0u64; 64 * 64];
     let mut before = run.particles();
-    let mut total = 0u64;
-    while total < 1_000_000 {
+    let (mut total, mut repeated, mut steps) = (0u64, 0u64, 0u32);
+    let mut worst = 0.0f64;
+    while steps < 16 {
         let counters = run.step(&ctx, 0.5);
         let after = run.particles();
+        let mut uniform = vec![0u64; 32 * 32];
+        let mut respawned = 0u64;
         for (a, b) in before.iter().zip(&after) {
             assert_eq!(a.id, b.id);
-            assert_eq!(
-                b.respawns,
-                a.respawns + 1,
-                "particle {} did not respawn",
-                b.id
-            );
+            if b.respawns != a.respawns + 1 {
+                continue;
+            }
             assert!(
                 b.pos[2] < 40.0 && b.pos[2] > 39.9,
                 "respawned below the top"
             );
             let (x, y) = cell(b, 32);
             uniform[x + 32 * y] += 1;
-            let (ax, ay) = cell(a, 8);
-            let (bx, by) = cell(b, 8);
-            pairs[(ax + 8 * ay) * 64 + bx + 8 * by] += 1;
-            total += 1;
+            respawned += 1;
+            let d = ((b.pos[0] - a.pos[0]).powi(2) + (b.pos[1] - a.pos[1]).powi(2)).sqrt();
+            if d < 1e-3 {
+                repeated += 1;
+            }
         }
-        // All land but the few that flutter through a side on their way down (they wrap
-        // into the ground there and respawn).
-        assert_eq!(counters.respawned(), total);
-        assert!(counters.landed >= total - total / 100, "{counters:?}");
+        // All land but the few that flutter through a side on their way down.
+        assert!(respawned >= 65536 - 65536 / 100, "{counters:?}");
+        let expected = vec![respawned as f64 / 1024.0; 1024];
+        worst = worst.max(chi2(&uniform, &expected));
+        total += respawned;
         before = after;
+        steps += 1;
     }
-    let expected = vec![total as f64 / 1024.0; 1024];
-    let stat = chi2(&uniform, &expected);
+    // Independent draws give chi-square ≈ 1023 ± 45; strata give a small fraction of it.
     assert!(
-        stat < chi2_limit(1023.0),
-        "respawns over 32 × 32 cells: chi-square {stat} > {} (p < 0.001)",
-        chi2_limit(1023.0)
+        worst < 1023.0 / 4.0,
+        "respawns over 32 × 32 cells: chi-square up to {worst}, not stratified"
     );
-    // Contingency table: where a particle landed (below where it was) against where it
-    // respawned.
-    let rows: Vec<u64> = (0..64)
-        .map(|r| pairs[r * 64..][..64].iter().sum())
-        .collect();
-    let cols: Vec<u64> = (0..64)
-        .map(|c| (0..64).map(|r| pairs[r * 64 + c]).sum())
-        .collect();
-    let expected: Vec<f64> = (0..64 * 64)
-        .map(|i| rows[i / 64] as f64 * cols[i % 64] as f64 / total as f64)
-        .collect();
-    let stat = chi2(&pairs, &expected);
-    let k = 63.0 * 63.0;
+    // A particle's stratum is 1/65536 of the top, 0.6 m²: two independent points of it lie
+    // within 1 mm of each other with a probability of about π · 10⁻⁶ / 0.6 ≈ 5 · 10⁻⁶.
+    let fraction = repeated as f64 / total as f64;
     assert!(
-        stat < chi2_limit(k),
-        "8 × 8 landing × 8 × 8 respawn cells: chi-square {stat} > {} (p < 0.001): respawns \
-         remember where particles landed",
-        chi2_limit(k)
+        fraction < 1e-3,
+        "{:.2} % of respawns within 1 mm of the particle's last one: the point repeats",
+        100.0 * fraction
     );
 }
 
-/// The depths the device writes for the terrain drawn (four per float4) are the cover's depths
-/// computed on the host in f64 from the same volumes, to f32 rounding; the padding is zero.
+/// The depths the device writes for the terrain drawn (four per float4, one per vertex of the
+/// wind mesh's ground) are the cover's volumes restricted to those vertices over their dual
+/// areas, computed on the host in 128-bit integers and f64 from the hat functions'
+/// barycentric weights, to f32 rounding; the restriction keeps the total exactly, the depth's
+/// integral over the ground is the cover's volume, and the padding is zero.
 #[test]
 fn cover_depths_written_for_drawing_match_the_host_depths() {
     let ctx = context();
     let flat = domain([20.0, 20.0, 10.0], 12, 1, |x, y| 0.1 * x - 0.05 * y);
-    let geometry = CoverGeometry::new(&flat.ground).unwrap();
-    let nv = geometry.len();
+    let coarse = CoverGeometry::new(&flat.ground).unwrap();
+    let nv = coarse.len();
     assert!(
         !nv.is_multiple_of(4),
         "{nv} vertices: the test wants a padded last float4"
     );
-    let mut cover = GroundCover::new(&ctx, geometry.clone(), 0.3).unwrap();
-    let volumes: Vec<u64> = (0..nv as u64)
+    let mesh = CoverMesh::new(&flat.ground, 3).unwrap();
+    let mut cover = GroundCover::new(&ctx, mesh.clone(), 0.3).unwrap();
+    let fine: Vec<u64> = (0..mesh.len() as u64)
         .map(|i| (i * 2_654_435_761) % 1_000_000_007)
         .collect();
-    cover.set_volumes(&volumes).unwrap();
+    cover.set_volumes(&fine).unwrap();
     let unit = cover.unit_volume();
+    // The restriction by hand: each fine vertex's volume shared by its barycentric weights
+    // in the coarse triangle it lies in, in f64.
+    let mut volumes = vec![0.0f64; nv];
+    for (f, &v) in fine.iter().enumerate() {
+        let (parent, num) = mesh.parents[f];
+        for k in 0..3 {
+            volumes[parent[k] as usize] += v as f64 * f64::from(num[k]) / 3.0;
+        }
+    }
+    let exact = cover.ground_volumes().unwrap();
+    let sum = |v: &[u64]| v.iter().map(|&x| u128::from(x)).sum::<u128>();
+    assert_eq!(sum(&exact), sum(&fine), "the restriction keeps every unit");
+    // Each share is rounded down but the last parent's: a vertex is off by less than one
+    // unit per fine vertex it gathers from.
+    let (offsets, _) = mesh.restriction_table();
+    for v in 0..nv {
+        let gathered = f64::from(offsets[v + 1] - offsets[v]);
+        assert!(
+            (exact[v] as f64 - volumes[v]).abs() <= gathered,
+            "vertex {v}: {} against {}",
+            exact[v],
+            volumes[v]
+        );
+    }
+    let integral: f64 = exact
+        .iter()
+        .zip(&coarse.area)
+        .map(|(&u, &a)| u as f64 * unit / f64::from(a) * f64::from(a))
+        .sum();
+    assert!((integral - sum(&fine) as f64 * unit).abs() < 1e-9 * integral);
     let mut out = DeviceBuffer::<[f32; 4]>::zeroed(&ctx, nv.div_ceil(4)).unwrap();
     let mut timeline = ctx.timeline();
     cover
@@ -396,7 +417,7 @@ fn cover_depths_written_for_drawing_match_the_host_depths() {
     timeline.wait().unwrap();
     let written: Vec<f32> = out.read().unwrap().into_iter().flatten().collect();
     for v in 0..nv {
-        let host = volumes[v] as f64 * unit / f64::from(geometry.area[v]);
+        let host = volumes[v] * unit / f64::from(coarse.area[v]);
         let got = f64::from(written[v]);
         assert!(
             (got - host).abs() <= 1e-5 * host.abs() + 1e-12,
@@ -418,9 +439,9 @@ fn smoothing_conserves_exactly_never_goes_negative_and_leaves_no_steep_snow() {
     let ctx = context();
     // A fine flat mesh, 0.5 m cells, with a pile in the middle and a little snow around.
     let flat = domain([20.0, 20.0, 10.0], 40, 1, |_, _| 0.0);
-    let geometry = CoverGeometry::new(&flat.ground).unwrap();
+    let mut cover = GroundCover::new(&ctx, CoverMesh::new(&flat.ground, 1).unwrap(), 1.0).unwrap();
+    let geometry = cover.geometry.clone();
     let nv = geometry.len();
-    let mut cover = GroundCover::new(&ctx, geometry.clone(), 1.0).unwrap();
     let unit = cover.unit_volume();
     let mut volumes = vec![0u64; nv];
     for (i, v) in volumes.iter_mut().enumerate() {
@@ -600,6 +621,10 @@ fn the_hilbert_key_walks_face_to_face_through_every_cell() {
         &ctx,
         &[
             Source::new("tet_walk.cl", include_str!("../../kernels/tet_walk.cl")),
+            Source::new(
+                "snow_deposit.cl",
+                include_str!("../../kernels/snow_deposit.cl"),
+            ),
             Source::new("snow.cl", include_str!("../../kernels/snow.cl")),
         ],
         "",
