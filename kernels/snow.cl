@@ -262,9 +262,8 @@ inline int snow_source_point(__global const int4 *tets, __global const float4 *c
 // Spreads the n particles uniformly through the air (a tetrahedron chosen by volume from the
 // particle's own stratum, a point uniform in it: Dirichlet(1,1,1,1) barycentrics from four
 // exponentials), or, with a source height (source.x > 0), through the air below it: over the
-// ground point of the particle's stratum, at a height from a rank-1 lattice in the ids
-// (frac(id / φ) turned by the seed), so the particles are stratified in ground position and
-// height together. At rest, with their flutter, size and drag drawn from the generator.
+// ground point of the particle's stratum, at a height from a rank-1 lattice in the ids. At
+// rest, with their flutter drawn from the generator and their size from the lattice.
 // source = (height, top, respawn depth below the top, tolerance); hops the walk's limit.
 __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict vel,
                         __global float4 *restrict flutter, __global uint *restrict tet,
@@ -285,9 +284,14 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
     const uint id = i;
     int t = -1;
     float3 x;
+    // Height and size from a rank-1 lattice in the ids (Roberts's R2 sequence: frac(id / g),
+    // frac(id / g²), g the plastic number, in 32-bit fixed point), turned by the seed: with the
+    // ground position stratified by id, the particles are stratified in position, height and
+    // fall speed together, so where they land is no lottery.
+    const uint lattice_h = id * 0x9e3779b9U + snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 2u);
+    const uint lattice_d = id * 0x91e10da5U + snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 3u);
     if (source.x > 0.0f) {
-        const uint turn = snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 2u);
-        const float h = source.x * snow_unit(id * 0x9e3779b9U + turn);
+        const float h = source.x * snow_unit(lattice_h);
         t = snow_source_point(tets, coords, neighbours, ground_cdf, ground_count, ground_tets,
                               ground_tris, ground_points, seed, id, n, 0u, h, source.y, source.z,
                               source.w, hops, &x);
@@ -312,7 +316,7 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
     const float phase = SNOW_TWO_PI * snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 2u));
     // size_law = (smallest diameter, largest, reference diameter, reference fall speed):
     // v_t(d) = v_ref (d / d_ref)^0.2, k = g / v_t².
-    const float d = mix(size_law.x, size_law.y, snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 3u)));
+    const float d = mix(size_law.x, size_law.y, snow_unit(lattice_d));
     const float vt = size_law.w * pow(d / size_law.z, 0.2f);
     pos[i] = (float4)(x, phase);
     vel[i] = (float4)(0.0f, 0.0f, 0.0f, gravity / (vt * vt));

@@ -36,6 +36,30 @@ pub enum Command {
     Check(CheckArgs),
     /// Write the procedural valley heightmap as a 16-bit PNG (how scenes/valley.png is made).
     Valley(ValleyArgs),
+    /// Write the ridge heightmap as a 16-bit PNG (how scenes/ridge.png is made): a Gaussian
+    /// ridge running east–west across the middle.
+    Ridge(RidgeArgs),
+}
+
+/// Options of `snowsim scene ridge`.
+#[derive(Debug, clap::Args)]
+pub struct RidgeArgs {
+    /// Output PNG file.
+    output: PathBuf,
+    /// Width and height in pixels.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=16384))]
+    resolution: u32,
+    /// Half-width at half height, as a fraction of the map's north–south extent (0 to 1).
+    #[arg(long, default_value_t = 0.15, value_parser = half_width)]
+    half_width: f64,
+}
+
+fn half_width(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(w) if w > 0.0 && w <= 1.0 => Ok(w),
+        Ok(w) => Err(format!("{w} is not in (0, 1]")),
+        Err(e) => Err(format!("`{text}` is not a number: {e}")),
+    }
 }
 
 /// Options of `snowsim scene check`.
@@ -79,6 +103,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check(args) => check(args),
         Command::Valley(args) => valley(args),
+        Command::Ridge(args) => ridge(args),
     }
 }
 
@@ -333,6 +358,20 @@ fn print_domain(
         }
     }
     Ok(())
+}
+
+fn ridge(args: RidgeArgs) -> anyhow::Result<ExitCode> {
+    output::check_image(&args.output)?;
+    let map = procedural::ridge(args.resolution as usize, args.half_width);
+    map.write_png16(&args.output)?;
+    outln!(
+        "wrote {}: {} × {} 16-bit ridge heightmap (half-width {} of the map)",
+        args.output.display(),
+        map.width(),
+        map.height(),
+        args.half_width
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn valley(args: ValleyArgs) -> anyhow::Result<ExitCode> {

@@ -1,4 +1,5 @@
-//! Procedural heightmaps: the valley that `scenes/valley.png` is made from.
+//! Procedural heightmaps: the valley that `scenes/valley.png` is made from, and the ridge of
+//! `scenes/ridge.png`.
 //!
 //! Gradient noise (Perlin's, with hashed gradients), summed over octaves as fractional
 //! Brownian motion, and ridged multifractal noise (Musgrave) for sharp mountain crests. All of
@@ -33,6 +34,25 @@ pub fn valley(resolution: usize, seed: u32) -> Heightmap {
         });
     let span = (hi - lo).max(f64::MIN_POSITIVE);
     Heightmap::from_values(n, n, raw.iter().map(|h| (h - lo) / span).collect())
+}
+
+/// A straight ridge running east–west across the middle of the map, `resolution × resolution`
+/// pixels: a Gaussian profile across it, 1 on the crest, falling to half at `half_width` (a
+/// fraction of the map's north–south extent) on either side, `exp(−ln 2 · (d / half_width)²)`
+/// with `d` the distance from the crest line. A wind from the north crosses it at right
+/// angles: the shape of Taylor & Lee's guideline and of drifting-snow studies of ridges.
+pub fn ridge(resolution: usize, half_width: f64) -> Heightmap {
+    let n = resolution.max(2);
+    let w = half_width.max(f64::MIN_POSITIVE);
+    let values = (0..n * n)
+        .map(|p| {
+            let row = p / n;
+            let v = 1.0 - row as f64 / (n - 1) as f64;
+            let d = (v - 0.5) / w;
+            (-std::f64::consts::LN_2 * d * d).exp()
+        })
+        .collect();
+    Heightmap::from_values(n, n, values)
 }
 
 /// Unnormalised valley height at `(u, v)` (`v` = 0 south).

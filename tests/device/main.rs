@@ -10,6 +10,7 @@
 mod common;
 
 mod cl;
+mod cover;
 mod gml;
 mod gml_examples;
 mod gml_export;

@@ -57,6 +57,23 @@ fn the_valley_heightmap_is_made_by_the_procedural_generator() {
 }
 
 #[test]
+fn the_ridge_heightmap_is_made_by_the_procedural_generator() {
+    // scenes/README.md says `snowsim scene ridge scenes/ridge.png` made it.
+    let shipped = Heightmap::read(&scenes().join("ridge.png")).unwrap();
+    let made = procedural::ridge(256, 0.15);
+    let mut worst = 0.0f64;
+    for r in 0..256 {
+        for c in 0..256 {
+            worst = worst.max((shipped.pixel(c, r) - made.pixel(c, r)).abs());
+        }
+    }
+    assert!(worst <= 1.0 / 65535.0 + 1e-12, "differs by {worst}");
+    // Half height at 0.15 of the extent from the crest (row 127.5 is the middle).
+    let at = |d: f64| made.pixel(0, (127.5 + d * 255.0).round() as usize);
+    assert!((at(0.15) - 0.5).abs() < 0.02, "{}", at(0.15));
+}
+
+#[test]
 fn the_flat_scene_builds_a_valid_fully_referenced_domain() {
     let scene = Scene::load(&scenes().join("flat.toml")).unwrap();
     for renumber in [false, true] {
