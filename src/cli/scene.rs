@@ -247,30 +247,39 @@ fn print_scene(scene: &Scene) -> Result<(), ConsoleError> {
         s.gravity
     )?;
     outln!(
-        "          flutter radius {}–{} m at {}–{} rad/s; snowfall {} mm/h; sort {} by {}; seed {}",
+        "          flutter radius {}–{} m at {}–{} rad/s; snowfall {} mm/h of {} kg/m³ snow, \
+         entering {}; sort {} by {}; seed {}",
         s.flutter_radius[0],
         s.flutter_radius[1],
         s.flutter_rate[0],
         s.flutter_rate[1],
         s.rate * 1000.0,
+        s.density,
+        match s.source_height {
+            h if h > 0.0 => format!("{h} m above the ground"),
+            _ => "through the top".into(),
+        },
         s.sort.name(),
         s.sort_key.name(),
         s.seed
     )?;
     let g = &scene.ground;
     outln!(
-        "ground:   {} m of snow at the start, repose angle {}°, smoothing rate {}",
+        "ground:   {} m of snow at the start, repose angle {}°, smoothing rate {}; the cover's \
+         mesh {} pieces per ground edge",
         g.initial_depth,
         g.repose_angle,
-        g.smoothing_rate
+        g.smoothing_rate,
+        g.cover_refinement
     )?;
     outln!(
-        "time:     step {} s, {}",
+        "time:     step {} s, {}; snowfall accelerated {}×",
         scene.time.step,
         match scene.time.frames {
             Some(n) => format!("{n} frames"),
             None => "until closed".into(),
-        }
+        },
+        scene.time.acceleration
     )?;
     let c = &scene.camera;
     outln!(

@@ -1,14 +1,15 @@
-//! The snow cover: volume per ground vertex in 64-bit fixed point, its depth, and the
-//! conservative smoothing per ground-surface edge (`kernels/snow_cover.cl`).
+//! The snow cover: volume per vertex of the cover's own mesh ([`CoverMesh`]) in 64-bit fixed
+//! point, its depth, the conservative smoothing per edge of that mesh, and the restriction to
+//! the wind mesh's ground that the terrain is drawn with (`kernels/snow_cover.cl`).
 //!
 //! Smoothing, once per step: where the surface (ground + snow) between the ends of an edge is
 //! steeper than the repose angle, the higher end gives `rate` times the volume that would bring
 //! the edge back to the angle (`V = excess / (1/A_a + 1/A_b)`), in whole units; each vertex
 //! scales its outflows so that they never exceed its volume, by a 32-bit fraction rounded
 //! down; each edge's flux is then subtracted from one end and added to the other in integers.
-//! So depths stay ≥ 0 and the total is conserved exactly. On the valley (42 m cells, 38°),
-//! snow moves only where the surface along an edge climbs more than 0.78 × 42 ≈ 33 m: bare
-//! slopes steeper than the angle shed their snow, gentler ground keeps it where it fell.
+//! So depths stay ≥ 0 and the total is conserved exactly. On the valley's cover (10.4 m edges,
+//! 38°), snow moves only where the surface along an edge climbs more than 0.78 × 10.4 ≈ 8 m:
+//! bare slopes steeper than the angle shed their snow, gentler ground keeps it where it fell.
 
 use crate::cl::{
     BufferArg, Context, DeviceBuffer, Kernel, OutputBuffer, Program, Source, Timeline,

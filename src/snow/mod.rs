@@ -7,7 +7,8 @@
 //!   neighbours and boundary references, the ground and top faces, a column grid for global
 //!   point location).
 //! - [`Particles`]: the particle arrays on the device, structure of arrays.
-//! - [`GroundCover`]: snow volume per ground vertex in 64-bit fixed point, and its smoothing.
+//! - [`GroundCover`]: snow volume per vertex of the cover's own mesh ([`CoverMesh`]) in 64-bit
+//!   fixed point, its smoothing, and its restriction to the wind mesh's ground.
 //! - [`Snow`]: the whole simulation on one device, its frame in three stages that
 //!   `sim::Simulation::step` runs in order: [`sort`](Snow::sort), [`advance`](Snow::advance)
 //!   (taking the wind, a per-vertex velocity of the domain mesh, as an argument) and
@@ -37,18 +38,47 @@
 //! it at a point uniform over the top face, drawn from the generator keyed by
 //! (seed, id, respawn count), moving with the wind there and falling at its terminal speed.
 //!
-//! # Deposit and parcel volume
+//! # Where the snow enters
 //!
-//! A landing splits the parcel over the three vertices of the ground triangle it crossed by the
-//! crossing point's barycentrics, in 64-bit fixed point: `Q = 2^24` units per parcel,
-//! `q1 = round(w1 Q)`, `q2 = round(w2 Q)`, `q3 = Q − q1 − q2`, added with 64-bit atomics, so
-//! totals are exact and independent of order. With `snow.rate` `R` (metres of snow per hour on
-//! open flat ground), `time.acceleration` `a`, the air volume `V_air` (the top area times the
-//! mean air column), the reference terminal speed `v_t` and `N` particles, particles reach the
-//! ground about `N v_t / H` per second, so the **parcel volume** is
-//! `V_p = a R V_air / (3600 v_t N)` m³ and one unit is `V_p / 2^24` m³. The depth at a ground
-//! vertex is its volume over its horizontal dual area (a third of its triangles' horizontal
-//! areas): the vertical thickness of the cover.
+//! A respawn puts the parcel at a point of the top, or, with `snow.source_height` `h > 0`, `h`
+//! metres over a point of the ground (never above the top): the air below that height is
+//! where the parcels are, and the snowfall above it is taken as uniform. Parcels are
+//! **stratified by id**: the entry point comes from the parcel's own stratum `[id, id + 1) / N`
+//! of the top's (or the ground's) area table, mapped into its triangle by a recursive
+//! four-way split so a stratum is a small patch; the initial spread takes the tetrahedron
+//! from the parcel's stratum of the volume table, or (with a source height) the ground point
+//! of its stratum at a height `h frac(id / φ + r)` and a flake size from `frac(id / g² + r')`
+//! (golden ratio φ, plastic number g: low-discrepancy lattices; `r`, `r'` turned by the seed).
+//! So no region holds more or fewer parcels than its share, give or take one, and which of
+//! them land first is no lottery: the pattern of the cover is the scene's, not the sampling's.
+//!
+//! # Deposit, cover and ledger
+//!
+//! The cover lives on its own mesh ([`CoverMesh`]): every ground triangle of the wind mesh cut
+//! into `r²` (`ground.cover_refinement`). A landing lays its snow over a **footprint**: a disk
+//! of radius `s / 2` ([`FOOTPRINT_FRACTION`]) plus the flake's flutter radius, `s` the mean
+//! parcel spacing `(V / N)^⅓` (a parcel stands for the flakes of its share of the air, and
+//! they land spread over about its width; no wider, or the wind's drifts would blur),
+//! integrated by the 7-point disk cubature (`kernels/snow_deposit.cl`): each point's share to
+//! the three vertices of the fine triangle it falls in by its barycentrics, in 64-bit fixed
+//! point, `q1 = round(w1 u)`, `q2 = round(w2 u)`, `q3 = u − q1 − q2`, added with 64-bit
+//! atomics, so totals are exact and independent of order.
+//!
+//! With `snow.rate` `R` (metres of snow per hour on open flat ground), the air the parcels
+//! share `V` (all of it, or the air below the source), the reference terminal speed `v_t` and
+//! `N` particles, particles reach the ground about `N v_t / H` per second, so the **real
+//! parcel volume** is `V_p = R V / (3600 v_t N)` m³ and one unit is `V_p / 2^24` m³, fixed at
+//! the start. `time.acceleration` `a` multiplies what a landing lays, `round(a 2^24)` units,
+//! like a morphological factor: the wind and the parcels stay in real time. The depth at a
+//! cover vertex is its volume over its horizontal dual area (a third of its triangles'
+//! horizontal areas): the vertical thickness of the cover. What the wind mesh's ground shows
+//! (the drawn terrain, `--vtu`) is the cover **restricted** to its vertices by the hat
+//! functions, exactly in integers ([`CoverMesh::restrict`]): its integral over the ground
+//! triangles is the cover's volume.
+//!
+//! The **ledger** ([`Ledger`]): ground + carried = start + injected − removed, in units; the
+//! landings' units are also summed on the device apart from the cover, so a footprint or a
+//! smoothing that lost or made a unit breaks it (`Snow::check_invariants`, `--check`).
 //!
 //! # Drawing
 //!
