@@ -8,7 +8,7 @@
 use glam::Vec3;
 
 use crate::interop::InteropMode;
-use crate::render::{OrbitCamera, TerrainMesh, Views};
+use crate::render::{OrbitCamera, Palette, TerrainMesh, Views};
 use crate::scene::{Scene, SceneGround};
 use crate::terrain::SceneBox;
 
@@ -78,6 +78,16 @@ impl SceneView {
             wind_max_length: 0.8 * spacing,
             // The fastest wind draws a line of the longest length.
             wind_seconds: 0.8 * spacing / speed_max,
+            snow_cover: view.snow_cover.map(|d| d as f32),
+            sun: view.sun.map(|a| a as f32),
+            exposure: view.exposure as f32,
+            shadow_map: view.shadow_map,
+            palette: Palette {
+                background: view.sky.map(|c| c as f32),
+                snow: view.snow_colour.map(|c| c as f32),
+                snow_shade: view.snow_shade.map(|c| c as f32),
+                ..Palette::default()
+            },
             ..Views::default()
         };
         Ok(Self {
@@ -101,5 +111,24 @@ impl SceneView {
             particle_render: crate::splat::ParticleRender::default(),
             profile_every: 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::render::{Palette, Views};
+    use crate::scene::View;
+
+    /// A scene without `[view]` keys draws with the renderer's own defaults.
+    #[test]
+    fn the_scene_view_defaults_are_the_renderer_defaults() {
+        let (views, palette) = (Views::default(), Palette::default());
+        let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+        assert_eq!(f(&View::SUN), views.sun.to_vec());
+        assert_eq!(f(&View::SKY), palette.background.to_vec());
+        assert_eq!(f(&View::SNOW_COLOUR), palette.snow.to_vec());
+        assert_eq!(f(&View::SNOW_SHADE), palette.snow_shade.to_vec());
+        assert_eq!(f(&View::SNOW_COVER), views.snow_cover.to_vec());
+        assert_eq!(View::SHADOW_MAP, views.shadow_map);
     }
 }

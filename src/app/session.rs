@@ -333,7 +333,7 @@ impl Session {
                 .after_frame(&mut self.simulation, self.frame, dt)?;
         }
         let start = Instant::now();
-        self.draw(size);
+        self.draw(size)?;
         times.push(StageTime::host(stage::DRAW, start.elapsed()));
         self.drawn();
         if let Some(composite) = self.renderer.take_composite_time() {
@@ -437,6 +437,7 @@ impl Session {
         if step && let Some(link) = self.depth_link.as_mut() {
             transfer += link.publish(&gl)?;
             copies.push((link.take_last_copy(), link.bytes()));
+            self.renderer.snow_changed();
         }
         times.push(StageTime::host(stage::TRANSFER, transfer));
         if copies.iter().any(|(c, _)| c.is_some()) {
@@ -472,7 +473,7 @@ impl Session {
             size: (w, h),
             point_scale: self.camera.point_scale(h),
             min_diameter: self.renderer.min_point_size(&self.views),
-            colour: self.renderer.palette.snow,
+            colour: crate::render::flake_colour(&self.views),
         };
         self.timeline.stage(SPLAT_STAGE);
         pass.enqueue(
@@ -582,10 +583,11 @@ impl Session {
     }
 
     /// Draws the current buffers and waits for GL to finish.
-    pub fn draw(&self, size: (u32, u32)) {
-        self.renderer.draw(&self.camera, size, &self.views);
+    pub fn draw(&self, size: (u32, u32)) -> Result<()> {
+        self.renderer.draw(&self.camera, size, &self.views)?;
         // SAFETY: the renderer's context is current on this thread.
         unsafe { self.renderer.gl().finish() };
+        Ok(())
     }
 
     /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).
@@ -622,6 +624,7 @@ impl Session {
             )?;
             self.timeline.resolve()?;
             link.publish(&gl)?;
+            self.renderer.snow_changed();
         }
         self.camera = self.home;
         self.time = 0.0;
@@ -683,7 +686,7 @@ impl FrameDriver for Session {
             // The image is of another size: splat again (without stepping) before drawing.
             self.run_kernels(size, false)?;
         }
-        self.draw(size);
+        self.draw(size)?;
         self.drawn();
         Ok(())
     }

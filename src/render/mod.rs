@@ -24,6 +24,7 @@ mod gl_context;
 mod headless;
 mod renderer;
 mod shader;
+mod shadow;
 mod splat;
 mod terrain;
 pub mod window;
@@ -38,6 +39,7 @@ pub use frame::{
 pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
 pub(crate) use renderer::buffer_bytes;
-pub use renderer::{FIELD_SAMPLE_BYTES, Palette, Renderer, Views};
+pub use renderer::{AMBIENT, FIELD_SAMPLE_BYTES, Palette, Renderer, Views, flake_colour};
 pub use shader::{SHADER_DIR_ENV, ShaderProgram, ShaderSource, build_program};
+pub use shadow::sun_direction;
 pub use terrain::TerrainMesh;

@@ -154,4 +154,11 @@ pub struct RawView {
     pub pressure: Option<bool>,
     pub window: Option<Vec<u32>>,
     pub vsync: Option<bool>,
+    pub sun: Option<Vec<f64>>,
+    pub exposure: Option<f64>,
+    pub sky: Option<Vec<f64>>,
+    pub snow_colour: Option<Vec<f64>>,
+    pub snow_shade: Option<Vec<f64>>,
+    pub snow_cover: Option<Vec<f64>>,
+    pub shadow_map: Option<u32>,
 }

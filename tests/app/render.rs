@@ -25,6 +25,7 @@ use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
 use crate::common::{Capability, skip};
 
+mod look;
 mod splat;
 
 const W: u32 = 320;
@@ -526,7 +527,7 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     )
     .unwrap();
     renderer.set_particles(buffer, particles.len()).unwrap();
-    renderer.draw(&camera(), (W, H), &Views::default());
+    renderer.draw(&camera(), (W, H), &Views::default()).unwrap();
     let image = read_frame(&setup.gl, (W, H)).unwrap();
     check_fixed_scene(&image, "vulkan-to-gl");
     drop(renderer);
@@ -622,12 +623,14 @@ fn interop_external_without_the_extensions_is_a_clear_error() {
 }
 
 /// The snow a source lays reaches the terrain drawn through the interop (a buffer OpenCL
-/// writes, added to each vertex's depth in the shader): with 1 m laid along the near edge of the
-/// ground and none along the far edge, the colour at each sampled ground point is the bare
-/// ground's blended towards the fully covered ground's by min(depth / full depth, 1), the depth
+/// writes, added to each vertex's depth in the shader): with 0.25 m laid along the y = 0 edge of
+/// the ground and none along the y = 40 m edge, the colour at each sampled ground point is the bare
+/// ground's blended towards the fully covered ground's by the stated transition smoothstep(d0, d1, depth), the depth
 /// interpolated from the vertices by the camera model, both references rendered here.
 #[test]
 fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
+    /// Metres laid along the y = 0 edge.
+    const LAID: f32 = 0.25;
     let device = default_device();
     let headless = Headless::new(W, H).unwrap();
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
@@ -660,18 +663,22 @@ fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
     let near_edge: Vec<f32> = terrain
         .positions
         .iter()
-        .map(|p| 1.0 - p.y / GROUND)
+        .map(|p| LAID * (1.0 - p.y / GROUND))
         .collect();
     let image = render(near_edge);
-    let full = Views::default().snow_full_depth;
+    let [bare_depth, full] = Views::default().snow_cover;
     let cam = Pinhole::orbit(&camera());
     let mut bad = Vec::new();
     let mut checked = 0;
     for fy in [0.1f32, 0.78, 0.82, 0.86, 0.9, 0.94, 0.97] {
         for fx in [0.3f32, 0.5, 0.7] {
-            let p = cam.project(Vec3::new(fx * GROUND, fy * GROUND, 0.0)).0;
+            // The ground is drawn raised by its snow.
+            let depth = LAID * (1.0 - fy);
+            let p = cam.project(Vec3::new(fx * GROUND, fy * GROUND, depth)).0;
             let (x, y) = (p.x as u32, p.y as u32);
-            let s = ((1.0 - fy) / full).min(1.0);
+            // The stated transition: smoothstep(bare_depth, full, depth).
+            let t = ((depth - bare_depth) / (full - bare_depth)).clamp(0.0, 1.0);
+            let s = t * t * (3.0 - 2.0 * t);
             let [b, c, got] = [&bare, &covered, &image].map(|i| i.get_pixel(x, y).0);
             for k in 0..3 {
                 let expected = f32::from(b[k]) + s * (f32::from(c[k]) - f32::from(b[k]));
@@ -1192,13 +1199,10 @@ fn a_uniform_renamed_in_a_shader_copy_is_an_error_naming_the_file_and_uniform() 
     }
 
     // Declared, no longer used: the program runs.
-    let constant = terrain.replace(
-        "(u_ambient + (1.0 - u_ambient) * diffuse)",
-        "(0.35 + 0.65 * diffuse)",
-    );
+    let constant = terrain.replace("cover) * u_exposure", "cover) * 1.0");
     assert_ne!(
         constant, terrain,
-        "terrain.frag no longer uses u_ambient so"
+        "terrain.frag no longer uses u_exposure so"
     );
     std::fs::write(dir.join("terrain.frag"), constant).unwrap();
     let out = run_with_shaders(&dir);

@@ -1,0 +1,249 @@
+//! The look of the ground (issue 27, item 3), drawn by the renderer alone on headless EGL
+//! (llvmpipe in CI): the snow raises the surface and whitens it by the stated transition, bare
+//! ground keeps its colour, and a low sun shadows a ridge's lee. Every expected colour is
+//! computed here from the palette, the sun's direction and the geometry (a flat patch's normal
+//! is +z, so the sun's incidence is its elevation), and every expected pixel from the pinhole
+//! camera model of `render.rs`, not from the renderer's matrices.
+
+use super::*;
+use snowsim::render::AMBIENT;
+
+/// Draws `terrain` with `views` from `camera` into a `W × H` frame and reads it back.
+fn draw(terrain: &TerrainMesh, camera: &OrbitCamera, views: &Views) -> image::RgbaImage {
+    let headless = Headless::new(W, H).unwrap();
+    let renderer = Renderer::new(headless.setup().gl.clone(), terrain).unwrap();
+    renderer.draw(camera, (W, H), views).unwrap();
+    read_frame(&headless.setup().gl, (W, H)).unwrap()
+}
+
+fn px(image: &image::RgbaImage, p: Vec2) -> [u8; 3] {
+    let q = image.get_pixel(p.x as u32, p.y as u32).0;
+    [q[0], q[1], q[2]]
+}
+
+/// `albedo × light`, per channel, as an 8-bit colour (what the framebuffer stores).
+fn lit(albedo: [f32; 3], light: [f32; 3]) -> [f32; 3] {
+    [0, 1, 2].map(|k| (albedo[k] * light[k]).min(1.0) * 255.0)
+}
+
+/// Whether `got` is within `tolerance` of `expected` in every channel.
+fn near(got: [u8; 3], expected: [f32; 3], tolerance: f32) -> bool {
+    (0..3).all(|k| (f32::from(got[k]) - expected[k]).abs() <= tolerance)
+}
+
+/// The light on flat ground under the default sun, unshadowed: on bare ground the white
+/// ambient share plus the rest times the sun's incidence (its elevation, for a flat patch), on
+/// snow the sky's light on snow plus the same sun.
+fn flat_light(views: &Views, snow: bool) -> [f32; 3] {
+    let sun = (1.0 - AMBIENT) * views.sun[1].to_radians().sin();
+    if snow {
+        views.palette.snow_shade.map(|s| s + sun)
+    } else {
+        [AMBIENT + sun; 3]
+    }
+}
+
+/// A flat 40 m square on a 1 m grid with 0.5 m of snow west of x = 19 m and none from
+/// x = 20 m: the covered half is the snow's colour in the sun, the bare half is the grass's,
+/// the same as with no snow at all; a 6 m cover raises the far edge above where the bare ground
+/// ends against the sky.
+#[test]
+fn a_known_depth_field_whitens_and_raises_the_covered_ground_and_leaves_the_bare_unchanged() {
+    let n = GROUND as usize + 1;
+    let field = Heightfield::from_fn(n, n, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let bare_terrain = TerrainMesh::from_heightfield(&field).unwrap();
+    let covered = |depth: f32| {
+        let mut t = bare_terrain.clone();
+        let d: Vec<f32> = t
+            .positions
+            .iter()
+            .map(|p| if p.x < 19.5 { depth } else { 0.0 })
+            .collect();
+        t.set_snow_depth(&d).unwrap();
+        t
+    };
+    let views = Views {
+        particles: false,
+        ..Views::default()
+    };
+    let cam = camera();
+    let pin = Pinhole::orbit(&cam);
+    let bare = draw(&bare_terrain, &cam, &views);
+    let half = draw(&covered(0.5), &cam, &views);
+
+    let grass = lit(views.palette.grass, flat_light(&views, false));
+    let snow = lit(views.palette.snow, flat_light(&views, true));
+    let mut bad = Vec::new();
+    let mut checked = [0; 2];
+    for y in [4.0f32, 12.0, 20.0, 28.0, 36.0] {
+        for x in [3.0f32, 8.0, 13.0, 17.0, 23.0, 28.0, 33.0, 37.0] {
+            let cover = x < 19.5;
+            let p = pin
+                .project(Vec3::new(x, y, if cover { 0.5 } else { 0.0 }))
+                .0;
+            let (got, before) = (px(&half, p), px(&bare, p));
+            let expected = if cover { snow } else { grass };
+            if !near(got, expected, 3.0) {
+                bad.push(format!(
+                    "({x}, {y}) at {p}: {got:?}, expected {expected:?} ({})",
+                    if cover { "snow" } else { "grass" }
+                ));
+            }
+            if !cover && got != before {
+                bad.push(format!(
+                    "bare ({x}, {y}) at {p}: {got:?} with snow elsewhere, {before:?} without"
+                ));
+            }
+            if !near(px(&bare, p), grass, 3.0) {
+                bad.push(format!(
+                    "snow-free ({x}, {y}) at {p}: {before:?}, expected {grass:?}"
+                ));
+            }
+            checked[cover as usize] += 1;
+        }
+    }
+    assert!(
+        snow[2] > snow[0] && snow.iter().all(|&c| c > 150.0),
+        "lit snow is bright: {snow:?}"
+    );
+
+    // Raised: the far edge (y = 0) of a 6 m cover is seen above where the bare edge meets the
+    // sky, at x = 4, 8, 12 m.
+    let tall = draw(&covered(6.0), &cam, &views);
+    let background = rgb(views.palette.background);
+    for x in [4.0f32, 8.0, 12.0] {
+        let ground_edge = pin.project(Vec3::new(x, 0.0, 0.0)).0;
+        let raised_edge = pin.project(Vec3::new(x, 0.0, 6.0)).0;
+        assert!(
+            ground_edge.y - raised_edge.y > 8.0,
+            "the test needs the raised edge well above: {ground_edge} {raised_edge}"
+        );
+        let between = Vec2::new(ground_edge.x, 0.5 * (ground_edge.y + raised_edge.y));
+        let (sky, top) = (px(&bare, between), px(&tall, between));
+        if classify(sky, background) != Class::Background {
+            bad.push(format!(
+                "beyond the bare edge at {between}: {sky:?}, expected the sky"
+            ));
+        }
+        if !near(top, snow, 12.0) {
+            bad.push(format!(
+                "under the raised edge at {between}: {top:?}, expected the snow's {snow:?}"
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} wrong ({checked:?} ground points):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// The transition is the stated rule, smoothstep(d0, d1, depth), the same everywhere: 2 cm on
+/// the default [0, 0.10] m is 10.4 % of the way from grass to snow, 5 cm half, 10 cm all.
+#[test]
+fn partial_cover_follows_the_stated_transition_without_noise() {
+    let n = 11;
+    let field = Heightfield::from_fn(n, n, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let views = Views {
+        particles: false,
+        ..Views::default()
+    };
+    let cam = camera();
+    let pin = Pinhole::orbit(&cam);
+    let grass = lit(views.palette.grass, flat_light(&views, false));
+    let snow = lit(views.palette.snow, flat_light(&views, true));
+    for (depth, share) in [(0.02f32, 0.104f32), (0.05, 0.5), (0.1, 1.0), (0.3, 1.0)] {
+        let mut terrain = TerrainMesh::from_heightfield(&field).unwrap();
+        terrain.set_snow_depth(&vec![depth; n * n]).unwrap();
+        let image = draw(&terrain, &cam, &views);
+        let expected = [0, 1, 2].map(|k| grass[k] + share * (snow[k] - grass[k]));
+        let mut seen = Vec::new();
+        for (x, y) in [(5.0, 5.0), (20.0, 20.0), (33.0, 12.0), (12.0, 33.0)] {
+            let got = px(&image, pin.project(Vec3::new(x, y, depth)).0);
+            assert!(
+                near(got, expected, 3.0),
+                "{depth} m at ({x}, {y}): {got:?}, expected {expected:?} ({share} covered)"
+            );
+            seen.push(got);
+        }
+        assert!(
+            seen.windows(2).all(|w| w[0] == w[1]),
+            "{depth} m: the same depth gives the same colour everywhere: {seen:?}"
+        );
+    }
+}
+
+/// A ridge 8 m high along y at x = 40 m (45° flanks) between flat ground, the sun in the east
+/// 20° above the horizon: the crest's shadow reaches x = 40 − 8 / tan 20° = 18.0 m, so the flat
+/// ground at x = 20…28 m is in the ridge's lee and gets only the sky's light, while the same
+/// flat ground at x = 4…12 m (beyond the shadow) and at x = 56…72 m (on the sunny side) is
+/// lit. Bare, and again under 1 m of snow (bluish in the shade).
+#[test]
+fn a_low_sun_shadows_the_lee_of_a_ridge() {
+    let (nx, ny) = (81, 41);
+    let field = Heightfield::from_fn(nx, ny, Vec2::ZERO, Vec2::new(80.0, 40.0), |x, _| {
+        (8.0 - (x - 40.0).abs()).max(0.0)
+    })
+    .unwrap();
+    let eye = Vec3::new(40.0, -45.0, 45.0);
+    let target = Vec3::new(40.0, 20.0, 0.0);
+    let fovy = 50f32.to_radians();
+    let cam = OrbitCamera::looking_at(eye, target, fovy);
+    let pin = Pinhole::looking_at(eye, target, fovy, (W, H));
+    let views = Views {
+        particles: false,
+        sun: [90.0, 20.0],
+        ..Views::default()
+    };
+    let shadow_edge = 40.0 - 8.0 / 20f32.to_radians().tan();
+    assert!((shadow_edge - 18.02).abs() < 0.01);
+    for depth in [0.0f32, 1.0] {
+        let mut terrain = TerrainMesh::from_heightfield(&field).unwrap();
+        terrain
+            .set_snow_depth(&vec![depth; terrain.positions.len()])
+            .unwrap();
+        let image = draw(&terrain, &cam, &views);
+        let albedo = if depth > 0.0 {
+            views.palette.snow
+        } else {
+            views.palette.grass
+        };
+        let sky_light = if depth > 0.0 {
+            views.palette.snow_shade
+        } else {
+            [AMBIENT; 3]
+        };
+        let sun = (1.0 - AMBIENT) * 20f32.to_radians().sin();
+        let in_sun = lit(albedo, sky_light.map(|s| s + sun));
+        let in_shadow = lit(albedo, sky_light);
+        let mut bad = Vec::new();
+        for y in [10.0f32, 20.0, 30.0] {
+            for x in [4.0f32, 8.0, 12.0, 20.0, 24.0, 28.0, 56.0, 64.0, 72.0] {
+                let shadowed = x > shadow_edge && x < 32.0;
+                let p = pin.project(Vec3::new(x, y, depth)).0;
+                let got = px(&image, p);
+                let expected = if shadowed { in_shadow } else { in_sun };
+                if !near(got, expected, 3.0) {
+                    bad.push(format!(
+                        "({x}, {y}) at {p}: {got:?}, expected {expected:?} ({})",
+                        if shadowed { "shadow" } else { "sun" }
+                    ));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} m of snow: {} wrong:\n{}",
+            depth,
+            bad.len(),
+            bad.join("\n")
+        );
+        if depth > 0.0 {
+            assert!(
+                in_shadow[2] > in_shadow[0] + 20.0,
+                "snow in shade is bluish"
+            );
+        }
+    }
+}
