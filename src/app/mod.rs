@@ -17,6 +17,7 @@ mod scene;
 mod session;
 mod splat;
 mod stepper;
+pub mod time;
 
 pub use scene::{SceneView, WIND_LINE_SAMPLES};
 pub use session::{COMPOSITE_STAGE, FIELD_STAGE, SPLAT_STAGE, Session, SessionConfig};

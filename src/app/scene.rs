@@ -82,6 +82,7 @@ impl SceneView {
             sun: view.sun.map(|a| a as f32),
             exposure: view.exposure as f32,
             shadow_map: view.shadow_map,
+            osd_text: view.osd_text as f32,
             palette: Palette {
                 background: view.sky.map(|c| c as f32),
                 snow: view.snow_colour.map(|c| c as f32),

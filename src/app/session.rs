@@ -33,6 +33,7 @@ use crate::splat::{
 use crate::terrain::SceneBox;
 
 use super::splat::{PROBE_FRAMES, PROBE_WARMUP, Probe, ProbeStep, SplatPass};
+use super::time::Watch;
 use super::{Error, Result, in_stage};
 
 pub use crate::splat::SPLAT_STAGE;
@@ -111,6 +112,8 @@ pub struct Session {
     probe: Option<Probe>,
     /// A line for the log (`auto`'s decision), taken by [`FrameDriver::notice`].
     notice: Option<String>,
+    /// The acceleration the keys change and the on-screen display's numbers.
+    watch: Watch,
 }
 
 impl Session {
@@ -126,6 +129,16 @@ impl Session {
         splat::check_request(config.particle_render, &device.info)?;
         let (context, interop) = interop::open(device, config.interop, gl)?;
         let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
+        let snowfall = setup
+            .scene
+            .as_ref()
+            .and_then(|s| s.snow.as_ref())
+            .map(|c| (c.rate, c.acceleration));
+        let watch = Watch::new(
+            snowfall.map(|(rate, _)| rate),
+            snowfall.map_or(1.0, |(_, a)| a),
+            ground_area(&config.terrain),
+        );
         let mut simulation = Simulation::new(&context, setup)?;
         let count = simulation.particle_count();
         let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
@@ -200,7 +213,36 @@ impl Session {
             paused: config.paused,
             sorting,
             time: 0.0,
+            watch,
         })
+    }
+
+    /// The acceleration the keys change and the on-screen display's numbers.
+    pub fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
+    /// Rasterises the on-screen display's lines for the renderer, reading the snow's depths
+    /// back when due (blocking, at most every [`super::time::OSD_REFRESH`]).
+    fn update_osd(&mut self) -> Result<()> {
+        if !self.watch.text_due() {
+            return Ok(());
+        }
+        if self.watch.depths_due() {
+            let report = self.simulation.report()?;
+            self.watch
+                .set_depths(report.deposited_m3, f64::from(report.max_depth_m));
+        }
+        let lines = self.watch.lines(
+            f64::from(self.time),
+            self.paused,
+            self.simulation.particle_count(),
+            &self.context.info().name,
+        );
+        let image = crate::render::rasterise(&lines, self.views.osd_text)?;
+        self.renderer.set_osd(&image)?;
+        self.watch.text_shown();
+        Ok(())
     }
 
     /// The simulation.
@@ -323,7 +365,7 @@ impl Session {
     pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
         let frame_start = Instant::now();
         self.follow_probe(size)?;
-        let step = !self.paused;
+        let step = !self.paused || std::mem::take(&mut self.watch.step_once);
         let mut times = self.run_kernels(size, step)?;
         if step {
             self.time += self.simulation.dt();
@@ -332,8 +374,12 @@ impl Session {
             self.outputs
                 .after_frame(&mut self.simulation, self.frame, dt)?;
         }
+        if self.views.osd {
+            self.update_osd()?;
+        }
         let start = Instant::now();
         self.draw(size)?;
+        self.watch.frame_drawn();
         times.push(StageTime::host(stage::DRAW, start.elapsed()));
         self.drawn();
         if let Some(composite) = self.renderer.take_composite_time() {
@@ -633,6 +679,18 @@ impl Session {
     }
 }
 
+/// The area of the terrain's triangles, m².
+fn ground_area(terrain: &TerrainMesh) -> f64 {
+    terrain
+        .triangles
+        .iter()
+        .map(|t| {
+            let [a, b, c] = t.map(|v| terrain.positions[v as usize].as_dvec3());
+            0.5 * (b - a).cross(c - a).length()
+        })
+        .sum()
+}
+
 /// Colours the views by the ranges of the samples they show.
 fn show_ranges(views: &mut Views, samples: &WindSamples) {
     views.speed_max = samples.speed_max;
@@ -697,6 +755,7 @@ impl FrameDriver for Session {
 
     fn action(&mut self, action: Action) -> Option<String> {
         let on_off = |b: bool| if b { "on" } else { "off" };
+        self.watch.touch();
         match action {
             Action::Orbit { dx, dy } => self.camera.orbit(dx, dy),
             Action::Zoom(steps) => self.camera.zoom(steps),
@@ -730,6 +789,19 @@ impl FrameDriver for Session {
                     Ok(()) => "reset".into(),
                     Err(e) => format!("reset failed: {e}"),
                 });
+            }
+            Action::ScaleAcceleration(factor) => {
+                return Some(self.watch.scale_acceleration(&mut self.simulation, factor));
+            }
+            Action::StepOnce => {
+                if !self.paused {
+                    return Some("`.` steps one frame while paused (Space pauses)".into());
+                }
+                self.watch.step_once = true;
+            }
+            Action::ToggleOsd => {
+                self.views.osd = !self.views.osd;
+                return Some(format!("on-screen display {}", on_off(self.views.osd)));
             }
         }
         None

@@ -85,6 +85,11 @@ pub struct Args {
     /// Start paused.
     #[arg(long)]
     paused: bool,
+    /// Draw the on-screen display (simulated time and acceleration, snowfall, mean and
+    /// deepest snow, particles, FPS, device) into headless frames; a window shows it unless
+    /// F1 hides it.
+    #[arg(long)]
+    osd: bool,
     /// Seed of the particles' initial positions and sizes [default: the scene's snow.seed].
     #[arg(long, value_name = "N", value_parser = super::whole::<u32>, allow_hyphen_values = true)]
     seed: Option<u32>,
@@ -636,6 +641,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             let mut config = view.session_config(mode, args.paused);
             config.views.wind |= args.wind;
             config.views.pressure |= args.pressure;
+            config.views.osd = args.osd || !args.headless;
             config.particle_render = particle_render;
             config.profile_every = args.profile_every;
             let setup = std::cell::Cell::new(Some(setup));

@@ -22,6 +22,7 @@ mod error;
 mod frame;
 mod gl_context;
 mod headless;
+mod osd;
 mod renderer;
 mod shader;
 mod shadow;
@@ -38,6 +39,7 @@ pub use frame::{
 };
 pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
+pub use osd::{DEJAVU_SANS, MAX_TEXT_PIXELS, OSD_MARGIN, OsdImage, rasterise};
 pub(crate) use renderer::buffer_bytes;
 pub use renderer::{AMBIENT, FIELD_SAMPLE_BYTES, Palette, Renderer, Views, flake_colour};
 pub use shader::{SHADER_DIR_ENV, ShaderProgram, ShaderSource, build_program};

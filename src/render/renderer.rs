@@ -23,6 +23,7 @@ use crate::particle::{PARTICLE_BYTES, Particle};
 
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
+use super::osd::{Osd, OsdImage};
 use super::shader::{ShaderProgram, build_program, builtin};
 use super::shadow::{ShadowMap, light_view_proj, sun_direction};
 use super::splat::SplatComposite;
@@ -92,6 +93,10 @@ pub struct Views {
     pub shadow_map: u32,
     /// The scene's colours.
     pub palette: Palette,
+    /// Draw the on-screen display (the text set by [`Renderer::set_osd`]).
+    pub osd: bool,
+    /// Height of the on-screen display's text, pixels.
+    pub osd_text: f32,
     /// Side of the pressure squares, in metres.
     pub pressure_size: f32,
     /// A wind line shows the path travelled in this many seconds…
@@ -117,6 +122,8 @@ impl Default for Views {
             exposure: 1.0,
             shadow_map: 2048,
             palette: Palette::default(),
+            osd: false,
+            osd_text: 15.0,
             pressure_size: 0.6,
             wind_seconds: 0.5,
             wind_max_length: 3.5,
@@ -237,6 +244,8 @@ pub struct Renderer {
     /// Splat mode: the flakes too wide to splat, drawn as sprites.
     overflow_vao: glow::VertexArray,
     overflow_count: usize,
+    /// The on-screen display, once it has text.
+    osd: Option<Osd>,
 }
 
 impl Renderer {
@@ -310,6 +319,7 @@ impl Renderer {
                 splat: None,
                 overflow_vao,
                 overflow_count: 0,
+                osd: None,
             })
         }
     }
@@ -437,6 +447,24 @@ impl Renderer {
             }
         }
         self.snow_changed();
+    }
+
+    /// Sets the on-screen display's text (rasterised by [`crate::render::rasterise`]), drawn
+    /// at the frame's top-left corner while `views.osd` is on.
+    pub fn set_osd(&mut self, image: &OsdImage) -> Result<()> {
+        if self.osd.is_none() {
+            self.osd = Some(Osd::new(&self.gl)?);
+        }
+        if let Some(osd) = self.osd.as_mut() {
+            osd.set_image(&self.gl, image);
+        }
+        Ok(())
+    }
+
+    /// Where the on-screen display is drawn in a frame of `size` pixels: left, top (rows from
+    /// the top), width and height; `None` before any text was set.
+    pub fn osd_rect(&self, size: (u32, u32)) -> Option<(u32, u32, u32, u32)> {
+        self.osd.as_ref().map(|o| o.rect(size))
     }
 
     /// Says that the snow on the terrain changed (the laid depths were written again): the
@@ -681,6 +709,11 @@ impl Renderer {
                 gl.bind_vertex_array(Some(self.pressure_vao));
                 gl.draw_arrays(glow::POINTS, 0, self.field_count as i32);
             }
+            if views.osd
+                && let Some(osd) = &self.osd
+            {
+                osd.draw(gl, (w, h));
+            }
             gl.bind_vertex_array(None);
             gl.use_program(None);
         }
@@ -773,6 +806,9 @@ impl Drop for Renderer {
         delete_mesh(gl, &self.terrain);
         if let Some(shadow) = self.shadow.borrow_mut().take() {
             shadow.delete(gl);
+        }
+        if let Some(osd) = &self.osd {
+            osd.delete(gl);
         }
         // SAFETY: the objects belong to this context.
         unsafe {

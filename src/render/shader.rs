@@ -72,6 +72,8 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "splat.vert" => include_str!("../../shaders/splat.vert"),
         "splat.frag" => include_str!("../../shaders/splat.frag"),
         "shadow.frag" => include_str!("../../shaders/shadow.frag"),
+        "osd.vert" => include_str!("../../shaders/osd.vert"),
+        "osd.frag" => include_str!("../../shaders/osd.frag"),
         other => {
             return Err(Error::InvalidParameter(format!(
                 "no built-in shader called `{other}`"

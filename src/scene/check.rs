@@ -799,6 +799,12 @@ impl Checker<'_> {
             snow_shade: colour("view.snow_shade", v.snow_shade, View::SNOW_SHADE)?,
             snow_cover: [d0, d1],
             shadow_map,
+            osd_text: self.number(
+                "view.osd_text",
+                v.osd_text,
+                15.0,
+                Range::closed(6.0, 200.0, "pixels"),
+            )?,
         })
     }
 

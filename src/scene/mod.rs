@@ -84,6 +84,7 @@
 //! snow_cover = [0.0, 0.10] # depths (m) of bare and fully covered ground: the covered
 //!                          # share is smoothstep(d0, d1, depth) (default)
 //! shadow_map = 2048        # side of the sun's shadow map, texels; 0: no shadows (default)
+//! osd_text = 15            # height of the on-screen display's text, pixels (default)
 //! ```
 //!
 //! A mesh domain names its file and, if they differ from the terrain mesher's

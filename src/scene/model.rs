@@ -352,6 +352,8 @@ pub struct View {
     /// Side in texels of the sun's shadow map over the terrain; 0 draws no shadows
     /// (default 2048).
     pub shadow_map: u32,
+    /// Height in pixels of the on-screen display's text (default 15).
+    pub osd_text: f64,
 }
 
 impl View {

@@ -161,4 +161,5 @@ pub struct RawView {
     pub snow_shade: Option<Vec<f64>>,
     pub snow_cover: Option<Vec<f64>>,
     pub shadow_map: Option<u32>,
+    pub osd_text: Option<f64>,
 }

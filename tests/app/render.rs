@@ -865,6 +865,31 @@ fn session_steps_the_snow_copies_each_frame_and_obeys_the_keys() {
     assert!(!ran(&stages, stage::KERNELS));
     assert_eq!(session.time(), time, "paused: time stands still");
     assert!(session.status().contains("paused"));
+    // `.` steps a paused simulation by one frame, once.
+    assert_eq!(session.action(Action::StepOnce), None);
+    let stages = session.frame((W, H)).unwrap();
+    assert!(ran(&stages, stage::KERNELS));
+    assert_eq!(session.time(), time + 0.5, "one step of time.step");
+    session.frame((W, H)).unwrap();
+    assert_eq!(session.time(), time + 0.5, "and only one");
+    // `]` and `[` double and halve the acceleration asked for; the simulation keeps the one
+    // it started with until it can change it (the display says so).
+    let a = session.watch().acceleration;
+    assert!(
+        session
+            .action(Action::ScaleAcceleration(2.0))
+            .unwrap()
+            .contains(&format!("×{}", 2.0 * a))
+    );
+    assert_eq!(session.watch().asked, 2.0 * a);
+    session.action(Action::ScaleAcceleration(0.5));
+    session.action(Action::ScaleAcceleration(0.5));
+    assert_eq!(session.watch().asked, 0.5 * a);
+    assert_eq!(
+        session.action(Action::ToggleOsd).as_deref(),
+        Some("on-screen display on")
+    );
+    session.frame((W, H)).unwrap();
     assert_eq!(
         session.action(Action::TogglePause).as_deref(),
         Some("running")
@@ -1255,6 +1280,9 @@ fn help_documents_the_keys() {
         "toggle vsync",
         "Esc",
         "--interop",
+        "[ / ]",
+        "F1",
+        "--osd",
     ] {
         assert!(
             help.contains(needle),

@@ -247,3 +247,75 @@ fn a_low_sun_shadows_the_lee_of_a_ridge() {
         }
     }
 }
+
+/// `--osd` draws the on-screen display into headless frames: the frame with it differs from
+/// the same run's frame without it only in a rectangle at the documented corner
+/// ([`snowsim::render::OSD_MARGIN`] pixels from the top-left), every pixel of which changed
+/// (the backdrop darkens it), and the rectangle holds text: many pixels near white, none of
+/// which the frame without it has there.
+#[test]
+fn osd_draws_text_in_its_rectangle_and_nothing_elsewhere() {
+    let dir = temp_dir("osd");
+    let shot = |name: &str, osd: bool| {
+        let path = dir.join(name);
+        let mut command = snowsim();
+        command
+            .args(["run", "--headless", "--scene", FLAT, "--particles", "2048"])
+            .args([
+                "--size",
+                "640x480",
+                "--frames",
+                "3",
+                "--particle-render",
+                "sprites",
+                "--interop",
+                "copy",
+                "--screenshot",
+            ]);
+        command.arg(&path);
+        if osd {
+            command.arg("--osd");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        image::open(&path).unwrap().to_rgba8()
+    };
+    let plain = shot("plain.png", false);
+    let with = shot("osd.png", true);
+    let (w, h) = plain.dimensions();
+    let changed: Vec<(u32, u32)> = (0..h)
+        .flat_map(|y| (0..w).map(move |x| (x, y)))
+        .filter(|&(x, y)| plain.get_pixel(x, y) != with.get_pixel(x, y))
+        .collect();
+    assert!(!changed.is_empty(), "--osd changed nothing");
+    let (x0, y0) = changed
+        .iter()
+        .fold((u32::MAX, u32::MAX), |(a, b), &(x, y)| (a.min(x), b.min(y)));
+    let (x1, y1) = changed
+        .iter()
+        .fold((0, 0), |(a, b), &(x, y)| (a.max(x), b.max(y)));
+    let margin = snowsim::render::OSD_MARGIN;
+    assert_eq!((x0, y0), (margin, margin), "the panel's corner");
+    assert!(
+        x1 < w / 2 + w / 4 && y1 < h / 2,
+        "the panel is small: up to ({x1}, {y1}) in {w}x{h}"
+    );
+    let area = ((x1 - x0 + 1) * (y1 - y0 + 1)) as usize;
+    assert_eq!(
+        changed.len(),
+        area,
+        "every pixel of the rectangle changes, none outside it"
+    );
+    let white = |p: &image::Rgba<u8>| p.0[..3].iter().all(|&c| c >= 230);
+    let text = (y0..=y1)
+        .flat_map(|y| (x0..=x1).map(move |x| (x, y)))
+        .filter(|&(x, y)| white(with.get_pixel(x, y)) && !white(plain.get_pixel(x, y)))
+        .count();
+    assert!(
+        text > 200,
+        "{text} text pixels in the {}x{} panel",
+        x1 - x0 + 1,
+        y1 - y0 + 1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
