@@ -84,6 +84,7 @@
 mod config;
 mod cover;
 mod error;
+mod flakes;
 mod mesh;
 mod particles;
 mod sim;
@@ -91,6 +92,10 @@ mod sim;
 pub use config::{DRAW_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use error::{Error, Result};
+pub use flakes::{
+    DEFAULT_DENSITY, EXTINCTION_EFFICIENCY, FlakeError, KOSCHMIEDER, Snowfall, flake_mass,
+    visibility,
+};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use sim::{COVER_STAGE, Counters, SORT_STAGE, STEP_STAGE, Snow};
