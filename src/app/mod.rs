@@ -19,7 +19,7 @@ mod splat;
 mod stepper;
 pub mod time;
 
-pub use scene::{SceneView, WIND_LINE_SAMPLES};
+pub use scene::{SceneView, WIND_LINE_SAMPLES, snowfall};
 pub use session::{COMPOSITE_STAGE, FIELD_STAGE, SPLAT_STAGE, Session, SessionConfig};
 pub use splat::{PROBE_FRAMES, PROBE_WARMUP};
 pub use stepper::Stepper;

@@ -114,6 +114,8 @@ pub struct Session {
     notice: Option<String>,
     /// The acceleration the keys change and the on-screen display's numbers.
     watch: Watch,
+    /// The falling snow the veil shows (`None`: no snow simulated).
+    flakes: Option<crate::snow::Snowfall>,
 }
 
 impl Session {
@@ -129,11 +131,13 @@ impl Session {
         splat::check_request(config.particle_render, &device.info)?;
         let (context, interop) = interop::open(device, config.interop, gl)?;
         let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
-        let snowfall = setup
-            .scene
-            .as_ref()
-            .and_then(|s| s.snow.as_ref())
-            .map(|c| (c.rate, c.acceleration));
+        let snow_config = setup.scene.as_ref().and_then(|s| s.snow.as_ref());
+        let snowfall = snow_config.map(|c| (c.rate, c.acceleration));
+        let flakes = snow_config.map(super::scene::snowfall);
+        if let Some(f) = &flakes {
+            f.validate()
+                .map_err(|e| Error::Internal(format!("the falling snow: {e}")))?;
+        }
         let watch = Watch::new(
             snowfall.map(|(rate, _)| rate),
             snowfall.map_or(1.0, |(_, a)| a),
@@ -169,6 +173,11 @@ impl Session {
             None
         };
         let mut views = config.views;
+        if let Some(f) = &flakes
+            && views.beta == 0.0
+        {
+            views.beta = f.extinction() as f32;
+        }
         let mut field_link = None;
         let mut shown_wind = None;
         if let Some(samples) = simulation.wind_samples()? {
@@ -214,7 +223,14 @@ impl Session {
             sorting,
             time: 0.0,
             watch,
+            flakes,
         })
+    }
+
+    /// The falling snow the veil shows: the scene's real snowfall (`None`: no snow
+    /// simulated).
+    pub fn flakes(&self) -> Option<&crate::snow::Snowfall> {
+        self.flakes.as_ref()
     }
 
     /// The acceleration the keys change and the on-screen display's numbers.

@@ -272,6 +272,9 @@ struct Report<'a> {
     headless: bool,
     /// What the snow and the wind did.
     snow: SimReport,
+    /// The falling snow as flakes, at the camera (uniform for now: the same everywhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flakes: Option<Flakes>,
     /// Copy mode, headless: the read-back rate and the bus's.
     #[serde(skip_serializing_if = "Option::is_none", flatten)]
     readback: Option<Readback>,
@@ -756,6 +759,39 @@ struct Ran<'a> {
     readback: Option<Readback>,
 }
 
+/// The falling snow as flakes ([`snowsim::snow::Snowfall`]), from the scene's real snowfall.
+#[derive(Clone, Copy, serde::Serialize)]
+struct Flakes {
+    /// Flakes per cubic metre at the camera.
+    number_density_per_m3: f64,
+    /// Extinction coefficient at the camera, per metre (`Q_ext` = 2).
+    extinction_per_m: f64,
+    /// Koschmieder's visibility 3.912 / β, metres.
+    visibility_m: f64,
+    /// The real snowfall the numbers are of, metres of snow per hour (never accelerated).
+    rate_m_per_h: f64,
+    /// The laid snow's density, kg/m³.
+    density_kg_per_m3: f64,
+}
+
+impl Flakes {
+    fn of(scene: &Scene) -> Option<Self> {
+        if !scene.simulate.snow {
+            return None;
+        }
+        let config = snowsim::snow::SnowConfig::from_scene(scene).ok()?;
+        let s = snowsim::app::snowfall(&config);
+        s.validate().ok()?;
+        Some(Self {
+            number_density_per_m3: s.number_density(),
+            extinction_per_m: s.extinction(),
+            visibility_m: s.visibility(),
+            rate_m_per_h: s.rate,
+            density_kg_per_m3: s.density,
+        })
+    }
+}
+
 /// Copy mode's read-back, against the bus's pinned bandwidth measured in the same run.
 #[derive(Clone, Copy, serde::Serialize)]
 struct Readback {
@@ -798,6 +834,7 @@ fn report(
             height: run.size.1,
             headless: args.headless,
             snow: run.snow,
+            flakes: Flakes::of(run.scene).filter(|_| run.particles > 0),
             readback: run.readback,
             summary,
         };
@@ -816,6 +853,17 @@ fn report(
             }
         )?;
         outln!("{summary}")?;
+        if let Some(f) = Flakes::of(run.scene).filter(|_| run.particles > 0) {
+            outln!(
+                "falling snow: {:.1} flakes per m³ at the camera, extinction {:.3e} per m, \
+                 visibility {:.0} m (Koschmieder; {} mm/h of {} kg/m³ snow, real rate)",
+                f.number_density_per_m3,
+                f.extinction_per_m,
+                f.visibility_m,
+                f.rate_m_per_h * 1e3,
+                f.density_kg_per_m3
+            )?;
+        }
         if let Some(r) = &run.readback {
             outln!(
                 "read-back: {:.1} GB/s{}, {:.0} % of the bus's pinned {:.1} GB/s (measured after \

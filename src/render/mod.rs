@@ -28,6 +28,7 @@ mod shader;
 mod shadow;
 mod splat;
 mod terrain;
+mod veil;
 pub mod window;
 
 pub use camera::OrbitCamera;

@@ -28,6 +28,7 @@ use super::shader::{ShaderProgram, build_program, builtin};
 use super::shadow::{ShadowMap, light_view_proj, sun_direction};
 use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
+use super::veil::{Density, VeilPass};
 
 /// Bytes of one `float4`.
 const FLOAT4_BYTES: usize = size_of::<[f32; 4]>();
@@ -52,6 +53,8 @@ pub struct Palette {
     /// The sky's light on snow, what snow in shade gets (bluish); the sun adds
     /// `(1 − AMBIENT) · cos(incidence)` of white light where it shines.
     pub snow_shade: [f32; 3],
+    /// The light the falling snow scatters towards the eye: what a distant surface fades to.
+    pub veil: [f32; 3],
 }
 
 impl Default for Palette {
@@ -62,6 +65,7 @@ impl Default for Palette {
             rock: [0.42, 0.38, 0.33],
             snow: [0.97, 0.97, 1.0],
             snow_shade: [0.40, 0.47, 0.60],
+            veil: [0.72, 0.75, 0.80],
         }
     }
 }
@@ -93,6 +97,13 @@ pub struct Views {
     pub shadow_map: u32,
     /// The scene's colours.
     pub palette: Palette,
+    /// The falling snow's extinction coefficient, per metre (0: no veil), from the scene's
+    /// real snowfall ([`crate::snow::Snowfall::extinction`]); drawn while `particles` is on.
+    pub beta: f32,
+    /// How far the sky is for the veil, metres.
+    pub sky_distance: f32,
+    /// Draw the veil (with the particles): `false` shows the scene as through clear air.
+    pub veil: bool,
     /// Draw the on-screen display (the text set by [`Renderer::set_osd`]).
     pub osd: bool,
     /// Height of the on-screen display's text, pixels.
@@ -106,6 +117,18 @@ pub struct Views {
     /// Smallest particle sprite diameter in pixels, so far flakes do not vanish; a flake that
     /// projects smaller is drawn this size with the opacity of its true footprint.
     pub min_particle_pixels: f32,
+}
+
+impl Views {
+    /// The extinction coefficient the veil is drawn with: `beta` while the snow and the veil
+    /// are shown, else 0.
+    pub fn veil_beta(&self) -> f32 {
+        if self.particles && self.veil {
+            self.beta
+        } else {
+            0.0
+        }
+    }
 }
 
 impl Default for Views {
@@ -122,6 +145,9 @@ impl Default for Views {
             exposure: 1.0,
             shadow_map: 2048,
             palette: Palette::default(),
+            beta: 0.0,
+            sky_distance: 50_000.0,
+            veil: true,
             osd: false,
             osd_text: 15.0,
             pressure_size: 0.6,
@@ -185,6 +211,13 @@ const PARTICLE_UNIFORMS: &[&str] = &[
     "u_point_scale",
     "u_size_range",
     "u_snow_colour",
+    "u_eye",
+    "u_veil_colour",
+    "u_beta",
+    "u_density",
+    "u_density_field",
+    "u_density_lo",
+    "u_density_hi",
 ];
 const WIND_UNIFORMS: &[&str] = &["u_view_proj", "u_seconds", "u_max_length", "u_speed_max"];
 const PRESSURE_UNIFORMS: &[&str] = &[
@@ -246,6 +279,10 @@ pub struct Renderer {
     overflow_count: usize,
     /// The on-screen display, once it has text.
     osd: Option<Osd>,
+    /// The veil over the terrain and the sky.
+    veil: VeilPass,
+    /// The snowfall's relative density along the view rays.
+    density: Density,
 }
 
 impl Renderer {
@@ -283,6 +320,8 @@ impl Renderer {
             &builtin("colour.frag")?,
             PRESSURE_UNIFORMS,
         )?;
+        let veil = VeilPass::new(&gl)?;
+        let density = Density::new(&gl)?;
         let terrain_mesh = upload_mesh(&gl, terrain)?;
         // SAFETY: object creation on the current context.
         unsafe {
@@ -320,6 +359,8 @@ impl Renderer {
                 overflow_vao,
                 overflow_count: 0,
                 osd: None,
+                veil,
+                density,
             })
         }
     }
@@ -465,6 +506,14 @@ impl Renderer {
     /// the top), width and height; `None` before any text was set.
     pub fn osd_rect(&self, size: (u32, u32)) -> Option<(u32, u32, u32, u32)> {
         self.osd.as_ref().map(|o| o.rect(size))
+    }
+
+    /// Scales the veil's extinction along each view ray by a relative density: `values` of a
+    /// grid of `size` (x fastest, then y, then z; each finite and ≥ 0) over the box
+    /// `[lo, hi]`, trilinear, 1 outside the box; `None` goes back to a uniform snowfall (the
+    /// default).
+    pub fn set_veil_density(&mut self, grid: Option<([u32; 3], &[f32], Vec3, Vec3)>) -> Result<()> {
+        self.density.set(&self.gl, grid)
     }
 
     /// Says that the snow on the terrain changed (the laid depths were written again): the
@@ -658,6 +707,19 @@ impl Renderer {
                     0,
                 );
             }
+            let beta = views.veil_beta();
+            if beta > 0.0 {
+                self.veil.draw(
+                    gl,
+                    &self.density,
+                    (w, h),
+                    &view_proj.inverse(),
+                    camera.eye(),
+                    beta,
+                    views.sky_distance,
+                    palette.veil,
+                );
+            }
             if views.particles
                 && let Some(splat) = &self.splat
             {
@@ -665,6 +727,14 @@ impl Renderer {
                 // again at the new size before drawing).
                 if splat.size() == (w, h) {
                     splat.begin_timer(gl);
+                    splat.prepare(gl, &view_proj.inverse());
+                    self.density.set_uniforms(
+                        gl,
+                        splat.program(),
+                        camera.eye(),
+                        beta,
+                        palette.veil,
+                    );
                     splat.draw(gl);
                     self.draw_sprites(
                         camera,
@@ -758,6 +828,8 @@ impl Renderer {
                 self.point_size_range[1].max(lo),
             );
             set_vec3(gl, p, "u_snow_colour", flake_colour(views));
+            self.density
+                .set_uniforms(gl, p, camera.eye(), views.veil_beta(), views.palette.veil);
             // Flakes blend by coverage over what is behind them and, being translucent,
             // do not hide one another: depth is tested, not written.
             gl.enable(glow::BLEND);
@@ -810,6 +882,8 @@ impl Drop for Renderer {
         if let Some(osd) = &self.osd {
             osd.delete(gl);
         }
+        self.veil.delete(gl);
+        self.density.delete(gl);
         // SAFETY: the objects belong to this context.
         unsafe {
             gl.delete_texture(self.laid_texture);

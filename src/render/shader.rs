@@ -74,6 +74,7 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "shadow.frag" => include_str!("../../shaders/shadow.frag"),
         "osd.vert" => include_str!("../../shaders/osd.vert"),
         "osd.frag" => include_str!("../../shaders/osd.frag"),
+        "veil.frag" => include_str!("../../shaders/veil.frag"),
         other => {
             return Err(Error::InvalidParameter(format!(
                 "no built-in shader called `{other}`"

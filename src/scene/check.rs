@@ -805,6 +805,14 @@ impl Checker<'_> {
                 15.0,
                 Range::closed(6.0, 200.0, "pixels"),
             )?,
+            veil_colour: colour("view.veil_colour", v.veil_colour, View::VEIL_COLOUR)?,
+            sky_distance: self.number(
+                "view.sky_distance",
+                v.sky_distance,
+                50_000.0,
+                Range::open(0.0, 1e7, "m"),
+            )?,
+            veil: v.veil.unwrap_or(true),
         })
     }
 

@@ -85,6 +85,9 @@
 //!                          # share is smoothstep(d0, d1, depth) (default)
 //! shadow_map = 2048        # side of the sun's shadow map, texels; 0: no shadows (default)
 //! osd_text = 15            # height of the on-screen display's text, pixels (default)
+//! veil_colour = [0.72, 0.75, 0.80] # the light falling snow scatters, linear RGB (default)
+//! sky_distance = 50000     # how far the sky is for the veil, metres (default)
+//! veil = true              # the veil of the falling snow; false: as through clear air
 //! ```
 //!
 //! A mesh domain names its file and, if they differ from the terrain mesher's

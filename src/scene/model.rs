@@ -354,6 +354,14 @@ pub struct View {
     pub shadow_map: u32,
     /// Height in pixels of the on-screen display's text (default 15).
     pub osd_text: f64,
+    /// The light falling snow scatters towards the eye, what a distant surface fades to in
+    /// the veil, linear RGB (default `[0.72, 0.75, 0.80]`).
+    pub veil_colour: [f64; 3],
+    /// How far the sky is for the veil, metres (default 50 000).
+    pub sky_distance: f64,
+    /// Draw the veil of the falling snow (default true; with `snow = false` it is hidden
+    /// with the flakes): `false` shows the scene as through clear air.
+    pub veil: bool,
 }
 
 impl View {
@@ -367,6 +375,8 @@ impl View {
     pub const SNOW_SHADE: [f64; 3] = [0.40, 0.47, 0.60];
     /// The default depths of the cover's transition, metres.
     pub const SNOW_COVER: [f64; 2] = [0.0, 0.10];
+    /// The default veil colour.
+    pub const VEIL_COLOUR: [f64; 3] = [0.72, 0.75, 0.80];
     /// The default shadow map side, texels.
     pub const SHADOW_MAP: u32 = 2048;
     /// The largest shadow map side, texels.

@@ -162,4 +162,7 @@ pub struct RawView {
     pub snow_cover: Option<Vec<f64>>,
     pub shadow_map: Option<u32>,
     pub osd_text: Option<f64>,
+    pub veil_colour: Option<Vec<f64>>,
+    pub sky_distance: Option<f64>,
+    pub veil: Option<bool>,
 }

@@ -64,6 +64,19 @@ fn temp_dir(test: &str) -> PathBuf {
 /// Small, fast settings for command-line runs: the flat scene, a small frame, few flakes.
 const SMALL: [&str; 6] = ["--scene", FLAT, "--size", "160x120", "--particles", "2048"];
 
+/// The flat scene without the veil of its falling snow (`[view] veil = false`), in `dir`: for
+/// the tests that find the ground and the sky by their colours.
+fn flat_without_veil(dir: &Path) -> PathBuf {
+    let path = dir.join("flat.toml");
+    let text = std::fs::read_to_string(repo(FLAT)).unwrap();
+    assert!(
+        !text.contains("[view]"),
+        "flat.toml has a [view] now: merge"
+    );
+    std::fs::write(&path, format!("{text}\n[view]\nveil = false\n")).unwrap();
+    path
+}
+
 // ---------------------------------------------------------------------------------------------
 // The fixed scene: a flat square of bare ground, four large particles, a known camera.
 
@@ -916,7 +929,9 @@ fn headless_run_writes_the_screenshot_and_reports_mode_fps_and_stages() {
     let shot = dir.join("shot.png");
     let out = snowsim()
         .args(["run", "--headless", "--frames", "4", "--interop", "copy"])
-        .args(SMALL)
+        .arg("--scene")
+        .arg(flat_without_veil(&dir))
+        .args(&SMALL[2..])
         .arg("--screenshot")
         .arg(&shot)
         .output()
@@ -1374,7 +1389,8 @@ fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
     let dir = temp_dir("flat-scene");
     let shot = dir.join("flat.png");
     let out = snowsim()
-        .args(["run", "--headless", "--scene", FLAT])
+        .args(["run", "--headless", "--scene"])
+        .arg(flat_without_veil(&dir))
         .args(["--particles", "4096", "--size", "320x240", "--frames", "5"])
         .arg("--screenshot")
         .arg(&shot)
@@ -1383,7 +1399,7 @@ fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for needle in [
-        "scene: scenes/flat.toml (Flat)",
+        "flat.toml (Flat)",
         "flat ground (8 × 8 cells), 128 triangles",
         "air [0, 0, 0] .. [200, 200, 60] m",
         "snow: 4096 parcels of 2–8 mm",
@@ -1444,7 +1460,8 @@ fn mesh_scene(dir: &Path) -> PathBuf {
          [domain]\nmesh = \"air.meshb\"\n\
          [domain.boundary]\nground = 15\ntop = 16\n\
          [snow]\nparticles = 2000\n\
-         [camera]\nposition = [100.0, -90.0, 54.0]\ntarget = [100.0, 100.0, 0.0]\nfov = 55\n",
+         [camera]\nposition = [100.0, -90.0, 54.0]\ntarget = [100.0, 100.0, 0.0]\nfov = 55\n\
+         [view]\nveil = false\n",
     )
     .unwrap();
     scene

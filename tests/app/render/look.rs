@@ -319,3 +319,174 @@ fn osd_draws_text_in_its_rectangle_and_nothing_elsewhere() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The issue's check of the veil against Koschmieder's law: in a uniform snowfall of known β
+/// (no flakes drawn, only the veil), a black wall at distance d seen against the sky (veiled
+/// completely at its distance) keeps the contrast `(sky − wall) / sky = e^(−β d)` in linear
+/// light, within 5 %, for β d = ½, 1 and 2, at the middle of the wall and off-axis, where the
+/// distance along each pixel's ray is computed here from the pinhole camera.
+#[test]
+fn the_veil_dims_a_black_target_as_koschmieder_says() {
+    const D: f32 = 100.0;
+    let (hx, hz) = (20.0, 10.0);
+    let corners = vec![
+        Vec3::new(-hx, D, -hz),
+        Vec3::new(hx, D, -hz),
+        Vec3::new(hx, D, hz),
+        Vec3::new(-hx, D, hz),
+    ];
+    let wall = TerrainMesh::from_triangles(corners, vec![[0, 1, 2], [0, 2, 3]]).unwrap();
+    let (eye, target, fovy) = (Vec3::ZERO, Vec3::new(0.0, D, 0.0), 50f32.to_radians());
+    let cam = OrbitCamera::looking_at(eye, target, fovy);
+    let pin = Pinhole::looking_at(eye, target, fovy, (W, H));
+    let black = Palette {
+        grass: [0.0; 3],
+        rock: [0.0; 3],
+        ..Palette::default()
+    };
+    for beta in [0.005f32, 0.01, 0.02] {
+        let views = Views {
+            beta,
+            palette: black,
+            ..Views::default()
+        };
+        let image = draw(&wall, &cam, &views);
+        // The sky, veiled over 50 km: the veil's colour.
+        let sky_px = px(&image, Vec2::new(4.0, 4.0));
+        let veil = rgb(views.palette.veil);
+        assert!(
+            near(sky_px, veil.map(f32::from), 1.0),
+            "β {beta}: sky {sky_px:?}, veil {veil:?}"
+        );
+        let mut bad = Vec::new();
+        for (x, z) in [(0.0f32, 0.0f32), (-12.0, 5.0), (15.0, -6.0), (8.0, 7.0)] {
+            let p = pin.project(Vec3::new(x, D, z)).0;
+            // The distance along the ray through the middle of the pixel that holds p.
+            let centre = Vec2::new(p.x.floor() + 0.5, p.y.floor() + 0.5);
+            let ndc = Vec2::new(
+                centre.x / W as f32 * 2.0 - 1.0,
+                1.0 - centre.y / H as f32 * 2.0,
+            );
+            let t = (fovy / 2.0).tan();
+            let ray =
+                pin.forward + ndc.x * t * (W as f32 / H as f32) * pin.right + ndc.y * t * pin.up;
+            let d = D / ray.y;
+            let expected = (-beta * d).exp();
+            let wall_px = px(&image, p);
+            for k in 0..3 {
+                let contrast =
+                    (f32::from(sky_px[k]) - f32::from(wall_px[k])) / f32::from(sky_px[k]);
+                if ((contrast - expected) / expected).abs() > 0.05 {
+                    bad.push(format!(
+                        "β {beta}, wall ({x}, {z}) at {p}, {d:.1} m, channel {k}: contrast \
+                         {contrast:.4}, e^(−βd) = {expected:.4} (sky {sky_px:?}, wall {wall_px:?})"
+                    ));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}
+
+/// A flake is seen through the snow between it and the eye, alike whether drawn as a sprite
+/// or splatted: the middle of each of the fixed scene's (opaque, large) flakes is the snow's
+/// colour times e^(−β d) plus the veil's times 1 − e^(−β d), d the flake's distance from the
+/// eye (computed here), in both paths, within 4 of 255.
+#[test]
+fn flakes_are_veiled_by_their_own_distance_in_both_paths() {
+    let beta = 0.01f32;
+    let device = default_device();
+    let cam = camera();
+    let pin = Pinhole::orbit(&cam);
+    let views = Views {
+        beta,
+        ..Views::default()
+    };
+    let snow = snowsim::render::flake_colour(&views);
+    for render in [ParticleRender::Sprites, ParticleRender::Splat] {
+        let headless = Headless::new(W, H).unwrap();
+        let ground =
+            Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+        let config = SessionConfig {
+            interop: InteropMode::Copy,
+            terrain: TerrainMesh::from_heightfield(&ground).unwrap(),
+            bounds: SceneBox {
+                lo: Vec3::ZERO,
+                hi: Vec3::new(GROUND, GROUND, 20.0),
+            },
+            views,
+            paused: true,
+            camera: Some(cam),
+            particle_render: render,
+            profile_every: 1,
+        };
+        let mut session = Session::new(
+            headless.setup(),
+            &device,
+            config,
+            SimSetup::still(fixed_particles(), Vec::new()),
+        )
+        .unwrap();
+        session.frame((W, H)).unwrap();
+        let image = read_frame(&headless.setup().gl, (W, H)).unwrap();
+        for &(p, _) in &PARTICLES {
+            let p = Vec3::from(p);
+            let d = (p - pin.eye).length();
+            let t = (-beta * d).exp();
+            // The sprite's middle is 0.92 + 0.08 of the snow's colour (particles.frag); the
+            // splat kernel writes the snow's colour: the brighter of the two bounds both.
+            let expected =
+                [0, 1, 2].map(|k| 255.0 * (snow[k] * t + views.palette.veil[k] * (1.0 - t)));
+            let got = px(&image, pin.project(p).0);
+            assert!(
+                near(got, expected, 4.0),
+                "{render}: flake at {p} ({d:.1} m, T = {t:.3}): {got:?}, expected {expected:?}"
+            );
+        }
+    }
+}
+
+/// The flat scene's default snowfall (10 mm/h: β = 2.17 × 10⁻³ per m) veils its sky
+/// completely (the sky is 50 km away): the sky's corner is the veil's colour, where with
+/// `[view] snow = false` (no flakes, no veil) or without snow simulated it is the sky's own.
+#[test]
+fn the_snowfall_veils_the_sky_unless_the_snow_is_hidden() {
+    let dir = temp_dir("veiled-sky");
+    let corner = |extra: &str, args: &[&str]| {
+        let scene = dir.join(format!("flat{}.toml", extra.len() + args.len()));
+        let flat = std::fs::read_to_string(repo(FLAT)).unwrap();
+        std::fs::write(&scene, format!("{flat}\n{extra}")).unwrap();
+        let shot = dir.join("shot.png");
+        let out = snowsim()
+            .args(["run", "--headless", "--frames", "2", "--particles", "256"])
+            .args(["--size", "160x120", "--scene"])
+            .arg(&scene)
+            .args(args)
+            .arg("--screenshot")
+            .arg(&shot)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let image = image::open(&shot).unwrap().to_rgba8();
+        let p = image.get_pixel(2, 2).0;
+        [p[0], p[1], p[2]]
+    };
+    let palette = Palette::default();
+    let (veil, sky) = (rgb(palette.veil), rgb(palette.background));
+    let close = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(&x, y)| x.abs_diff(y) <= 1);
+    let snowing = corner("", &[]);
+    assert!(close(snowing, veil), "snowing: {snowing:?}, veil {veil:?}");
+    let hidden = corner("[view]\nsnow = false\n", &[]);
+    assert!(
+        close(hidden, sky),
+        "view.snow = false: {hidden:?}, sky {sky:?}"
+    );
+    let clear = corner("[view]\nveil = false\n", &[]);
+    assert!(
+        close(clear, sky),
+        "view.veil = false: {clear:?}, sky {sky:?}"
+    );
+    let no_snow = corner("", &["--simulate", "wind"]);
+    assert!(close(no_snow, sky), "no snow: {no_snow:?}, sky {sky:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
