@@ -116,6 +116,9 @@ pub struct Session {
     watch: Watch,
     /// The falling snow the veil shows (`None`: no snow simulated).
     flakes: Option<crate::snow::Snowfall>,
+    /// The keyframes the camera flies through (`--camera-path`), and the frames drawn so far
+    /// (frame i is at i × time.step on the path).
+    camera_path: Option<(super::CameraPath, u64)>,
 }
 
 impl Session {
@@ -224,7 +227,27 @@ impl Session {
             time: 0.0,
             watch,
             flakes,
+            camera_path: None,
         })
+    }
+
+    /// Flies the camera through `path`'s keyframes: frame i (stepped or not) is drawn from the
+    /// path at i × `dt` seconds, with the scene's field of view.
+    pub fn follow_camera_path(&mut self, path: super::CameraPath) {
+        self.camera_path = Some((path, 0));
+    }
+
+    /// Puts the camera where the path is at this frame, and counts the frame.
+    fn place_camera(&mut self) {
+        let dt = f64::from(self.simulation.dt());
+        let Some((path, frame)) = self.camera_path.as_mut() else {
+            return;
+        };
+        let (eye, target) = path.at(*frame as f64 * dt);
+        *frame += 1;
+        let mut camera = OrbitCamera::looking_at(eye.as_vec3(), target.as_vec3(), self.home.fovy);
+        camera.far = camera.far.max(self.home.far);
+        self.camera = camera;
     }
 
     /// The falling snow the veil shows: the scene's real snowfall (`None`: no snow
@@ -381,6 +404,7 @@ impl Session {
     pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
         let frame_start = Instant::now();
         self.follow_probe(size)?;
+        self.place_camera();
         let step = !self.paused || std::mem::take(&mut self.watch.step_once);
         let mut times = self.run_kernels(size, step)?;
         if step {

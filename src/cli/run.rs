@@ -85,6 +85,11 @@ pub struct Args {
     /// Start paused.
     #[arg(long)]
     paused: bool,
+    /// Fly the camera through the keyframes of this TOML file (`[[keyframe]]` tables of time,
+    /// position and target; frame i at i × time.step seconds; Catmull–Rom between them), for
+    /// headless recordings; in a window it overrides the mouse and keys.
+    #[arg(long, value_name = "FILE")]
+    camera_path: Option<PathBuf>,
     /// Draw the on-screen display (simulated time and acceleration, snowfall, mean and
     /// deepest snow, particles, FPS, device) into headless frames; a window shows it unless
     /// F1 hides it.
@@ -490,6 +495,16 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     };
+    // A bad camera path fails now, before the scene's mesh is built.
+    anyhow::ensure!(
+        args.camera_path.is_none() || args.render != RenderArg::Off,
+        "--camera-path moves the camera of the drawing, and --render off draws nothing"
+    );
+    let camera_path = args
+        .camera_path
+        .as_deref()
+        .map(snowsim::app::CameraPath::load)
+        .transpose()?;
     let mut scene = load_scene(&args.scene)?;
     // Bad output paths fail now, not after the whole run; no output overwrites the scene's
     // files or another output.
@@ -655,6 +670,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     Session::new(gl, entry, config.clone(), setup).with_context(preparing)?;
                 if let Some(path) = &vtu {
                     session.save_state_on_finish(path.clone());
+                }
+                if let Some(path) = &camera_path {
+                    session.follow_camera_path(path.clone());
                 }
                 if let Some(s) = series()? {
                     session.write_series(s);

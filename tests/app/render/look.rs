@@ -490,3 +490,85 @@ fn the_snowfall_veils_the_sky_unless_the_snow_is_hidden() {
     assert!(close(no_snow, sky), "no snow: {no_snow:?}, sky {sky:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--camera-path`: frame i is drawn from the path at i × time.step; the last frame, at the
+/// last keyframe's time, shows the flat ground where a pinhole at that keyframe projects it
+/// (the first frame from the first keyframe), and a bad file is an error naming it and the
+/// line.
+#[test]
+fn a_camera_path_flies_the_camera_through_its_keyframes() {
+    let dir = temp_dir("camera-path");
+    // No flakes (and so no veil): only where the ground is matters here.
+    let scene_path = dir.join("flat.toml");
+    let flat = std::fs::read_to_string(repo(FLAT)).unwrap();
+    std::fs::write(&scene_path, format!("{flat}\n[view]\nsnow = false\n")).unwrap();
+    let keys = [
+        ([100.0, -60.0, 40.0], [100.0, 100.0, 0.0]),
+        ([-40.0, 100.0, 30.0], [100.0, 100.0, 0.0]),
+    ];
+    // Two frames of time.step 0.02 s apart: frames 0 and 2.
+    let fly = dir.join("fly.toml");
+    std::fs::write(
+        &fly,
+        format!(
+            "[[keyframe]]\ntime = 0.0\nposition = {:?}\ntarget = {:?}\n\n\
+             [[keyframe]]\ntime = 0.04\nposition = {:?}\ntarget = {:?}\n",
+            keys[0].0, keys[0].1, keys[1].0, keys[1].1
+        ),
+    )
+    .unwrap();
+    let record = dir.join("frames");
+    let out = snowsim()
+        .args(["run", "--headless", "--frames", "3", "--particles", "512"])
+        .args(["--size", "320x240", "--scene"])
+        .arg(&scene_path)
+        .arg("--camera-path")
+        .arg(&fly)
+        .arg("--record")
+        .arg(&record)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let mut scene = Scene::load(&scene_path).unwrap();
+    let [x, y] = flat_extent(&scene);
+    for (frame, (position, target)) in [(0, keys[0]), (2, keys[1])] {
+        scene.camera.position = position;
+        scene.camera.target = target;
+        let image = image::open(record.join(format!("frame_0000{frame}.png")))
+            .unwrap()
+            .to_rgba8();
+        let [ground, sky] = check_flat_ground(&scene, [x, y, 0.0], &image);
+        assert!(
+            ground > 200 && sky > 200,
+            "frame {frame}: {ground} ground, {sky} sky"
+        );
+    }
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[keyframe]]\ntime = 0\nposition = [0, 0, 0]\ntarget = [0, 0, 0]\n",
+    )
+    .unwrap();
+    let out = snowsim()
+        .args([
+            "run",
+            "--headless",
+            "--frames",
+            "1",
+            "--scene",
+            FLAT,
+            "--camera-path",
+        ])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "camera path {}:4: keyframe 1: target must differ from position",
+        bad.display()
+    );
+    assert!(err.contains(&expected), "{expected}\n{}", text(&out));
+    std::fs::remove_dir_all(&dir).ok();
+}
