@@ -1,10 +1,13 @@
 #version 330 core
 // A round, nearly white flake, slightly brighter in its middle, with the opacity of its
-// coverage (see particles.vert) and a soft rim one tenth of its radius wide.
+// coverage (see particles.vert) and a soft rim one tenth of its radius wide, seen through the
+// snow between it and the eye: its light times the transmittance, plus the veil's light.
 
 uniform vec3 u_snow_colour;
+uniform vec3 u_veil_colour;
 
 in float v_coverage;
+in float v_transmittance;
 
 out vec4 o_colour;
 
@@ -15,5 +18,6 @@ void main()
     if (r2 > 1.0)
         discard;
     float rim = 1.0 - smoothstep(0.81, 1.0, r2);
-    o_colour = vec4(u_snow_colour * (0.92 + 0.08 * sqrt(1.0 - r2)), v_coverage * rim);
+    vec3 flake = u_snow_colour * (0.92 + 0.08 * sqrt(1.0 - r2));
+    o_colour = vec4(mix(u_veil_colour, flake, v_transmittance), v_coverage * rim);
 }

@@ -10,11 +10,41 @@
 // flakes behind it, and its colour, blended with the opacity 1 - exp(-sum) = 1 - prod(1 - alpha)
 // (what the same flakes blended as sprites give), or the nearest flake's own alpha when larger
 // (an opaque flake adds nothing to the counter).
+//
+// The colour is seen through the snow between the nearest flake and the eye, as the sprites
+// are (particles.vert): its optical depth (optical_depth() as in veil.frag) to the point the
+// nearest flake's depth and the pixel give through the inverse view-projection.
 
 uniform usamplerBuffer u_image;
 uniform int u_width;
 uniform int u_coverage_offset;
 uniform float u_coverage_one;
+uniform mat4 u_inv_view_proj;
+uniform vec2 u_viewport;
+uniform vec3 u_eye;
+uniform vec3 u_veil_colour;
+uniform float u_beta;
+uniform sampler3D u_density;
+uniform bool u_density_field;
+uniform vec3 u_density_lo;
+uniform vec3 u_density_hi;
+
+const int VEIL_STEPS = 32;
+
+float optical_depth(vec3 a, vec3 b)
+{
+    float d = distance(a, b);
+    if (!u_density_field)
+        return u_beta * d;
+    float sum = 0.0;
+    for (int i = 0; i < VEIL_STEPS; ++i) {
+        vec3 q = mix(a, b, (float(i) + 0.5) / float(VEIL_STEPS));
+        vec3 uvw = (q - u_density_lo) / (u_density_hi - u_density_lo);
+        bool inside = all(greaterThanEqual(uvw, vec3(0.0))) && all(lessThanEqual(uvw, vec3(1.0)));
+        sum += inside ? textureLod(u_density, uvw, 0.0).r : 1.0;
+    }
+    return u_beta * d * sum / float(VEIL_STEPS);
+}
 
 out vec4 o_colour;
 
@@ -32,5 +62,8 @@ void main()
     uint c = texel.r;
     vec4 nearest = vec4(float(c & 0xFFu), float((c >> 8) & 0xFFu), float((c >> 16) & 0xFFu),
                         float(c >> 24)) / 255.0;
-    o_colour = vec4(nearest.rgb, max(nearest.a, coverage));
+    vec2 ndc = gl_FragCoord.xy / u_viewport * 2.0 - 1.0;
+    vec4 w = u_inv_view_proj * vec4(ndc, gl_FragDepth * 2.0 - 1.0, 1.0);
+    float t = exp(-optical_depth(u_eye, w.xyz / w.w));
+    o_colour = vec4(mix(u_veil_colour, nearest.rgb, t), max(nearest.a, coverage));
 }

@@ -13,12 +13,15 @@
 //! The route from `main.rs` to a kernel reads main → cli → app → sim → snow/wind → kernel;
 //! nothing below this room imports it.
 
+mod camera_path;
 mod scene;
 mod session;
 mod splat;
 mod stepper;
+pub mod time;
 
-pub use scene::{SceneView, WIND_LINE_SAMPLES};
+pub use camera_path::{CameraPath, CameraPathError, Keyframe, MAX_KEYFRAMES};
+pub use scene::{SceneView, WIND_LINE_SAMPLES, snowfall};
 pub use session::{COMPOSITE_STAGE, FIELD_STAGE, SPLAT_STAGE, Session, SessionConfig};
 pub use splat::{PROBE_FRAMES, PROBE_WARMUP};
 pub use stepper::Stepper;

@@ -8,12 +8,26 @@
 use glam::Vec3;
 
 use crate::interop::InteropMode;
-use crate::render::{OrbitCamera, TerrainMesh, Views};
+use crate::render::{OrbitCamera, Palette, TerrainMesh, Views};
 use crate::scene::{Scene, SceneGround};
 use crate::terrain::SceneBox;
 
 use super::Result;
 use super::session::SessionConfig;
+
+/// The falling snow of a simulation's snow settings, as the veil and the flakes see it: the
+/// scene's real snowfall rate (never accelerated), the laid snow's density, the flakes' sizes
+/// and fall speed ([`crate::snow::Snowfall`]). The density is
+/// [`crate::snow::DEFAULT_DENSITY`] (100 kg/m³, `snow.density`'s default) until the snow's
+/// settings carry the scene's.
+pub fn snowfall(config: &crate::snow::SnowConfig) -> crate::snow::Snowfall {
+    crate::snow::Snowfall {
+        rate: config.rate,
+        density: crate::snow::DEFAULT_DENSITY,
+        diameter: config.flake_diameter.map(f64::from),
+        fall_speed: f64::from(config.fall_speed),
+    }
+}
 
 /// Wind lines across the smaller side of the domain at their default length: the wind
 /// view's lines and the pressure view's squares are sized to the domain over this.
@@ -78,6 +92,20 @@ impl SceneView {
             wind_max_length: 0.8 * spacing,
             // The fastest wind draws a line of the longest length.
             wind_seconds: 0.8 * spacing / speed_max,
+            snow_cover: view.snow_cover.map(|d| d as f32),
+            sun: view.sun.map(|a| a as f32),
+            exposure: view.exposure as f32,
+            shadow_map: view.shadow_map,
+            osd_text: view.osd_text as f32,
+            sky_distance: view.sky_distance as f32,
+            veil: view.veil,
+            palette: Palette {
+                background: view.sky.map(|c| c as f32),
+                snow: view.snow_colour.map(|c| c as f32),
+                snow_shade: view.snow_shade.map(|c| c as f32),
+                veil: view.veil_colour.map(|c| c as f32),
+                ..Palette::default()
+            },
             ..Views::default()
         };
         Ok(Self {
@@ -101,5 +129,25 @@ impl SceneView {
             particle_render: crate::splat::ParticleRender::default(),
             profile_every: 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::render::{Palette, Views};
+    use crate::scene::View;
+
+    /// A scene without `[view]` keys draws with the renderer's own defaults.
+    #[test]
+    fn the_scene_view_defaults_are_the_renderer_defaults() {
+        let (views, palette) = (Views::default(), Palette::default());
+        let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+        assert_eq!(f(&View::SUN), views.sun.to_vec());
+        assert_eq!(f(&View::SKY), palette.background.to_vec());
+        assert_eq!(f(&View::SNOW_COLOUR), palette.snow.to_vec());
+        assert_eq!(f(&View::SNOW_SHADE), palette.snow_shade.to_vec());
+        assert_eq!(f(&View::VEIL_COLOUR), palette.veil.to_vec());
+        assert_eq!(f(&View::SNOW_COVER), views.snow_cover.to_vec());
+        assert_eq!(View::SHADOW_MAP, views.shadow_map);
     }
 }

@@ -33,6 +33,7 @@ use crate::splat::{
 use crate::terrain::SceneBox;
 
 use super::splat::{PROBE_FRAMES, PROBE_WARMUP, Probe, ProbeStep, SplatPass};
+use super::time::Watch;
 use super::{Error, Result, in_stage};
 
 pub use crate::splat::SPLAT_STAGE;
@@ -111,6 +112,13 @@ pub struct Session {
     probe: Option<Probe>,
     /// A line for the log (`auto`'s decision), taken by [`FrameDriver::notice`].
     notice: Option<String>,
+    /// The acceleration the keys change and the on-screen display's numbers.
+    watch: Watch,
+    /// The falling snow the veil shows (`None`: no snow simulated).
+    flakes: Option<crate::snow::Snowfall>,
+    /// The keyframes the camera flies through (`--camera-path`), and the frames drawn so far
+    /// (frame i is at i × time.step on the path).
+    camera_path: Option<(super::CameraPath, u64)>,
 }
 
 impl Session {
@@ -126,6 +134,18 @@ impl Session {
         splat::check_request(config.particle_render, &device.info)?;
         let (context, interop) = interop::open(device, config.interop, gl)?;
         let (render, splatter, probe) = choose_render(&context, config.particle_render)?;
+        let snow_config = setup.scene.as_ref().and_then(|s| s.snow.as_ref());
+        let snowfall = snow_config.map(|c| (c.rate, c.acceleration));
+        let flakes = snow_config.map(super::scene::snowfall);
+        if let Some(f) = &flakes {
+            f.validate()
+                .map_err(|e| Error::Internal(format!("the falling snow: {e}")))?;
+        }
+        let watch = Watch::new(
+            snowfall.map(|(rate, _)| rate),
+            snowfall.map_or(1.0, |(_, a)| a),
+            ground_area(&config.terrain),
+        );
         let mut simulation = Simulation::new(&context, setup)?;
         let count = simulation.particle_count();
         let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
@@ -156,6 +176,11 @@ impl Session {
             None
         };
         let mut views = config.views;
+        if let Some(f) = &flakes
+            && views.beta == 0.0
+        {
+            views.beta = f.extinction() as f32;
+        }
         let mut field_link = None;
         let mut shown_wind = None;
         if let Some(samples) = simulation.wind_samples()? {
@@ -200,7 +225,63 @@ impl Session {
             paused: config.paused,
             sorting,
             time: 0.0,
+            watch,
+            flakes,
+            camera_path: None,
         })
+    }
+
+    /// Flies the camera through `path`'s keyframes: frame i (stepped or not) is drawn from the
+    /// path at i × `dt` seconds, with the scene's field of view.
+    pub fn follow_camera_path(&mut self, path: super::CameraPath) {
+        self.camera_path = Some((path, 0));
+    }
+
+    /// Puts the camera where the path is at this frame, and counts the frame.
+    fn place_camera(&mut self) {
+        let dt = f64::from(self.simulation.dt());
+        let Some((path, frame)) = self.camera_path.as_mut() else {
+            return;
+        };
+        let (eye, target) = path.at(*frame as f64 * dt);
+        *frame += 1;
+        let mut camera = OrbitCamera::looking_at(eye.as_vec3(), target.as_vec3(), self.home.fovy);
+        camera.far = camera.far.max(self.home.far);
+        self.camera = camera;
+    }
+
+    /// The falling snow the veil shows: the scene's real snowfall (`None`: no snow
+    /// simulated).
+    pub fn flakes(&self) -> Option<&crate::snow::Snowfall> {
+        self.flakes.as_ref()
+    }
+
+    /// The acceleration the keys change and the on-screen display's numbers.
+    pub fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
+    /// Rasterises the on-screen display's lines for the renderer, reading the snow's depths
+    /// back when due (blocking, at most every [`super::time::OSD_REFRESH`]).
+    fn update_osd(&mut self) -> Result<()> {
+        if !self.watch.text_due() {
+            return Ok(());
+        }
+        if self.watch.depths_due() {
+            let report = self.simulation.report()?;
+            self.watch
+                .set_depths(report.deposited_m3, f64::from(report.max_depth_m));
+        }
+        let lines = self.watch.lines(
+            f64::from(self.time),
+            self.paused,
+            self.simulation.particle_count(),
+            &self.context.info().name,
+        );
+        let image = crate::render::rasterise(&lines, self.views.osd_text)?;
+        self.renderer.set_osd(&image)?;
+        self.watch.text_shown();
+        Ok(())
     }
 
     /// The simulation.
@@ -323,7 +404,8 @@ impl Session {
     pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
         let frame_start = Instant::now();
         self.follow_probe(size)?;
-        let step = !self.paused;
+        self.place_camera();
+        let step = !self.paused || std::mem::take(&mut self.watch.step_once);
         let mut times = self.run_kernels(size, step)?;
         if step {
             self.time += self.simulation.dt();
@@ -332,8 +414,12 @@ impl Session {
             self.outputs
                 .after_frame(&mut self.simulation, self.frame, dt)?;
         }
+        if self.views.osd {
+            self.update_osd()?;
+        }
         let start = Instant::now();
-        self.draw(size);
+        self.draw(size)?;
+        self.watch.frame_drawn();
         times.push(StageTime::host(stage::DRAW, start.elapsed()));
         self.drawn();
         if let Some(composite) = self.renderer.take_composite_time() {
@@ -437,6 +523,7 @@ impl Session {
         if step && let Some(link) = self.depth_link.as_mut() {
             transfer += link.publish(&gl)?;
             copies.push((link.take_last_copy(), link.bytes()));
+            self.renderer.snow_changed();
         }
         times.push(StageTime::host(stage::TRANSFER, transfer));
         if copies.iter().any(|(c, _)| c.is_some()) {
@@ -472,7 +559,7 @@ impl Session {
             size: (w, h),
             point_scale: self.camera.point_scale(h),
             min_diameter: self.renderer.min_point_size(&self.views),
-            colour: self.renderer.palette.snow,
+            colour: crate::render::flake_colour(&self.views),
         };
         self.timeline.stage(SPLAT_STAGE);
         pass.enqueue(
@@ -582,10 +669,11 @@ impl Session {
     }
 
     /// Draws the current buffers and waits for GL to finish.
-    pub fn draw(&self, size: (u32, u32)) {
-        self.renderer.draw(&self.camera, size, &self.views);
+    pub fn draw(&self, size: (u32, u32)) -> Result<()> {
+        self.renderer.draw(&self.camera, size, &self.views)?;
         // SAFETY: the renderer's context is current on this thread.
         unsafe { self.renderer.gl().finish() };
+        Ok(())
     }
 
     /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).
@@ -622,12 +710,25 @@ impl Session {
             )?;
             self.timeline.resolve()?;
             link.publish(&gl)?;
+            self.renderer.snow_changed();
         }
         self.camera = self.home;
         self.time = 0.0;
         self.frame = 0;
         Ok(())
     }
+}
+
+/// The area of the terrain's triangles, m².
+fn ground_area(terrain: &TerrainMesh) -> f64 {
+    terrain
+        .triangles
+        .iter()
+        .map(|t| {
+            let [a, b, c] = t.map(|v| terrain.positions[v as usize].as_dvec3());
+            0.5 * (b - a).cross(c - a).length()
+        })
+        .sum()
 }
 
 /// Colours the views by the ranges of the samples they show.
@@ -683,7 +784,7 @@ impl FrameDriver for Session {
             // The image is of another size: splat again (without stepping) before drawing.
             self.run_kernels(size, false)?;
         }
-        self.draw(size);
+        self.draw(size)?;
         self.drawn();
         Ok(())
     }
@@ -694,6 +795,7 @@ impl FrameDriver for Session {
 
     fn action(&mut self, action: Action) -> Option<String> {
         let on_off = |b: bool| if b { "on" } else { "off" };
+        self.watch.touch();
         match action {
             Action::Orbit { dx, dy } => self.camera.orbit(dx, dy),
             Action::Zoom(steps) => self.camera.zoom(steps),
@@ -727,6 +829,19 @@ impl FrameDriver for Session {
                     Ok(()) => "reset".into(),
                     Err(e) => format!("reset failed: {e}"),
                 });
+            }
+            Action::ScaleAcceleration(factor) => {
+                return Some(self.watch.scale_acceleration(&mut self.simulation, factor));
+            }
+            Action::StepOnce => {
+                if !self.paused {
+                    return Some("`.` steps one frame while paused (Space pauses)".into());
+                }
+                self.watch.step_once = true;
+            }
+            Action::ToggleOsd => {
+                self.views.osd = !self.views.osd;
+                return Some(format!("on-screen display {}", on_off(self.views.osd)));
             }
         }
         None

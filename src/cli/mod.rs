@@ -47,7 +47,7 @@ enum Command {
     Sort(sort::Command),
     /// Show the simulation: terrain, falling snow, wind and pressure views, in a window or
     /// headless (EGL) with PNG output; prints FPS and per-stage times.
-    Run(run::Args),
+    Run(Box<run::Args>),
     /// Validate and summarise scene files (TOML), build and check their domain mesh.
     #[command(subcommand)]
     Scene(scene::Command),
@@ -131,7 +131,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mesh(command) => mesh::run(command),
         Command::Bench(args) => bench::run(*args),
         Command::Sort(command) => sort::run(command),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Scene(command) => scene::run(command),
         Command::Wind(args) => wind::run(args),
         Command::Plot(args) => plot::run(args),

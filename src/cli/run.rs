@@ -85,6 +85,16 @@ pub struct Args {
     /// Start paused.
     #[arg(long)]
     paused: bool,
+    /// Fly the camera through the keyframes of this TOML file (`[[keyframe]]` tables of time,
+    /// position and target; frame i at i × time.step seconds; Catmull–Rom between them), for
+    /// headless recordings; in a window it overrides the mouse and keys.
+    #[arg(long, value_name = "FILE")]
+    camera_path: Option<PathBuf>,
+    /// Draw the on-screen display (simulated time and acceleration, snowfall, mean and
+    /// deepest snow, particles, FPS, device) into headless frames; a window shows it unless
+    /// F1 hides it.
+    #[arg(long)]
+    osd: bool,
     /// Seed of the particles' initial positions and sizes [default: the scene's snow.seed].
     #[arg(long, value_name = "N", value_parser = super::whole::<u32>, allow_hyphen_values = true)]
     seed: Option<u32>,
@@ -267,6 +277,9 @@ struct Report<'a> {
     headless: bool,
     /// What the snow and the wind did.
     snow: SimReport,
+    /// The falling snow as flakes, at the camera (uniform for now: the same everywhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flakes: Option<Flakes>,
     /// Copy mode, headless: the read-back rate and the bus's.
     #[serde(skip_serializing_if = "Option::is_none", flatten)]
     readback: Option<Readback>,
@@ -483,6 +496,16 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     };
+    // A bad camera path fails now, before the scene's mesh is built.
+    anyhow::ensure!(
+        args.camera_path.is_none() || args.render != RenderArg::Off,
+        "--camera-path moves the camera of the drawing, and --render off draws nothing"
+    );
+    let camera_path = args
+        .camera_path
+        .as_deref()
+        .map(snowsim::app::CameraPath::load)
+        .transpose()?;
     let mut scene = load_scene(&args.scene)?;
     // Bad output paths fail now, not after the whole run; no output overwrites the scene's
     // files or another output.
@@ -637,6 +660,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             let mut config = view.session_config(mode, args.paused);
             config.views.wind |= args.wind;
             config.views.pressure |= args.pressure;
+            config.views.osd = args.osd || !args.headless;
             config.particle_render = particle_render;
             config.profile_every = args.profile_every;
             let setup = std::cell::Cell::new(Some(setup));
@@ -647,6 +671,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     Session::new(gl, entry, config.clone(), setup).with_context(preparing)?;
                 if let Some(path) = &vtu {
                     session.save_state_on_finish(path.clone());
+                }
+                if let Some(path) = &camera_path {
+                    session.follow_camera_path(path.clone());
                 }
                 if let Some(s) = series()? {
                     session.write_series(s);
@@ -751,6 +778,39 @@ struct Ran<'a> {
     readback: Option<Readback>,
 }
 
+/// The falling snow as flakes ([`snowsim::snow::Snowfall`]), from the scene's real snowfall.
+#[derive(Clone, Copy, serde::Serialize)]
+struct Flakes {
+    /// Flakes per cubic metre at the camera.
+    number_density_per_m3: f64,
+    /// Extinction coefficient at the camera, per metre (`Q_ext` = 2).
+    extinction_per_m: f64,
+    /// Koschmieder's visibility 3.912 / β, metres.
+    visibility_m: f64,
+    /// The real snowfall the numbers are of, metres of snow per hour (never accelerated).
+    rate_m_per_h: f64,
+    /// The laid snow's density, kg/m³.
+    density_kg_per_m3: f64,
+}
+
+impl Flakes {
+    fn of(scene: &Scene) -> Option<Self> {
+        if !scene.simulate.snow {
+            return None;
+        }
+        let config = snowsim::snow::SnowConfig::from_scene(scene).ok()?;
+        let s = snowsim::app::snowfall(&config);
+        s.validate().ok()?;
+        Some(Self {
+            number_density_per_m3: s.number_density(),
+            extinction_per_m: s.extinction(),
+            visibility_m: s.visibility(),
+            rate_m_per_h: s.rate,
+            density_kg_per_m3: s.density,
+        })
+    }
+}
+
 /// Copy mode's read-back, against the bus's pinned bandwidth measured in the same run.
 #[derive(Clone, Copy, serde::Serialize)]
 struct Readback {
@@ -793,6 +853,7 @@ fn report(
             height: run.size.1,
             headless: args.headless,
             snow: run.snow,
+            flakes: Flakes::of(run.scene).filter(|_| run.particles > 0),
             readback: run.readback,
             summary,
         };
@@ -811,6 +872,17 @@ fn report(
             }
         )?;
         outln!("{summary}")?;
+        if let Some(f) = Flakes::of(run.scene).filter(|_| run.particles > 0) {
+            outln!(
+                "falling snow: {:.1} flakes per m³ at the camera, extinction {:.3e} per m, \
+                 visibility {:.0} m (Koschmieder; {} mm/h of {} kg/m³ snow, real rate)",
+                f.number_density_per_m3,
+                f.extinction_per_m,
+                f.visibility_m,
+                f.rate_m_per_h * 1e3,
+                f.density_kg_per_m3
+            )?;
+        }
         if let Some(r) = &run.readback {
             outln!(
                 "read-back: {:.1} GB/s{}, {:.0} % of the bus's pinned {:.1} GB/s (measured after \

@@ -8,8 +8,8 @@ use plotters::style::FontStyle;
 /// The family name the plots ask for.
 pub const FAMILY: &str = "sans-serif";
 
-/// DejaVu Sans, as shipped by fonts-dejavu-core.
-static DEJAVU_SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+/// DejaVu Sans, as shipped by fonts-dejavu-core (embedded once, by the renderer's OSD).
+use crate::render::DEJAVU_SANS;
 
 /// Registers the embedded font under [`FAMILY`] the first time it is called; later calls
 /// return the first call's result.

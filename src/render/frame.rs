@@ -44,6 +44,12 @@ pub enum Action {
     TogglePressure,
     /// Put the camera and the particles back where they started.
     Reset,
+    /// Multiply `time.acceleration` (the factor on the snowfall) by this (`[`: ½, `]`: 2).
+    ScaleAcceleration(f64),
+    /// Step a paused simulation by one frame.
+    StepOnce,
+    /// Show or hide the on-screen display.
+    ToggleOsd,
 }
 
 /// What each stage of one frame cost: host stages on the wall clock

@@ -22,10 +22,13 @@ mod error;
 mod frame;
 mod gl_context;
 mod headless;
+mod osd;
 mod renderer;
 mod shader;
+mod shadow;
 mod splat;
 mod terrain;
+mod veil;
 pub mod window;
 
 pub use camera::OrbitCamera;
@@ -37,7 +40,9 @@ pub use frame::{
 };
 pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
+pub use osd::{DEJAVU_SANS, MAX_TEXT_PIXELS, OSD_MARGIN, OsdImage, rasterise};
 pub(crate) use renderer::buffer_bytes;
-pub use renderer::{FIELD_SAMPLE_BYTES, Palette, Renderer, Views};
+pub use renderer::{AMBIENT, FIELD_SAMPLE_BYTES, Palette, Renderer, Views, flake_colour};
 pub use shader::{SHADER_DIR_ENV, ShaderProgram, ShaderSource, build_program};
+pub use shadow::sun_direction;
 pub use terrain::TerrainMesh;

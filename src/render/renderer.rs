@@ -1,7 +1,17 @@
-//! The OpenGL 3.3 core renderer: lit terrain with snow, particles as point sprites read from
-//! the buffer the simulation writes (or, in splat mode, the image an OpenCL kernel splatted
-//! them into, composited over the terrain), and the wind and pressure debug views.
+//! The OpenGL 3.3 core renderer: the terrain raised by its snow, lit by a sun with shadows,
+//! particles as point sprites read from the buffer the simulation writes (or, in splat mode,
+//! the image an OpenCL kernel splatted them into, composited over the terrain), and the wind
+//! and pressure debug views.
+//!
+//! The terrain's vertices, their snow and their incident triangles are read in
+//! `terrain.vert` from buffer textures: each vertex is raised by its snow depth (the scene's
+//! initial cover plus what the particles laid, a buffer OpenCL writes) and its normal is
+//! recomputed in the shader from the raised incident triangles, every frame, so drifts show as
+//! relief without the depths ever coming back to the CPU. The shadow map is the terrain's depth
+//! seen from the sun (`shadow.rs`), drawn again whenever the snow, the terrain or the sun
+//! changed.
 
+use std::cell::Cell;
 use std::mem::{offset_of, size_of};
 use std::rc::Rc;
 use std::time::Duration;
@@ -13,9 +23,12 @@ use crate::particle::{PARTICLE_BYTES, Particle};
 
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
+use super::osd::{Osd, OsdImage};
 use super::shader::{ShaderProgram, build_program, builtin};
+use super::shadow::{ShadowMap, light_view_proj, sun_direction};
 use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
+use super::veil::{Density, VeilPass};
 
 /// Bytes of one `float4`.
 const FLOAT4_BYTES: usize = size_of::<[f32; 4]>();
@@ -35,8 +48,13 @@ pub struct Palette {
     pub grass: [f32; 3],
     /// Bare ground on steep slopes.
     pub rock: [f32; 3],
-    /// Snow on the ground and the flakes.
+    /// Snow on the ground and the flakes (their albedo).
     pub snow: [f32; 3],
+    /// The sky's light on snow, what snow in shade gets (bluish); the sun adds
+    /// `(1 − AMBIENT) · cos(incidence)` of white light where it shines.
+    pub snow_shade: [f32; 3],
+    /// The light the falling snow scatters towards the eye: what a distant surface fades to.
+    pub veil: [f32; 3],
 }
 
 impl Default for Palette {
@@ -46,6 +64,8 @@ impl Default for Palette {
             grass: [0.30, 0.42, 0.20],
             rock: [0.42, 0.38, 0.33],
             snow: [0.97, 0.97, 1.0],
+            snow_shade: [0.40, 0.47, 0.60],
+            veil: [0.72, 0.75, 0.80],
         }
     }
 }
@@ -65,8 +85,29 @@ pub struct Views {
     pub speed_max: f32,
     /// Pressures drawn yellow and red.
     pub pressure_range: [f32; 2],
-    /// Snow depth, in metres, at which the ground is fully white.
-    pub snow_full_depth: f32,
+    /// Snow depths in metres of bare and of fully covered ground: the covered share of the
+    /// ground is `smoothstep(snow_cover[0], snow_cover[1], depth)` (`terrain.frag`).
+    pub snow_cover: [f32; 2],
+    /// The sun: `[azimuth, elevation]` in degrees, azimuth clockwise from north (+y) towards
+    /// east (+x).
+    pub sun: [f32; 2],
+    /// Factor on the light reaching the terrain and the flakes.
+    pub exposure: f32,
+    /// Side of the sun's shadow map in texels; 0 draws no shadows.
+    pub shadow_map: u32,
+    /// The scene's colours.
+    pub palette: Palette,
+    /// The falling snow's extinction coefficient, per metre (0: no veil), from the scene's
+    /// real snowfall ([`crate::snow::Snowfall::extinction`]); drawn while `particles` is on.
+    pub beta: f32,
+    /// How far the sky is for the veil, metres.
+    pub sky_distance: f32,
+    /// Draw the veil (with the particles): `false` shows the scene as through clear air.
+    pub veil: bool,
+    /// Draw the on-screen display (the text set by [`Renderer::set_osd`]).
+    pub osd: bool,
+    /// Height of the on-screen display's text, pixels.
+    pub osd_text: f32,
     /// Side of the pressure squares, in metres.
     pub pressure_size: f32,
     /// A wind line shows the path travelled in this many seconds…
@@ -78,6 +119,18 @@ pub struct Views {
     pub min_particle_pixels: f32,
 }
 
+impl Views {
+    /// The extinction coefficient the veil is drawn with: `beta` while the snow and the veil
+    /// are shown, else 0.
+    pub fn veil_beta(&self) -> f32 {
+        if self.particles && self.veil {
+            self.beta
+        } else {
+            0.0
+        }
+    }
+}
+
 impl Default for Views {
     fn default() -> Self {
         Self {
@@ -87,7 +140,16 @@ impl Default for Views {
             pressure: false,
             speed_max: 10.0,
             pressure_range: [0.0, 1.2],
-            snow_full_depth: 0.25,
+            snow_cover: [0.0, 0.10],
+            sun: [245.0, 36.0],
+            exposure: 1.0,
+            shadow_map: 2048,
+            palette: Palette::default(),
+            beta: 0.0,
+            sky_distance: 50_000.0,
+            veil: true,
+            osd: false,
+            osd_text: 15.0,
             pressure_size: 0.6,
             wind_seconds: 0.5,
             wind_max_length: 3.5,
@@ -96,24 +158,52 @@ impl Default for Views {
     }
 }
 
-/// Vertex attribute of the laid snow depth in terrain.vert.
-const LAID_DEPTH: u32 = 3;
-
-/// Direction sunlight travels (normalised in the shader's uniform).
-const LIGHT_DIR: Vec3 = Vec3::new(0.75, 0.35, -0.6);
 /// Share of light that reaches surfaces facing away from the sun.
-const AMBIENT: f32 = 0.35;
+pub const AMBIENT: f32 = 0.35;
+/// Texture units of the terrain's buffer textures and shadow map.
+const UNIT_VERTICES: u32 = 0;
+const UNIT_LAID: u32 = 1;
+const UNIT_RING_START: u32 = 2;
+const UNIT_RING: u32 = 3;
+const UNIT_SHADOW: u32 = 4;
+/// Snow above the terrain's highest point that the shadow map's box makes room for, as a
+/// share of the terrain's horizontal extent (at least [`SHADOW_SNOW_MIN`] metres).
+const SHADOW_SNOW_SHARE: f32 = 0.05;
+/// Least room for snow above the terrain in the shadow map's box, metres.
+const SHADOW_SNOW_MIN: f32 = 10.0;
+/// Texels of the shadow map the shadow lookup starts off the surface, along its normal.
+const SHADOW_NORMAL_TEXELS: f32 = 1.5;
 
 /// The uniforms `draw` sets in each program, checked when it is built (a uniform renamed in a
 /// `SNOWSIM_SHADER_DIR` copy is an error there, not a silent zero).
 const TERRAIN_UNIFORMS: &[&str] = &[
     "u_view_proj",
-    "u_light_dir",
+    "u_vertices",
+    "u_laid",
+    "u_has_laid",
+    "u_ring_start",
+    "u_ring",
+    "u_sun_dir",
     "u_grass_colour",
     "u_rock_colour",
     "u_snow_colour",
-    "u_snow_full_depth",
+    "u_snow_shade",
+    "u_snow_cover",
     "u_ambient",
+    "u_exposure",
+    "u_shadows",
+    "u_shadow_map",
+    "u_light_view_proj",
+    "u_shadow_offset",
+];
+/// The shadow pass: terrain.vert's uniforms.
+const SHADOW_UNIFORMS: &[&str] = &[
+    "u_view_proj",
+    "u_vertices",
+    "u_laid",
+    "u_has_laid",
+    "u_ring_start",
+    "u_ring",
 ];
 const PARTICLE_UNIFORMS: &[&str] = &[
     "u_view",
@@ -121,6 +211,13 @@ const PARTICLE_UNIFORMS: &[&str] = &[
     "u_point_scale",
     "u_size_range",
     "u_snow_colour",
+    "u_eye",
+    "u_veil_colour",
+    "u_beta",
+    "u_density",
+    "u_density_field",
+    "u_density_lo",
+    "u_density_hi",
 ];
 const WIND_UNIFORMS: &[&str] = &["u_view_proj", "u_seconds", "u_max_length", "u_speed_max"];
 const PRESSURE_UNIFORMS: &[&str] = &[
@@ -131,12 +228,20 @@ const PRESSURE_UNIFORMS: &[&str] = &[
     "u_pressure_range",
 ];
 
+/// The terrain on the GPU: its vertices and incident triangles in buffers read through buffer
+/// textures, and the triangles' indices.
 struct Mesh {
     vao: glow::VertexArray,
     vertices: glow::Buffer,
     indices: glow::Buffer,
+    ring_start: glow::Buffer,
+    ring: glow::Buffer,
+    /// Buffer textures over `vertices`, `ring_start` and `ring`.
+    textures: [glow::Texture; 3],
     index_count: i32,
     vertex_count: usize,
+    /// The bare terrain's box.
+    bounds: (Vec3, Vec3),
 }
 
 /// GL programs, buffers and vertex arrays for one scene, on one context.
@@ -147,12 +252,20 @@ struct Mesh {
 pub struct Renderer {
     gl: Rc<glow::Context>,
     terrain_program: ShaderProgram,
+    shadow_program: ShaderProgram,
     particle_program: ShaderProgram,
     wind_program: ShaderProgram,
     pressure_program: ShaderProgram,
     terrain: Mesh,
     /// The snow the particles laid, per terrain vertex (see `set_laid_depth`).
     laid_depth: Option<glow::Buffer>,
+    /// The buffer texture over `laid_depth`.
+    laid_texture: glow::Texture,
+    /// The sun's shadow map, once shadows are drawn.
+    shadow: std::cell::RefCell<Option<ShadowMap>>,
+    /// What the shadow map was drawn for (the sun and its size): `None` when it must be drawn
+    /// again (the snow, the terrain or the sun changed).
+    shadow_drawn: Cell<Option<([f32; 2], u32)>>,
     particle_vao: glow::VertexArray,
     particle_count: usize,
     wind_vao: glow::VertexArray,
@@ -164,8 +277,12 @@ pub struct Renderer {
     /// Splat mode: the flakes too wide to splat, drawn as sprites.
     overflow_vao: glow::VertexArray,
     overflow_count: usize,
-    /// Scene colours.
-    pub palette: Palette,
+    /// The on-screen display, once it has text.
+    osd: Option<Osd>,
+    /// The veil over the terrain and the sky.
+    veil: VeilPass,
+    /// The snowfall's relative density along the view rays.
+    density: Density,
 }
 
 impl Renderer {
@@ -178,6 +295,12 @@ impl Renderer {
             &builtin("terrain.vert")?,
             &builtin("terrain.frag")?,
             TERRAIN_UNIFORMS,
+        )?;
+        let shadow_program = build_program(
+            &gl,
+            &builtin("terrain.vert")?,
+            &builtin("shadow.frag")?,
+            SHADOW_UNIFORMS,
         )?;
         let particle_program = build_program(
             &gl,
@@ -197,6 +320,8 @@ impl Renderer {
             &builtin("colour.frag")?,
             PRESSURE_UNIFORMS,
         )?;
+        let veil = VeilPass::new(&gl)?;
+        let density = Density::new(&gl)?;
         let terrain_mesh = upload_mesh(&gl, terrain)?;
         // SAFETY: object creation on the current context.
         unsafe {
@@ -204,6 +329,7 @@ impl Renderer {
             let wind_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let pressure_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let overflow_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
+            let laid_texture = gl_call("glGenTextures", gl.create_texture())?;
             let mut range = [0.0f32; 2];
             gl.get_parameter_f32_slice(glow::POINT_SIZE_RANGE, &mut range);
             let point_size_range = if range[1] >= 1.0 {
@@ -214,11 +340,15 @@ impl Renderer {
             Ok(Self {
                 gl,
                 terrain_program,
+                shadow_program,
                 particle_program,
                 wind_program,
                 pressure_program,
                 terrain: terrain_mesh,
                 laid_depth: None,
+                laid_texture,
+                shadow: std::cell::RefCell::new(None),
+                shadow_drawn: Cell::new(None),
                 particle_vao,
                 particle_count: 0,
                 wind_vao,
@@ -228,7 +358,9 @@ impl Renderer {
                 splat: None,
                 overflow_vao,
                 overflow_count: 0,
-                palette: Palette::default(),
+                osd: None,
+                veil,
+                density,
             })
         }
     }
@@ -335,34 +467,59 @@ impl Renderer {
         let mesh = upload_mesh(&self.gl, terrain)?;
         delete_mesh(&self.gl, &self.terrain);
         self.terrain = mesh;
-        self.bind_laid_depth();
+        self.snow_changed();
         Ok(())
     }
 
     /// Adds to each terrain vertex's snow depth the float at the same index of `buffer` (the
     /// snow the particles laid, written by OpenCL and handed over by the interop), or nothing
     /// with `None`. The buffer must hold a float per terrain vertex and outlive its use here.
+    /// Call [`snow_changed`](Self::snow_changed) whenever its contents change.
     pub fn set_laid_depth(&mut self, buffer: Option<glow::Buffer>) {
         self.laid_depth = buffer;
-        self.bind_laid_depth();
+        if let Some(buffer) = buffer {
+            // SAFETY: texture setup on the current context; R32F reads a float per vertex.
+            unsafe {
+                self.gl
+                    .bind_texture(glow::TEXTURE_BUFFER, Some(self.laid_texture));
+                self.gl
+                    .tex_buffer(glow::TEXTURE_BUFFER, glow::R32F, Some(buffer));
+                self.gl.bind_texture(glow::TEXTURE_BUFFER, None);
+            }
+        }
+        self.snow_changed();
     }
 
-    fn bind_laid_depth(&self) {
-        // SAFETY: vertex-array setup on the current context; attribute 3 matches terrain.vert.
-        unsafe {
-            let gl = &self.gl;
-            gl.bind_vertex_array(Some(self.terrain.vao));
-            match self.laid_depth {
-                Some(buffer) => {
-                    gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
-                    gl.enable_vertex_attrib_array(LAID_DEPTH);
-                    gl.vertex_attrib_pointer_f32(LAID_DEPTH, 1, glow::FLOAT, false, 4, 0);
-                    gl.bind_buffer(glow::ARRAY_BUFFER, None);
-                }
-                None => gl.disable_vertex_attrib_array(LAID_DEPTH),
-            }
-            gl.bind_vertex_array(None);
+    /// Sets the on-screen display's text (rasterised by [`crate::render::rasterise`]), drawn
+    /// at the frame's top-left corner while `views.osd` is on.
+    pub fn set_osd(&mut self, image: &OsdImage) -> Result<()> {
+        if self.osd.is_none() {
+            self.osd = Some(Osd::new(&self.gl)?);
         }
+        if let Some(osd) = self.osd.as_mut() {
+            osd.set_image(&self.gl, image);
+        }
+        Ok(())
+    }
+
+    /// Where the on-screen display is drawn in a frame of `size` pixels: left, top (rows from
+    /// the top), width and height; `None` before any text was set.
+    pub fn osd_rect(&self, size: (u32, u32)) -> Option<(u32, u32, u32, u32)> {
+        self.osd.as_ref().map(|o| o.rect(size))
+    }
+
+    /// Scales the veil's extinction along each view ray by a relative density: `values` of a
+    /// grid of `size` (x fastest, then y, then z; each finite and ≥ 0) over the box
+    /// `[lo, hi]`, trilinear, 1 outside the box; `None` goes back to a uniform snowfall (the
+    /// default).
+    pub fn set_veil_density(&mut self, grid: Option<([u32; 3], &[f32], Vec3, Vec3)>) -> Result<()> {
+        self.density.set(&self.gl, grid)
+    }
+
+    /// Says that the snow on the terrain changed (the laid depths were written again): the
+    /// shadow map is drawn again before the next frame.
+    pub fn snow_changed(&self) {
+        self.shadow_drawn.set(None);
     }
 
     /// Uploads the vertices of `terrain` again (positions, normals and snow depth) without
@@ -386,11 +543,103 @@ impl Renderer {
                 .buffer_sub_data_u8_slice(glow::ARRAY_BUFFER, 0, bytemuck::cast_slice(&data));
             self.gl.bind_buffer(glow::ARRAY_BUFFER, None);
         }
+        self.terrain.bounds = terrain.bounds();
+        self.snow_changed();
         Ok(())
     }
 
-    /// Draws one frame into the bound framebuffer, `size` pixels wide and high.
-    pub fn draw(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) {
+    /// Binds the terrain's buffer textures and sets terrain.vert's uniforms in `program`, in
+    /// use.
+    ///
+    /// # Safety
+    /// GL must be current with `program` (built from terrain.vert) in use.
+    unsafe fn terrain_inputs(&self, program: &ShaderProgram, view_proj: &glam::Mat4) {
+        let gl = &self.gl;
+        // SAFETY: forwarded from the caller; the textures belong to this context.
+        unsafe {
+            set_mat4(gl, program, "u_view_proj", view_proj);
+            let units = [
+                (UNIT_VERTICES, self.terrain.textures[0], "u_vertices"),
+                (UNIT_LAID, self.laid_texture, "u_laid"),
+                (UNIT_RING_START, self.terrain.textures[1], "u_ring_start"),
+                (UNIT_RING, self.terrain.textures[2], "u_ring"),
+            ];
+            for (unit, texture, name) in units {
+                gl.active_texture(glow::TEXTURE0 + unit);
+                gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture));
+                gl.uniform_1_i32(program.uniform(gl, name).as_ref(), unit as i32);
+            }
+            gl.active_texture(glow::TEXTURE0);
+            gl.uniform_1_i32(
+                program.uniform(gl, "u_has_laid").as_ref(),
+                i32::from(self.laid_depth.is_some()),
+            );
+        }
+    }
+
+    /// The box the shadow map covers: the terrain's, with room above for its snow.
+    fn shadow_box(&self) -> (Vec3, Vec3) {
+        let (lo, hi) = self.terrain.bounds;
+        let extent = (hi.x - lo.x).max(hi.y - lo.y);
+        let room = (SHADOW_SNOW_SHARE * extent).max(SHADOW_SNOW_MIN);
+        (lo, hi + Vec3::Z * room)
+    }
+
+    /// Draws the shadow map for `views`' sun when it is out of date; returns the world →
+    /// shadow-map matrix and the map's texel size in metres, `None` without shadows.
+    ///
+    /// # Safety
+    /// GL must be current; the caller restores the viewport afterwards.
+    unsafe fn update_shadow(&self, views: &Views) -> Result<Option<(glam::Mat4, f32)>> {
+        if views.shadow_map == 0 || self.terrain.index_count == 0 {
+            return Ok(None);
+        }
+        let gl = &self.gl;
+        let mut shadow = self.shadow.borrow_mut();
+        if shadow.as_ref().is_some_and(|s| s.size != views.shadow_map)
+            && let Some(old) = shadow.take()
+        {
+            old.delete(gl);
+        }
+        if shadow.is_none() {
+            *shadow = Some(ShadowMap::new(gl, views.shadow_map)?);
+            self.shadow_drawn.set(None);
+        }
+        let Some(map) = shadow.as_ref() else {
+            return Ok(None);
+        };
+        let sun = sun_direction(views.sun[0], views.sun[1]);
+        let (lo, hi) = self.shadow_box();
+        let matrix = light_view_proj(sun, lo, hi);
+        let texel = (hi - lo).length() / map.size as f32;
+        let wanted = (views.sun, map.size);
+        if self.shadow_drawn.get() != Some(wanted) {
+            // SAFETY: forwarded from the caller; the program and mesh belong to this context.
+            unsafe {
+                let previous = map.begin(gl);
+                gl.enable(glow::DEPTH_TEST);
+                gl.depth_func(glow::LESS);
+                let p = &self.shadow_program;
+                gl.use_program(Some(p.id));
+                self.terrain_inputs(p, &matrix);
+                gl.bind_vertex_array(Some(self.terrain.vao));
+                gl.draw_elements(
+                    glow::TRIANGLES,
+                    self.terrain.index_count,
+                    glow::UNSIGNED_INT,
+                    0,
+                );
+                map.end(gl, previous);
+            }
+            self.shadow_drawn.set(Some(wanted));
+        }
+        Ok(Some((matrix, texel)))
+    }
+
+    /// Draws one frame into the bound framebuffer, `size` pixels wide and high. Fails only
+    /// when the shadow map cannot be made (a `views.shadow_map` larger than this GL's
+    /// textures).
+    pub fn draw(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) -> Result<()> {
         let gl = &self.gl;
         let (w, h) = (size.0.max(1), size.1.max(1));
         let aspect = w as f32 / h as f32;
@@ -398,10 +647,16 @@ impl Renderer {
         let proj = camera.projection(aspect);
         let view_proj = proj * view;
         let point_scale = camera.point_scale(h);
-        let bg = self.palette.background;
+        let palette = &views.palette;
+        let bg = palette.background;
         // SAFETY: draw calls on the current context with the objects created in `new`; every
         // count is within the buffers' capacity.
         unsafe {
+            let shadow = if views.terrain {
+                self.update_shadow(views)?
+            } else {
+                None
+            };
             gl.viewport(0, 0, w as i32, h as i32);
             gl.clear_color(bg[0], bg[1], bg[2], 1.0);
             gl.clear(glow::COLOR_BUFFER_BIT | glow::DEPTH_BUFFER_BIT);
@@ -413,19 +668,56 @@ impl Renderer {
             if views.terrain && self.terrain.index_count > 0 {
                 let p = &self.terrain_program;
                 gl.use_program(Some(p.id));
-                set_mat4(gl, p, "u_view_proj", &view_proj);
-                set_vec3(gl, p, "u_light_dir", LIGHT_DIR.normalize().to_array());
-                set_vec3(gl, p, "u_grass_colour", self.palette.grass);
-                set_vec3(gl, p, "u_rock_colour", self.palette.rock);
-                set_vec3(gl, p, "u_snow_colour", self.palette.snow);
-                set_f32(gl, p, "u_snow_full_depth", views.snow_full_depth);
+                self.terrain_inputs(p, &view_proj);
+                let sun = sun_direction(views.sun[0], views.sun[1]);
+                set_vec3(gl, p, "u_sun_dir", sun.to_array());
+                set_vec3(gl, p, "u_grass_colour", palette.grass);
+                set_vec3(gl, p, "u_rock_colour", palette.rock);
+                set_vec3(gl, p, "u_snow_colour", palette.snow);
+                set_vec3(gl, p, "u_snow_shade", palette.snow_shade);
+                gl.uniform_2_f32(
+                    p.uniform(gl, "u_snow_cover").as_ref(),
+                    views.snow_cover[0],
+                    views.snow_cover[1],
+                );
                 set_f32(gl, p, "u_ambient", AMBIENT);
+                set_f32(gl, p, "u_exposure", views.exposure);
+                gl.uniform_1_i32(
+                    p.uniform(gl, "u_shadows").as_ref(),
+                    i32::from(shadow.is_some()),
+                );
+                if let Some((matrix, texel)) = shadow
+                    && let Some(map) = self.shadow.borrow().as_ref()
+                {
+                    gl.active_texture(glow::TEXTURE0 + UNIT_SHADOW);
+                    gl.bind_texture(glow::TEXTURE_2D, Some(map.texture));
+                    gl.active_texture(glow::TEXTURE0);
+                    gl.uniform_1_i32(p.uniform(gl, "u_shadow_map").as_ref(), UNIT_SHADOW as i32);
+                    set_mat4(gl, p, "u_light_view_proj", &matrix);
+                    set_f32(gl, p, "u_shadow_offset", SHADOW_NORMAL_TEXELS * texel);
+                } else {
+                    // The sampler must still name a unit of its own type.
+                    gl.uniform_1_i32(p.uniform(gl, "u_shadow_map").as_ref(), UNIT_SHADOW as i32);
+                }
                 gl.bind_vertex_array(Some(self.terrain.vao));
                 gl.draw_elements(
                     glow::TRIANGLES,
                     self.terrain.index_count,
                     glow::UNSIGNED_INT,
                     0,
+                );
+            }
+            let beta = views.veil_beta();
+            if beta > 0.0 {
+                self.veil.draw(
+                    gl,
+                    &self.density,
+                    (w, h),
+                    &view_proj.inverse(),
+                    camera.eye(),
+                    beta,
+                    views.sky_distance,
+                    palette.veil,
                 );
             }
             if views.particles
@@ -435,6 +727,14 @@ impl Renderer {
                 // again at the new size before drawing).
                 if splat.size() == (w, h) {
                     splat.begin_timer(gl);
+                    splat.prepare(gl, &view_proj.inverse());
+                    self.density.set_uniforms(
+                        gl,
+                        splat.program(),
+                        camera.eye(),
+                        beta,
+                        palette.veil,
+                    );
                     splat.draw(gl);
                     self.draw_sprites(
                         camera,
@@ -479,9 +779,15 @@ impl Renderer {
                 gl.bind_vertex_array(Some(self.pressure_vao));
                 gl.draw_arrays(glow::POINTS, 0, self.field_count as i32);
             }
+            if views.osd
+                && let Some(osd) = &self.osd
+            {
+                osd.draw(gl, (w, h));
+            }
             gl.bind_vertex_array(None);
             gl.use_program(None);
         }
+        Ok(())
     }
 }
 
@@ -521,7 +827,9 @@ impl Renderer {
                 lo,
                 self.point_size_range[1].max(lo),
             );
-            set_vec3(gl, p, "u_snow_colour", self.palette.snow);
+            set_vec3(gl, p, "u_snow_colour", flake_colour(views));
+            self.density
+                .set_uniforms(gl, p, camera.eye(), views.veil_beta(), views.palette.veil);
             // Flakes blend by coverage over what is behind them and, being translucent,
             // do not hide one another: depth is tested, not written.
             gl.enable(glow::BLEND);
@@ -556,14 +864,32 @@ fn particle_layout(gl: &glow::Context, vao: glow::VertexArray, buffer: glow::Buf
     }
 }
 
+/// The flakes' colour as drawn: the snow's albedo times the exposure, at most 1.
+pub fn flake_colour(views: &Views) -> [f32; 3] {
+    views
+        .palette
+        .snow
+        .map(|c| (c * views.exposure).clamp(0.0, 1.0))
+}
+
 impl Drop for Renderer {
     fn drop(&mut self) {
         let gl = &self.gl;
         delete_mesh(gl, &self.terrain);
+        if let Some(shadow) = self.shadow.borrow_mut().take() {
+            shadow.delete(gl);
+        }
+        if let Some(osd) = &self.osd {
+            osd.delete(gl);
+        }
+        self.veil.delete(gl);
+        self.density.delete(gl);
         // SAFETY: the objects belong to this context.
         unsafe {
+            gl.delete_texture(self.laid_texture);
             for p in [
                 &self.terrain_program,
+                &self.shadow_program,
                 &self.particle_program,
                 &self.wind_program,
                 &self.pressure_program,
@@ -617,41 +943,81 @@ fn upload_mesh(gl: &glow::Context, mesh: &TerrainMesh) -> Result<Mesh> {
             mesh.triangles.len()
         ))
     })?;
+    let (starts, others) = mesh.rings();
     buffer_bytes("terrain vertex", data.len(), 4)?;
-    // SAFETY: buffers sized from the slices given; layout matches terrain.vert (7 floats).
+    buffer_bytes("terrain ring", others.len(), 8)?;
+    // The vertices are read as two RGBA32F texels each, the rings as RG32I texels.
+    // SAFETY: a query on the current context.
+    let limit = unsafe { gl.get_parameter_i32(glow::MAX_TEXTURE_BUFFER_SIZE) }.max(0) as usize;
+    let texels = (data.len() / 4).max(others.len()).max(starts.len());
+    if texels > limit {
+        return Err(Error::InvalidParameter(format!(
+            "the terrain's {} vertices and {} triangles need {texels} texels of a buffer \
+             texture; this GL reads at most {limit} (GL_MAX_TEXTURE_BUFFER_SIZE)",
+            mesh.positions.len(),
+            mesh.triangles.len()
+        )));
+    }
+    // SAFETY: buffers sized from the slices given; layouts match terrain.vert.
     unsafe {
         let vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
         gl.bind_vertex_array(Some(vao));
-        let vertices = gl_call("glGenBuffers", gl.create_buffer())?;
-        gl.bind_buffer(glow::ARRAY_BUFFER, Some(vertices));
-        gl.buffer_data_u8_slice(
+        let buffer = |target: u32, bytes: &[u8], usage: u32| {
+            let b = gl_call("glGenBuffers", gl.create_buffer())?;
+            gl.bind_buffer(target, Some(b));
+            // A buffer texture over an empty buffer is refused: at least one texel.
+            if bytes.is_empty() {
+                gl.buffer_data_size(target, 16, usage);
+            } else {
+                gl.buffer_data_u8_slice(target, bytes, usage);
+            }
+            Ok::<_, Error>(b)
+        };
+        let vertices = buffer(
             glow::ARRAY_BUFFER,
             bytemuck::cast_slice(&data),
             glow::DYNAMIC_DRAW,
-        );
-        let stride = 7 * 4;
-        gl.enable_vertex_attrib_array(0);
-        gl.vertex_attrib_pointer_f32(0, 3, glow::FLOAT, false, stride, 0);
-        gl.enable_vertex_attrib_array(1);
-        gl.vertex_attrib_pointer_f32(1, 3, glow::FLOAT, false, stride, 12);
-        gl.enable_vertex_attrib_array(2);
-        gl.vertex_attrib_pointer_f32(2, 1, glow::FLOAT, false, stride, 24);
-        let index_buffer = gl_call("glGenBuffers", gl.create_buffer())?;
-        gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, Some(index_buffer));
-        gl.buffer_data_u8_slice(
+        )?;
+        let ring_start = buffer(
+            glow::ARRAY_BUFFER,
+            bytemuck::cast_slice(&starts),
+            glow::STATIC_DRAW,
+        )?;
+        let ring = buffer(
+            glow::ARRAY_BUFFER,
+            bytemuck::cast_slice(&others),
+            glow::STATIC_DRAW,
+        )?;
+        let index_buffer = buffer(
             glow::ELEMENT_ARRAY_BUFFER,
             bytemuck::cast_slice(indices),
             glow::STATIC_DRAW,
-        );
+        )?;
         gl.bind_vertex_array(None);
         gl.bind_buffer(glow::ARRAY_BUFFER, None);
         gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, None);
+        let mut textures = Vec::with_capacity(3);
+        for (b, format) in [
+            (vertices, glow::RGBA32F),
+            (ring_start, glow::R32I),
+            (ring, glow::RG32I),
+        ] {
+            let t = gl_call("glGenTextures", gl.create_texture())?;
+            gl.bind_texture(glow::TEXTURE_BUFFER, Some(t));
+            gl.tex_buffer(glow::TEXTURE_BUFFER, format, Some(b));
+            textures.push(t);
+        }
+        gl.bind_texture(glow::TEXTURE_BUFFER, None);
         Ok(Mesh {
             vao,
             vertices,
             indices: index_buffer,
+            ring_start,
+            ring,
+            textures: [textures[0], textures[1], textures[2]],
             index_count,
             vertex_count: mesh.positions.len(),
+            bounds: mesh.bounds(),
         })
     }
 }
@@ -660,8 +1026,12 @@ fn delete_mesh(gl: &glow::Context, mesh: &Mesh) {
     // SAFETY: the objects belong to this context and are not used afterwards.
     unsafe {
         gl.delete_vertex_array(mesh.vao);
-        gl.delete_buffer(mesh.vertices);
-        gl.delete_buffer(mesh.indices);
+        for b in [mesh.vertices, mesh.indices, mesh.ring_start, mesh.ring] {
+            gl.delete_buffer(b);
+        }
+        for t in mesh.textures {
+            gl.delete_texture(t);
+        }
     }
 }
 

@@ -71,6 +71,10 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "colour.frag" => include_str!("../../shaders/colour.frag"),
         "splat.vert" => include_str!("../../shaders/splat.vert"),
         "splat.frag" => include_str!("../../shaders/splat.frag"),
+        "shadow.frag" => include_str!("../../shaders/shadow.frag"),
+        "osd.vert" => include_str!("../../shaders/osd.vert"),
+        "osd.frag" => include_str!("../../shaders/osd.frag"),
+        "veil.frag" => include_str!("../../shaders/veil.frag"),
         other => {
             return Err(Error::InvalidParameter(format!(
                 "no built-in shader called `{other}`"
@@ -250,7 +254,7 @@ mod tests {
         assert!(!declares_uniform(text, "u_colour"));
         assert!(!declares_uniform(text, "u_vie"));
         let terrain = builtin("terrain.frag").unwrap().builtin.unwrap();
-        for name in ["u_snow_colour", "u_light_dir", "u_ambient"] {
+        for name in ["u_snow_colour", "u_sun_dir", "u_ambient"] {
             assert!(declares_uniform(terrain, name));
         }
     }

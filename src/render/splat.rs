@@ -34,7 +34,21 @@ impl SplatComposite {
             gl,
             &builtin("splat.vert")?,
             &builtin("splat.frag")?,
-            &["u_image", "u_width", "u_coverage_offset", "u_coverage_one"],
+            &[
+                "u_image",
+                "u_width",
+                "u_coverage_offset",
+                "u_coverage_one",
+                "u_inv_view_proj",
+                "u_viewport",
+                "u_eye",
+                "u_veil_colour",
+                "u_beta",
+                "u_density",
+                "u_density_field",
+                "u_density_lo",
+                "u_density_hi",
+            ],
         )?;
         // SAFETY: object creation on the current context; everything made is deleted on error.
         unsafe {
@@ -141,16 +155,33 @@ impl SplatComposite {
         Some(Duration::from_nanos(ns))
     }
 
-    /// Draws the image over what is in the framebuffer: depth tested against it, not written;
-    /// blended by alpha.
+    /// The composite's program (for the veil's uniforms, set between
+    /// [`prepare`](Self::prepare) and [`draw`](Self::draw)).
+    pub(crate) fn program(&self) -> &ShaderProgram {
+        &self.program
+    }
+
+    /// Makes the composite's program current and sets its uniforms (`inv_view_proj`: clip →
+    /// world, for the flakes' distances); the veil's are set next, then [`draw`](Self::draw)
+    /// draws.
     ///
     /// # Safety
     /// GL must be current, with the viewport set to the image's size and the buffer attached
     /// by [`set_image`](Self::set_image) still alive.
-    pub(crate) unsafe fn draw(&self, gl: &glow::Context) {
+    pub(crate) unsafe fn prepare(&self, gl: &glow::Context, inv_view_proj: &glam::Mat4) {
         // SAFETY: forwarded from the caller; the objects were created in `new`.
         unsafe {
             gl.use_program(Some(self.program.id));
+            gl.uniform_matrix_4_f32_slice(
+                self.program.uniform(gl, "u_inv_view_proj").as_ref(),
+                false,
+                &inv_view_proj.to_cols_array(),
+            );
+            gl.uniform_2_f32(
+                self.program.uniform(gl, "u_viewport").as_ref(),
+                self.size.0 as f32,
+                self.size.1 as f32,
+            );
             gl.active_texture(glow::TEXTURE0);
             gl.bind_texture(glow::TEXTURE_BUFFER, Some(self.texture));
             gl.uniform_1_i32(self.program.uniform(gl, "u_image").as_ref(), 0);
@@ -166,6 +197,19 @@ impl SplatComposite {
                 self.program.uniform(gl, "u_coverage_one").as_ref(),
                 crate::splat::COVERAGE_ONE as f32,
             );
+        }
+    }
+
+    /// Draws the image over what is in the framebuffer: depth tested against it, not written;
+    /// blended by alpha. After [`prepare`](Self::prepare) and the veil's uniforms.
+    ///
+    /// # Safety
+    /// As [`prepare`](Self::prepare), with this program current.
+    pub(crate) unsafe fn draw(&self, gl: &glow::Context) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            gl.active_texture(glow::TEXTURE0);
+            gl.bind_texture(glow::TEXTURE_BUFFER, Some(self.texture));
             gl.enable(glow::BLEND);
             gl.blend_func(glow::SRC_ALPHA, glow::ONE_MINUS_SRC_ALPHA);
             gl.depth_mask(false);

@@ -155,20 +155,51 @@ impl TerrainMesh {
         Ok(())
     }
 
-    /// Interleaved vertex data as the terrain shader reads it: position, normal, snow depth.
+    /// Vertex data as the terrain shader reads it, two RGBA texels per vertex: position and
+    /// snow depth, then normal and 0.
     pub(crate) fn interleaved(&self) -> Vec<f32> {
-        let mut data = Vec::with_capacity(self.positions.len() * 7);
+        let mut data = Vec::with_capacity(self.positions.len() * VERTEX_FLOATS);
         for ((p, n), s) in self
             .positions
             .iter()
             .zip(&self.normals)
             .zip(&self.snow_depth)
         {
-            data.extend_from_slice(&[p.x, p.y, p.z, n.x, n.y, n.z, *s]);
+            data.extend_from_slice(&[p.x, p.y, p.z, *s, n.x, n.y, n.z, 0.0]);
         }
         data
     }
+
+    /// Each vertex's incident triangles, as the terrain shader recomputes the covered
+    /// surface's normals from them: `starts` has a vertex count + 1 offsets into `others`, and
+    /// vertex v's triangles are `others[starts[v] .. starts[v + 1]]`, each the triangle's other
+    /// two vertices in its counter-clockwise order starting after v.
+    pub(crate) fn rings(&self) -> (Vec<i32>, Vec<[i32; 2]>) {
+        let n = self.positions.len();
+        let mut starts = vec![0i32; n + 1];
+        for tri in &self.triangles {
+            for &v in tri {
+                starts[v as usize + 1] += 1;
+            }
+        }
+        for v in 0..n {
+            starts[v + 1] += starts[v];
+        }
+        let mut fill: Vec<i32> = starts[..n].to_vec();
+        let mut others = vec![[0i32; 2]; 3 * self.triangles.len()];
+        for &[a, b, c] in &self.triangles {
+            for (v, x, y) in [(a, b, c), (b, c, a), (c, a, b)] {
+                let slot = &mut fill[v as usize];
+                others[*slot as usize] = [x as i32, y as i32];
+                *slot += 1;
+            }
+        }
+        (starts, others)
+    }
 }
+
+/// Floats per vertex in [`TerrainMesh::interleaved`].
+pub(crate) const VERTEX_FLOATS: usize = 8;
 
 fn vertex_normals(positions: &[Vec3], triangles: &[[u32; 3]]) -> Vec<Vec3> {
     let mut normals = vec![Vec3::ZERO; positions.len()];
@@ -269,6 +300,29 @@ mod tests {
             "clamped"
         );
         assert_eq!(field.range(), (-7.0, plane(4.0, 4.0)));
+    }
+
+    #[test]
+    fn rings_list_each_vertex_incident_triangles_counter_clockwise() {
+        let field =
+            Heightfield::from_fn(3, 3, Vec2::ZERO, Vec2::new(2.0, 2.0), |_, _| 0.0).unwrap();
+        let mesh = TerrainMesh::from_heightfield(&field).unwrap();
+        let (starts, others) = mesh.rings();
+        assert_eq!(starts.len(), 10);
+        assert_eq!(*starts.last().unwrap() as usize, 3 * mesh.triangles.len());
+        // The middle vertex (index 4) is in six triangles; a corner (0) in one.
+        assert_eq!(starts[5] - starts[4], 6);
+        assert_eq!(starts[1] - starts[0], 1);
+        for v in 0..9 {
+            let p = mesh.positions[v];
+            let mut normal = Vec3::ZERO;
+            for &[b, c] in &others[starts[v] as usize..starts[v + 1] as usize] {
+                let n = (mesh.positions[b as usize] - p).cross(mesh.positions[c as usize] - p);
+                assert!(n.z > 0.0, "vertex {v}: ({b}, {c}) is not counter-clockwise");
+                normal += n;
+            }
+            assert!((normal.normalize() - mesh.normals[v]).length() < 1e-6);
+        }
     }
 
     #[test]

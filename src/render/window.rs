@@ -33,6 +33,9 @@ Window controls:
   arrows or W A S D      pan the camera target along the ground
   Page Up / Page Down    raise / lower the camera target (also E / C)
   Space                  pause / resume the simulation (drawing goes on)
+  .                      step a paused simulation by one frame
+  [ / ]                  halve / double time.acceleration (the factor on the snowfall)
+  F1                     show / hide the on-screen display (time, snowfall, snow, FPS)
   O                      toggle the snow's sort (partial / off)
   V                      toggle the wind view: lines along the wind, coloured by speed
   P                      toggle the pressure view: squares, yellow low to red high
@@ -470,7 +473,11 @@ fn key_command(code: KeyCode, repeat: bool) -> Option<KeyCommand> {
         KeyCode::Minus | KeyCode::NumpadSubtract => Some(KeyCommand::Act(Action::Zoom(-1.0))),
         _ if repeat => None,
         KeyCode::Escape | KeyCode::KeyQ => Some(KeyCommand::Quit),
-        KeyCode::KeyH | KeyCode::F1 => Some(KeyCommand::Help),
+        KeyCode::KeyH => Some(KeyCommand::Help),
+        KeyCode::F1 => Some(KeyCommand::Act(Action::ToggleOsd)),
+        KeyCode::Period | KeyCode::NumpadDecimal => Some(KeyCommand::Act(Action::StepOnce)),
+        KeyCode::BracketLeft => Some(KeyCommand::Act(Action::ScaleAcceleration(0.5))),
+        KeyCode::BracketRight => Some(KeyCommand::Act(Action::ScaleAcceleration(2.0))),
         KeyCode::KeyY => Some(KeyCommand::ToggleVsync),
         KeyCode::Space => Some(KeyCommand::Act(Action::TogglePause)),
         KeyCode::KeyO => Some(KeyCommand::Act(Action::ToggleSorting)),
@@ -516,6 +523,16 @@ mod tests {
         assert_eq!(act(KeyCode::KeyV), Some(Action::ToggleWind));
         assert_eq!(act(KeyCode::KeyP), Some(Action::TogglePressure));
         assert_eq!(act(KeyCode::KeyR), Some(Action::Reset));
+        assert_eq!(act(KeyCode::F1), Some(Action::ToggleOsd));
+        assert_eq!(act(KeyCode::Period), Some(Action::StepOnce));
+        assert_eq!(
+            act(KeyCode::BracketLeft),
+            Some(Action::ScaleAcceleration(0.5))
+        );
+        assert_eq!(
+            act(KeyCode::BracketRight),
+            Some(Action::ScaleAcceleration(2.0))
+        );
         assert_eq!(act(KeyCode::Equal), Some(Action::Zoom(1.0)));
         assert_eq!(act(KeyCode::Minus), Some(Action::Zoom(-1.0)));
         assert!(matches!(act(KeyCode::KeyA), Some(Action::Pan { right, .. }) if right < 0.0));

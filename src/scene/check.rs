@@ -349,7 +349,7 @@ impl Checker<'_> {
         self.wind_step(&wind, &time, &simulate)?;
         self.cells_along_the_wind(&domain, &wind, &simulate)?;
         let v = raw.view;
-        let window = match v.window {
+        let window = match &v.window {
             None => [1280, 720],
             Some(w) => match w.as_slice() {
                 &[x, y] if (16..=16384).contains(&x) && (16..=16384).contains(&y) => [x, y],
@@ -361,14 +361,7 @@ impl Checker<'_> {
                 }
             },
         };
-        let view = View {
-            terrain: v.terrain.unwrap_or(true),
-            snow: v.snow.unwrap_or(true),
-            wind: v.wind.unwrap_or(false),
-            pressure: v.pressure.unwrap_or(false),
-            window,
-            vsync: v.vsync.unwrap_or(true),
-        };
+        let view = self.view(v, window)?;
         Ok(Scene {
             path: self.path.to_path_buf(),
             name,
@@ -758,6 +751,93 @@ impl Checker<'_> {
             ));
         }
         Ok(simulate)
+    }
+
+    /// The `[view]` section: what is drawn and the look's constants.
+    fn view(&self, v: raw::RawView, window: [u32; 2]) -> Checked<View> {
+        let [azimuth, elevation] = self.finite_list("view.sun", v.sun, View::SUN)?;
+        if !((-360.0..=360.0).contains(&azimuth) && elevation > 0.0 && elevation <= 90.0) {
+            return Err(self.error(
+                "view.sun",
+                format!(
+                    "expected [azimuth, elevation] in degrees, azimuth within ±360 and \
+                     elevation > 0 and <= 90, got [{}, {}]",
+                    Number(azimuth),
+                    Number(elevation)
+                ),
+            ));
+        }
+        let colour = |key: &str, value: Option<Vec<f64>>, default: [f64; 3]| {
+            let c = self.finite_list(key, value, default)?;
+            if c.iter().any(|x| !(0.0..=1.0).contains(x)) {
+                return Err(self.error(
+                    key,
+                    format!(
+                        "expected [red, green, blue], each 0 to 1 (linear), got [{}, {}, {}]",
+                        Number(c[0]),
+                        Number(c[1]),
+                        Number(c[2])
+                    ),
+                ));
+            }
+            Ok(c)
+        };
+        let [d0, d1] = self.finite_list("view.snow_cover", v.snow_cover, View::SNOW_COVER)?;
+        if !(d0 >= 0.0 && d1 > d0 && d1 <= 100.0) {
+            return Err(self.error(
+                "view.snow_cover",
+                format!(
+                    "expected [bare, covered] depths in metres, 0 <= bare < covered <= 100, \
+                     got [{}, {}]",
+                    Number(d0),
+                    Number(d1)
+                ),
+            ));
+        }
+        let shadow_map = v.shadow_map.unwrap_or(View::SHADOW_MAP);
+        if shadow_map != 0 && !(16..=View::MAX_SHADOW_MAP).contains(&shadow_map) {
+            return Err(self.error(
+                "view.shadow_map",
+                format!(
+                    "must be 0 (no shadows) or 16 to {} texels, got {shadow_map}",
+                    View::MAX_SHADOW_MAP
+                ),
+            ));
+        }
+        Ok(View {
+            terrain: v.terrain.unwrap_or(true),
+            snow: v.snow.unwrap_or(true),
+            wind: v.wind.unwrap_or(false),
+            pressure: v.pressure.unwrap_or(false),
+            window,
+            vsync: v.vsync.unwrap_or(true),
+            sun: [azimuth, elevation],
+            exposure: self.number(
+                "view.exposure",
+                v.exposure,
+                1.0,
+                Range::open(0.0, 100.0, ""),
+            )?,
+            sky: colour("view.sky", v.sky, View::SKY)?,
+            snow_colour: colour("view.snow_colour", v.snow_colour, View::SNOW_COLOUR)?,
+            snow_shade: colour("view.snow_shade", v.snow_shade, View::SNOW_SHADE)?,
+            snow_cover: [d0, d1],
+            shadow_map,
+            osd_text: self.number(
+                "view.osd_text",
+                v.osd_text,
+                15.0,
+                Range::closed(6.0, 200.0, "pixels"),
+            )?,
+            veil_colour: colour("view.veil_colour", v.veil_colour, View::VEIL_COLOUR)?,
+            sky_distance: self.number(
+                "view.sky_distance",
+                v.sky_distance,
+                50_000.0,
+                Range::open(0.0, 1e7, "m"),
+            )?,
+            veil: v.veil.unwrap_or(true),
+        })
     }
 
     fn camera(&self, c: Option<raw::RawCamera>, domain: &Domain) -> Checked<Camera> {

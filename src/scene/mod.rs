@@ -78,6 +78,19 @@
 //! pressure = false         # pressure points (default false)
 //! window = [1280, 720]     # (default)
 //! vsync = true             # (default)
+//! sun = [245, 36]          # [azimuth, elevation] of the sun, degrees: azimuth clockwise
+//!                          # from north (+y), elevation above the horizon (default)
+//! exposure = 1.0           # factor on the light on terrain and flakes (default 1)
+//! sky = [0.55, 0.68, 0.85] # the sky's colour, linear RGB (default)
+//! snow_colour = [0.97, 0.97, 1.0]  # snow's albedo, ground and flakes (default)
+//! snow_shade = [0.40, 0.47, 0.60]  # the sky's light on snow in shade (default)
+//! snow_cover = [0.0, 0.10] # depths (m) of bare and fully covered ground: the covered
+//!                          # share is smoothstep(d0, d1, depth) (default)
+//! shadow_map = 2048        # side of the sun's shadow map, texels; 0: no shadows (default)
+//! osd_text = 15            # height of the on-screen display's text, pixels (default)
+//! veil_colour = [0.72, 0.75, 0.80] # the light falling snow scatters, linear RGB (default)
+//! sky_distance = 50000     # how far the sky is for the veil, metres (default)
+//! veil = true              # the veil of the falling snow; false: as through clear air
 //! ```
 //!
 //! A mesh domain names its file and, if they differ from the terrain mesher's

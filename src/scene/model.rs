@@ -326,8 +326,8 @@ pub struct Simulate {
     pub frozen_wind_steps: Option<u32>,
 }
 
-/// What is drawn at the start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// What is drawn at the start, and how: the look's constants that are not physics.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct View {
     /// The terrain.
     pub terrain: bool,
@@ -341,4 +341,54 @@ pub struct View {
     pub window: [u32; 2],
     /// Wait for the display's refresh.
     pub vsync: bool,
+    /// Where the sun is: `[azimuth, elevation]` in degrees, azimuth clockwise from north
+    /// (+y) towards east (+x), elevation above the horizon (default `[245, 36]`: the light
+    /// snowsim always had, from the west-south-west).
+    pub sun: [f64; 2],
+    /// Factor on the light reaching the terrain and the flakes (default 1).
+    pub exposure: f64,
+    /// Colour of the sky behind everything, linear RGB in [0, 1] (default
+    /// `[0.55, 0.68, 0.85]`).
+    pub sky: [f64; 3],
+    /// Albedo of snow, on the ground and of the flakes, linear RGB (default
+    /// `[0.97, 0.97, 1.0]`).
+    pub snow_colour: [f64; 3],
+    /// The light that reaches snow in shade (the sky's, bluish), linear RGB; the sun adds
+    /// 0.65 · cos(incidence) of white light where it shines (default `[0.40, 0.47, 0.60]`).
+    pub snow_shade: [f64; 3],
+    /// Depths in metres between which the ground turns from bare to fully covered: the
+    /// covered fraction is `smoothstep(d0, d1, depth)` (default `[0.0, 0.10]`).
+    pub snow_cover: [f64; 2],
+    /// Side in texels of the sun's shadow map over the terrain; 0 draws no shadows
+    /// (default 2048).
+    pub shadow_map: u32,
+    /// Height in pixels of the on-screen display's text (default 15).
+    pub osd_text: f64,
+    /// The light falling snow scatters towards the eye, what a distant surface fades to in
+    /// the veil, linear RGB (default `[0.72, 0.75, 0.80]`).
+    pub veil_colour: [f64; 3],
+    /// How far the sky is for the veil, metres (default 50 000).
+    pub sky_distance: f64,
+    /// Draw the veil of the falling snow (default true; with `snow = false` it is hidden
+    /// with the flakes): `false` shows the scene as through clear air.
+    pub veil: bool,
+}
+
+impl View {
+    /// The default sun, `[azimuth, elevation]` in degrees.
+    pub const SUN: [f64; 2] = [245.0, 36.0];
+    /// The default sky colour.
+    pub const SKY: [f64; 3] = [0.55, 0.68, 0.85];
+    /// The default snow albedo.
+    pub const SNOW_COLOUR: [f64; 3] = [0.97, 0.97, 1.0];
+    /// The default light on snow in shade.
+    pub const SNOW_SHADE: [f64; 3] = [0.40, 0.47, 0.60];
+    /// The default depths of the cover's transition, metres.
+    pub const SNOW_COVER: [f64; 2] = [0.0, 0.10];
+    /// The default veil colour.
+    pub const VEIL_COLOUR: [f64; 3] = [0.72, 0.75, 0.80];
+    /// The default shadow map side, texels.
+    pub const SHADOW_MAP: u32 = 2048;
+    /// The largest shadow map side, texels.
+    pub const MAX_SHADOW_MAP: u32 = 8192;
 }

@@ -114,6 +114,7 @@
 mod config;
 mod cover;
 mod error;
+mod flakes;
 mod mesh;
 mod particles;
 mod refine;
@@ -122,6 +123,10 @@ mod sim;
 pub use config::{DRAW_FRACTION, FOOTPRINT_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use error::{Error, Result};
+pub use flakes::{
+    DEFAULT_DENSITY, EXTINCTION_EFFICIENCY, FlakeError, KOSCHMIEDER, Snowfall, flake_mass,
+    visibility,
+};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};

@@ -25,6 +25,7 @@ use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
 use crate::common::{Capability, skip};
 
+mod look;
 mod splat;
 
 const W: u32 = 320;
@@ -62,6 +63,19 @@ fn temp_dir(test: &str) -> PathBuf {
 
 /// Small, fast settings for command-line runs: the flat scene, a small frame, few flakes.
 const SMALL: [&str; 6] = ["--scene", FLAT, "--size", "160x120", "--particles", "2048"];
+
+/// The flat scene without the veil of its falling snow (`[view] veil = false`), in `dir`: for
+/// the tests that find the ground and the sky by their colours.
+fn flat_without_veil(dir: &Path) -> PathBuf {
+    let path = dir.join("flat.toml");
+    let text = std::fs::read_to_string(repo(FLAT)).unwrap();
+    assert!(
+        !text.contains("[view]"),
+        "flat.toml has a [view] now: merge"
+    );
+    std::fs::write(&path, format!("{text}\n[view]\nveil = false\n")).unwrap();
+    path
+}
 
 // ---------------------------------------------------------------------------------------------
 // The fixed scene: a flat square of bare ground, four large particles, a known camera.
@@ -526,7 +540,7 @@ fn vulkan_memory_imported_by_gl_draws_what_vulkan_wrote() {
     )
     .unwrap();
     renderer.set_particles(buffer, particles.len()).unwrap();
-    renderer.draw(&camera(), (W, H), &Views::default());
+    renderer.draw(&camera(), (W, H), &Views::default()).unwrap();
     let image = read_frame(&setup.gl, (W, H)).unwrap();
     check_fixed_scene(&image, "vulkan-to-gl");
     drop(renderer);
@@ -622,12 +636,14 @@ fn interop_external_without_the_extensions_is_a_clear_error() {
 }
 
 /// The snow a source lays reaches the terrain drawn through the interop (a buffer OpenCL
-/// writes, added to each vertex's depth in the shader): with 1 m laid along the near edge of the
-/// ground and none along the far edge, the colour at each sampled ground point is the bare
-/// ground's blended towards the fully covered ground's by min(depth / full depth, 1), the depth
+/// writes, added to each vertex's depth in the shader): with 0.25 m laid along the y = 0 edge of
+/// the ground and none along the y = 40 m edge, the colour at each sampled ground point is the bare
+/// ground's blended towards the fully covered ground's by the stated transition smoothstep(d0, d1, depth), the depth
 /// interpolated from the vertices by the camera model, both references rendered here.
 #[test]
 fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
+    /// Metres laid along the y = 0 edge.
+    const LAID: f32 = 0.25;
     let device = default_device();
     let headless = Headless::new(W, H).unwrap();
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
@@ -660,18 +676,22 @@ fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
     let near_edge: Vec<f32> = terrain
         .positions
         .iter()
-        .map(|p| 1.0 - p.y / GROUND)
+        .map(|p| LAID * (1.0 - p.y / GROUND))
         .collect();
     let image = render(near_edge);
-    let full = Views::default().snow_full_depth;
+    let [bare_depth, full] = Views::default().snow_cover;
     let cam = Pinhole::orbit(&camera());
     let mut bad = Vec::new();
     let mut checked = 0;
     for fy in [0.1f32, 0.78, 0.82, 0.86, 0.9, 0.94, 0.97] {
         for fx in [0.3f32, 0.5, 0.7] {
-            let p = cam.project(Vec3::new(fx * GROUND, fy * GROUND, 0.0)).0;
+            // The ground is drawn raised by its snow.
+            let depth = LAID * (1.0 - fy);
+            let p = cam.project(Vec3::new(fx * GROUND, fy * GROUND, depth)).0;
             let (x, y) = (p.x as u32, p.y as u32);
-            let s = ((1.0 - fy) / full).min(1.0);
+            // The stated transition: smoothstep(bare_depth, full, depth).
+            let t = ((depth - bare_depth) / (full - bare_depth)).clamp(0.0, 1.0);
+            let s = t * t * (3.0 - 2.0 * t);
             let [b, c, got] = [&bare, &covered, &image].map(|i| i.get_pixel(x, y).0);
             for k in 0..3 {
                 let expected = f32::from(b[k]) + s * (f32::from(c[k]) - f32::from(b[k]));
@@ -858,6 +878,31 @@ fn session_steps_the_snow_copies_each_frame_and_obeys_the_keys() {
     assert!(!ran(&stages, stage::KERNELS));
     assert_eq!(session.time(), time, "paused: time stands still");
     assert!(session.status().contains("paused"));
+    // `.` steps a paused simulation by one frame, once.
+    assert_eq!(session.action(Action::StepOnce), None);
+    let stages = session.frame((W, H)).unwrap();
+    assert!(ran(&stages, stage::KERNELS));
+    assert_eq!(session.time(), time + 0.5, "one step of time.step");
+    session.frame((W, H)).unwrap();
+    assert_eq!(session.time(), time + 0.5, "and only one");
+    // `]` and `[` double and halve the acceleration asked for; the simulation keeps the one
+    // it started with until it can change it (the display says so).
+    let a = session.watch().acceleration;
+    assert!(
+        session
+            .action(Action::ScaleAcceleration(2.0))
+            .unwrap()
+            .contains(&format!("×{}", 2.0 * a))
+    );
+    assert_eq!(session.watch().asked, 2.0 * a);
+    session.action(Action::ScaleAcceleration(0.5));
+    session.action(Action::ScaleAcceleration(0.5));
+    assert_eq!(session.watch().asked, 0.5 * a);
+    assert_eq!(
+        session.action(Action::ToggleOsd).as_deref(),
+        Some("on-screen display on")
+    );
+    session.frame((W, H)).unwrap();
     assert_eq!(
         session.action(Action::TogglePause).as_deref(),
         Some("running")
@@ -884,7 +929,9 @@ fn headless_run_writes_the_screenshot_and_reports_mode_fps_and_stages() {
     let shot = dir.join("shot.png");
     let out = snowsim()
         .args(["run", "--headless", "--frames", "4", "--interop", "copy"])
-        .args(SMALL)
+        .arg("--scene")
+        .arg(flat_without_veil(&dir))
+        .args(&SMALL[2..])
         .arg("--screenshot")
         .arg(&shot)
         .output()
@@ -1192,13 +1239,10 @@ fn a_uniform_renamed_in_a_shader_copy_is_an_error_naming_the_file_and_uniform() 
     }
 
     // Declared, no longer used: the program runs.
-    let constant = terrain.replace(
-        "(u_ambient + (1.0 - u_ambient) * diffuse)",
-        "(0.35 + 0.65 * diffuse)",
-    );
+    let constant = terrain.replace("cover) * u_exposure", "cover) * 1.0");
     assert_ne!(
         constant, terrain,
-        "terrain.frag no longer uses u_ambient so"
+        "terrain.frag no longer uses u_exposure so"
     );
     std::fs::write(dir.join("terrain.frag"), constant).unwrap();
     let out = run_with_shaders(&dir);
@@ -1251,6 +1295,9 @@ fn help_documents_the_keys() {
         "toggle vsync",
         "Esc",
         "--interop",
+        "[ / ]",
+        "F1",
+        "--osd",
     ] {
         assert!(
             help.contains(needle),
@@ -1342,7 +1389,8 @@ fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
     let dir = temp_dir("flat-scene");
     let shot = dir.join("flat.png");
     let out = snowsim()
-        .args(["run", "--headless", "--scene", FLAT])
+        .args(["run", "--headless", "--scene"])
+        .arg(flat_without_veil(&dir))
         .args(["--particles", "4096", "--size", "320x240", "--frames", "5"])
         .arg("--screenshot")
         .arg(&shot)
@@ -1351,7 +1399,7 @@ fn flat_scene_shows_its_ground_where_the_scene_camera_projects_it() {
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for needle in [
-        "scene: scenes/flat.toml (Flat)",
+        "flat.toml (Flat)",
         "flat ground (8 × 8 cells), 128 triangles",
         "air [0, 0, 0] .. [200, 200, 60] m",
         "snow: 4096 parcels of 2–8 mm",
@@ -1412,7 +1460,8 @@ fn mesh_scene(dir: &Path) -> PathBuf {
          [domain]\nmesh = \"air.meshb\"\n\
          [domain.boundary]\nground = 15\ntop = 16\n\
          [snow]\nparticles = 2000\n\
-         [camera]\nposition = [100.0, -90.0, 54.0]\ntarget = [100.0, 100.0, 0.0]\nfov = 55\n",
+         [camera]\nposition = [100.0, -90.0, 54.0]\ntarget = [100.0, 100.0, 0.0]\nfov = 55\n\
+         [view]\nveil = false\n",
     )
     .unwrap();
     scene

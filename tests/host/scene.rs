@@ -107,6 +107,9 @@ fn defaults_fill_what_a_scene_leaves_out() {
     assert_eq!(scene.time.step, 0.02);
     assert_eq!(scene.time.frames, None);
     assert_eq!(scene.view.window, [1280, 720]);
+    assert_eq!(scene.view.sun, [245.0, 36.0]);
+    assert_eq!(scene.view.snow_cover, [0.0, 0.1]);
+    assert_eq!(scene.view.shadow_map, 2048);
     assert!(scene.simulate.wind && scene.simulate.snow);
     // The default camera looks at the domain from the south, from above.
     assert!(scene.camera.position[1] < 0.0 && scene.camera.position[2] > 0.0);
@@ -237,6 +240,22 @@ fn errors_name_the_file_the_line_and_the_key() {
             9,
             "unknown field",
         ),
+        ("[view]\nsun = [90, 0]\n", "view.sun", 9, "got [90, 0]"),
+        ("[view]\nsun = [90]\n", "view.sun", 9, "expected 2 numbers"),
+        ("[view]\nexposure = 0\n", "view.exposure", 9, "got 0"),
+        (
+            "[view]\nsky = [0.5, 1.5, 0.5]\n",
+            "view.sky",
+            9,
+            "each 0 to 1 (linear), got [0.5, 1.5, 0.5]",
+        ),
+        (
+            "[view]\nsnow_cover = [0.2, 0.1]\n",
+            "view.snow_cover",
+            9,
+            "got [0.2, 0.1]",
+        ),
+        ("[view]\nshadow_map = 8\n", "view.shadow_map", 9, "got 8"),
         ("[simulate]\nwind = 1\n", "simulate.wind", 9, "invalid type"),
     ];
     for &(extra, key, line, message) in cases {
