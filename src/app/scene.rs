@@ -17,13 +17,11 @@ use super::session::SessionConfig;
 
 /// The falling snow of a simulation's snow settings, as the veil and the flakes see it: the
 /// scene's real snowfall rate (never accelerated), the laid snow's density, the flakes' sizes
-/// and fall speed ([`crate::snow::Snowfall`]). The density is
-/// [`crate::snow::DEFAULT_DENSITY`] (100 kg/m³, `snow.density`'s default) until the snow's
-/// settings carry the scene's.
+/// and fall speed ([`crate::snow::Snowfall`]).
 pub fn snowfall(config: &crate::snow::SnowConfig) -> crate::snow::Snowfall {
     crate::snow::Snowfall {
         rate: config.rate,
-        density: crate::snow::DEFAULT_DENSITY,
+        density: config.density,
         diameter: config.flake_diameter.map(f64::from),
         fall_speed: f64::from(config.fall_speed),
     }

@@ -19,13 +19,11 @@ pub const OSD_TEXT_REFRESH: Duration = Duration::from_millis(100);
 const FPS_WEIGHT: f64 = 0.1;
 
 /// Asks `simulation` to lay its snow at `acceleration` times the scene's real snowfall from
-/// now on; returns whether it did. The simulation fixes its parcels' snow when it is built
-/// (`time.acceleration` enters the parcel volume, [`crate::snow`]) and has no way yet to
-/// change it while running, so this returns `false` and the simulation keeps the acceleration
-/// it started with; the display then shows the acceleration asked for as not applied.
+/// the next landing on (the fixed-point unit stays the real parcel's, [`crate::snow`]);
+/// returns whether it did (not for particles without a scene, or an acceleration out of the
+/// scene file's bounds).
 pub fn set_simulation_acceleration(simulation: &mut Simulation, acceleration: f64) -> bool {
-    let _ = (simulation, acceleration);
-    false
+    simulation.set_acceleration(acceleration).is_ok()
 }
 
 /// What the display shows and the acceleration the keys change.

@@ -145,6 +145,19 @@ impl Simulation {
         self.scene.as_mut().and_then(|s| s.snow.as_mut())
     }
 
+    /// Lays the snow at `acceleration` times the scene's real snowfall from the next landing on
+    /// (`time.acceleration`, the `[` and `]` keys); the parcels and the wind go on in real time
+    /// and the fixed-point unit stays the real parcel's. An error for an acceleration out of
+    /// `[1e-6, 1e6]` or a simulation without snow.
+    pub fn set_acceleration(&mut self, acceleration: f64) -> Result<()> {
+        match self.snow_mut() {
+            Some(snow) => Ok(snow.set_acceleration(acceleration)?),
+            None => Err(Error::InvalidParameter(
+                "no snow is simulated: there is no snowfall to accelerate".into(),
+            )),
+        }
+    }
+
     /// Simulated seconds per frame.
     pub fn dt(&self) -> f32 {
         self.dt

@@ -233,6 +233,17 @@ impl Snow {
         self.frame
     }
 
+    /// Lays `acceleration` times the real snowfall from the next landing on (a landing lays
+    /// `round(acceleration · PARCEL_UNITS)` units; the unit does not change).
+    pub fn set_acceleration(&mut self, acceleration: f64) -> Result<()> {
+        let mut config = self.config.clone();
+        config.acceleration = acceleration;
+        config.validate()?;
+        self.parcel_volume *= acceleration / self.config.acceleration;
+        self.config = config;
+        Ok(())
+    }
+
     /// Switches the sort mode (the `O` key, `--sort`); the next step sorts accordingly.
     pub fn set_sort(&mut self, mode: SortMode) -> Result<()> {
         let context = &self.context.clone();

@@ -746,3 +746,42 @@ fn bad_snow_input_gets_clear_errors() {
         );
     }
 }
+
+/// `time.acceleration` changed while running multiplies what each later landing lays, never
+/// the unit, and the ledger still balances to the unit.
+#[test]
+fn a_changed_acceleration_multiplies_later_landings_and_the_ledger_balances() {
+    let ctx = context();
+    let hills = hills();
+    let mut config = SnowConfig::new(2000);
+    config.sort.mode = SortMode::Off;
+    config.cover_refinement = 3;
+    let w = wind(&hills, [0.8, 0.6, 0.0], 6.0);
+    let mut run = Run::new(&ctx, &hills, config, &w);
+    let unit = run.snow.cover().unit_volume();
+    let mut before = Counters::default();
+    for _ in 0..10 {
+        before = run.step(&ctx, 0.5);
+    }
+    run.snow.set_acceleration(2.5).unwrap();
+    assert_eq!(
+        run.snow.cover().unit_volume(),
+        unit,
+        "the unit never changes"
+    );
+    let mut after = before;
+    for _ in 0..10 {
+        after = run.step(&ctx, 0.5);
+    }
+    assert!(
+        before.landed > 0 && after.landed > before.landed,
+        "{after:?}"
+    );
+    let laid = u128::from(before.landed) * u128::from(PARCEL_UNITS)
+        + u128::from(after.landed - before.landed) * u128::from(PARCEL_UNITS) * 5 / 2;
+    assert_eq!(run.snow.deposited_units().unwrap(), laid);
+    assert!(run.snow.ledger().unwrap().balances());
+    run.snow.check_invariants().unwrap();
+    let e = run.snow.set_acceleration(0.0).unwrap_err().to_string();
+    assert!(e.contains("time.acceleration"), "{e}");
+}
