@@ -100,26 +100,11 @@ __kernel void cover_apply(__global const uint *restrict offsets, __global const 
     volume[v] = volume[v] - loss + gain;
 }
 
-// A fine vertex's share for its parent `slot` (0, 1, 2) when its volume v goes to its
-// parents by the numerators packed in `num` (a byte each, of r; 0 ends the list): floor(v n / r)
-// for every parent but the last, which gets what is left (src/snow/refine.rs), so the shares
-// add up to v exactly. floor(v n / r) = (v / r) n + (v % r) n / r, with no overflow.
-inline ulong cover_share(ulong v, uint num, uint slot, uint r) {
-    ulong given = 0;
-    for (uint k = 0; k < 3; k++) {
-        const uint n = (num >> (8u * k)) & 0xffu;
-        const uint next = k < 2u ? (num >> (8u * (k + 1u))) & 0xffu : 0u;
-        const ulong share = next == 0u ? v - given : (v / r) * n + ((v % r) * n) / r;
-        if (k == slot)
-            return share;
-        given += share;
-    }
-    return 0;
-}
-
 // The laid snow's depth per coarse ground vertex in metres, four vertices per float4: the
-// fine volumes restricted to the vertex (a gather over its entries `4 f + slot`) over its
-// horizontal dual area. What the terrain renderer reads as its laid-depth attribute.
+// fine volumes restricted to the vertex (a gather over its entries `4 f + slot`, each the
+// fine volume times its numerator over r: the restriction in f32, which the drawing needs; the
+// exact integer shares are CoverMesh::restrict's on the host) over its horizontal dual area. What
+// the terrain renderer reads as its laid-depth attribute.
 __kernel void cover_ground_depth(__global const uint *restrict offsets,
                                  __global const uint *restrict entries,
                                  __global const uint *restrict numerators,
@@ -133,15 +118,16 @@ __kernel void cover_ground_depth(__global const uint *restrict offsets,
     float d[4];
     for (uint k = 0; k < 4; k++) {
         const uint v = 4 * i + k;
-        ulong total = 0;
+        float total = 0.0f;
         if (v < n) {
             for (uint e = offsets[v]; e < offsets[v + 1]; e++) {
                 const uint code = entries[e];
                 const uint f = code >> 2;
-                total += cover_share(volume[f], numerators[f], code & 3u, r);
+                const uint num = (numerators[f] >> (8u * (code & 3u))) & 0xffu;
+                total += (float)volume[f] * (float)num;
             }
         }
-        d[k] = v < n ? (float)total * unit / area[v] : 0.0f;
+        d[k] = v < n ? total * (unit / (float)r) / area[v] : 0.0f;
     }
     depth[i] = (float4)(d[0], d[1], d[2], d[3]);
 }
