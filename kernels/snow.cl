@@ -531,3 +531,20 @@ __kernel void snow_hilbert_grid(__global uint *restrict keys, const uint side) {
         return;
     keys[i] = snow_hilbert3(i % side, (i / side) % side, i / (side * side));
 }
+
+// Parcels per cell of a grid over the box: cell = (pos − lo) · scale, dims.xyz cells (x
+// fastest); parcels outside the box are not counted. For the falling snow's density that the
+// veil and the near flakes follow (src/snow/density.rs).
+__kernel void snow_cell_counts(__global const float4 *restrict pos, __global uint *restrict counts,
+                               const uint n, const float4 lo, const float4 scale, const int4 dims) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 c = (pos[i].xyz - lo.xyz) * scale.xyz;
+    if (any(c < 0.0f))
+        return;
+    const int x = (int)c.x, y = (int)c.y, z = (int)c.z;
+    if (x >= dims.x || y >= dims.y || z >= dims.z)
+        return;
+    atomic_inc(&counts[x + dims.x * (y + dims.y * z)]);
+}

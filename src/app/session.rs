@@ -50,6 +50,10 @@ pub const FIELD_STAGE: &str = "wind.view";
 /// a pass over the whole terrain.
 pub const SHADOW_EVERY: u64 = 16;
 
+/// The veil follows where the parcels are every this many frames (`snow::RelativeDensity`: a
+/// count of the parcels per cell and a blocking read).
+pub const VEIL_DENSITY_EVERY: u64 = 30;
+
 /// What a [`Session`] shows and how it starts.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
@@ -261,6 +265,23 @@ impl Session {
         self.flakes.as_ref()
     }
 
+    /// Hands the veil the falling snow's density where the parcels are now (blocking; nothing
+    /// without snow, or with the veil hidden).
+    fn follow_the_parcels(&mut self) -> Result<()> {
+        if self.flakes.is_none() {
+            return Ok(());
+        }
+        if let Some(d) = self.simulation.flake_density()? {
+            self.renderer.set_veil_density(Some((
+                d.dims,
+                &d.values,
+                glam::Vec3::from(d.lo),
+                glam::Vec3::from(d.hi),
+            )))?;
+        }
+        Ok(())
+    }
+
     /// The acceleration the keys change and the on-screen display's numbers.
     pub fn watch(&self) -> &Watch {
         &self.watch
@@ -469,6 +490,9 @@ impl Session {
                 &mut self.particle_link.target(),
                 &mut self.timeline,
             )?;
+            if self.frame.is_multiple_of(VEIL_DENSITY_EVERY) {
+                self.follow_the_parcels()?;
+            }
             if let Some(link) = self.depth_link.as_mut() {
                 self.simulation.write_ground_depth(
                     &self.context,

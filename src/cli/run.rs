@@ -791,22 +791,32 @@ struct Flakes {
     rate_m_per_h: f64,
     /// The laid snow's density, kg/m³.
     density_kg_per_m3: f64,
+    /// The falling snow's density at the camera over the uniform snowfall's, from where the
+    /// parcels are at the end (`snowsim::snow::RelativeDensity`; 1 when not measured).
+    relative_density: f64,
 }
 
 impl Flakes {
-    fn of(scene: &Scene) -> Option<Self> {
+    /// The scene's falling snow at its camera, `relative` times the uniform snowfall's.
+    fn of(scene: &Scene, relative: Option<f64>) -> Option<Self> {
         if !scene.simulate.snow {
             return None;
         }
         let config = snowsim::snow::SnowConfig::from_scene(scene).ok()?;
         let s = snowsim::app::snowfall(&config);
         s.validate().ok()?;
+        let r = relative.unwrap_or(1.0);
         Some(Self {
-            number_density_per_m3: s.number_density(),
-            extinction_per_m: s.extinction(),
-            visibility_m: s.visibility(),
+            number_density_per_m3: r * s.number_density(),
+            extinction_per_m: r * s.extinction(),
+            visibility_m: if r > 0.0 {
+                s.visibility() / r
+            } else {
+                f64::INFINITY
+            },
             rate_m_per_h: s.rate,
             density_kg_per_m3: s.density,
+            relative_density: r,
         })
     }
 }
@@ -853,7 +863,8 @@ fn report(
             height: run.size.1,
             headless: args.headless,
             snow: run.snow,
-            flakes: Flakes::of(run.scene).filter(|_| run.particles > 0),
+            flakes: Flakes::of(run.scene, run.snow.flake_density_at_camera)
+                .filter(|_| run.particles > 0),
             readback: run.readback,
             summary,
         };
@@ -872,11 +883,15 @@ fn report(
             }
         )?;
         outln!("{summary}")?;
-        if let Some(f) = Flakes::of(run.scene).filter(|_| run.particles > 0) {
+        if let Some(f) =
+            Flakes::of(run.scene, run.snow.flake_density_at_camera).filter(|_| run.particles > 0)
+        {
             outln!(
-                "falling snow: {:.1} flakes per m³ at the camera, extinction {:.3e} per m, \
-                 visibility {:.0} m (Koschmieder; {} mm/h of {} kg/m³ snow, real rate)",
+                "falling snow: {:.1} flakes per m³ at the camera ({:.2} × the uniform \
+                 snowfall's), extinction {:.3e} per m, visibility {:.0} m (Koschmieder; {} \
+                 mm/h of {} kg/m³ snow, real rate)",
                 f.number_density_per_m3,
+                f.relative_density,
                 f.extinction_per_m,
                 f.visibility_m,
                 f.rate_m_per_h * 1e3,

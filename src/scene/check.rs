@@ -319,13 +319,13 @@ impl Checker<'_> {
                 Range::closed(0.0, 1.0, ""),
             )?,
             cover_refinement: match g.cover_refinement.unwrap_or(4) {
-                r @ 1..=crate::snow::MAX_REFINEMENT => r,
+                r @ 1..=limits::MAX_COVER_REFINEMENT => r,
                 r => {
                     return Err(self.error(
                         "ground.cover_refinement",
                         format!(
                             "must be 1 to {} pieces per ground edge, got {r}",
-                            crate::snow::MAX_REFINEMENT
+                            limits::MAX_COVER_REFINEMENT
                         ),
                     ));
                 }

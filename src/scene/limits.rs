@@ -22,6 +22,10 @@ use crate::scene::range::Number;
 use crate::scene::{Domain, Scene, SceneError};
 use crate::terrain::TerrainSpec;
 
+/// Largest `ground.cover_refinement`: pieces per ground edge of the cover's mesh (a lattice
+/// index fits a byte, and a volume below 2^59 units times it fits 64 bits).
+pub const MAX_COVER_REFINEMENT: u32 = 16;
+
 /// The most snow particles that can run: their `float4` GL buffer's size in bytes is a GL
 /// `int`, so `16 × particles ≤ 2^31 − 1`: 2^27 − 1.
 pub const MAX_PARTICLES: u64 = (i32::MAX as u64) / PARTICLE_BYTES;

@@ -26,4 +26,8 @@ pub struct SimReport {
     pub wind_steps: u64,
     /// Mean pressure-solver iterations per wind step.
     pub wind_iterations: f64,
+    /// The falling snow's density at the scene's camera relative to the uniform snowfall of
+    /// the scene's real rate (`snow::RelativeDensity`): the flakes there are this times
+    /// `snow::Snowfall::number_density`; `None` without snow.
+    pub flake_density_at_camera: Option<f64>,
 }

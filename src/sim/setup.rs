@@ -63,6 +63,8 @@ pub struct SceneSim {
     pub wind: WindSetup,
     /// Gravity, m/s² (the fixed profile's view shows the hydrostatic pressure with it).
     pub gravity: f32,
+    /// The scene's camera position, m: where the report measures the falling snow.
+    pub camera: [f64; 3],
 }
 
 /// Everything a run simulates, settled once from the scene and the overrides.
@@ -162,6 +164,7 @@ impl SimSetup {
                 snow,
                 wind,
                 gravity: scene.snow.gravity as f32,
+                camera: scene.camera.position,
             }),
             still: Vec::new(),
             still_depth: Vec::new(),

@@ -29,6 +29,8 @@ struct SceneState {
     gravity: f32,
     /// The vertices the wind views sample.
     view_vertices: Vec<u32>,
+    /// The scene's camera position (the report's falling snow is measured there).
+    camera: [f64; 3],
 }
 
 /// One scene's wind and snow on one OpenCL context.
@@ -67,6 +69,7 @@ impl Simulation {
                     snow,
                     gravity: s.gravity,
                     view_vertices,
+                    camera: s.camera,
                 })
             }
             None => None,
@@ -155,6 +158,15 @@ impl Simulation {
             None => Err(Error::InvalidParameter(
                 "no snow is simulated: there is no snowfall to accelerate".into(),
             )),
+        }
+    }
+
+    /// The falling snow's density relative to the scene's uniform snowfall, where the parcels
+    /// are now (`snow::RelativeDensity`; blocking); `None` without snow.
+    pub fn flake_density(&mut self) -> Result<Option<crate::snow::RelativeDensity>> {
+        match self.snow_mut() {
+            Some(snow) => Ok(Some(snow.flake_density()?)),
+            None => Ok(None),
         }
     }
 
@@ -316,6 +328,16 @@ impl Simulation {
                 deposited_m3,
                 max_depth_m,
                 parcel_m3: snow.parcel_volume(),
+                flake_density_at_camera: None,
+                ..report
+            };
+        }
+        if let Some(s) = &mut self.scene
+            && let Some(snow) = s.snow.as_mut()
+        {
+            let camera = s.camera;
+            report = SimReport {
+                flake_density_at_camera: Some(snow.flake_density()?.at(camera)),
                 ..report
             };
         }

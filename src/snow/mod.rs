@@ -113,6 +113,7 @@
 
 mod config;
 mod cover;
+mod density;
 mod error;
 mod flakes;
 mod mesh;
@@ -122,6 +123,7 @@ mod sim;
 
 pub use config::{DRAW_FRACTION, FOOTPRINT_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
+pub use density::{DENSITY_CELLS, DENSITY_LAYERS, RelativeDensity};
 pub use error::{Error, Result};
 pub use flakes::{
     DEFAULT_DENSITY, EXTINCTION_EFFICIENCY, FlakeError, KOSCHMIEDER, Snowfall, flake_mass,

@@ -22,8 +22,8 @@ use crate::terrain::GroundSurface;
 use super::{Error, Result};
 
 /// Largest refinement per coarse edge (so that a lattice index fits a byte and
-/// `V · r` cannot overflow 64 bits for any volume below 2^59 units).
-pub const MAX_REFINEMENT: u32 = 16;
+/// `V · r` cannot overflow 64 bits for any volume below 2^59 units): the scene's bound.
+pub const MAX_REFINEMENT: u32 = crate::scene::limits::MAX_COVER_REFINEMENT;
 
 /// The cover's mesh and its ties to the coarse ground, on the host.
 #[derive(Clone, Debug)]

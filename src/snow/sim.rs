@@ -13,6 +13,7 @@ use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig
 
 use super::config::{PARCEL_UNITS, SnowConfig};
 use super::cover::GroundCover;
+use super::density::{DensityGrid, RelativeDensity};
 use super::mesh::{SnowGeometry, SnowMesh};
 use super::particles::Particles;
 use super::refine::CoverMesh;
@@ -107,6 +108,9 @@ pub struct Snow {
     init: Kernel,
     update: Kernel,
     hilbert: Kernel,
+    cell_counts: Kernel,
+    density: DensityGrid,
+    density_counts: DeviceBuffer<u32>,
     sorter: Sorter,
     keys: DeviceBuffer<u32>,
     indices: DeviceBuffer<u32>,
@@ -147,6 +151,13 @@ impl Snow {
         let mut config = config;
         config.render_scale = config.drawn_scale(air);
         let mesh = SnowMesh::new(context, geometry)?;
+        let density = DensityGrid::new(
+            &mesh.geometry,
+            &cover_mesh,
+            config.particles,
+            config.source_height,
+            air,
+        );
         let cover = GroundCover::new(context, cover_mesh, real_parcel_volume)?;
         let walk = Source::embedded("tet_walk.cl", include_str!("../../kernels/tet_walk.cl"))?;
         let deposit = Source::embedded(
@@ -171,6 +182,9 @@ impl Snow {
             init: program.kernel("snow_init")?,
             update: program.kernel("snow_step")?,
             hilbert: program.kernel("snow_hilbert_keys")?,
+            cell_counts: program.kernel("snow_cell_counts")?,
+            density_counts: DeviceBuffer::zeroed(context, density.len())?,
+            density,
             sorter: Sorter::Off,
             keys: DeviceBuffer::zeroed(context, n)?,
             indices: DeviceBuffer::zeroed(context, n)?,
@@ -612,6 +626,46 @@ impl Snow {
         let c = Counters::from_raw(&self.counters.read()?, first_bad);
         check_counters(&c, self.frame)?;
         Ok(c)
+    }
+
+    /// The falling snow's density relative to the scene's uniform snowfall, from where the
+    /// parcels are now ([`RelativeDensity`], `snow::density`; blocking: counts the parcels per
+    /// cell on the device and reads the counts).
+    pub fn flake_density(&mut self) -> Result<RelativeDensity> {
+        let n = self.particles.len();
+        let g = &self.density;
+        self.density_counts.fill(0)?;
+        if n > 0 {
+            let scale: [f32; 4] = std::array::from_fn(|k| {
+                if k < 3 && g.hi[k] > g.lo[k] {
+                    g.dims[k] as f32 / (g.hi[k] - g.lo[k])
+                } else {
+                    0.0
+                }
+            });
+            let lo = [g.lo[0], g.lo[1], g.lo[2], 0.0];
+            let dims = [g.dims[0] as i32, g.dims[1] as i32, g.dims[2] as i32, 0];
+            let context = &self.context;
+            let mut timeline = context.timeline();
+            let mut call = self.cell_counts.call();
+            // SAFETY: pos holds n values, counts dims.x · dims.y · dims.z; the kernel guards
+            // i < n and the cell's bounds.
+            unsafe {
+                call.buffer(&self.particles.pos)?
+                    .buffer(&self.density_counts)?
+                    .arg(&(n as u32))?
+                    .arg(&lo)?
+                    .arg(&scale)?
+                    .arg(&dims)?;
+            }
+            call.enqueue_into(
+                context,
+                self.cell_counts.work_size(context, n)?,
+                &mut timeline,
+            )?;
+            timeline.wait()?;
+        }
+        Ok(self.density.relative(&self.density_counts.read()?))
     }
 
     /// The snow on the ground in fixed-point units (blocking).
