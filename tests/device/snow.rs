@@ -785,3 +785,51 @@ fn a_changed_acceleration_multiplies_later_landings_and_the_ledger_balances() {
     let e = run.snow.set_acceleration(0.0).unwrap_err().to_string();
     assert!(e.contains("time.acceleration"), "{e}");
 }
+
+/// The falling snow's density follows the parcels: spread below the source it is the uniform
+/// snowfall's (1) within sampling noise and exactly 1 above the source; after a gale straight
+/// down has put every parcel back at the source (each lands every step and enters again
+/// there), the air below holds none.
+#[test]
+fn the_flake_density_follows_the_parcels() {
+    let ctx = context();
+    let flat = domain([200.0, 200.0, 60.0], 8, 6, |_, _| 0.0);
+    let mut config = SnowConfig::new(1 << 16);
+    config.sort.mode = SortMode::Off;
+    config.source_height = 30.0;
+    let calm = vec![[0.0; 4]; flat.mesh.vertices.len()];
+    let mut run = Run::new(&ctx, &flat, config.clone(), &calm);
+    let d = run.snow.flake_density().unwrap();
+    let slice: Vec<f64> = (0..25)
+        .map(|k| {
+            d.at([
+                20.0 + 40.0 * f64::from(k % 5),
+                20.0 + 40.0 * f64::from(k / 5),
+                15.0,
+            ])
+        })
+        .collect();
+    let mean = slice.iter().sum::<f64>() / slice.len() as f64;
+    assert!(
+        (mean - 1.0).abs() < 0.1,
+        "mean relative density {mean} below the source"
+    );
+    assert!(slice.iter().all(|&r| (0.5..1.5).contains(&r)), "{slice:?}");
+    assert!(
+        (d.at([100.0, 100.0, 50.0]) - 1.0).abs() < 1e-6,
+        "above the source"
+    );
+    let down = vec![[0.0, 0.0, -1000.0, 0.0]; flat.mesh.vertices.len()];
+    let mut run = Run::new(&ctx, &flat, config, &down);
+    run.step(&ctx, 0.5);
+    let d = run.snow.flake_density().unwrap();
+    for k in 0..25 {
+        let p = [
+            20.0 + 40.0 * f64::from(k % 5),
+            20.0 + 40.0 * f64::from(k / 5),
+            10.0,
+        ];
+        assert!(d.at(p) < 0.05, "{p:?}: {} after the gale", d.at(p));
+    }
+    assert!((d.at([100.0, 100.0, 50.0]) - 1.0).abs() < 1e-6);
+}
