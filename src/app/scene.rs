@@ -8,7 +8,7 @@
 use glam::Vec3;
 
 use crate::interop::InteropMode;
-use crate::render::{OrbitCamera, Palette, TerrainMesh, Views};
+use crate::render::{NearFlakes, OrbitCamera, Palette, TerrainMesh, Views};
 use crate::scene::{Scene, SceneGround};
 use crate::terrain::SceneBox;
 
@@ -80,6 +80,12 @@ impl SceneView {
         // air above the lowest ground.
         let speed_max = (scene.wind.speed_at(f64::from(size.z)) as f32).max(1e-3);
         let view = &scene.view;
+        // The near flakes' wind: the scene's inflow profile at the camera's height above the
+        // lowest ground (one vector for the run).
+        let wind = scene
+            .wind
+            .velocity_at(c.position[2] - f64::from(bounds.lo.z))
+            .map(|v| v as f32);
         let views = Views {
             terrain: view.terrain,
             particles: view.snow,
@@ -103,6 +109,13 @@ impl SceneView {
                 snow_shade: view.snow_shade.map(|c| c as f32),
                 veil: view.veil_colour.map(|c| c as f32),
                 ..Palette::default()
+            },
+            near: NearFlakes {
+                wind,
+                distance: view.flake_distance as f32,
+                max: view.near_flakes,
+                exposure_time: view.exposure_time as f32,
+                ..NearFlakes::default()
             },
             ..Views::default()
         };

@@ -190,6 +190,13 @@ impl Session {
         {
             views.beta = f.extinction() as f32;
         }
+        if let Some(f) = &flakes
+            && views.near.density == 0.0
+        {
+            views.near.density = f.number_density() as f32;
+            views.near.diameter = f.diameter.map(|d| d as f32);
+            views.near.fall_speed = f.fall_speed as f32;
+        }
         let mut field_link = None;
         let mut shown_wind = None;
         if let Some(samples) = simulation.wind_samples()? {
@@ -443,6 +450,8 @@ impl Session {
         if self.views.osd {
             self.update_osd()?;
         }
+        // The near flakes' clock: the frames stepped, in double precision.
+        self.views.near.time = self.frame as f64 * f64::from(self.simulation.dt());
         let start = Instant::now();
         self.draw(size)?;
         self.watch.frame_drawn();

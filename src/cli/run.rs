@@ -427,7 +427,7 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
     }
     if let Some(path) = &args.vtu {
         plan.file("--vtu", path, FileKind::Vtk);
-        plan.file("--vtu (the cover)", &rule::cover_path(path), FileKind::Vtk);
+        plan.file("--vtu (the cover)", rule::cover_path(path), FileKind::Vtk);
     }
     if let Some(dir) = &args.record {
         plan.dir("--record", dir, rule::record_frame_name);

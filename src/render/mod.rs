@@ -22,6 +22,7 @@ mod error;
 mod frame;
 mod gl_context;
 mod headless;
+mod near;
 mod osd;
 mod renderer;
 mod shader;
@@ -40,9 +41,12 @@ pub use frame::{
 };
 pub use gl_context::{GL_VERSIONS, GlApi, GlHandles, GlInfo, GlSetup, ProcAddress};
 pub use headless::{EGL_DEVICE_ENV, Headless, MAX_SIDE, check_size};
+pub use near::{LAMBDA, NearFlakes, NearLayout, SLOTS};
 pub use osd::{DEJAVU_SANS, MAX_TEXT_PIXELS, OSD_MARGIN, OsdImage, rasterise};
 pub(crate) use renderer::buffer_bytes;
-pub use renderer::{AMBIENT, FIELD_SAMPLE_BYTES, Palette, Renderer, Views, flake_colour};
+pub use renderer::{
+    AMBIENT, FIELD_SAMPLE_BYTES, Palette, Renderer, Views, flake_colour, near_flake_colour,
+};
 pub use shader::{SHADER_DIR_ENV, ShaderProgram, ShaderSource, build_program};
 pub use shadow::sun_direction;
 pub use terrain::TerrainMesh;

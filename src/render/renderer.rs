@@ -23,6 +23,7 @@ use crate::particle::{PARTICLE_BYTES, Particle};
 
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
+use super::near::{NearFlakes, NearFrame, NearPass};
 use super::osd::{Osd, OsdImage};
 use super::shader::{ShaderProgram, build_program, builtin};
 use super::shadow::{ShadowMap, light_view_proj, sun_direction};
@@ -117,6 +118,8 @@ pub struct Views {
     /// Smallest particle sprite diameter in pixels, so far flakes do not vanish; a flake that
     /// projects smaller is drawn this size with the opacity of its true footprint.
     pub min_particle_pixels: f32,
+    /// The flakes near the camera (drawn with the particles; none while its density is 0).
+    pub near: NearFlakes,
 }
 
 impl Views {
@@ -154,6 +157,7 @@ impl Default for Views {
             wind_seconds: 0.5,
             wind_max_length: 3.5,
             min_particle_pixels: 1.5,
+            near: NearFlakes::default(),
         }
     }
 }
@@ -283,6 +287,8 @@ pub struct Renderer {
     veil: VeilPass,
     /// The snowfall's relative density along the view rays.
     density: Density,
+    /// The flakes near the camera.
+    near: NearPass,
 }
 
 impl Renderer {
@@ -322,6 +328,7 @@ impl Renderer {
         )?;
         let veil = VeilPass::new(&gl)?;
         let density = Density::new(&gl)?;
+        let near = NearPass::new(&gl)?;
         let terrain_mesh = upload_mesh(&gl, terrain)?;
         // SAFETY: object creation on the current context.
         unsafe {
@@ -361,6 +368,7 @@ impl Renderer {
                 osd: None,
                 veil,
                 density,
+                near,
             })
         }
     }
@@ -754,6 +762,10 @@ impl Renderer {
                     self.particle_count,
                 );
             }
+            if views.particles {
+                self.near
+                    .draw(gl, &views.near, &self.near_frame(camera, (w, h), views));
+            }
             if views.wind && self.field_count > 0 {
                 let p = &self.wind_program;
                 gl.use_program(Some(p.id));
@@ -792,6 +804,40 @@ impl Renderer {
 }
 
 impl Renderer {
+    /// What the near field's pass needs of a frame besides its settings.
+    fn near_frame<'a>(
+        &'a self,
+        camera: &'a OrbitCamera,
+        size: (u32, u32),
+        views: &Views,
+    ) -> NearFrame<'a> {
+        NearFrame {
+            camera,
+            size,
+            width: self.min_point_size(views),
+            beta: views.veil_beta(),
+            flake_colour: near_flake_colour(views),
+            veil_colour: views.palette.veil,
+            density: &self.density,
+        }
+    }
+
+    /// The slots of the near field that [`draw`](Self::draw) would draw for `views` from
+    /// `camera` into a frame of `size`, in instance order (the same slot is the same flake
+    /// from frame to frame): a flake's world position (xyz, metres) and, in w, its diameter
+    /// (metres) when it is drawn (it exists and is within the drawn radius, in view or not),
+    /// else 0; empty when the near field is off. Read back through transform feedback from
+    /// the same vertex shader.
+    pub fn near_flakes(
+        &self,
+        camera: &OrbitCamera,
+        size: (u32, u32),
+        views: &Views,
+    ) -> Result<Vec<[f32; 4]>> {
+        let frame = self.near_frame(camera, size, views);
+        self.near.probe(&self.gl, &views.near, &frame)
+    }
+
     /// Draws `count` particles of `vao` as point sprites.
     ///
     /// # Safety
@@ -864,6 +910,15 @@ fn particle_layout(gl: &glow::Context, vao: glow::VertexArray, buffer: glow::Buf
     }
 }
 
+/// The near flakes' colour before the veil: lit like the cover's flat snow in the sun (the
+/// sky's light on snow plus `(1 − AMBIENT) sin(elevation)` of white), times the snow's albedo
+/// and the exposure, at most 1.
+pub fn near_flake_colour(views: &Views) -> [f32; 3] {
+    let sun = (1.0 - AMBIENT) * views.sun[1].to_radians().sin().max(0.0);
+    let p = &views.palette;
+    [0, 1, 2].map(|k| (p.snow[k] * (p.snow_shade[k] + sun) * views.exposure).clamp(0.0, 1.0))
+}
+
 /// The flakes' colour as drawn: the snow's albedo times the exposure, at most 1.
 pub fn flake_colour(views: &Views) -> [f32; 3] {
     views
@@ -884,6 +939,7 @@ impl Drop for Renderer {
         }
         self.veil.delete(gl);
         self.density.delete(gl);
+        self.near.delete(gl);
         // SAFETY: the objects belong to this context.
         unsafe {
             gl.delete_texture(self.laid_texture);

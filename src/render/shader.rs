@@ -75,6 +75,8 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "osd.vert" => include_str!("../../shaders/osd.vert"),
         "osd.frag" => include_str!("../../shaders/osd.frag"),
         "veil.frag" => include_str!("../../shaders/veil.frag"),
+        "flakes.vert" => include_str!("../../shaders/flakes.vert"),
+        "flakes.frag" => include_str!("../../shaders/flakes.frag"),
         other => {
             return Err(Error::InvalidParameter(format!(
                 "no built-in shader called `{other}`"
@@ -125,7 +127,19 @@ pub fn build_program(
     fragment: &ShaderSource,
     uniforms: &'static [&'static str],
 ) -> Result<ShaderProgram> {
-    let id = link_program(gl, vertex, fragment)?;
+    build_program_with_feedback(gl, vertex, fragment, uniforms, &[])
+}
+
+/// [`build_program`] whose vertex shader's `feedback` outputs are captured, interleaved, by
+/// transform feedback (none: a plain program).
+pub(crate) fn build_program_with_feedback(
+    gl: &glow::Context,
+    vertex: &ShaderSource,
+    fragment: &ShaderSource,
+    uniforms: &'static [&'static str],
+    feedback: &[&str],
+) -> Result<ShaderProgram> {
+    let id = link_program(gl, vertex, fragment, feedback)?;
     let program = ShaderProgram { id, uniforms };
     for &uniform in uniforms {
         // SAFETY: the program was just linked on this context.
@@ -176,6 +190,7 @@ fn link_program(
     gl: &glow::Context,
     vertex: &ShaderSource,
     fragment: &ShaderSource,
+    feedback: &[&str],
 ) -> Result<glow::Program> {
     let vs = compile(gl, glow::VERTEX_SHADER, vertex)?;
     let fs = match compile(gl, glow::FRAGMENT_SHADER, fragment) {
@@ -201,6 +216,9 @@ fn link_program(
         };
         gl.attach_shader(program, vs);
         gl.attach_shader(program, fs);
+        if !feedback.is_empty() {
+            gl.transform_feedback_varyings(program, feedback, glow::INTERLEAVED_ATTRIBS);
+        }
         gl.link_program(program);
         let linked = gl.get_program_link_status(program);
         let log = gl.get_program_info_log(program);

@@ -804,6 +804,16 @@ impl Checker<'_> {
                 ),
             ));
         }
+        let near_flakes = v.near_flakes.unwrap_or(View::NEAR_FLAKES);
+        if near_flakes > View::MAX_NEAR_FLAKES {
+            return Err(self.error(
+                "view.near_flakes",
+                format!(
+                    "must be 0 (none) to {} flakes, got {near_flakes}",
+                    View::MAX_NEAR_FLAKES
+                ),
+            ));
+        }
         Ok(View {
             terrain: v.terrain.unwrap_or(true),
             snow: v.snow.unwrap_or(true),
@@ -837,6 +847,19 @@ impl Checker<'_> {
                 Range::open(0.0, 1e7, "m"),
             )?,
             veil: v.veil.unwrap_or(true),
+            exposure_time: self.number(
+                "view.exposure_time",
+                v.exposure_time,
+                View::EXPOSURE_TIME,
+                Range::closed(0.0, 10.0, "s"),
+            )?,
+            flake_distance: self.number(
+                "view.flake_distance",
+                v.flake_distance,
+                View::FLAKE_DISTANCE,
+                Range::closed(0.0, 10_000.0, "m"),
+            )?,
+            near_flakes,
         })
     }
 

@@ -372,6 +372,14 @@ pub struct View {
     /// Draw the veil of the falling snow (default true; with `snow = false` it is hidden
     /// with the flakes): `false` shows the scene as through clear air.
     pub veil: bool,
+    /// The frame's exposure, seconds: the flakes near the camera streak along their motion
+    /// over it (default 0.02).
+    pub exposure_time: f64,
+    /// How far from the camera flakes are drawn one by one, metres; the veil stands for them
+    /// beyond (default 60).
+    pub flake_distance: f64,
+    /// Most flake slots drawn near the camera per frame (default 2^20; 0 draws none).
+    pub near_flakes: u32,
 }
 
 impl View {
@@ -389,6 +397,14 @@ impl View {
     pub const VEIL_COLOUR: [f64; 3] = [0.72, 0.75, 0.80];
     /// The default shadow map side, texels.
     pub const SHADOW_MAP: u32 = 2048;
+    /// The default exposure, seconds.
+    pub const EXPOSURE_TIME: f64 = 0.02;
+    /// The default distance of the near flakes, metres.
+    pub const FLAKE_DISTANCE: f64 = 60.0;
+    /// The default budget of near flake slots.
+    pub const NEAR_FLAKES: u32 = 1 << 20;
+    /// The largest budget of near flake slots.
+    pub const MAX_NEAR_FLAKES: u32 = 1 << 26;
     /// The largest shadow map side, texels.
     pub const MAX_SHADOW_MAP: u32 = 8192;
 }

@@ -168,4 +168,7 @@ pub struct RawView {
     pub veil_colour: Option<Vec<f64>>,
     pub sky_distance: Option<f64>,
     pub veil: Option<bool>,
+    pub exposure_time: Option<f64>,
+    pub flake_distance: Option<f64>,
+    pub near_flakes: Option<u32>,
 }

@@ -26,6 +26,7 @@ use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 use crate::common::{Capability, skip};
 
 mod look;
+mod near;
 mod splat;
 
 const W: u32 = 320;
@@ -64,7 +65,8 @@ fn temp_dir(test: &str) -> PathBuf {
 /// Small, fast settings for command-line runs: the flat scene, a small frame, few flakes.
 const SMALL: [&str; 6] = ["--scene", FLAT, "--size", "160x120", "--particles", "2048"];
 
-/// The flat scene without the veil of its falling snow (`[view] veil = false`), in `dir`: for
+/// The flat scene without the veil of its falling snow (`[view] veil = false`) and without
+/// the flakes near the camera (`near_flakes = 0`), in `dir`: for
 /// the tests that find the ground and the sky by their colours.
 fn flat_without_veil(dir: &Path) -> PathBuf {
     let path = dir.join("flat.toml");
@@ -73,7 +75,11 @@ fn flat_without_veil(dir: &Path) -> PathBuf {
         !text.contains("[view]"),
         "flat.toml has a [view] now: merge"
     );
-    std::fs::write(&path, format!("{text}\n[view]\nveil = false\n")).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}\n[view]\nveil = false\nnear_flakes = 0\n"),
+    )
+    .unwrap();
     path
 }
 
@@ -1461,7 +1467,7 @@ fn mesh_scene(dir: &Path) -> PathBuf {
          [domain.boundary]\nground = 15\ntop = 16\n\
          [snow]\nparticles = 2000\n\
          [camera]\nposition = [100.0, -90.0, 54.0]\ntarget = [100.0, 100.0, 0.0]\nfov = 55\n\
-         [view]\nveil = false\n",
+         [view]\nveil = false\nnear_flakes = 0\n",
     )
     .unwrap();
     scene
