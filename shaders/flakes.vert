@@ -27,8 +27,7 @@
 // particles.vert's coverage. It is lit like the flat snow of the cover (u_flake_colour),
 // veiled by its own distance with the density at the flake (exp(-beta d rho(p)); exact for a
 // uniform snowfall), and fades out over the last fifth of u_radius, beyond which the veil
-// stands for the flakes. A flake nearer than the camera's near plane is drawn at it (depth
-// clamped), in front of everything, rather than clipped away.
+// stands for the flakes. A flake nearer than half a metre is not drawn (out of any focus).
 //
 // The probe (transform feedback, POINTS, one vertex per instance) reads v_probe: the flake's
 // world position and, in w, its diameter when it is drawn (exists and within u_radius), else 0.
@@ -126,7 +125,8 @@ void main()
     vec3 velocity = u_wind + vec3(0.0, 0.0, -fall);
     vec4 now = u_view_proj * vec4(p, 1.0);
     vec4 before = u_view_proj * vec4(p - velocity * u_exposure, 1.0);
-    float near = 1e-3;
+    // Flakes nearer than half a metre are far out of any lens's focus: a blur, not drawn.
+    float near = 0.5;
     if (!exists || now.w < near || before.w < near) {
         gl_Position = NOWHERE;
         v_local = vec2(0.0);
@@ -154,7 +154,8 @@ void main()
     v_local = corner * vec2(v_half_length + v_half_width, v_half_width);
     vec2 pixel = 0.5 * (a + b) + along * v_local.x + across * v_local.y;
     vec2 ndc = pixel / u_viewport * 2.0 - 1.0;
-    // A flake nearer than the near plane is drawn at it, in front of everything.
+    // Depth clamped short of the far plane's opposite: a flake between half a metre and the
+    // near plane is drawn in front of everything rather than clipped away.
     gl_Position = vec4(ndc * now.w, max(now.z, -0.99999 * now.w), now.w);
     v_alpha = min(coverage, 1.0) * fade;
     v_transmittance = exp(-u_beta * d * relative_density(p));

@@ -91,7 +91,7 @@
 //! veil_colour = [0.72, 0.75, 0.80] # the light falling snow scatters, linear RGB (default)
 //! sky_distance = 50000     # how far the sky is for the veil, metres (default)
 //! veil = true              # the veil of the falling snow; false: as through clear air
-//! exposure_time = 0.02     # the frame's exposure, s: near flakes streak over it (default)
+//! exposure_time = 0.008    # the frame's exposure, s: near flakes streak over it (default)
 //! flake_distance = 60      # near flakes are drawn one by one this far, m (default)
 //! near_flakes = 1048576    # most near flake slots per frame; 0: none (default)
 //! ```

@@ -398,7 +398,7 @@ impl View {
     /// The default shadow map side, texels.
     pub const SHADOW_MAP: u32 = 2048;
     /// The default exposure, seconds.
-    pub const EXPOSURE_TIME: f64 = 0.02;
+    pub const EXPOSURE_TIME: f64 = 0.008;
     /// The default distance of the near flakes, metres.
     pub const FLAKE_DISTANCE: f64 = 60.0;
     /// The default budget of near flake slots.
