@@ -5,6 +5,7 @@ mod bench_sweep;
 mod bench_wind;
 mod console;
 mod devices;
+mod film;
 mod mesh;
 mod plot;
 mod run;

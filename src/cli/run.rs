@@ -41,9 +41,15 @@ pub struct Args {
     /// Write the last frame to this PNG file.
     #[arg(long, value_name = "PNG")]
     screenshot: Option<PathBuf>,
-    /// Write every frame into this directory as frame_00000.png, frame_00001.png, …
-    #[arg(long, value_name = "DIR")]
+    /// Write every frame into this directory as frame_00000.png, frame_00001.png, …; or,
+    /// for a path ending in .gif, an animated GIF of the frames at the scene's frame rate
+    /// (1 / time.step).
+    #[arg(long, value_name = "DIR|FILE.gif")]
     record: Option<PathBuf>,
+    /// Encode the frames into this video (H.264 MP4) with ffmpeg, at the scene's frame rate
+    /// (1 / time.step); ffmpeg must be on PATH (checked before the run starts).
+    #[arg(long, value_name = "FILE.mp4")]
+    video: Option<PathBuf>,
     /// Frame size in pixels [default: the scene's view.window].
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(u32, u32)>,
@@ -429,8 +435,17 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
         plan.file("--vtu", path, FileKind::Vtk);
         plan.file("--vtu (the cover)", rule::cover_path(path), FileKind::Vtk);
     }
-    if let Some(dir) = &args.record {
-        plan.dir("--record", dir, rule::record_frame_name);
+    match &args.record {
+        Some(gif) if super::film::is_gif(gif) => {
+            plan.file("--record", gif, FileKind::Gif);
+        }
+        Some(dir) => {
+            plan.dir("--record", dir, rule::record_frame_name);
+        }
+        None => {}
+    }
+    if let Some(path) = &args.video {
+        plan.file("--video", path, FileKind::Mp4);
     }
     if let Some([_, dir]) = args.vtu_every.as_deref() {
         plan.dir("--vtu-every", dir, rule::state_series_name);
@@ -464,9 +479,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // Nothing drawn, no window, no frame to write.
     args.headless |= args.render == RenderArg::Off;
     anyhow::ensure!(
-        args.render == RenderArg::On || (args.screenshot.is_none() && args.record.is_none()),
-        "--render off draws nothing, so there is no frame for --screenshot or --record"
+        args.render == RenderArg::On
+            || (args.screenshot.is_none() && args.record.is_none() && args.video.is_none()),
+        "--render off draws nothing, so there is no frame for --screenshot, --record or --video"
     );
+    // ffmpeg is looked for now, not after the run.
+    let film_check = super::film::Film::new(args.record.as_deref(), args.video.as_deref(), 1.0)?;
+    drop(film_check);
     if args.frames == Some(0) {
         anyhow::bail!("--frames must be at least 1");
     }
@@ -510,7 +529,20 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // Bad output paths fail now, not after the whole run; no output overwrites the scene's
     // files or another output.
     outputs(&args, &scene).check()?;
+    let film = super::film::Film::new(
+        args.record.as_deref(),
+        args.video.as_deref(),
+        1.0 / scene.time.step,
+    )?;
+    let capture = Capture {
+        record: film
+            .as_ref()
+            .map(|f| f.frames().to_path_buf())
+            .or(capture.record),
+        ..capture
+    };
     capture.prepare()?;
+    let recording = capture.record.clone();
     let vtu = match &args.vtu {
         Some(path) => Some(snowsim::output::check_writable(path)?),
         None => None,
@@ -582,7 +614,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(1)) => 0,
         (None, _) => 1,
     };
-    if let (Some(dir), Some(n)) = (&args.record, run_frames) {
+    if let (Some(dir), Some(n)) = (&capture.record, run_frames) {
         // An uncompressed frame bounds its PNG from above.
         let bytes = bytes_of(&[n, u64::from(size.0), u64::from(size.1), 4]);
         Budget::disk(&dir.join("frame_00000.png"))?.check(&Estimate::new(
@@ -746,11 +778,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     })();
     // A run stopped by an error keeps what it wrote so far, and says so.
     let (summary, gl_info, modes, sim_report) =
-        ran.map_err(|e| match recorded_frames(args.record.as_deref()) {
+        ran.map_err(|e| match recorded_frames(recording.as_deref()) {
             0 => e,
             n => e.context(format!(
                 "the run stopped early; the {n} frames recorded in {} are kept",
-                args.record.as_deref().unwrap_or(Path::new("")).display()
+                recording.as_deref().unwrap_or(Path::new("")).display()
             )),
         })?;
     if let Some(e) = log_error {
@@ -765,6 +797,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         readback,
     };
     report(&args, &run, entry, &gl_info, modes.as_ref(), &summary)?;
+    if let Some(film) = &film {
+        for line in film.finish()? {
+            say(&line)?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -30,6 +30,10 @@ pub enum FileKind {
     /// A libMeshb file: a mesh or a solution, ASCII (`MeshVersionFormatted`) or binary (the
     /// 32-bit code 1 in either byte order).
     Meshb,
+    /// A GIF image (`GIF87a` or `GIF89a`).
+    Gif,
+    /// An MP4 video (an ISO base media file: `ftyp` after the first box's size).
+    Mp4,
 }
 
 impl FileKind {
@@ -41,6 +45,8 @@ impl FileKind {
             Self::Csv(_) => "CSV file of this command",
             Self::Json => "JSON file",
             Self::Meshb => "mesh or solution file (.mesh, .meshb, .sol, .solb)",
+            Self::Gif => "GIF image",
+            Self::Mp4 => "MP4 video",
         }
     }
 
@@ -62,6 +68,8 @@ impl FileKind {
         let text = text.trim_start_matches('\u{feff}').trim_start();
         match self {
             Self::Png => head.starts_with(b"\x89PNG\r\n\x1a\n"),
+            Self::Gif => head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a"),
+            Self::Mp4 => head.get(4..8) == Some(b"ftyp"),
             Self::Vtk => text.starts_with("<?xml") && text.contains("<VTKFile"),
             Self::Csv(header) => text.starts_with(header),
             Self::Json => text.starts_with('{') || text.starts_with('['),

@@ -93,7 +93,7 @@
 //! veil = true              # the veil of the falling snow; false: as through clear air
 //! exposure_time = 0.008    # the frame's exposure, s: near flakes streak over it (default)
 //! flake_distance = 60      # near flakes are drawn one by one this far, m (default)
-//! near_flakes = 1048576    # most near flake slots per frame; 0: none (default)
+//! near_flakes = 65536      # most near flake slots per frame; 0: none (default)
 //! ```
 //!
 //! A mesh domain names its file and, if they differ from the terrain mesher's

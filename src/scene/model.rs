@@ -402,7 +402,7 @@ impl View {
     /// The default distance of the near flakes, metres.
     pub const FLAKE_DISTANCE: f64 = 60.0;
     /// The default budget of near flake slots.
-    pub const NEAR_FLAKES: u32 = 1 << 20;
+    pub const NEAR_FLAKES: u32 = 1 << 16;
     /// The largest budget of near flake slots.
     pub const MAX_NEAR_FLAKES: u32 = 1 << 26;
     /// The largest shadow map side, texels.

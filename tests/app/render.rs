@@ -25,6 +25,7 @@ use snowsim::terrain::{Heightfield, SceneBox, Side, Terrain, TerrainSpec};
 
 use crate::common::{Capability, skip};
 
+mod film;
 mod look;
 mod near;
 mod splat;
