@@ -43,6 +43,19 @@ pub enum OutputError {
         /// What it is.
         kind: SpecialKind,
     },
+    /// A directory output names something that is there and is not a directory.
+    #[error(
+        "{role} {}: it is {what}, not a directory; give the directory the files go into",
+        path.display()
+    )]
+    NotADirectory {
+        /// The option naming the directory.
+        role: String,
+        /// The path as given.
+        path: PathBuf,
+        /// What is there (`a file`, `a FIFO (named pipe)`, …).
+        what: String,
+    },
     /// The directory that would hold the file does not exist.
     #[error("{}: cannot write: directory {} does not exist", path.display(), dir.display())]
     NoDirectory {

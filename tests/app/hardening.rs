@@ -2299,3 +2299,85 @@ fn sort_evolve_needs_a_frame() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 26, the hostile sweep (`scripts/hostile`): one test per class it found a case of, each
+// checking the message and that the input is byte for byte unchanged.
+
+/// A sweep CSV of one completed row, in `dir`, and its bytes.
+fn sweep_csv(dir: &Path, name: &str, device: &str) -> (PathBuf, Vec<u8>) {
+    use snowsim::bench::record::{Row, SCHEMA_VERSION, write_rows};
+    let path = dir.join(name);
+    let row = Row {
+        schema: SCHEMA_VERSION,
+        device: device.into(),
+        particles: 1 << 16,
+        status: "ok".into(),
+        fps_mean: Some(120.0),
+        fps_std: Some(2.0),
+        ms_frame: Some(8.0),
+        ms_snow: Some(1.0),
+        ..Row::default()
+    };
+    write_rows(&path, &[row]).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+#[test]
+fn a_link_in_a_directory_output_to_an_input_is_refused_even_with_force() {
+    // The files already in `--record`, `--vtu-every` and `plot --out` were judged by kind
+    // alone: a `frame_00000.png` linked to a scene's heightmap (a PNG) was written through, and
+    // with --force any input linked in was.
+    let dir = temp_dir("link_in_output_dir");
+    let (scene, scene_bytes) = scene_in(&dir);
+    let (csv, csv_bytes) = sweep_csv(&dir, "in.csv", "pocl");
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots).unwrap();
+    for force in [false, true] {
+        let force: &[&str] = if force { &["--force"] } else { &[] };
+        // plot --out: a figure's name linked to the input CSV, symbolic and hard.
+        for name in ["stages.png", "fps_particles.json"] {
+            let link = plots.join(name);
+            if name.ends_with(".png") {
+                symlink(&csv, &link).unwrap();
+            } else {
+                std::fs::hard_link(&csv, &link).unwrap();
+            }
+            refused(
+                &[&["plot", s(&csv), "--out", s(&plots)][..], force].concat(),
+                &["--out", name, "the input", "same file"],
+            );
+            assert_eq!(std::fs::read(&csv).unwrap(), csv_bytes);
+            std::fs::remove_file(&link).unwrap();
+        }
+        // run --vtu-every and --record: their files linked to the scene.
+        for (option, name) in [
+            ("--vtu-every", "states.pvd"),
+            ("--record", "frame_00000.png"),
+        ] {
+            let out = dir.join(option.trim_start_matches('-'));
+            std::fs::create_dir_all(&out).unwrap();
+            symlink(&scene, out.join(name)).unwrap();
+            let mut args = vec!["run", "--scene", s(&scene), "--headless", "--frames", "2"];
+            if option == "--vtu-every" {
+                args.extend(["--render", "off", option, "1", s(&out)]);
+            } else {
+                args.extend([option, s(&out)]);
+            }
+            refused(
+                &[&args[..], force].concat(),
+                &[option, name, "the scene", "same file"],
+            );
+            assert_eq!(std::fs::read(&scene).unwrap(), scene_bytes, "{option}");
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+    }
+    // A directory output that names a file: said so, not "cannot create the folder".
+    refused(
+        &["plot", s(&csv), "--out", s(&scene)],
+        &["--out", "scene.toml", "it is a file, not a directory"],
+    );
+    assert_eq!(std::fs::read(&scene).unwrap(), scene_bytes);
+    std::fs::remove_dir_all(&dir).ok();
+}
