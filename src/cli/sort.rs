@@ -109,6 +109,10 @@ pub struct BenchArgs {
     /// Also write one CSV row per size and operation to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Replace an existing --csv file that this command did not write (without it the command
+    /// refuses to start).
+    #[arg(long)]
+    force: bool,
     /// Also print the full sort's device time per kernel (fastest run) at each size.
     #[arg(long)]
     per_kernel: bool,
@@ -150,6 +154,10 @@ pub struct EvolveArgs {
     /// Also write one CSV row per frame to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Replace an existing --csv file that this command did not write (without it the command
+    /// refuses to start).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -219,6 +227,28 @@ fn parse_drift(text: &str) -> Result<f64, String> {
 /// Parses `--respawn`: a fraction, 0 to 1.
 fn parse_fraction(text: &str) -> Result<f64, String> {
     parse_real_in(text, 0.0, 1.0, "0 to 1")
+}
+
+/// The first columns of `sort bench --csv`'s header ([`bench::BenchRow`]).
+const BENCH_CSV: output::FileKind = output::FileKind::Csv("device,platform,driver,");
+
+/// The first columns of `sort evolve --csv`'s header ([`FrameRow`]).
+const EVOLVE_CSV: output::FileKind = output::FileKind::Csv("frame,redistributed,");
+
+/// Checks a `--csv` output against the output rule ([`output::rule`]) before any work: it can
+/// be written, and an existing file there is replaced only when it is this command's CSV, or
+/// with `--force`.
+fn check_csv_output(
+    path: Option<&Path>,
+    kind: output::FileKind,
+    force: bool,
+) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        output::OutputPlan::new(force)
+            .file("--csv", path, kind)
+            .check()?;
+    }
+    Ok(())
 }
 
 /// Starts a CSV output: checks the path first and writes atomically (the file appears, whole,
@@ -385,9 +415,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             args.max_log2
         );
     }
-    if let Some(csv) = &args.csv {
-        output::check_writable(csv)?;
-    }
+    check_csv_output(args.csv.as_deref(), BENCH_CSV, args.force)?;
     let context = Context::from_selector(&args.device.device)?;
     let info = context.info();
     check_bench_memory(&args, info)?;
@@ -516,9 +544,7 @@ struct FrameRow {
 }
 
 fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
-    if let Some(csv) = &args.csv {
-        output::check_writable(csv)?;
-    }
+    check_csv_output(args.csv.as_deref(), EVOLVE_CSV, args.force)?;
     let context = Context::from_selector(&args.device.device)?;
     check_evolve_memory(&args, context.info())?;
     let mut writer = csv_writer(args.csv.as_deref())?;

@@ -995,8 +995,9 @@ fn valley_checks_its_format_and_writes_through_links_keeping_the_mode() {
     let err = run.expect(1);
     assert!(err.contains("is a directory"), "{err}");
 
+    // An old PNG (another kind needs --force: every_writer_asks_for_force_before_replacing_…).
     let target = dir.join("real.png");
-    std::fs::write(&target, b"old").unwrap();
+    std::fs::write(&target, b"\x89PNG\r\n\x1a\nold").unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
     let link = dir.join("link.png");
     symlink("real.png", &link).unwrap();
@@ -1012,7 +1013,7 @@ fn valley_checks_its_format_and_writes_through_links_keeping_the_mode() {
             .is_symlink()
     );
     let bytes = std::fs::read(&target).unwrap();
-    assert!(bytes.starts_with(b"\x89PNG"));
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 20);
     let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o640);
     assert!(partial_files(&dir).is_empty());
@@ -2379,5 +2380,60 @@ fn a_link_in_a_directory_output_to_an_input_is_refused_even_with_force() {
         &["--out", "scene.toml", "it is a file, not a directory"],
     );
     assert_eq!(std::fs::read(&scene).unwrap(), scene_bytes);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_writer_asks_for_force_before_replacing_a_file_it_did_not_write() {
+    // `scene valley`, `sort bench --csv` and `sort evolve --csv` replaced any file.
+    let dir = temp_dir("writers_force");
+    let notes = "a user's notes, not written by snowsim\n";
+    let png = dir.join("notes.png");
+    let csv = dir.join("notes.csv");
+    std::fs::write(&png, notes).unwrap();
+    std::fs::write(&csv, notes).unwrap();
+    let cases: [(Vec<&str>, &Path); 3] = [
+        (vec!["scene", "valley", s(&png), "--resolution", "16"], &png),
+        (
+            vec![
+                "sort",
+                "evolve",
+                "--len",
+                "1024",
+                "--frames",
+                "1",
+                "--csv",
+                s(&csv),
+            ],
+            &csv,
+        ),
+        (
+            vec![
+                "sort",
+                "bench",
+                "--min-log2",
+                "10",
+                "--max-log2",
+                "10",
+                "--iterations",
+                "1",
+                "--csv",
+                s(&csv),
+            ],
+            &csv,
+        ),
+    ];
+    for (args, file) in &cases {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        refused(args, &[name, "not written by this command", "--force"]);
+        assert_eq!(std::fs::read_to_string(file).unwrap(), notes, "{args:?}");
+    }
+    // With --force they replace it; a file of their own kind needs no --force.
+    snowsim(&[&cases[0].0[..], &["--force"]].concat()).expect(0);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    snowsim(&cases[0].0).expect(0);
+    snowsim(&[&cases[1].0[..], &["--force"]].concat()).expect(0);
+    snowsim(&cases[1].0).expect(0);
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("frame,"));
     std::fs::remove_dir_all(&dir).ok();
 }
