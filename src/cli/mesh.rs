@@ -199,13 +199,13 @@ pub struct TerrainArgs {
     #[arg(long)]
     heightmap: Option<PathBuf>,
     /// Extent X,Y of the domain and height Z of its flat top, in metres.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_list::<f64, 3>)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_list::<f64, 3>, allow_hyphen_values = true)]
     size: [f64; 3],
     /// Height of a white heightmap pixel in metres (black is 0). Default: Z / 2.
     #[arg(long)]
     relief: Option<f64>,
     /// Cells along x and y.
-    #[arg(long, value_name = "NX,NY", value_parser = parse_list::<usize, 2>)]
+    #[arg(long, value_name = "NX,NY", value_parser = parse_list::<usize, 2>, allow_hyphen_values = true)]
     cells: [usize; 2],
     /// Layers of prisms (of 3 tetrahedra) from the ground to the top.
     #[arg(long, value_name = "NZ")]
@@ -239,9 +239,14 @@ where
     let values: Vec<T> = text
         .split(',')
         .map(|part| {
-            part.trim()
-                .parse::<T>()
-                .map_err(|e| format!("`{}`: {e}", part.trim()))
+            let part = part.trim();
+            part.parse::<T>().map_err(|e| {
+                if part.starts_with('-') && part[1..].parse::<f64>().is_ok() {
+                    format!("`{part}` is negative: must be a whole number, 0 or more")
+                } else {
+                    format!("`{part}`: {e}")
+                }
+            })
         })
         .collect::<Result<_, _>>()?;
     let count = values.len();

@@ -1795,6 +1795,59 @@ fn negative_counts_are_named_as_negative() {
             );
         }
     }
+    // Every other command's options too (the hostile sweep found clap's "unexpected argument
+    // '-1' found" on each): the value reaches the option's parser, which names the option and
+    // the value (`-7 is not in 0..=4294967295` from clap's ranged parsers, "is negative" from
+    // the others).
+    let dir = temp_dir("negative_options");
+    let out = dir.join("out.meshb");
+    let cases: [(&[&str], &str, &str); 8] = [
+        (&["wind", "--steps", "-1"], "--steps", "is negative"),
+        (
+            &["bench", "--repeats", "-3"],
+            "--repeats",
+            "-3 is not in 0..",
+        ),
+        (
+            &["bench", "wind", "--warmup", "-1"],
+            "--warmup",
+            "is negative",
+        ),
+        (&["sort", "evolve", "--len", "-1"], "--len", "-1"),
+        (
+            &["scene", "valley", "v.png", "--seed", "-7"],
+            "--seed",
+            "-7 is not in 0..",
+        ),
+        (&["run", "--size", "-1x5"], "--size", "-1x5"),
+        (&["bench", "--particles", "-4"], "--particles", "-4"),
+        (
+            &[
+                "mesh",
+                "terrain",
+                "--size",
+                "1,1,1",
+                "--cells",
+                "-1,2",
+                "--layers",
+                "1",
+                "--out",
+                s(&out),
+            ],
+            "--cells",
+            "`-1` is negative",
+        ),
+    ];
+    for (args, option, what) in cases {
+        let run = snowsim(args);
+        let err = &run.stderr;
+        assert!(
+            !err.contains("unexpected argument") && err.contains(option) && err.contains(what),
+            "{args:?}: {err}"
+        );
+        assert!(matches!(run.status.code(), Some(1 | 2)), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 // ---------------------------------------------------------------------------------------------
