@@ -15,7 +15,7 @@ use snowsim::output;
 use snowsim::quality::{self, HISTOGRAM_BINS, Quality};
 use snowsim::renumber::{self, numbering_score};
 use snowsim::smoothing::{self, Progress};
-use snowsim::terrain::{Heightmap, Side, Terrain, TerrainSpec};
+use snowsim::terrain::{Heightmap, Side, Terrain, TerrainError, TerrainSpec};
 
 use super::DeviceArg;
 use super::console::{ConsoleError, errln, outln};
@@ -624,6 +624,15 @@ fn check_mesh_output_rule(input: &Path, output: &Path, force: bool) -> anyhow::R
     Ok(())
 }
 
+/// A terrain error with the spec's field named as the option of the same name (`--size`,
+/// `--relief`, `--cells`, `--layers`, `--grading`).
+fn option_error(error: TerrainError) -> anyhow::Error {
+    match error {
+        TerrainError::Spec { field, message } => anyhow::anyhow!("--{field}: {message}"),
+        other => other.into(),
+    }
+}
+
 /// A number for a summary line: plainly, or in scientific notation when very large or small
 /// (`1e300`, not 301 digits).
 fn short(v: f64) -> String {
@@ -755,7 +764,7 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         layers: args.layers,
         grading: args.grading,
     };
-    spec.validate()?;
+    spec.validate().map_err(option_error)?;
     let mut plan = output::OutputPlan::new(args.force);
     if let Some(heightmap) = &args.heightmap {
         plan.input("--heightmap", heightmap);
@@ -797,7 +806,7 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         ),
     }?;
     let started = std::time::Instant::now();
-    let terrain = Terrain::new(spec, heightmap.as_ref())?;
+    let terrain = Terrain::new(spec, heightmap.as_ref()).map_err(option_error)?;
     let mut mesh = terrain.volume_mesh();
     outln!(
         "meshed in {:.2} s: {} ({} cells × {} layers, grading {})",

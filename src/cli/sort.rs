@@ -48,6 +48,16 @@ pub struct KernelArgs {
     global_bits: Option<u32>,
 }
 
+/// A sort error with `--block-len` named where the block length asked for is at fault.
+fn block_len_named(error: snowsim::sort::SortError) -> anyhow::Error {
+    match error {
+        snowsim::sort::SortError::BlockLen { requested, .. } => {
+            anyhow::Error::new(error).context(format!("--block-len {requested}"))
+        }
+        other => other.into(),
+    }
+}
+
 impl KernelArgs {
     fn config(&self) -> SortConfig {
         SortConfig {
@@ -326,7 +336,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let context = Context::from_selector(&args.device.device)?;
     outln!("device: {}", context.info().label())?;
     let config = args.kernel.config();
-    let mut sorter = BitonicSorter::with_config(&context, &config)?;
+    let mut sorter = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
     outln!(
         "full sort: blocks of {} pairs ({} work-items), {} elements per work-item in global passes",
         sorter.block_len(),
@@ -421,7 +431,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     check_bench_memory(&args, info)?;
     let mut writer = csv_writer(args.csv.as_deref())?;
     let config = args.kernel.config();
-    let mut full = BitonicSorter::with_config(&context, &config)?;
+    let mut full = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
     let mut partial = PartialSorter::new(
         &context,
         &PartialConfig {
@@ -429,7 +439,8 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             local_step: args.local_step.into(),
             sort: config,
         },
-    )?;
+    )
+    .map_err(block_len_named)?;
     let settings = BenchSettings {
         iterations: args.iterations,
         warmup: args.warmup,
@@ -556,13 +567,14 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
             local_step: args.local_step.into(),
             sort: config.clone(),
         },
-    )?;
+    )
+    .map_err(block_len_named)?;
     let len = args.len;
     let mut keys: Vec<u32> = inputs::keys(Shape::Random, len, args.seed);
     let mut keys_buf = DeviceBuffer::from_slice(&context, &keys)?;
     let mut values_buf = DeviceBuffer::from_slice(&context, &(0..len as u32).collect::<Vec<_>>())?;
     if args.start == StartArg::Sorted {
-        let mut full = BitonicSorter::with_config(&context, &config)?;
+        let mut full = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
         full.sort_pairs(&mut keys_buf, &mut values_buf, Order::Ascending)?;
         keys = keys_buf.read()?;
     }

@@ -2490,3 +2490,89 @@ fn every_writer_asks_for_force_before_replacing_a_file_it_did_not_write() {
     assert!(std::fs::read_to_string(&csv).unwrap().starts_with("frame,"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn option_errors_name_the_option_and_its_value_written_short() {
+    // Sizes at 0, 1 and huge: the message named a field (`size: X must …`, `elements must …`,
+    // `block length 1 …`) rather than the option, or wrote 1e308 with 309 digits; a domain of
+    // 1e308 m a side was meshed into tetrahedra whose volumes overflow.
+    let dir = temp_dir("option_errors");
+    let out = dir.join("t.meshb");
+    let heightmap = scene_path("valley.png");
+    let terrain = |extra: &[&str]| {
+        let mut args = vec!["mesh", "terrain", "--out", s(&out)];
+        args.extend_from_slice(extra);
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            terrain(&[
+                "--size",
+                "1e308,1e308,1e308",
+                "--cells",
+                "2,2",
+                "--layers",
+                "1",
+            ]),
+            vec!["--size", "1e308", "overflow"],
+        ),
+        (
+            terrain(&[
+                "--size",
+                "10,10,5",
+                "--cells",
+                "2,2",
+                "--layers",
+                "1",
+                "--relief",
+                "1e308",
+                "--heightmap",
+                &heightmap,
+            ]),
+            vec!["--relief", "1e308"],
+        ),
+        (
+            terrain(&["--size", "10,10,5", "--cells", "0,2", "--layers", "1"]),
+            vec!["--cells", "[0, 2]"],
+        ),
+        (
+            terrain(&[
+                "--size",
+                "10,10,5",
+                "--cells",
+                "2,2",
+                "--layers",
+                "2",
+                "--grading",
+                "1e308",
+            ]),
+            vec!["--grading", "1e308"],
+        ),
+        (
+            ["selftest", "--elements", "0"].map(String::from).to_vec(),
+            vec!["--elements", "not 0"],
+        ),
+        (
+            ["sort", "check", "--max-len", "10", "--block-len", "1"]
+                .map(String::from)
+                .to_vec(),
+            vec!["--block-len 1", "power of two"],
+        ),
+    ];
+    for (args, needles) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = snowsim(&args);
+        let err = run.expect(1);
+        for needle in needles {
+            assert!(err.contains(needle), "`{needle}` not in {args:?}: {err}");
+        }
+        let longest = err
+            .split(|c: char| !c.is_ascii_digit())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        assert!(longest < 20, "a number of {longest} digits: {err}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
