@@ -2576,3 +2576,57 @@ fn option_errors_name_the_option_and_its_value_written_short() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_huge_file_of_something_else_is_refused_before_it_is_read() {
+    // A 20 GB sparse file named .meshb or .mesh was read whole (some 40 s, 20 GB of memory)
+    // before its first bytes were found not to be a mesh: a timeout in the hostile sweep.
+    let dir = temp_dir("huge_mesh");
+    let size = 20u64 << 30;
+    let (scene, scene_bytes) = scene_in(&dir);
+    let smoothed = dir.join("smoothed.meshb");
+    for (name, needle) in [
+        ("huge.meshb", "endianness code 0"),
+        ("huge.mesh", "NUL byte"),
+        ("huge.solb", "endianness code 0"),
+    ] {
+        let path = dir.join(name);
+        std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+        let mut commands = vec![vec!["mesh", "info", s(&path)]];
+        if !name.ends_with(".solb") {
+            commands.push(vec!["mesh", "smooth", s(&path), s(&smoothed), "-n", "1"]);
+        }
+        for args in commands {
+            let started = Instant::now();
+            let run = snowsim(&args);
+            let err = run.expect(1);
+            assert!(
+                err.contains(name) && err.contains(needle),
+                "{args:?}: {err}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{args:?} took {:?}",
+                started.elapsed()
+            );
+        }
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+        std::fs::remove_file(&path).unwrap();
+    }
+    // The same through a scene's mesh domain.
+    let mesh = dir.join("domain.meshb");
+    std::fs::File::create(&mesh).unwrap().set_len(size).unwrap();
+    std::fs::write(
+        &scene,
+        "[domain]\nmesh = \"domain.meshb\"\n[camera]\nposition = [0, 0, 10]\ntarget = [1, 1, 0]\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    refused(
+        &["scene", "check", s(&scene)],
+        &["domain.meshb", "endianness code 0"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    std::fs::write(&scene, &scene_bytes).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
