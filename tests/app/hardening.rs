@@ -1708,6 +1708,33 @@ fn bounded_work_and_true_numbers_are_checked_before_the_run() {
         (3000..=8000).contains(&tets) && line.contains("cells of"),
         "{line}"
     );
+    // A one-frame run is its own measurement, and --warmup 0 measures every frame (both had
+    // the first frame left out regardless: "0.0 FPS, 0.000 ms" over 0 frames, or one frame
+    // fewer than the sweep's CSV said).
+    for (frames, warmup, measured) in [("1", None, 1), ("3", Some("0"), 3), ("3", Some("1"), 2)] {
+        let mut args = vec![
+            "run",
+            "--scene",
+            s(&flat),
+            "--render",
+            "off",
+            "--json",
+            "--frames",
+            frames,
+        ];
+        if let Some(w) = warmup {
+            args.extend(["--warmup", w]);
+        }
+        let run = snowsim(&args);
+        let out = run.stdout.clone();
+        run.expect(0);
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["measured_frames"], measured, "{args:?}: {out}");
+        assert!(
+            report["fps"].as_f64().unwrap_or(0.0) > 0.0,
+            "{args:?}: {out}"
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
