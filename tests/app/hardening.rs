@@ -2657,3 +2657,36 @@ fn a_huge_file_of_something_else_is_refused_before_it_is_read() {
     std::fs::write(&scene, &scene_bytes).unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_sweep_csv_field_beyond_the_limit_is_refused_naming_line_and_column() {
+    // A 5 MB device name was copied into the plots' JSON (as every series' label); fields are
+    // now at most 4096 bytes, and `bench` shortens a child's longer error line to that.
+    let dir = temp_dir("long_field");
+    let (csv, _) = sweep_csv(&dir, "in.csv", "pocl");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(
+        &csv,
+        text.replacen(",pocl,", &format!(",{},", "x".repeat(5000)), 1),
+    )
+    .unwrap();
+    let bytes = std::fs::read(&csv).unwrap();
+    let out = dir.join("plots");
+    refused(
+        &["plot", s(&csv), "--out", s(&out)],
+        &[
+            "in.csv",
+            "line 2, column device",
+            "5000 bytes",
+            "at most 4096 bytes",
+        ],
+    );
+    assert_eq!(std::fs::read(&csv).unwrap(), bytes);
+    assert!(!out.exists());
+    // At the limit it is drawn, its JSON holding the name whole.
+    let (csv, _) = sweep_csv(&dir, "at_limit.csv", &"y".repeat(4096));
+    snowsim(&["plot", s(&csv), "--out", s(&out)]).expect(0);
+    let json = std::fs::read_to_string(out.join("fps_particles.json")).unwrap();
+    assert!(json.contains(&"y".repeat(4096)));
+    std::fs::remove_dir_all(&dir).ok();
+}
