@@ -36,7 +36,8 @@ label, the settings that define it and its points (x, y, y_std) exactly as plott
 left out with the reason.
 
 The files are written together: every figure is drawn and every file written to a temporary \
-beside it before any is renamed into place, so an error leaves --out as it was.
+beside it before any is renamed into place, and a rename that fails puts back those already \
+made, so an error leaves --out as it was.
 
 Exits with status 1 on an unreadable, empty or other-version CSV, one that is not a regular \
 file or is too large, a value that does not parse or cannot be drawn (the error names the \

@@ -2690,3 +2690,45 @@ fn a_sweep_csv_field_beyond_the_limit_is_refused_naming_line_and_column() {
     assert!(json.contains(&"y".repeat(4096)));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn files_committed_together_are_all_replaced_or_none() {
+    // plot renamed its files one after another: a rename failing midway left some new, some
+    // old. `commit_all` puts back the ones already renamed.
+    let dir = temp_dir("commit_all");
+    let names = ["a.json", "b.png", "c.json"];
+    std::fs::write(dir.join("a.json"), "old a").unwrap();
+    let create = || {
+        names
+            .iter()
+            .map(|n| {
+                let mut file = AtomicFile::create(&dir.join(n)).unwrap();
+                file.write_all(format!("new {n}").as_bytes()).unwrap();
+                file
+            })
+            .collect::<Vec<_>>()
+    };
+    // b.png becomes a directory after its temporary was made: its rename fails.
+    let files = create();
+    std::fs::create_dir(dir.join("b.png")).unwrap();
+    std::fs::write(dir.join("b.png").join("inside"), "x").unwrap();
+    let error = output::commit_all(files).unwrap_err();
+    assert!(error.to_string().contains("b.png"), "{error}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.json")).unwrap(),
+        "old a"
+    );
+    assert!(!dir.join("c.json").exists());
+    assert!(partial_files(&dir).is_empty(), "{:?}", partial_files(&dir));
+    // Without the obstacle all three are replaced, and nothing is left beside them.
+    std::fs::remove_dir_all(dir.join("b.png")).unwrap();
+    output::commit_all(create()).unwrap();
+    for n in names {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(n)).unwrap(),
+            format!("new {n}")
+        );
+    }
+    assert!(partial_files(&dir).is_empty(), "{:?}", partial_files(&dir));
+    std::fs::remove_dir_all(&dir).ok();
+}
