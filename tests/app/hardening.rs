@@ -2732,3 +2732,27 @@ fn files_committed_together_are_all_replaced_or_none() {
     assert!(partial_files(&dir).is_empty(), "{:?}", partial_files(&dir));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn hand_built_snow_settings_name_their_scene_key() {
+    // The scene names its keys; settings made by hand said "fall speed 0".
+    use snowsim::snow::SnowConfig;
+    let spoilt = |spoil: fn(&mut SnowConfig)| {
+        let mut config = SnowConfig::new(64);
+        spoil(&mut config);
+        config
+    };
+    let cases = [
+        (spoilt(|c| c.fall_speed = 0.0), "snow.fall_speed 0"),
+        (spoilt(|c| c.gravity = f32::NAN), "snow.gravity NaN"),
+        (
+            spoilt(|c| c.flutter_rate = [2.0, 1.0]),
+            "snow.flutter_rate [2, 1]",
+        ),
+        (spoilt(|c| c.repose_angle = 95.0), "ground.repose_angle 95"),
+    ];
+    for (config, needle) in cases {
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains(needle), "`{needle}` not in: {error}");
+    }
+}
