@@ -5,15 +5,22 @@ mod cli;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
     restore_default_sigpipe();
     end_cleanly_when_printing_fails();
     start_thread_pool();
-    let args = match cli::Cli::try_parse() {
+    let mut command = cli::negative_numbers_reach_their_parser(cli::Cli::command());
+    let args = match command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|matches| cli::Cli::from_arg_matches(&matches))
+    {
         Ok(args) => args,
-        Err(error) => return print_parse_outcome(&error),
+        Err(error) => {
+            let error = cli::negative_hint(error.format(&mut command)).format(&mut command);
+            return print_parse_outcome(&error);
+        }
     };
     let result = cli::run(args).and_then(|code| {
         std::io::stdout()

@@ -58,13 +58,13 @@ const SCALE: f32 = 0.5;
 pub fn check_parameters(elements: usize, iterations: u32) -> Result<(), SelftestError> {
     if elements == 0 || elements > u32::MAX as usize {
         return Err(SelftestError::InvalidParameter(format!(
-            "elements must be between 1 and {}, not {elements}",
+            "--elements must be between 1 and {}, not {elements}",
             u32::MAX
         )));
     }
     if iterations == 0 {
         return Err(SelftestError::InvalidParameter(
-            "iterations must be at least 1".to_string(),
+            "--iterations must be at least 1".to_string(),
         ));
     }
     Ok(())
@@ -87,8 +87,8 @@ pub fn run_triad(
     let info = context.info();
     if array_bytes > info.max_alloc_bytes || 3 * array_bytes > info.global_mem_bytes {
         return Err(SelftestError::InvalidParameter(format!(
-            "{elements} float4 need three arrays of {array_bytes} bytes; {} allows {} bytes per \
-             array and {} bytes in all",
+            "--elements {elements}: {elements} float4 need three arrays of {array_bytes} bytes; \
+             {} allows {} bytes per array and {} bytes in all",
             info.name, info.max_alloc_bytes, info.global_mem_bytes
         )));
     }

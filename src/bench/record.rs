@@ -148,6 +148,54 @@ impl Row {
     }
 }
 
+/// The longest field of a sweep CSV, in bytes (a path's limit, `PATH_MAX`): readers refuse a
+/// longer one, naming its line and column, and [`write_rows`] shortens longer text (a child's
+/// error line) to it, so that every CSV it writes can be read back.
+pub const TEXT_FIELD_LIMIT: usize = 4096;
+
+impl Row {
+    /// The text columns, to shorten ([`Row::clamp_text`]).
+    fn texts_mut(&mut self) -> [&mut String; 17] {
+        [
+            &mut self.date,
+            &mut self.snowsim_version,
+            &mut self.git_commit,
+            &mut self.device,
+            &mut self.platform,
+            &mut self.device_type,
+            &mut self.driver_version,
+            &mut self.opencl_version,
+            &mut self.scene,
+            &mut self.interop_requested,
+            &mut self.interop,
+            &mut self.particle_render_requested,
+            &mut self.particle_render,
+            &mut self.sort,
+            &mut self.simulate,
+            &mut self.status,
+            &mut self.error,
+        ]
+    }
+
+    /// Shortens every text column longer than [`TEXT_FIELD_LIMIT`] bytes to that length (at a
+    /// character boundary, ending in `…`); whether one was.
+    pub fn clamp_text(&mut self) -> bool {
+        let mut clamped = false;
+        for text in self.texts_mut() {
+            if text.len() > TEXT_FIELD_LIMIT {
+                let mut end = TEXT_FIELD_LIMIT - '…'.len_utf8();
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push('…');
+                clamped = true;
+            }
+        }
+        clamped
+    }
+}
+
 /// The most bytes of sweep CSV read (64 MB): about 200 000 rows of `snowsim bench`. `snowsim
 /// plot` reads at most this much from all its files together.
 pub const CSV_LIMIT: u64 = 64_000_000;
@@ -176,6 +224,22 @@ pub enum RecordError {
         line: u64,
         /// What is wrong with it.
         error: String,
+    },
+    /// A field longer than [`TEXT_FIELD_LIMIT`] bytes.
+    #[error(
+        "{}, line {line}, column {column}: a field of {len} bytes; the fields of a sweep CSV \
+         are at most {TEXT_FIELD_LIMIT} bytes",
+        path.display()
+    )]
+    FieldTooLong {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The line the row starts on (1: the header).
+        line: u64,
+        /// The column's name (its number for a header field).
+        column: String,
+        /// The field's length in bytes.
+        len: usize,
     },
     /// A row of another schema version.
     #[error(
@@ -234,6 +298,25 @@ pub fn parse_rows(path: &Path, bytes: &[u8]) -> Result<Sweep, RecordError> {
         .map(str::to_string)
         .collect();
     let headers = reader.byte_headers().map_err(|e| parse(1, &e))?.clone();
+    let too_long = |line: u64, record: &csv::ByteRecord, names: Option<&csv::ByteRecord>| {
+        let (i, field) = record
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.len() > TEXT_FIELD_LIMIT)?;
+        let column = match names.and_then(|n| n.get(i)) {
+            Some(name) if name.len() <= TEXT_FIELD_LIMIT => String::from_utf8_lossy(name).into(),
+            _ => format!("{}", i + 1),
+        };
+        Some(RecordError::FieldTooLong {
+            path: path.to_path_buf(),
+            line,
+            column,
+            len: field.len(),
+        })
+    };
+    if let Some(error) = too_long(1, &headers, None) {
+        return Err(error);
+    }
     let mut sweep = Sweep {
         columns,
         ..Sweep::default()
@@ -247,6 +330,9 @@ pub fn parse_rows(path: &Path, bytes: &[u8]) -> Result<Sweep, RecordError> {
             Err(e) => return Err(parse(e.position().map_or(line, |p| p.line()), &e)),
         }
         let line = record.position().map_or(line, |p| p.line());
+        if let Some(error) = too_long(line, &record, Some(&headers)) {
+            return Err(error);
+        }
         let row: Row = record
             .deserialize(Some(&headers))
             .map_err(|e| parse(line, &e))?;
@@ -263,7 +349,8 @@ pub fn parse_rows(path: &Path, bytes: &[u8]) -> Result<Sweep, RecordError> {
     Ok(sweep)
 }
 
-/// Writes `rows` as a CSV with a header, atomically (a reader never sees half a file).
+/// Writes `rows` as a CSV with a header, atomically (a reader never sees half a file); text
+/// longer than [`TEXT_FIELD_LIMIT`] is shortened to it ([`Row::clamp_text`]).
 pub fn write_rows(path: &Path, rows: &[Row]) -> Result<(), RecordError> {
     let io = |e: &dyn std::fmt::Display| RecordError::Io {
         path: path.to_path_buf(),
@@ -271,6 +358,8 @@ pub fn write_rows(path: &Path, rows: &[Row]) -> Result<(), RecordError> {
     };
     let mut writer = csv::Writer::from_writer(Vec::new());
     for row in rows {
+        let mut short = row.clone();
+        let row = if short.clamp_text() { &short } else { row };
         writer.serialize(row).map_err(|e| io(&e))?;
     }
     let bytes = writer.into_inner().map_err(|e| io(&e))?;
@@ -315,6 +404,31 @@ mod tests {
         std::fs::write(&path, text.replacen("\n1,", "\n7,", 1)).unwrap();
         let err = read_rows(&path).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("version 7"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn long_text_is_shortened_on_writing_and_refused_on_reading() {
+        let dir = std::env::temp_dir().join(format!("snowsim-record-long-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sweep.csv");
+        let mut long = row("pocl", 1 << 10, None);
+        long.error = "é".repeat(TEXT_FIELD_LIMIT);
+        write_rows(&path, &[long]).unwrap();
+        let back = read_rows(&path).unwrap();
+        assert!(back[0].error.len() <= TEXT_FIELD_LIMIT);
+        assert!(back[0].error.ends_with('…') && back[0].error.starts_with("éé"));
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let huge = "x".repeat(TEXT_FIELD_LIMIT + 1);
+        std::fs::write(&path, text.replacen(",pocl,", &format!(",{huge},"), 1)).unwrap();
+        let err = read_rows(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("line 2, column device")
+                && err.contains(&format!("{} bytes", TEXT_FIELD_LIMIT + 1))
+                && err.contains(&format!("at most {TEXT_FIELD_LIMIT} bytes")),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -47,11 +47,11 @@ pub struct SweepArgs {
     scene: PathBuf,
     /// Particle counts: `2^A..2^B` (every power of two between), `2^A`, plain numbers, or a
     /// comma list of these (`1000,2^12..2^14`) [default: the scene's].
-    #[arg(long, value_name = "2^A..2^B|LIST")]
+    #[arg(long, value_name = "2^A..2^B|LIST", allow_hyphen_values = true)]
     particles: Option<String>,
     /// Wind mesh sizes in tetrahedra (terrain scenes), written as --particles
     /// [default: the scene's mesh].
-    #[arg(long, value_name = "2^C..2^D|LIST")]
+    #[arg(long, value_name = "2^C..2^D|LIST", allow_hyphen_values = true)]
     tets: Option<String>,
     /// Draw frames (`on`) or only simulate (`off`); `on,off` runs both.
     #[arg(long, value_delimiter = ',', value_name = "on|off",
@@ -87,7 +87,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     timeout: u64,
     /// Frame size in pixels [default: the scene's view.window].
-    #[arg(long, value_name = "WxH", value_parser = super::run::parse_size)]
+    #[arg(long, value_name = "WxH", value_parser = super::run::parse_size, allow_hyphen_values = true)]
     size: Option<(u32, u32)>,
     /// Replace an existing output file that this command did not write (without it the
     /// command refuses to start); an output never replaces an input, with or without it.

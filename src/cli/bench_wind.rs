@@ -21,7 +21,7 @@ pub struct WindArgs {
     scene: PathBuf,
     /// Mesh sizes in tetrahedra: `2^14..2^22` (every power of two between), `2^20`, plain
     /// numbers, a comma list of these, or the scene's own mesh with `scene`.
-    #[arg(long, default_value = "2^14..2^22")]
+    #[arg(long, default_value = "2^14..2^22", allow_hyphen_values = true)]
     tets: String,
     /// Untimed steps after the start-up solve.
     #[arg(long, default_value_t = 100)]

@@ -15,7 +15,7 @@ use snowsim::output;
 use snowsim::quality::{self, HISTOGRAM_BINS, Quality};
 use snowsim::renumber::{self, numbering_score};
 use snowsim::smoothing::{self, Progress};
-use snowsim::terrain::{Heightmap, Side, Terrain, TerrainSpec};
+use snowsim::terrain::{Heightmap, Side, Terrain, TerrainError, TerrainSpec};
 
 use super::DeviceArg;
 use super::console::{ConsoleError, errln, outln};
@@ -199,13 +199,13 @@ pub struct TerrainArgs {
     #[arg(long)]
     heightmap: Option<PathBuf>,
     /// Extent X,Y of the domain and height Z of its flat top, in metres.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_list::<f64, 3>)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_list::<f64, 3>, allow_hyphen_values = true)]
     size: [f64; 3],
     /// Height of a white heightmap pixel in metres (black is 0). Default: Z / 2.
     #[arg(long)]
     relief: Option<f64>,
     /// Cells along x and y.
-    #[arg(long, value_name = "NX,NY", value_parser = parse_list::<usize, 2>)]
+    #[arg(long, value_name = "NX,NY", value_parser = parse_list::<usize, 2>, allow_hyphen_values = true)]
     cells: [usize; 2],
     /// Layers of prisms (of 3 tetrahedra) from the ground to the top.
     #[arg(long, value_name = "NZ")]
@@ -239,9 +239,14 @@ where
     let values: Vec<T> = text
         .split(',')
         .map(|part| {
-            part.trim()
-                .parse::<T>()
-                .map_err(|e| format!("`{}`: {e}", part.trim()))
+            let part = part.trim();
+            part.parse::<T>().map_err(|e| {
+                if part.starts_with('-') && part[1..].parse::<f64>().is_ok() {
+                    format!("`{part}` is negative: must be a whole number, 0 or more")
+                } else {
+                    format!("`{part}`: {e}")
+                }
+            })
         })
         .collect::<Result<_, _>>()?;
     let count = values.len();
@@ -619,6 +624,15 @@ fn check_mesh_output_rule(input: &Path, output: &Path, force: bool) -> anyhow::R
     Ok(())
 }
 
+/// A terrain error with the spec's field named as the option of the same name (`--size`,
+/// `--relief`, `--cells`, `--layers`, `--grading`).
+fn option_error(error: TerrainError) -> anyhow::Error {
+    match error {
+        TerrainError::Spec { field, message } => anyhow::anyhow!("--{field}: {message}"),
+        other => other.into(),
+    }
+}
+
 /// A number for a summary line: plainly, or in scientific notation when very large or small
 /// (`1e300`, not 301 digits).
 fn short(v: f64) -> String {
@@ -750,7 +764,7 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         layers: args.layers,
         grading: args.grading,
     };
-    spec.validate()?;
+    spec.validate().map_err(option_error)?;
     let mut plan = output::OutputPlan::new(args.force);
     if let Some(heightmap) = &args.heightmap {
         plan.input("--heightmap", heightmap);
@@ -792,7 +806,7 @@ fn terrain(args: TerrainArgs) -> anyhow::Result<ExitCode> {
         ),
     }?;
     let started = std::time::Instant::now();
-    let terrain = Terrain::new(spec, heightmap.as_ref())?;
+    let terrain = Terrain::new(spec, heightmap.as_ref()).map_err(option_error)?;
     let mut mesh = terrain.volume_mesh();
     outln!(
         "meshed in {:.2} s: {} ({} cells × {} layers, grading {})",

@@ -90,6 +90,54 @@ where
     }
 }
 
+/// Lets every option's value be a negative number (`--steps -1`), so that it reaches the
+/// option's parser, which says what is wrong with it ([`negative_hint`]), instead of clap's
+/// "unexpected argument '-1' found" and its tip to write `-- -1`.
+pub fn negative_numbers_reach_their_parser(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            if arg.get_action().takes_values() {
+                arg.allow_negative_numbers(true)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(negative_numbers_reach_their_parser)
+}
+
+/// A parse error for a negative number given to an option of whole numbers (whose parser says
+/// only "invalid digit found in string") says that the number is negative and what the option
+/// takes; other errors are returned as they are.
+pub fn negative_hint(error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::ValueValidation {
+        return error;
+    }
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(option), Some(value)) = (
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue),
+    ) else {
+        return error;
+    };
+    let digits = value.strip_prefix('-').unwrap_or_default();
+    let unsigned = std::error::Error::source(&error)
+        .is_some_and(|e| e.to_string() == "invalid digit found in string");
+    if !(unsigned && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())) {
+        return error;
+    }
+    clap::Error::raw(
+        ErrorKind::ValueValidation,
+        format!(
+            "invalid value '{value}' for '{option}': `{value}` is negative: must be a whole \
+             number, 0 or more\n"
+        ),
+    )
+}
+
 /// The bounds of the integer types [`whole`] parses, as text.
 pub(crate) mod num_bounds {
     /// An integer type's smallest and largest values, written out.

@@ -11,11 +11,11 @@ use super::console::outln;
 pub const LONG_ABOUT: &str = "Draw the results of benchmark sweeps.
 
 Inputs: one or more CSV files written by `snowsim bench` (schema version 1), regular files \
-of at most 64 MB together (a FIFO, a device or a directory is refused without being read). \
-Their rows are taken together, so files of different devices from different machines can be \
-plotted on one figure. Every number is checked before anything is drawn: FPS, its standard \
-deviation and the stage times must be finite and not negative, and FPS + std and the sum of \
-a row's stage times must stay within f64.
+of at most 64 MB together (a FIFO, a device or a directory is refused without being read), \
+each field at most 4096 bytes. Their rows are taken together, so files of different devices \
+from different machines can be plotted on one figure. Every number is checked before \
+anything is drawn: FPS, its standard deviation and the stage times must be finite and not \
+negative, and FPS + std and the sum of a row's stage times must stay within f64.
 
 Outputs, in --out (created if missing), each PNG with a JSON of the same name beside it:
   fps_particles.png  frames per second against particle count (log2 x axis)
@@ -36,7 +36,8 @@ label, the settings that define it and its points (x, y, y_std) exactly as plott
 left out with the reason.
 
 The files are written together: every figure is drawn and every file written to a temporary \
-beside it before any is renamed into place, so an error leaves --out as it was.
+beside it before any is renamed into place, and a rename that fails puts back those already \
+made, so an error leaves --out as it was.
 
 Exits with status 1 on an unreadable, empty or other-version CSV, one that is not a regular \
 file or is too large, a value that does not parse or cannot be drawn (the error names the \

@@ -51,7 +51,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE.mp4")]
     video: Option<PathBuf>,
     /// Frame size in pixels [default: the scene's view.window].
-    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    #[arg(long, value_name = "WxH", value_parser = parse_size, allow_hyphen_values = true)]
     size: Option<(u32, u32)>,
     /// Number of snow particles [default: the scene's snow.particles].
     #[arg(long, value_name = "N", value_parser = super::whole::<usize>, allow_hyphen_values = true)]

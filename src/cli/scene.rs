@@ -93,6 +93,10 @@ pub struct ValleyArgs {
     /// Random seed.
     #[arg(long, default_value_t = 7)]
     seed: u32,
+    /// Replace an existing file that is not a PNG image (without it the command refuses to
+    /// start).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Exit status when the domain mesh fails a check.
@@ -384,7 +388,9 @@ fn ridge(args: RidgeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn valley(args: ValleyArgs) -> anyhow::Result<ExitCode> {
-    output::check_image(&args.output)?;
+    output::OutputPlan::new(args.force)
+        .file("the output", &args.output, output::FileKind::Png)
+        .check()?;
     let started = Instant::now();
     let map = procedural::valley(args.resolution as usize, args.seed);
     map.write_png16(&args.output)?;

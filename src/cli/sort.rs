@@ -48,6 +48,16 @@ pub struct KernelArgs {
     global_bits: Option<u32>,
 }
 
+/// A sort error with `--block-len` named where the block length asked for is at fault.
+fn block_len_named(error: snowsim::sort::SortError) -> anyhow::Error {
+    match error {
+        snowsim::sort::SortError::BlockLen { requested, .. } => {
+            anyhow::Error::new(error).context(format!("--block-len {requested}"))
+        }
+        other => other.into(),
+    }
+}
+
 impl KernelArgs {
     fn config(&self) -> SortConfig {
         SortConfig {
@@ -109,6 +119,10 @@ pub struct BenchArgs {
     /// Also write one CSV row per size and operation to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Replace an existing --csv file that this command did not write (without it the command
+    /// refuses to start).
+    #[arg(long)]
+    force: bool,
     /// Also print the full sort's device time per kernel (fastest run) at each size.
     #[arg(long)]
     per_kernel: bool,
@@ -150,6 +164,10 @@ pub struct EvolveArgs {
     /// Also write one CSV row per frame to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Replace an existing --csv file that this command did not write (without it the command
+    /// refuses to start).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -219,6 +237,28 @@ fn parse_drift(text: &str) -> Result<f64, String> {
 /// Parses `--respawn`: a fraction, 0 to 1.
 fn parse_fraction(text: &str) -> Result<f64, String> {
     parse_real_in(text, 0.0, 1.0, "0 to 1")
+}
+
+/// The first columns of `sort bench --csv`'s header ([`bench::BenchRow`]).
+const BENCH_CSV: output::FileKind = output::FileKind::Csv("device,platform,driver,");
+
+/// The first columns of `sort evolve --csv`'s header ([`FrameRow`]).
+const EVOLVE_CSV: output::FileKind = output::FileKind::Csv("frame,redistributed,");
+
+/// Checks a `--csv` output against the output rule ([`output::rule`]) before any work: it can
+/// be written, and an existing file there is replaced only when it is this command's CSV, or
+/// with `--force`.
+fn check_csv_output(
+    path: Option<&Path>,
+    kind: output::FileKind,
+    force: bool,
+) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        output::OutputPlan::new(force)
+            .file("--csv", path, kind)
+            .check()?;
+    }
+    Ok(())
 }
 
 /// Starts a CSV output: checks the path first and writes atomically (the file appears, whole,
@@ -296,7 +336,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let context = Context::from_selector(&args.device.device)?;
     outln!("device: {}", context.info().label())?;
     let config = args.kernel.config();
-    let mut sorter = BitonicSorter::with_config(&context, &config)?;
+    let mut sorter = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
     outln!(
         "full sort: blocks of {} pairs ({} work-items), {} elements per work-item in global passes",
         sorter.block_len(),
@@ -385,15 +425,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             args.max_log2
         );
     }
-    if let Some(csv) = &args.csv {
-        output::check_writable(csv)?;
-    }
+    check_csv_output(args.csv.as_deref(), BENCH_CSV, args.force)?;
     let context = Context::from_selector(&args.device.device)?;
     let info = context.info();
     check_bench_memory(&args, info)?;
     let mut writer = csv_writer(args.csv.as_deref())?;
     let config = args.kernel.config();
-    let mut full = BitonicSorter::with_config(&context, &config)?;
+    let mut full = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
     let mut partial = PartialSorter::new(
         &context,
         &PartialConfig {
@@ -401,7 +439,8 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             local_step: args.local_step.into(),
             sort: config,
         },
-    )?;
+    )
+    .map_err(block_len_named)?;
     let settings = BenchSettings {
         iterations: args.iterations,
         warmup: args.warmup,
@@ -516,9 +555,7 @@ struct FrameRow {
 }
 
 fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
-    if let Some(csv) = &args.csv {
-        output::check_writable(csv)?;
-    }
+    check_csv_output(args.csv.as_deref(), EVOLVE_CSV, args.force)?;
     let context = Context::from_selector(&args.device.device)?;
     check_evolve_memory(&args, context.info())?;
     let mut writer = csv_writer(args.csv.as_deref())?;
@@ -530,13 +567,14 @@ fn evolve(args: EvolveArgs) -> anyhow::Result<ExitCode> {
             local_step: args.local_step.into(),
             sort: config.clone(),
         },
-    )?;
+    )
+    .map_err(block_len_named)?;
     let len = args.len;
     let mut keys: Vec<u32> = inputs::keys(Shape::Random, len, args.seed);
     let mut keys_buf = DeviceBuffer::from_slice(&context, &keys)?;
     let mut values_buf = DeviceBuffer::from_slice(&context, &(0..len as u32).collect::<Vec<_>>())?;
     if args.start == StartArg::Sorted {
-        let mut full = BitonicSorter::with_config(&context, &config)?;
+        let mut full = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
         full.sort_pairs(&mut keys_buf, &mut values_buf, Order::Ascending)?;
         keys = keys_buf.read()?;
     }

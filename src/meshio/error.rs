@@ -186,6 +186,20 @@ pub enum MeshError {
         /// The first word, read little-endian.
         value: u32,
     },
+    /// An ASCII file holds a NUL byte, which no text does.
+    #[error(
+        "{}: {at}: byte {offset} is a NUL byte: not an ASCII .mesh or .sol file (a binary one \
+         ends in b)",
+        path.display()
+    )]
+    NotText {
+        /// The file.
+        path: PathBuf,
+        /// The line of the NUL byte.
+        at: Location,
+        /// Its offset from the start of the file.
+        offset: u64,
+    },
     /// The version is not 1 to 4.
     #[error("{}: {at}: unknown mesh version {version} (expected 1 to 4)", path.display())]
     UnknownVersion {
@@ -439,6 +453,7 @@ impl MeshError {
             | Truncated { path, .. }
             | UnexpectedEnd { path, .. }
             | BadEndianness { path, .. }
+            | NotText { path, .. }
             | UnknownVersion { path, .. }
             | BadDimension { path, .. }
             | NoDimensionHeader { path, .. }
@@ -466,6 +481,7 @@ impl MeshError {
         match self {
             BadEndianness { .. } => Some(Location::Byte(0)),
             Truncated { at, .. }
+            | NotText { at, .. }
             | UnexpectedEnd { at, .. }
             | UnknownVersion { at, .. }
             | BadDimension { at, .. }

@@ -107,17 +107,52 @@ pub struct MeshFile {
 /// host memory available ([`Budget::host`]) is refused before it is read.
 pub fn read(path: &Path) -> Result<MeshFile, MeshError> {
     let format = Format::from_path(path)?;
-    let bytes = read_file_bytes(path)?;
+    let bytes = read_file_bytes(path, format)?;
     read_bytes(&bytes, format, path)
 }
 
-/// The bytes of a regular file no larger than the host memory available (see [`read`]).
-fn read_file_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
+/// Bytes of a file's start judged before the rest is read ([`read_file_bytes`]).
+const HEAD_BYTES: u64 = 64 << 10;
+
+/// The bytes of a regular file no larger than the host memory available (see [`read`]), whose
+/// start is judged first, so that a large file of something else is refused before it is read
+/// whole: a binary file must start with the endianness code, an ASCII one must have no NUL
+/// byte in its first [`HEAD_BYTES`].
+fn read_file_bytes(path: &Path, format: Format) -> Result<Vec<u8>, MeshError> {
     let read_error = |error| MeshError::Read {
         path: path.to_path_buf(),
         error,
     };
-    let (mut file, size) = input::open(path).map_err(|e| read_error(e.into_io_error()))?;
+    let (file, size) = input::open(path).map_err(|e| read_error(e.into_io_error()))?;
+    let mut head = Vec::with_capacity(usize::try_from(size.min(HEAD_BYTES)).unwrap_or(0));
+    let mut file = std::io::BufReader::new(file);
+    (&mut file)
+        .take(HEAD_BYTES)
+        .read_to_end(&mut head)
+        .map_err(read_error)?;
+    match format {
+        Format::Binary => {
+            if let Some(code) = head.first_chunk::<4>().map(|c| u32::from_le_bytes(*c))
+                && code != 1
+                && code != 1u32.swap_bytes()
+            {
+                return Err(MeshError::BadEndianness {
+                    path: path.to_path_buf(),
+                    value: code,
+                });
+            }
+        }
+        Format::Ascii => {
+            if let Some(offset) = head.iter().position(|&b| b == 0) {
+                let line = head[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+                return Err(MeshError::NotText {
+                    path: path.to_path_buf(),
+                    at: Location::Line(line),
+                    offset: offset as u64,
+                });
+            }
+        }
+    }
     let estimate = Estimate::new(
         format!("{} ({})", path.display(), ByteSize(size)),
         "reading it",
@@ -130,6 +165,8 @@ fn read_file_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
             error: Box::new(error),
         })?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    bytes.extend_from_slice(&head);
+    drop(head);
     file.read_to_end(&mut bytes).map_err(read_error)?;
     Ok(bytes)
 }

@@ -252,7 +252,7 @@ pub fn solution_format(path: &Path) -> Result<Format, SolutionError> {
 /// [`read`](super::read): regular files only, no larger than the host memory available.
 pub fn read_solution(path: &Path) -> Result<SolutionFile, SolutionError> {
     let format = solution_format(path)?;
-    let bytes = read_file_bytes(path)?;
+    let bytes = read_file_bytes(path, format)?;
     read_solution_bytes(&bytes, format, path)
 }
 

@@ -96,7 +96,7 @@ pub fn read_named_solution(
     path: &Path,
 ) -> Result<(SolutionFile, Vec<ReferenceString>), SolutionError> {
     let format = solution_format(path)?;
-    let bytes = read_file_bytes(path)?;
+    let bytes = read_file_bytes(path, format)?;
     let file = read_solution_bytes(&bytes, format, path)?;
     let names = read_reference_strings(&bytes, format, path)?;
     Ok((file, names))

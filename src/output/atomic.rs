@@ -151,6 +151,138 @@ impl AtomicFile {
     }
 }
 
+/// Commits `files` together, all or none: every one is synced first, the files each will
+/// replace are kept as hard links beside them, and the files are renamed into place one after
+/// another. When a rename fails, the files already renamed are put back as they were (the old
+/// file restored, or the new one removed where there was none), the rest are discarded, and the
+/// error is returned; only if putting one back fails too does the error list the files left
+/// new ([`OutputError::PartlyWritten`]). A SIGINT or SIGTERM during the renames (a few system
+/// calls) can still leave some files new.
+pub fn commit_all(mut files: Vec<AtomicFile>) -> Result<(), OutputError> {
+    for file in &mut files {
+        file.sync()?;
+    }
+    let mut kept = Vec::with_capacity(files.len());
+    for file in &files {
+        match Kept::old_of(file) {
+            Ok(old) => kept.push(old),
+            Err(error) => {
+                kept.iter().for_each(Kept::forget);
+                return Err(error);
+            }
+        }
+    }
+    let mut files = files.into_iter();
+    let mut done = 0;
+    let mut failed = None;
+    for file in files.by_ref() {
+        if let Err(error) = file.commit() {
+            failed = Some(error);
+            break;
+        }
+        done += 1;
+    }
+    // The files not reached are dropped: their temporaries are removed.
+    drop(files);
+    let Some(error) = failed else {
+        kept.iter().for_each(Kept::forget);
+        return Ok(());
+    };
+    let left_new: Vec<PathBuf> = kept[..done]
+        .iter()
+        .filter(|k| !k.put_back())
+        .map(|k| k.path.clone())
+        .collect();
+    kept.iter().for_each(Kept::forget);
+    if left_new.is_empty() {
+        Err(error)
+    } else {
+        Err(OutputError::PartlyWritten {
+            error: Box::new(error),
+            written: left_new,
+        })
+    }
+}
+
+/// The file a commit of [`commit_all`] replaces, kept as a hard link (or a copy) until all are
+/// committed.
+struct Kept {
+    /// The output path as given.
+    path: PathBuf,
+    /// The file replaced.
+    target: PathBuf,
+    /// The hard link to the old file, `None` when there was none.
+    old: Option<(PathBuf, cleanup::Registration)>,
+}
+
+impl Kept {
+    /// Links the file `file` will replace to a name beside it (registered for removal on a
+    /// signal, like a temporary).
+    fn old_of(file: &AtomicFile) -> Result<Kept, OutputError> {
+        let io = |error| OutputError::Io {
+            path: file.path.clone(),
+            error,
+        };
+        let target = file.target.clone();
+        if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
+            return Ok(Kept {
+                path: file.path.clone(),
+                target,
+                old: None,
+            });
+        }
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = directory_of(&target);
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let old = dir.join(format!(".{name}.{}.{n}.old.partial", std::process::id()));
+            let registration = cleanup::register(&old);
+            // A file system without hard links gets a copy.
+            let linked = std::fs::hard_link(&target, &old).or_else(|error| {
+                if error.kind() == std::io::ErrorKind::AlreadyExists {
+                    Err(error)
+                } else {
+                    std::fs::copy(&target, &old).map(drop)
+                }
+            });
+            match linked {
+                Ok(()) => {
+                    return Ok(Kept {
+                        path: file.path.clone(),
+                        target,
+                        old: Some((old, registration)),
+                    });
+                }
+                Err(error) => {
+                    cleanup::unregister(&registration);
+                    if error.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(io(error));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts the old file back (or removes the new one where there was none); whether it could.
+    fn put_back(&self) -> bool {
+        match &self.old {
+            Some((old, _)) => std::fs::rename(old, &self.target).is_ok(),
+            None => std::fs::remove_file(&self.target).is_ok(),
+        }
+    }
+
+    /// Removes the link to the old file, if it is still there.
+    fn forget(&self) {
+        if let Some((old, registration)) = &self.old {
+            let _ = std::fs::remove_file(old);
+            cleanup::unregister(registration);
+        }
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match &mut self.writer {

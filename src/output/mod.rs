@@ -6,9 +6,10 @@
 //! write every file: into a temporary file in the same directory, removed on failure and on
 //! SIGINT or SIGTERM (the process then exits with status 130 or 143), renamed over the target
 //! when complete, through symbolic links (the link stays, its target is replaced) and keeping
-//! the old file's permissions. [`OutputPlan`] is the one rule every command's writers follow:
-//! no output is an input or another output, and an existing file of another kind is replaced
-//! only with `--force` ([`rule`]).
+//! the old file's permissions; [`commit_all`] commits several together, all or none.
+//! [`OutputPlan`] is the one rule every command's writers follow: no output is an input or
+//! another output, and an existing file of another kind is replaced only with `--force`
+//! ([`rule`]).
 
 mod atomic;
 mod cleanup;
@@ -17,7 +18,7 @@ mod target;
 
 use std::path::PathBuf;
 
-pub use atomic::{AtomicFile, write_atomic};
+pub use atomic::{AtomicFile, commit_all, write_atomic};
 pub use rule::{FileKind, OutputPlan};
 pub use target::{check_distinct, check_image, check_writable, resolve, same_file};
 
@@ -42,6 +43,19 @@ pub enum OutputError {
         path: PathBuf,
         /// What it is.
         kind: SpecialKind,
+    },
+    /// A directory output names something that is there and is not a directory.
+    #[error(
+        "{role} {}: it is {what}, not a directory; give the directory the files go into",
+        path.display()
+    )]
+    NotADirectory {
+        /// The option naming the directory.
+        role: String,
+        /// The path as given.
+        path: PathBuf,
+        /// What is there (`a file`, `a FIFO (named pipe)`, …).
+        what: String,
     },
     /// The directory that would hold the file does not exist.
     #[error("{}: cannot write: directory {} does not exist", path.display(), dir.display())]
@@ -109,6 +123,18 @@ pub enum OutputError {
         path: PathBuf,
         /// What the writer writes.
         kind: &'static str,
+    },
+    /// A set of files committed together ([`commit_all`]) failed midway, and some of the
+    /// files already replaced could not be put back.
+    #[error(
+        "{error}; these files were already replaced and could not be put back as they were: {}",
+        written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    PartlyWritten {
+        /// The failure that stopped the commits.
+        error: Box<OutputError>,
+        /// The files left new.
+        written: Vec<PathBuf>,
     },
     /// Two outputs, or an input and an output, are the same file.
     #[error("{first} and {second} are the same file ({}); choose another", path.display())]

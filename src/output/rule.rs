@@ -15,6 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{OutputError, check_image, check_writable, same_file};
+use crate::input::SpecialKind;
 
 /// The kind of file a writer writes, recognised by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,7 +172,8 @@ impl OutputPlan {
     /// Checks the rule: every output file can be written; none is an input or another output
     /// (by path, link or inode), nor a file a directory output writes; an existing file is
     /// replaced only when it is of the writer's kind, or with `--force`; an input inside a
-    /// directory output is not among the names written there.
+    /// directory output is not among the names written there, and no file already there
+    /// under such a name is an input or an output file by a link (symbolic or hard).
     pub fn check(&self) -> Result<(), OutputError> {
         let collision = |first: &str, second: &str, a: &Path, b: &Path| OutputError::Collision {
             first: first.to_string(),
@@ -202,6 +204,16 @@ impl OutputPlan {
             self.check_replace(role, path, *kind)?;
         }
         for (i, d) in self.dirs.iter().enumerate() {
+            if let Ok(metadata) = std::fs::metadata(&d.dir)
+                && !metadata.is_dir()
+            {
+                return Err(OutputError::NotADirectory {
+                    role: d.role.clone(),
+                    path: d.dir.clone(),
+                    what: SpecialKind::of(&metadata)
+                        .map_or_else(|| "a file".to_string(), |kind| kind.to_string()),
+                });
+            }
             for (input, input_path) in &self.inputs {
                 if written_by(d, input_path) {
                     return Err(collision(&d.role, input, &d.dir, input_path));
@@ -212,15 +224,28 @@ impl OutputPlan {
                     return Err(collision(&d.role, &other.role, &d.dir, &other.dir));
                 }
             }
-            // Files already there that the writer would replace.
+            // Files already there that the writer would replace: none may be an input or
+            // another output through a link (symbolic: a write follows it; hard: the rule
+            // compares inodes), and each must be of the writer's kind unless forced.
             if let Ok(entries) = std::fs::read_dir(&d.dir) {
                 for entry in entries.flatten() {
                     let name = entry.file_name();
                     let Some(name) = name.to_str().filter(|n| (d.names)(n)) else {
                         continue;
                     };
+                    let path = entry.path();
+                    for (input, input_path) in &self.inputs {
+                        if same_file(&path, input_path) {
+                            return Err(collision(&d.role, input, &path, input_path));
+                        }
+                    }
+                    for (other, other_path, _) in &self.files {
+                        if same_file(&path, other_path) {
+                            return Err(collision(&d.role, other, &path, other_path));
+                        }
+                    }
                     if let Some(kind) = FileKind::of_name(name) {
-                        self.check_replace(&d.role, &entry.path(), kind)?;
+                        self.check_replace(&d.role, &path, kind)?;
                     }
                 }
             }

@@ -432,7 +432,8 @@ impl Write for Counter {
 
 /// Writes every figure's JSON and PNG into `out` (created if missing), all or none: each goes
 /// to a temporary file, and the temporaries are renamed into place only once all of them are
-/// written and synced. On an error the temporaries are removed, and `out` too when this call
+/// written and synced ([`crate::output::commit_all`]: a rename that fails puts back those
+/// already made). On an error the temporaries are removed, and `out` too when this call
 /// created it (and it is still empty).
 fn write_all(out: &Path, drawn: &[Drawn]) -> Result<Vec<Written>, PlotError> {
     let created = !out.exists();
@@ -440,12 +441,8 @@ fn write_all(out: &Path, drawn: &[Drawn]) -> Result<Vec<Written>, PlotError> {
         path: out.to_path_buf(),
         error,
     })?;
-    let result = write_temporaries(out, drawn).and_then(|files| {
-        for file in files {
-            file.commit()?;
-        }
-        Ok(())
-    });
+    let result =
+        write_temporaries(out, drawn).and_then(|files| Ok(crate::output::commit_all(files)?));
     match result {
         Ok(()) => Ok(drawn
             .iter()

@@ -239,7 +239,7 @@ impl Totals {
 pub struct FrameStats {
     all: Totals,
     first: Option<Duration>,
-    /// Frames to keep out of the means at the start (at least one).
+    /// Frames to keep out of the means at the start (0: none).
     warmup: u64,
     /// Warm-up frames recorded so far.
     warmup_frames: u64,
@@ -263,13 +263,14 @@ impl FrameStats {
         Self::with_warmup(1)
     }
 
-    /// Starts counting now, keeping the first `warmup` frames (at least one) out of the means.
+    /// Starts counting now, keeping the first `warmup` frames out of the means (with 0, every
+    /// frame is measured: a one-frame run is its own measurement).
     pub fn with_warmup(warmup: u64) -> Self {
         let now = Instant::now();
         Self {
             all: Totals::default(),
             first: None,
-            warmup: warmup.max(1),
+            warmup,
             warmup_frames: 0,
             window: Totals::default(),
             window_start: now,
@@ -281,12 +282,12 @@ impl FrameStats {
     }
 
     /// Records one frame: its stages, the time to present it (swap) and its whole wall time
-    /// (without capture). The warm-up frames (the first at least: lazy shader and kernel
+    /// (without capture). The warm-up frames (by default the first: lazy shader and kernel
     /// compilation) are kept apart and left out of the means.
     pub fn record(&mut self, stages: &[StageTime], present: Duration, frame: Duration) {
         self.window.add(stages, present, frame);
+        self.first.get_or_insert(frame);
         if self.warmup_frames < self.warmup {
-            self.first.get_or_insert(frame);
             self.warmup_frames += 1;
             return;
         }
@@ -399,8 +400,8 @@ impl FrameStats {
     }
 }
 
-/// What a run measured. Means are per frame over every frame but the warm-up ones (the first
-/// at least).
+/// What a run measured. Means are per frame over every frame but the warm-up ones (by default
+/// the first; none with `--warmup 0` or a one-frame run).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct RunSummary {
     /// Frames drawn.
@@ -440,17 +441,21 @@ pub struct RunSummary {
 
 impl fmt::Display for RunSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let over = if self.measured_frames == self.frames {
+            format!(
+                "over all {} (first frame {:.1} ms, measured too: no warm-up)",
+                self.measured_frames, self.first_frame_ms
+            )
+        } else {
+            format!(
+                "over the last {} (first frame {:.1} ms, left out as warm-up)",
+                self.measured_frames, self.first_frame_ms
+            )
+        };
         writeln!(
             f,
-            "{} frames: {:.1} FPS, {:.3} ms per frame (min {:.3}, max {:.3}) over the last {} \
-             (first frame {:.1} ms, left out as warm-up)",
-            self.frames,
-            self.fps,
-            self.frame_ms,
-            self.min_frame_ms,
-            self.max_frame_ms,
-            self.measured_frames,
-            self.first_frame_ms
+            "{} frames: {:.1} FPS, {:.3} ms per frame (min {:.3}, max {:.3}) {over}",
+            self.frames, self.fps, self.frame_ms, self.min_frame_ms, self.max_frame_ms,
         )?;
         writeln!(f, "  stage      mean ms per frame")?;
         writeln!(

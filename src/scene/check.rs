@@ -475,7 +475,7 @@ impl Checker<'_> {
                     return Err(self.error(
                         "domain.relief",
                         format!(
-                            "the highest terrain ({} m) must be below the top ({} m)",
+                            "the highest terrain ({} m) must be below domain.top ({} m)",
                             Number(r),
                             Number(top)
                         ),

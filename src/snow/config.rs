@@ -91,7 +91,10 @@ impl SnowConfig {
         let f = |v: [f64; 2]| v.map(|x| x as f32);
         let config = Self {
             particles: usize::try_from(s.particles).map_err(|_| {
-                Error::InvalidParameter(format!("{} particles do not fit in memory", s.particles))
+                Error::InvalidParameter(format!(
+                    "snow.particles: {} particles do not fit in memory",
+                    s.particles
+                ))
             })?,
             seed: (s.seed ^ (s.seed >> 32)) as u32,
             flake_diameter: f(s.flake_diameter),
@@ -155,20 +158,20 @@ impl SnowConfig {
         let bad = |what: String| Err(Error::InvalidParameter(what));
         if self.particles > u32::MAX as usize / 2 {
             return bad(format!(
-                "{} particles exceed the kernels' 31-bit index",
+                "snow.particles: {} particles exceed the kernels' 31-bit index",
                 self.particles
             ));
         }
         let [d0, d1] = self.flake_diameter;
         if !(d0.is_finite() && d1.is_finite() && d0 > 0.0 && d0 <= d1) {
             return bad(format!(
-                "flake diameter [{d0}, {d1}] must be finite, 0 < min <= max"
+                "snow.flake_diameter [{d0}, {d1}] must be finite, 0 < min <= max"
             ));
         }
         for (name, v) in [
-            ("fall speed", self.fall_speed),
-            ("gravity", self.gravity),
-            ("tolerance", self.tolerance),
+            ("snow.fall_speed", self.fall_speed),
+            ("snow.gravity", self.gravity),
+            ("the walks' tolerance", self.tolerance),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return bad(format!("{name} {v} must be finite and positive"));
@@ -180,8 +183,8 @@ impl SnowConfig {
             return bad(why);
         }
         for (name, [lo, hi]) in [
-            ("flutter radius", self.flutter_radius),
-            ("flutter rate", self.flutter_rate),
+            ("snow.flutter_radius", self.flutter_radius),
+            ("snow.flutter_rate", self.flutter_rate),
         ] {
             if !(lo.is_finite() && hi.is_finite() && lo >= 0.0 && lo <= hi) {
                 return bad(format!(
@@ -222,13 +225,13 @@ impl SnowConfig {
         }
         if !(self.repose_angle > 0.0 && self.repose_angle < 90.0) {
             return bad(format!(
-                "repose angle {} must be between 0 and 90 degrees",
+                "ground.repose_angle {} must be between 0 and 90 degrees",
                 self.repose_angle
             ));
         }
         if !(0.0..=1.0).contains(&self.smoothing_rate) {
             return bad(format!(
-                "smoothing rate {} must be in [0, 1]",
+                "ground.smoothing_rate {} must be in [0, 1]",
                 self.smoothing_rate
             ));
         }
@@ -328,11 +331,14 @@ mod tests {
         check(&|c| c.acceleration = 0.0, "time.acceleration");
         check(&|c| c.density = 5.0, "snow.density");
         check(&|c| c.cover_refinement = 0, "ground.cover_refinement");
-        check(&|c| c.flake_diameter = [0.004, 0.002], "flake diameter");
-        check(&|c| c.fall_speed = f32::INFINITY, "fall speed");
-        check(&|c| c.flutter_rate = [-1.0, 1.0], "flutter rate");
-        check(&|c| c.repose_angle = 90.0, "repose angle");
-        check(&|c| c.smoothing_rate = 1.5, "smoothing rate");
+        check(
+            &|c| c.flake_diameter = [0.004, 0.002],
+            "snow.flake_diameter",
+        );
+        check(&|c| c.fall_speed = f32::INFINITY, "snow.fall_speed");
+        check(&|c| c.flutter_rate = [-1.0, 1.0], "snow.flutter_rate");
+        check(&|c| c.repose_angle = 90.0, "ground.repose_angle");
+        check(&|c| c.smoothing_rate = 1.5, "ground.smoothing_rate");
         check(&|c| c.local_hops = 0, "hop limits");
         assert!(SnowConfig::new(10).validate().is_ok());
     }

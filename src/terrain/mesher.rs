@@ -33,7 +33,9 @@ pub struct TerrainSpec {
 impl TerrainSpec {
     /// Checks the numbers: positive finite extents, `0 <= relief < Z`, at least one cell each
     /// way and one layer, `grading >= 1` (and `grading^(layers - 1)` at most
-    /// [`MAX_GRADING_SPAN`]), and at most [`MAX_ENTITIES`] vertices and tetrahedra.
+    /// [`MAX_GRADING_SPAN`]), at most [`MAX_ENTITIES`] vertices and tetrahedra, and volumes
+    /// that f64 holds (the box's finite, the mean tetrahedron's not below the smallest normal
+    /// f64).
     pub fn validate(&self) -> Result<(), TerrainError> {
         let bad = |field: &'static str, message: String| Err(TerrainError::Spec { field, message });
         if let Some(d) = (0..3).find(|&d| !(self.size[d].is_finite() && self.size[d] > 0.0)) {
@@ -42,14 +44,14 @@ impl TerrainSpec {
                 format!(
                     "{} must be a positive finite length, got {}",
                     ["X", "Y", "Z"][d],
-                    self.size[d]
+                    short(self.size[d])
                 ),
             );
         }
         if !(self.relief.is_finite() && self.relief >= 0.0) {
             return bad(
                 "relief",
-                format!("must be a finite height >= 0, got {}", self.relief),
+                format!("must be a finite height >= 0, got {}", short(self.relief)),
             );
         }
         if self.relief >= self.size[2] {
@@ -57,7 +59,8 @@ impl TerrainSpec {
                 "relief",
                 format!(
                     "the terrain's highest possible point ({}) must be below the top (Z = {})",
-                    self.relief, self.size[2]
+                    short(self.relief),
+                    short(self.size[2])
                 ),
             );
         }
@@ -73,7 +76,7 @@ impl TerrainSpec {
         if !(self.grading.is_finite() && self.grading >= 1.0) {
             return bad(
                 "grading",
-                format!("must be a finite ratio >= 1, got {}", self.grading),
+                format!("must be a finite ratio >= 1, got {}", short(self.grading)),
             );
         }
         let span = self.grading.powf((self.layers - 1) as f64);
@@ -83,7 +86,8 @@ impl TerrainSpec {
                 format!(
                     "{} over {} layers makes the top layer {span:.3e} times the bottom one \
                      (at most {MAX_GRADING_SPAN:e})",
-                    self.grading, self.layers
+                    short(self.grading),
+                    self.layers
                 ),
             );
         }
@@ -94,6 +98,22 @@ impl TerrainSpec {
                 format!(
                     "{:?} cells × {} layers is more than {MAX_ENTITIES} vertices or tetrahedra",
                     self.cells, self.layers
+                ),
+            );
+        }
+        let volume = self.size[0] * self.size[1] * self.size[2];
+        let mean = counts.map_or(0.0, |(_, tets, _)| volume / tets as f64);
+        if !(volume.is_finite() && mean.is_normal()) {
+            return bad(
+                "size",
+                format!(
+                    "{} × {} × {} m in {} tetrahedra makes their volumes {} m³ on average, \
+                     which f64 cannot hold (they would overflow or be 0)",
+                    short(self.size[0]),
+                    short(self.size[1]),
+                    short(self.size[2]),
+                    counts.map_or(0, |(_, tets, _)| tets),
+                    short(mean)
                 ),
             );
         }
@@ -127,6 +147,16 @@ impl TerrainSpec {
                 }
             })
             .collect()
+    }
+}
+
+/// A number for a message: plainly, or in scientific notation when very large or small (`1e308`,
+/// not 309 digits).
+fn short(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e7).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 
@@ -168,7 +198,8 @@ impl Terrain {
                 field: "size",
                 message: format!(
                     "the ground height {} at ({x}, {y}) is not below the top (Z = {})",
-                    terrain.heights[at], spec.size[2]
+                    short(terrain.heights[at]),
+                    short(spec.size[2])
                 ),
             });
         }

@@ -980,7 +980,9 @@ fn default_step(
         .collect();
     if ratios.is_empty() {
         return Err(WindError::Setting(
-            "the inflow profile is still near the walls: set wind.step".into(),
+            "the inflow profile (wind.speed, wind.profile) is still near the walls, so it gives \
+             no default time step: set wind.step"
+                .into(),
         ));
     }
     ratios.sort_by(f64::total_cmp);

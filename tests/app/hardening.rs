@@ -995,8 +995,9 @@ fn valley_checks_its_format_and_writes_through_links_keeping_the_mode() {
     let err = run.expect(1);
     assert!(err.contains("is a directory"), "{err}");
 
+    // An old PNG (another kind needs --force: every_writer_asks_for_force_before_replacing_…).
     let target = dir.join("real.png");
-    std::fs::write(&target, b"old").unwrap();
+    std::fs::write(&target, b"\x89PNG\r\n\x1a\nold").unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
     let link = dir.join("link.png");
     symlink("real.png", &link).unwrap();
@@ -1012,7 +1013,7 @@ fn valley_checks_its_format_and_writes_through_links_keeping_the_mode() {
             .is_symlink()
     );
     let bytes = std::fs::read(&target).unwrap();
-    assert!(bytes.starts_with(b"\x89PNG"));
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 20);
     let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o640);
     assert!(partial_files(&dir).is_empty());
@@ -1707,6 +1708,33 @@ fn bounded_work_and_true_numbers_are_checked_before_the_run() {
         (3000..=8000).contains(&tets) && line.contains("cells of"),
         "{line}"
     );
+    // A one-frame run is its own measurement, and --warmup 0 measures every frame (both had
+    // the first frame left out regardless: "0.0 FPS, 0.000 ms" over 0 frames, or one frame
+    // fewer than the sweep's CSV said).
+    for (frames, warmup, measured) in [("1", None, 1), ("3", Some("0"), 3), ("3", Some("1"), 2)] {
+        let mut args = vec![
+            "run",
+            "--scene",
+            s(&flat),
+            "--render",
+            "off",
+            "--json",
+            "--frames",
+            frames,
+        ];
+        if let Some(w) = warmup {
+            args.extend(["--warmup", w]);
+        }
+        let run = snowsim(&args);
+        let out = run.stdout.clone();
+        run.expect(0);
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["measured_frames"], measured, "{args:?}: {out}");
+        assert!(
+            report["fps"].as_f64().unwrap_or(0.0) > 0.0,
+            "{args:?}: {out}"
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -1794,6 +1822,59 @@ fn negative_counts_are_named_as_negative() {
             );
         }
     }
+    // Every other command's options too (the hostile sweep found clap's "unexpected argument
+    // '-1' found" on each): the value reaches the option's parser, which names the option and
+    // the value (`-7 is not in 0..=4294967295` from clap's ranged parsers, "is negative" from
+    // the others).
+    let dir = temp_dir("negative_options");
+    let out = dir.join("out.meshb");
+    let cases: [(&[&str], &str, &str); 8] = [
+        (&["wind", "--steps", "-1"], "--steps", "is negative"),
+        (
+            &["bench", "--repeats", "-3"],
+            "--repeats",
+            "-3 is not in 0..",
+        ),
+        (
+            &["bench", "wind", "--warmup", "-1"],
+            "--warmup",
+            "is negative",
+        ),
+        (&["sort", "evolve", "--len", "-1"], "--len", "-1"),
+        (
+            &["scene", "valley", "v.png", "--seed", "-7"],
+            "--seed",
+            "-7 is not in 0..",
+        ),
+        (&["run", "--size", "-1x5"], "--size", "-1x5"),
+        (&["bench", "--particles", "-4"], "--particles", "-4"),
+        (
+            &[
+                "mesh",
+                "terrain",
+                "--size",
+                "1,1,1",
+                "--cells",
+                "-1,2",
+                "--layers",
+                "1",
+                "--out",
+                s(&out),
+            ],
+            "--cells",
+            "`-1` is negative",
+        ),
+    ];
+    for (args, option, what) in cases {
+        let run = snowsim(args);
+        let err = &run.stderr;
+        assert!(
+            !err.contains("unexpected argument") && err.contains(option) && err.contains(what),
+            "{args:?}: {err}"
+        );
+        assert!(matches!(run.status.code(), Some(1 | 2)), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2298,4 +2379,380 @@ fn sort_evolve_needs_a_frame() {
         err.contains("--frames") && err.contains("0 is not in 1.."),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 26, the hostile sweep (`scripts/hostile`): one test per class it found a case of, each
+// checking the message and that the input is byte for byte unchanged.
+
+/// A sweep CSV of one completed row, in `dir`, and its bytes.
+fn sweep_csv(dir: &Path, name: &str, device: &str) -> (PathBuf, Vec<u8>) {
+    use snowsim::bench::record::{Row, SCHEMA_VERSION, write_rows};
+    let path = dir.join(name);
+    let row = Row {
+        schema: SCHEMA_VERSION,
+        device: device.into(),
+        particles: 1 << 16,
+        status: "ok".into(),
+        fps_mean: Some(120.0),
+        fps_std: Some(2.0),
+        ms_frame: Some(8.0),
+        ms_snow: Some(1.0),
+        ..Row::default()
+    };
+    write_rows(&path, &[row]).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+#[test]
+fn a_link_in_a_directory_output_to_an_input_is_refused_even_with_force() {
+    // The files already in `--record`, `--vtu-every` and `plot --out` were judged by kind
+    // alone: a `frame_00000.png` linked to a scene's heightmap (a PNG) was written through, and
+    // with --force any input linked in was.
+    let dir = temp_dir("link_in_output_dir");
+    let (scene, scene_bytes) = scene_in(&dir);
+    let (csv, csv_bytes) = sweep_csv(&dir, "in.csv", "pocl");
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots).unwrap();
+    for force in [false, true] {
+        let force: &[&str] = if force { &["--force"] } else { &[] };
+        // plot --out: a figure's name linked to the input CSV, symbolic and hard.
+        for name in ["stages.png", "fps_particles.json"] {
+            let link = plots.join(name);
+            if name.ends_with(".png") {
+                symlink(&csv, &link).unwrap();
+            } else {
+                std::fs::hard_link(&csv, &link).unwrap();
+            }
+            refused(
+                &[&["plot", s(&csv), "--out", s(&plots)][..], force].concat(),
+                &["--out", name, "the input", "same file"],
+            );
+            assert_eq!(std::fs::read(&csv).unwrap(), csv_bytes);
+            std::fs::remove_file(&link).unwrap();
+        }
+        // run --vtu-every and --record: their files linked to the scene.
+        for (option, name) in [
+            ("--vtu-every", "states.pvd"),
+            ("--record", "frame_00000.png"),
+        ] {
+            let out = dir.join(option.trim_start_matches('-'));
+            std::fs::create_dir_all(&out).unwrap();
+            symlink(&scene, out.join(name)).unwrap();
+            let mut args = vec!["run", "--scene", s(&scene), "--headless", "--frames", "2"];
+            if option == "--vtu-every" {
+                args.extend(["--render", "off", option, "1", s(&out)]);
+            } else {
+                args.extend([option, s(&out)]);
+            }
+            refused(
+                &[&args[..], force].concat(),
+                &[option, name, "the scene", "same file"],
+            );
+            assert_eq!(std::fs::read(&scene).unwrap(), scene_bytes, "{option}");
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+    }
+    // A directory output that names a file: said so, not "cannot create the folder".
+    refused(
+        &["plot", s(&csv), "--out", s(&scene)],
+        &["--out", "scene.toml", "it is a file, not a directory"],
+    );
+    assert_eq!(std::fs::read(&scene).unwrap(), scene_bytes);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_writer_asks_for_force_before_replacing_a_file_it_did_not_write() {
+    // `scene valley`, `sort bench --csv` and `sort evolve --csv` replaced any file.
+    let dir = temp_dir("writers_force");
+    let notes = "a user's notes, not written by snowsim\n";
+    let png = dir.join("notes.png");
+    let csv = dir.join("notes.csv");
+    std::fs::write(&png, notes).unwrap();
+    std::fs::write(&csv, notes).unwrap();
+    let cases: [(Vec<&str>, &Path); 3] = [
+        (vec!["scene", "valley", s(&png), "--resolution", "16"], &png),
+        (
+            vec![
+                "sort",
+                "evolve",
+                "--len",
+                "1024",
+                "--frames",
+                "1",
+                "--csv",
+                s(&csv),
+            ],
+            &csv,
+        ),
+        (
+            vec![
+                "sort",
+                "bench",
+                "--min-log2",
+                "10",
+                "--max-log2",
+                "10",
+                "--iterations",
+                "1",
+                "--csv",
+                s(&csv),
+            ],
+            &csv,
+        ),
+    ];
+    for (args, file) in &cases {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        refused(args, &[name, "not written by this command", "--force"]);
+        assert_eq!(std::fs::read_to_string(file).unwrap(), notes, "{args:?}");
+    }
+    // With --force they replace it; a file of their own kind needs no --force.
+    snowsim(&[&cases[0].0[..], &["--force"]].concat()).expect(0);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    snowsim(&cases[0].0).expect(0);
+    snowsim(&[&cases[1].0[..], &["--force"]].concat()).expect(0);
+    snowsim(&cases[1].0).expect(0);
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("frame,"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn option_errors_name_the_option_and_its_value_written_short() {
+    // Sizes at 0, 1 and huge: the message named a field (`size: X must …`, `elements must …`,
+    // `block length 1 …`) rather than the option, or wrote 1e308 with 309 digits; a domain of
+    // 1e308 m a side was meshed into tetrahedra whose volumes overflow.
+    let dir = temp_dir("option_errors");
+    let out = dir.join("t.meshb");
+    let heightmap = scene_path("valley.png");
+    let terrain = |extra: &[&str]| {
+        let mut args = vec!["mesh", "terrain", "--out", s(&out)];
+        args.extend_from_slice(extra);
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            terrain(&[
+                "--size",
+                "1e308,1e308,1e308",
+                "--cells",
+                "2,2",
+                "--layers",
+                "1",
+            ]),
+            vec!["--size", "1e308", "overflow"],
+        ),
+        (
+            terrain(&[
+                "--size",
+                "10,10,5",
+                "--cells",
+                "2,2",
+                "--layers",
+                "1",
+                "--relief",
+                "1e308",
+                "--heightmap",
+                &heightmap,
+            ]),
+            vec!["--relief", "1e308"],
+        ),
+        (
+            terrain(&["--size", "10,10,5", "--cells", "0,2", "--layers", "1"]),
+            vec!["--cells", "[0, 2]"],
+        ),
+        (
+            terrain(&[
+                "--size",
+                "10,10,5",
+                "--cells",
+                "2,2",
+                "--layers",
+                "2",
+                "--grading",
+                "1e308",
+            ]),
+            vec!["--grading", "1e308"],
+        ),
+        (
+            ["selftest", "--elements", "0"].map(String::from).to_vec(),
+            vec!["--elements", "not 0"],
+        ),
+        (
+            ["sort", "check", "--max-len", "10", "--block-len", "1"]
+                .map(String::from)
+                .to_vec(),
+            vec!["--block-len 1", "power of two"],
+        ),
+    ];
+    for (args, needles) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = snowsim(&args);
+        let err = run.expect(1);
+        for needle in needles {
+            assert!(err.contains(needle), "`{needle}` not in {args:?}: {err}");
+        }
+        let longest = err
+            .split(|c: char| !c.is_ascii_digit())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        assert!(longest < 20, "a number of {longest} digits: {err}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_huge_file_of_something_else_is_refused_before_it_is_read() {
+    // A 20 GB sparse file named .meshb or .mesh was read whole (some 40 s, 20 GB of memory)
+    // before its first bytes were found not to be a mesh: a timeout in the hostile sweep.
+    let dir = temp_dir("huge_mesh");
+    let size = 20u64 << 30;
+    let (scene, scene_bytes) = scene_in(&dir);
+    let smoothed = dir.join("smoothed.meshb");
+    for (name, needle) in [
+        ("huge.meshb", "endianness code 0"),
+        ("huge.mesh", "NUL byte"),
+        ("huge.solb", "endianness code 0"),
+    ] {
+        let path = dir.join(name);
+        std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+        let mut commands = vec![vec!["mesh", "info", s(&path)]];
+        if !name.ends_with(".solb") {
+            commands.push(vec!["mesh", "smooth", s(&path), s(&smoothed), "-n", "1"]);
+        }
+        for args in commands {
+            let started = Instant::now();
+            let run = snowsim(&args);
+            let err = run.expect(1);
+            assert!(
+                err.contains(name) && err.contains(needle),
+                "{args:?}: {err}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{args:?} took {:?}",
+                started.elapsed()
+            );
+        }
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+        std::fs::remove_file(&path).unwrap();
+    }
+    // The same through a scene's mesh domain.
+    let mesh = dir.join("domain.meshb");
+    std::fs::File::create(&mesh).unwrap().set_len(size).unwrap();
+    std::fs::write(
+        &scene,
+        "[domain]\nmesh = \"domain.meshb\"\n[camera]\nposition = [0, 0, 10]\ntarget = [1, 1, 0]\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    refused(
+        &["scene", "check", s(&scene)],
+        &["domain.meshb", "endianness code 0"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    std::fs::write(&scene, &scene_bytes).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_sweep_csv_field_beyond_the_limit_is_refused_naming_line_and_column() {
+    // A 5 MB device name was copied into the plots' JSON (as every series' label); fields are
+    // now at most 4096 bytes, and `bench` shortens a child's longer error line to that.
+    let dir = temp_dir("long_field");
+    let (csv, _) = sweep_csv(&dir, "in.csv", "pocl");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(
+        &csv,
+        text.replacen(",pocl,", &format!(",{},", "x".repeat(5000)), 1),
+    )
+    .unwrap();
+    let bytes = std::fs::read(&csv).unwrap();
+    let out = dir.join("plots");
+    refused(
+        &["plot", s(&csv), "--out", s(&out)],
+        &[
+            "in.csv",
+            "line 2, column device",
+            "5000 bytes",
+            "at most 4096 bytes",
+        ],
+    );
+    assert_eq!(std::fs::read(&csv).unwrap(), bytes);
+    assert!(!out.exists());
+    // At the limit it is drawn, its JSON holding the name whole.
+    let (csv, _) = sweep_csv(&dir, "at_limit.csv", &"y".repeat(4096));
+    snowsim(&["plot", s(&csv), "--out", s(&out)]).expect(0);
+    let json = std::fs::read_to_string(out.join("fps_particles.json")).unwrap();
+    assert!(json.contains(&"y".repeat(4096)));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn files_committed_together_are_all_replaced_or_none() {
+    // plot renamed its files one after another: a rename failing midway left some new, some
+    // old. `commit_all` puts back the ones already renamed.
+    let dir = temp_dir("commit_all");
+    let names = ["a.json", "b.png", "c.json"];
+    std::fs::write(dir.join("a.json"), "old a").unwrap();
+    let create = || {
+        names
+            .iter()
+            .map(|n| {
+                let mut file = AtomicFile::create(&dir.join(n)).unwrap();
+                file.write_all(format!("new {n}").as_bytes()).unwrap();
+                file
+            })
+            .collect::<Vec<_>>()
+    };
+    // b.png becomes a directory after its temporary was made: its rename fails.
+    let files = create();
+    std::fs::create_dir(dir.join("b.png")).unwrap();
+    std::fs::write(dir.join("b.png").join("inside"), "x").unwrap();
+    let error = output::commit_all(files).unwrap_err();
+    assert!(error.to_string().contains("b.png"), "{error}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.json")).unwrap(),
+        "old a"
+    );
+    assert!(!dir.join("c.json").exists());
+    assert!(partial_files(&dir).is_empty(), "{:?}", partial_files(&dir));
+    // Without the obstacle all three are replaced, and nothing is left beside them.
+    std::fs::remove_dir_all(dir.join("b.png")).unwrap();
+    output::commit_all(create()).unwrap();
+    for n in names {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(n)).unwrap(),
+            format!("new {n}")
+        );
+    }
+    assert!(partial_files(&dir).is_empty(), "{:?}", partial_files(&dir));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn hand_built_snow_settings_name_their_scene_key() {
+    // The scene names its keys; settings made by hand said "fall speed 0".
+    use snowsim::snow::SnowConfig;
+    let spoilt = |spoil: fn(&mut SnowConfig)| {
+        let mut config = SnowConfig::new(64);
+        spoil(&mut config);
+        config
+    };
+    let cases = [
+        (spoilt(|c| c.fall_speed = 0.0), "snow.fall_speed 0"),
+        (spoilt(|c| c.gravity = f32::NAN), "snow.gravity NaN"),
+        (
+            spoilt(|c| c.flutter_rate = [2.0, 1.0]),
+            "snow.flutter_rate [2, 1]",
+        ),
+        (spoilt(|c| c.repose_angle = 95.0), "ground.repose_angle 95"),
+    ];
+    for (config, needle) in cases {
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains(needle), "`{needle}` not in: {error}");
+    }
 }
