@@ -1029,8 +1029,9 @@ fn sigterm_removes_the_temporary_file_and_exits_143() {
             "evolve",
             "--len",
             "4096",
+            // Long enough to be stopped midway, small enough for the disk check (~0.3 GB).
             "--frames",
-            "100000000",
+            "1000000",
             "--csv",
             s(&csv),
         ])
