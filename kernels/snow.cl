@@ -213,6 +213,17 @@ inline float3 snow_triangle_point(float3 a, float3 b, float3 c, uint w) {
     return a + st.x * (b - a) + st.y * (c - a);
 }
 
+// The triangle of an area table `cdf` (count entries) that the 32-bit fraction u falls in, and
+// in *w u's place within that triangle's share of the table, as a 32-bit fraction (what
+// snow_triangle_point maps into the triangle).
+inline int snow_stratum_triangle(__global const uint *cdf, int count, uint u, uint *w) {
+    const int k = snow_search(cdf, count, u);
+    const ulong lo = k > 0 ? (ulong)cdf[k - 1] : 0ul;
+    const ulong hi = (ulong)cdf[k] + (k == count - 1 ? 1ul : 0ul);
+    *w = hi > lo ? (uint)min((((ulong)u - lo) << 32) / (hi - lo), (ulong)0xffffffffU) : 0u;
+    return k;
+}
+
 // The point of the top face for a particle's respawn number `count`: from the particle's own
 // stratum of the top's area table (so the n particles share the top evenly), its triangle and
 // the point at the stratum's fraction of that triangle's area, lowered by `below` metres into
@@ -220,11 +231,9 @@ inline float3 snow_triangle_point(float3 a, float3 b, float3 c, uint w) {
 inline float3 snow_top_point(__global const int4 *top_tris, __global const uint *top_cdf,
                              int top_count, __global const float4 *coords, uint seed, uint id,
                              uint n, uint count, float below, int *tet) {
-    const uint u = snow_stratum(id, n, snow_bits(seed, id, count, SNOW_S_TOP));
-    const int k = snow_search(top_cdf, top_count, u);
-    const ulong lo = k > 0 ? (ulong)top_cdf[k - 1] : 0ul;
-    const ulong hi = (ulong)top_cdf[k] + (k == top_count - 1 ? 1ul : 0ul);
-    const uint w = hi > lo ? (uint)min((((ulong)u - lo) << 32) / (hi - lo), (ulong)0xffffffffU) : 0u;
+    uint w;
+    const int k = snow_stratum_triangle(top_cdf, top_count,
+                                        snow_stratum(id, n, snow_bits(seed, id, count, SNOW_S_TOP)), &w);
     const int4 tri = top_tris[k];
     float3 x = snow_triangle_point(coords[tri.x].xyz, coords[tri.y].xyz, coords[tri.z].xyz, w);
     x.z -= below;
@@ -244,11 +253,9 @@ inline int snow_source_point(__global const int4 *tets, __global const float4 *c
                              __global const float4 *ground_points, uint seed, uint id, uint n,
                              uint count, float height, float top, float below, float tol,
                              int hops, float3 *x) {
-    const uint u = snow_stratum(id, n, snow_bits(seed, id, count, SNOW_S_SOURCE));
-    const int k = snow_search(ground_cdf, ground_count, u);
-    const ulong lo = k > 0 ? (ulong)ground_cdf[k - 1] : 0ul;
-    const ulong hi = (ulong)ground_cdf[k] + (k == ground_count - 1 ? 1ul : 0ul);
-    const uint w = hi > lo ? (uint)min((((ulong)u - lo) << 32) / (hi - lo), (ulong)0xffffffffU) : 0u;
+    uint w;
+    const int k = snow_stratum_triangle(
+        ground_cdf, ground_count, snow_stratum(id, n, snow_bits(seed, id, count, SNOW_S_SOURCE)), &w);
     const int4 tri = ground_tris[k];
     float3 p = snow_triangle_point(ground_points[tri.x].xyz, ground_points[tri.y].xyz,
                                    ground_points[tri.z].xyz, w);
