@@ -29,7 +29,7 @@ uniform bool u_density_field;
 uniform vec3 u_density_lo;
 uniform vec3 u_density_hi;
 
-const int VEIL_STEPS = 8;
+const int VEIL_STEPS = 2;
 
 // The optical depth from a to b: uniform outside the density box, and inside it the mean of
 // VEIL_STEPS samples of the relative density along the part of the segment within the box

@@ -34,12 +34,9 @@ float sunlit(vec3 n)
     vec3 s = clip.xyz / clip.w * 0.5 + 0.5;
     if (any(lessThan(s, vec3(0.0))) || any(greaterThan(s, vec3(1.0))))
         return 1.0;
-    vec2 texel = 1.0 / vec2(textureSize(u_shadow_map, 0));
-    float lit = 0.0;
-    for (int dy = -1; dy <= 1; ++dy)
-        for (int dx = -1; dx <= 1; ++dx)
-            lit += texture(u_shadow_map, vec3(s.xy + vec2(dx, dy) * texel, s.z));
-    return lit / 9.0;
+    // One lookup: the map's linear filter compares the four nearest texels and blends them
+    // (hardware percentage-closer filtering), soft over a texel.
+    return texture(u_shadow_map, s);
 }
 
 void main()

@@ -107,7 +107,7 @@ pub struct NearLayout {
 
 impl NearLayout {
     /// The layout for `near`, `None` when nothing is drawn (no density, no budget, a distance
-    /// of 0, or too small a budget for [`MIN_CELLS`] cells a side).
+    /// of 0, or too small a budget for `MIN_CELLS` cells a side).
     pub fn new(near: &NearFlakes) -> Option<Self> {
         let n = near.density;
         if !(n.is_finite() && n > 0.0 && near.distance > 0.0) {
