@@ -28,6 +28,7 @@ use crate::common::{Capability, skip};
 mod film;
 mod look;
 mod near;
+mod reference;
 mod splat;
 
 const W: u32 = 320;

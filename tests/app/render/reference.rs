@@ -1,0 +1,101 @@
+//! Reference images per view (issue 27): the flat scene drawn headless (llvmpipe in CI) as a
+//! user runs it, compared with the PNGs in `tests/app/render/reference/` within a tolerance
+//! (as wgpu's example tests do): a pixel differs when a channel is off by more than
+//! [`CHANNEL_TOLERANCE`], and at most [`DIFFERING_FRACTION`] of the pixels may. A view that
+//! changes on purpose is blessed again with
+//! `SNOWSIM_BLESS=1 cargo test --test app render::reference` (README, "Tests"); look at the new
+//! PNGs before committing them.
+
+use std::path::{Path, PathBuf};
+
+use super::{FLAT, snowsim, temp_dir, text};
+
+/// Largest difference of a channel (of 255) that still counts as the same pixel.
+const CHANNEL_TOLERANCE: u8 = 12;
+/// Largest fraction of pixels that may differ.
+const DIFFERING_FRACTION: f64 = 0.01;
+
+fn reference(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/app/render/reference")
+        .join(format!("{name}.png"))
+}
+
+/// Draws the flat scene's third frame at 320×180 with `extra` options and compares it with the
+/// reference `name` (or writes it, blessing).
+fn check_view(name: &str, extra: &[&str]) {
+    let dir = temp_dir(&format!("reference-{name}"));
+    let shot = dir.join("frame.png");
+    let out = snowsim()
+        .args([
+            "run",
+            "--scene",
+            FLAT,
+            "--headless",
+            "--frames",
+            "3",
+            "--size",
+            "320x180",
+        ])
+        .args(["--particle-render", "sprites", "--interop", "copy"])
+        .args(extra)
+        .arg("--screenshot")
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let drawn = image::open(&shot).unwrap().to_rgba8();
+    let path = reference(name);
+    if std::env::var_os("SNOWSIM_BLESS").is_some() {
+        drawn.save(&path).unwrap();
+        eprintln!("blessed {}", path.display());
+        return;
+    }
+    let Ok(expected) = image::open(&path) else {
+        panic!(
+            "no reference {}: run `SNOWSIM_BLESS=1 cargo test --test app render::reference` and \
+             look at the PNG before committing it",
+            path.display()
+        );
+    };
+    let expected = expected.to_rgba8();
+    assert_eq!(drawn.dimensions(), expected.dimensions(), "{name}");
+    let differing = drawn
+        .pixels()
+        .zip(expected.pixels())
+        .filter(|(a, b)| {
+            a.0.iter()
+                .zip(b.0)
+                .any(|(&x, y)| x.abs_diff(y) > CHANNEL_TOLERANCE)
+        })
+        .count();
+    let fraction = differing as f64 / f64::from(drawn.width() * drawn.height());
+    if fraction > DIFFERING_FRACTION {
+        let kept = dir.join(format!("{name}-drawn.png"));
+        drawn.save(&kept).unwrap();
+        panic!(
+            "{name}: {:.2} % of the pixels differ from {} by more than {CHANNEL_TOLERANCE}/255 \
+             (at most {:.0} %); the frame drawn is kept in {}",
+            100.0 * fraction,
+            path.display(),
+            100.0 * DIFFERING_FRACTION,
+            kept.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_snowfall_view_matches_its_reference() {
+    check_view("snowfall", &[]);
+}
+
+#[test]
+fn the_wind_view_matches_its_reference() {
+    check_view("wind", &["--wind"]);
+}
+
+#[test]
+fn the_pressure_view_matches_its_reference() {
+    check_view("pressure", &["--pressure"]);
+}
