@@ -39,18 +39,12 @@ pub struct Film {
     frames: PathBuf,
     /// Whether `frames` is ours to remove afterwards (not a `--record DIR` of the user's).
     scratch: bool,
-    /// Frames per second of the film.
-    fps: f64,
 }
 
 impl Film {
-    /// The films of `--record` and `--video`, `fps` frames a second; `None` when neither asks
-    /// for one. Fails up front when `--video` is asked and ffmpeg is not on PATH.
-    pub fn new(
-        record: Option<&Path>,
-        video: Option<&Path>,
-        fps: f64,
-    ) -> anyhow::Result<Option<Self>> {
+    /// The films of `--record` and `--video`; `None` when neither asks for one. Fails up front
+    /// when `--video` is asked and ffmpeg is not on PATH.
+    pub fn new(record: Option<&Path>, video: Option<&Path>) -> anyhow::Result<Option<Self>> {
         let gif = record.filter(|p| is_gif(p)).map(Path::to_path_buf);
         let video = match video {
             Some(path) => {
@@ -69,10 +63,6 @@ impl Film {
         if gif.is_none() && video.is_none() {
             return Ok(None);
         }
-        anyhow::ensure!(
-            fps.is_finite() && fps > 0.0,
-            "a film needs a frame rate: time.step gives {fps} frames a second"
-        );
         let (frames, scratch) = match record.filter(|p| !is_gif(p)) {
             Some(dir) => (dir.to_path_buf(), false),
             None => {
@@ -91,7 +81,6 @@ impl Film {
             video,
             frames,
             scratch,
-            fps,
         }))
     }
 
@@ -100,8 +89,13 @@ impl Film {
         &self.frames
     }
 
-    /// Makes the films from the recorded frames, removes scratch frames; lines for the log.
-    pub fn finish(&self) -> anyhow::Result<Vec<String>> {
+    /// Makes the films from the recorded frames at `fps` frames a second, removes scratch
+    /// frames; lines for the log.
+    pub fn finish(&self, fps: f64) -> anyhow::Result<Vec<String>> {
+        anyhow::ensure!(
+            fps.is_finite() && fps > 0.0,
+            "a film needs a frame rate: time.step gives {fps} frames a second"
+        );
         let mut frames: Vec<PathBuf> = std::fs::read_dir(&self.frames)
             .with_context(|| format!("cannot read the frames in {}", self.frames.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -119,21 +113,21 @@ impl Film {
         );
         let mut said = Vec::new();
         if let Some(path) = &self.gif {
-            self.write_gif(path, &frames)?;
+            self.write_gif(path, &frames, fps)?;
             said.push(format!(
                 "wrote {}: {} frames at {:.0} per second",
                 path.display(),
                 frames.len(),
-                self.fps
+                fps
             ));
         }
         if let Some((path, ffmpeg)) = &self.video {
-            self.write_video(path, ffmpeg)?;
+            self.write_video(path, ffmpeg, fps)?;
             said.push(format!(
                 "wrote {}: {} frames at {:.0} per second (ffmpeg)",
                 path.display(),
                 frames.len(),
-                self.fps
+                fps
             ));
         }
         if self.scratch {
@@ -142,9 +136,9 @@ impl Film {
         Ok(said)
     }
 
-    fn write_gif(&self, path: &Path, frames: &[PathBuf]) -> anyhow::Result<()> {
+    fn write_gif(&self, path: &Path, frames: &[PathBuf], fps: f64) -> anyhow::Result<()> {
         use image::codecs::gif::{GifEncoder, Repeat};
-        let delay = image::Delay::from_numer_denom_ms(1000, (self.fps.round() as u32).max(1));
+        let delay = image::Delay::from_numer_denom_ms(1000, (fps.round() as u32).max(1));
         let partial = path.with_extension("gif.partial");
         let file = std::fs::File::create(&partial)
             .with_context(|| format!("cannot create {}", partial.display()))?;
@@ -162,7 +156,7 @@ impl Film {
         Ok(())
     }
 
-    fn write_video(&self, path: &Path, ffmpeg: &Path) -> anyhow::Result<()> {
+    fn write_video(&self, path: &Path, ffmpeg: &Path, fps: f64) -> anyhow::Result<()> {
         let partial = path.with_file_name(format!(
             ".{}.partial.mp4",
             path.file_name()
@@ -170,7 +164,7 @@ impl Film {
         ));
         let output = Command::new(ffmpeg)
             .args(["-y", "-loglevel", "error", "-framerate"])
-            .arg(format!("{}", self.fps))
+            .arg(format!("{fps}"))
             .arg("-i")
             .arg(self.frames.join("frame_%05d.png"))
             .args([

@@ -483,9 +483,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             || (args.screenshot.is_none() && args.record.is_none() && args.video.is_none()),
         "--render off draws nothing, so there is no frame for --screenshot, --record or --video"
     );
-    // ffmpeg is looked for now, not after the run.
-    let film_check = super::film::Film::new(args.record.as_deref(), args.video.as_deref(), 1.0)?;
-    drop(film_check);
+    // ffmpeg is looked for now, not after the run; a film's frames go to a directory of its own.
+    let film = super::film::Film::new(args.record.as_deref(), args.video.as_deref())?;
     if args.frames == Some(0) {
         anyhow::bail!("--frames must be at least 1");
     }
@@ -504,7 +503,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     let capture = Capture {
         screenshot: args.screenshot.clone(),
-        record: args.record.clone(),
+        record: film
+            .as_ref()
+            .map(|f| f.frames().to_path_buf())
+            .or_else(|| args.record.clone()),
     };
     let json = args.json;
     let say = move |line: &str| -> anyhow::Result<()> {
@@ -529,18 +531,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // Bad output paths fail now, not after the whole run; no output overwrites the scene's
     // files or another output.
     outputs(&args, &scene).check()?;
-    let film = super::film::Film::new(
-        args.record.as_deref(),
-        args.video.as_deref(),
-        1.0 / scene.time.step,
-    )?;
-    let capture = Capture {
-        record: film
-            .as_ref()
-            .map(|f| f.frames().to_path_buf())
-            .or(capture.record),
-        ..capture
-    };
     capture.prepare()?;
     let recording = capture.record.clone();
     let vtu = match &args.vtu {
@@ -798,7 +788,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     report(&args, &run, entry, &gl_info, modes.as_ref(), &summary)?;
     if let Some(film) = &film {
-        for line in film.finish()? {
+        for line in film.finish(1.0 / scene.time.step)? {
             say(&line)?;
         }
     }

@@ -305,7 +305,7 @@ impl Simulation {
     /// wind's steps.
     pub fn report(&mut self) -> Result<SimReport> {
         self.settle()?;
-        let Some(s) = &self.scene else {
+        let Some(s) = &mut self.scene else {
             return Ok(SimReport {
                 particles: self.still.len(),
                 ..SimReport::default()
@@ -316,7 +316,7 @@ impl Simulation {
             wind_iterations: s.wind.mean_iterations(),
             ..SimReport::default()
         };
-        if let Some(snow) = &s.snow {
+        if let Some(snow) = s.snow.as_mut() {
             let counters = snow.counters()?;
             let (deposited_m3, max_depth_m) = snow.cover_summary()?;
             report = SimReport {
@@ -328,16 +328,7 @@ impl Simulation {
                 deposited_m3,
                 max_depth_m,
                 parcel_m3: snow.parcel_volume(),
-                flake_density_at_camera: None,
-                ..report
-            };
-        }
-        if let Some(s) = &mut self.scene
-            && let Some(snow) = s.snow.as_mut()
-        {
-            let camera = s.camera;
-            report = SimReport {
-                flake_density_at_camera: Some(snow.flake_density()?.at(camera)),
+                flake_density_at_camera: Some(snow.flake_density()?.at(s.camera)),
                 ..report
             };
         }
@@ -405,11 +396,7 @@ impl Simulation {
             let cover = snow.cover();
             let volumes = cover.volumes()?;
             let unit = cover.unit_volume();
-            let depth: Vec<f32> = volumes
-                .iter()
-                .zip(&cover.geometry.area)
-                .map(|(&u, &a)| (u as f64 * unit / f64::from(a)) as f32)
-                .collect();
+            let depth = cover.depths_of(&volumes);
             let volume: Vec<f32> = volumes.iter().map(|&u| (u as f64 * unit) as f32).collect();
             let triangles: Vec<([u32; 3], i32)> =
                 cover.mesh.triangles.iter().map(|&t| (t, 0)).collect();

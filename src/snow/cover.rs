@@ -302,8 +302,12 @@ impl GroundCover {
 
     /// Depth per cover vertex, metres: volume over horizontal dual area (blocking).
     pub fn depths(&self) -> Result<Vec<f32>> {
-        let v = self.volumes()?;
-        Ok(depths_of(&v, &self.geometry.area, self.unit))
+        Ok(self.depths_of(&self.volumes()?))
+    }
+
+    /// Depth per cover vertex, metres, of `units` per cover vertex (read already).
+    pub fn depths_of(&self, units: &[u64]) -> Vec<f32> {
+        depths_of(units, &self.geometry.area, self.unit)
     }
 
     /// The volumes restricted to the coarse ground's vertices (the wind mesh's ground),

@@ -118,7 +118,6 @@ pub struct Snow {
     /// cover every slot.
     identity: DeviceBuffer<u32>,
     scratch: Option<Scratch>,
-    parcel_volume: f64,
     /// Footprint radius without the flutter, m.
     footprint: f32,
     frame: u64,
@@ -145,7 +144,6 @@ impl Snow {
         let cover_mesh = CoverMesh::new(&domain.ground, config.cover_refinement)?;
         // The air the parcels share: all of it, or what lies below the source.
         let air = geometry.source_volume(config.source_height);
-        let parcel_volume = config.parcel_volume(air);
         let real_parcel_volume = config.real_parcel_volume(air);
         let footprint = config.footprint_radius(air);
         let mut config = config;
@@ -192,7 +190,6 @@ impl Snow {
             scratch: None,
             mesh,
             cover,
-            parcel_volume,
             footprint,
             frame: 0,
             config,
@@ -234,7 +231,7 @@ impl Snow {
 
     /// Volume one landing lays, m³ (the acceleration included).
     pub fn parcel_volume(&self) -> f64 {
-        self.parcel_volume
+        self.config.acceleration * self.cover.unit_volume() * PARCEL_UNITS as f64
     }
 
     /// Radius of a landing's footprint without the flake's flutter, m.
@@ -253,7 +250,6 @@ impl Snow {
         let mut config = self.config.clone();
         config.acceleration = acceleration;
         config.validate()?;
-        self.parcel_volume *= acceleration / self.config.acceleration;
         self.config = config;
         Ok(())
     }
@@ -727,8 +723,13 @@ impl Snow {
 
     /// Deposited volume in m³ and the largest depth in m (blocking).
     pub fn cover_summary(&self) -> Result<(f64, f32)> {
-        let units = self.deposited_units()?;
-        let depth = self.cover.depths()?.into_iter().fold(0.0f32, f32::max);
+        let volumes = self.cover.volumes()?;
+        let units: u128 = volumes.iter().map(|&v| u128::from(v)).sum();
+        let depth = self
+            .cover
+            .depths_of(&volumes)
+            .into_iter()
+            .fold(0.0f32, f32::max);
         Ok((units as f64 * self.cover.unit_volume(), depth))
     }
 }

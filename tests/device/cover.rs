@@ -6,12 +6,12 @@
 
 use std::path::Path;
 
-use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
-use snowsim::particle::Particle;
-use snowsim::scene::{Scene, SortMode, ground_of};
-use snowsim::sim::{Overrides, SimSetup, Simulation};
+use snowsim::cl::{Context, OutputBuffer};
+use snowsim::scene::{Scene, SortMode};
+use snowsim::sim::Overrides;
 
 use crate::common::context;
+use crate::sim::start;
 
 /// `scenes/NAME.toml` with a 0.5 s frame and the snowfall 3 600 times faster: 60 simulated
 /// seconds in 120 frames, the snow in the wind solved once at the start.
@@ -42,23 +42,13 @@ fn accelerated(name: &str) -> Scene {
 /// The cover's depth on the wind mesh's ground vertices after `frames` frames with `seed`,
 /// the ledger checked on the way.
 fn cover(ctx: &Context, scene: &Scene, seed: u32, frames: usize) -> Vec<f32> {
-    let ground = ground_of(scene).unwrap();
     let overrides = Overrides {
         seed: Some(seed),
         sort: Some(SortMode::Off),
         simulate: Some((false, true)),
         ..Default::default()
     };
-    let setup = SimSetup::new(scene, &ground, &overrides).unwrap();
-    let mut sim = Simulation::new(ctx, setup).unwrap();
-    let mut particles = DeviceBuffer::<Particle>::zeroed(ctx, sim.particle_count()).unwrap();
-    let mut timeline = ctx.timeline();
-    sim.reset(
-        ctx,
-        &mut OutputBuffer::Device(&mut particles),
-        &mut timeline,
-    )
-    .unwrap();
+    let (mut sim, mut particles) = start(ctx, scene, &overrides);
     for frame in 0..frames {
         let mut timeline = ctx.timeline();
         sim.step(

@@ -19,7 +19,7 @@ fn flat(edit: &str) -> Scene {
 }
 
 /// The simulation of `scene` with `overrides`, reset, and its particle buffer.
-fn start(
+pub(crate) fn start(
     ctx: &Context,
     scene: &Scene,
     overrides: &Overrides,
