@@ -18,7 +18,7 @@ pub mod stage {
     pub const READBACK: &str = "interop.readback";
     /// Copy mode's part of [`TRANSFER`]: handing the host copy to OpenGL, wall time.
     pub const UPLOAD: &str = "interop.upload";
-    /// Drawing until `glFinish`, wall time.
+    /// Enqueuing the drawing, wall time (GL draws while the next frame is computed).
     pub const DRAW: &str = "render.draw";
     /// Swapping buffers (window only), wall time.
     pub const PRESENT: &str = "render.present";

@@ -17,8 +17,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use glow::HasContext;
-
 use crate::cl::{Context, DeviceEntry, Timeline};
 use crate::counters::{StageTime, stage};
 use crate::interop::{self, GlLink, Interop, InteropChoice, InteropMode};
@@ -39,7 +37,7 @@ use super::{Error, Result, in_stage};
 pub use crate::splat::SPLAT_STAGE;
 
 /// Host stage of the splat composite (and the overflow sprites): GPU time from a
-/// `GL_TIME_ELAPSED` query, read after the frame's `glFinish`.
+/// `GL_TIME_ELAPSED` query, read when GL has it (a later frame; never waited for).
 pub const COMPOSITE_STAGE: &str = stage::COMPOSITE;
 
 /// Host stage of writing the wind view's samples into their GL buffer.
@@ -710,12 +708,13 @@ impl Session {
         }
     }
 
-    /// Draws the current buffers and waits for GL to finish.
+    /// Enqueues the drawing of the current buffers. GL may still be drawing when this
+    /// returns: the next frame's kernels wait for it where they touch what GL reads (the
+    /// links' `acquire`: the "drawn" semaphores, or `glFinish` where there are none), a
+    /// capture's `glReadPixels` waits by itself, and the run loops finish GL after the last
+    /// frame, so the simulation of frame n + 1 is enqueued while frame n is drawn.
     pub fn draw(&self, size: (u32, u32)) -> Result<()> {
-        self.renderer.draw(&self.camera, size, &self.views)?;
-        // SAFETY: the renderer's context is current on this thread.
-        unsafe { self.renderer.gl().finish() };
-        Ok(())
+        Ok(self.renderer.draw(&self.camera, size, &self.views)?)
     }
 
     /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).

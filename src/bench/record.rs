@@ -94,7 +94,7 @@ pub struct Row {
     pub ms_splat: Option<f64>,
     /// Handing buffers to OpenGL (`interop.transfer`), host time.
     pub ms_transfer: Option<f64>,
-    /// Drawing until `glFinish` (`render.draw`), host time.
+    /// Enqueuing the drawing (`render.draw`), host time.
     pub ms_draw: Option<f64>,
 }
 

@@ -47,7 +47,7 @@ use glow::HasContext;
 use super::camera::OrbitCamera;
 use super::error::{Result, gl_call};
 use super::shader::{ShaderProgram, build_program, build_program_with_feedback, builtin};
-use super::veil::Density;
+use super::veil::{Density, VEIL_UNIFORMS};
 
 /// Flakes per cell at relative density 1.
 pub const LAMBDA: f32 = 4.0;
@@ -169,13 +169,12 @@ impl Lattice {
     }
 }
 
-/// The program's uniforms, checked when it is built.
+/// The program's uniforms besides [`VEIL_UNIFORMS`], checked when it is built.
 const UNIFORMS: &[&str] = &[
     "u_view_proj",
     "u_viewport",
     "u_point_scale",
     "u_width",
-    "u_eye",
     "u_base_int",
     "u_base_frac",
     "u_fall_int",
@@ -189,13 +188,7 @@ const UNIFORMS: &[&str] = &[
     "u_wind",
     "u_exposure",
     "u_radius",
-    "u_beta",
-    "u_density",
-    "u_density_field",
-    "u_density_lo",
-    "u_density_hi",
     "u_flake_colour",
-    "u_veil_colour",
 ];
 
 /// The near field's programs (drawing; the probe's transform feedback) and vertex array.
@@ -222,8 +215,9 @@ impl NearPass {
     pub(crate) fn new(gl: &glow::Context) -> Result<Self> {
         let vert = builtin("flakes.vert")?;
         let frag = builtin("flakes.frag")?;
-        let program = build_program(gl, &vert, &frag, UNIFORMS)?;
-        let probe = build_program_with_feedback(gl, &vert, &frag, UNIFORMS, &["v_probe"])?;
+        let uniforms = [UNIFORMS, VEIL_UNIFORMS].concat();
+        let program = build_program(gl, &vert, &frag, &uniforms)?;
+        let probe = build_program_with_feedback(gl, &vert, &frag, &uniforms, &["v_probe"])?;
         // SAFETY: object creation on the current context.
         let vao = unsafe { gl_call("glGenVertexArrays", gl.create_vertex_array())? };
         Ok(Self {

@@ -29,7 +29,7 @@ use super::shader::{ShaderProgram, build_program, builtin};
 use super::shadow::{ShadowMap, light_view_proj, sun_direction};
 use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
-use super::veil::{Density, VeilPass};
+use super::veil::{Density, VEIL_UNIFORMS, VeilPass};
 
 /// Bytes of one `float4`.
 const FLOAT4_BYTES: usize = size_of::<[f32; 4]>();
@@ -179,7 +179,8 @@ const SHADOW_SNOW_MIN: f32 = 10.0;
 const SHADOW_NORMAL_TEXELS: f32 = 1.5;
 
 /// The uniforms `draw` sets in each program, checked when it is built (a uniform renamed in a
-/// `SNOWSIM_SHADER_DIR` copy is an error there, not a silent zero).
+/// `SNOWSIM_SHADER_DIR` copy is an error there, not a silent zero). The veiled programs
+/// (terrain, sprites) declare [`VEIL_UNIFORMS`] too.
 const TERRAIN_UNIFORMS: &[&str] = &[
     "u_view_proj",
     "u_vertices",
@@ -215,13 +216,6 @@ const PARTICLE_UNIFORMS: &[&str] = &[
     "u_point_scale",
     "u_size_range",
     "u_snow_colour",
-    "u_eye",
-    "u_veil_colour",
-    "u_beta",
-    "u_density",
-    "u_density_field",
-    "u_density_lo",
-    "u_density_hi",
 ];
 const WIND_UNIFORMS: &[&str] = &["u_view_proj", "u_seconds", "u_max_length", "u_speed_max"];
 const PRESSURE_UNIFORMS: &[&str] = &[
@@ -300,7 +294,7 @@ impl Renderer {
             &gl,
             &builtin("terrain.vert")?,
             &builtin("terrain.frag")?,
-            TERRAIN_UNIFORMS,
+            &[TERRAIN_UNIFORMS, VEIL_UNIFORMS].concat(),
         )?;
         let shadow_program = build_program(
             &gl,
@@ -312,7 +306,7 @@ impl Renderer {
             &gl,
             &builtin("particles.vert")?,
             &builtin("particles.frag")?,
-            PARTICLE_UNIFORMS,
+            &[PARTICLE_UNIFORMS, VEIL_UNIFORMS].concat(),
         )?;
         let wind_program = build_program(
             &gl,
@@ -673,10 +667,14 @@ impl Renderer {
             gl.disable(glow::BLEND);
             gl.enable(glow::PROGRAM_POINT_SIZE);
 
+            let beta = views.veil_beta();
             if views.terrain && self.terrain.index_count > 0 {
                 let p = &self.terrain_program;
                 gl.use_program(Some(p.id));
                 self.terrain_inputs(p, &view_proj);
+                // The terrain veils itself (terrain.frag); beta 0 is clear air.
+                self.density
+                    .set_uniforms(gl, p, camera.eye(), beta, palette.veil);
                 let sun = sun_direction(views.sun[0], views.sun[1]);
                 set_vec3(gl, p, "u_sun_dir", sun.to_array());
                 set_vec3(gl, p, "u_grass_colour", palette.grass);
@@ -715,7 +713,6 @@ impl Renderer {
                     0,
                 );
             }
-            let beta = views.veil_beta();
             if beta > 0.0 {
                 self.veil.draw(
                     gl,

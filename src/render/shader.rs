@@ -70,6 +70,7 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "pressure.vert" => include_str!("../../shaders/pressure.vert"),
         "colour.frag" => include_str!("../../shaders/colour.frag"),
         "splat.vert" => include_str!("../../shaders/splat.vert"),
+        "sky.vert" => include_str!("../../shaders/sky.vert"),
         "splat.frag" => include_str!("../../shaders/splat.frag"),
         "shadow.frag" => include_str!("../../shaders/shadow.frag"),
         "osd.vert" => include_str!("../../shaders/osd.vert"),
@@ -92,7 +93,7 @@ pub struct ShaderProgram {
     /// The GL program.
     pub id: glow::Program,
     /// The uniforms it was checked for.
-    uniforms: &'static [&'static str],
+    uniforms: Vec<&'static str>,
 }
 
 impl ShaderProgram {
@@ -125,7 +126,7 @@ pub fn build_program(
     gl: &glow::Context,
     vertex: &ShaderSource,
     fragment: &ShaderSource,
-    uniforms: &'static [&'static str],
+    uniforms: &[&'static str],
 ) -> Result<ShaderProgram> {
     build_program_with_feedback(gl, vertex, fragment, uniforms, &[])
 }
@@ -136,11 +137,14 @@ pub(crate) fn build_program_with_feedback(
     gl: &glow::Context,
     vertex: &ShaderSource,
     fragment: &ShaderSource,
-    uniforms: &'static [&'static str],
+    uniforms: &[&'static str],
     feedback: &[&str],
 ) -> Result<ShaderProgram> {
     let id = link_program(gl, vertex, fragment, feedback)?;
-    let program = ShaderProgram { id, uniforms };
+    let program = ShaderProgram {
+        id,
+        uniforms: uniforms.to_vec(),
+    };
     for &uniform in uniforms {
         // SAFETY: the program was just linked on this context.
         let active = unsafe { gl.get_uniform_location(id, uniform) }.is_some();

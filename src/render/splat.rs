@@ -11,6 +11,7 @@ use glow::HasContext;
 
 use super::error::{Error, Result, gl_call};
 use super::shader::{ShaderProgram, build_program, builtin};
+use super::veil::VEIL_UNIFORMS;
 
 /// The composite program, its buffer texture and the image it shows.
 pub(crate) struct SplatComposite {
@@ -20,7 +21,10 @@ pub(crate) struct SplatComposite {
     texture: glow::Texture,
     /// Times the composite and the overflow sprites on the GPU (`GL_TIME_ELAPSED`).
     timer: glow::Query,
+    /// A timing ended whose result has not been read.
     timer_pending: std::cell::Cell<bool>,
+    /// The query is active (between `begin_timer` and `end_timer` of this frame).
+    timer_running: std::cell::Cell<bool>,
     /// Frame size of the image attached, in pixels.
     size: (u32, u32),
     /// Where the coverage counters start, in `GL_RG32UI` texels (8 bytes) of the image.
@@ -35,20 +39,17 @@ impl SplatComposite {
             &builtin("splat.vert")?,
             &builtin("splat.frag")?,
             &[
-                "u_image",
-                "u_width",
-                "u_coverage_offset",
-                "u_coverage_one",
-                "u_inv_view_proj",
-                "u_viewport",
-                "u_eye",
-                "u_veil_colour",
-                "u_beta",
-                "u_density",
-                "u_density_field",
-                "u_density_lo",
-                "u_density_hi",
-            ],
+                &[
+                    "u_image",
+                    "u_width",
+                    "u_coverage_offset",
+                    "u_coverage_one",
+                    "u_inv_view_proj",
+                    "u_viewport",
+                ][..],
+                VEIL_UNIFORMS,
+            ]
+            .concat(),
         )?;
         // SAFETY: object creation on the current context; everything made is deleted on error.
         unsafe {
@@ -83,6 +84,7 @@ impl SplatComposite {
                 texture,
                 timer,
                 timer_pending: std::cell::Cell::new(false),
+                timer_running: std::cell::Cell::new(false),
                 size: (0, 0),
                 coverage_offset: 0,
             })
@@ -126,31 +128,51 @@ impl SplatComposite {
         self.size
     }
 
-    /// Starts timing the composite (ended by [`end_timer`](Self::end_timer)).
+    /// Starts timing the composite (ended by [`end_timer`](Self::end_timer)), unless the
+    /// last timing's result is still on its way: the query is read without waiting for GL
+    /// ([`take_time`](Self::take_time)), so only the frames whose previous timing had come
+    /// back are timed.
     ///
     /// # Safety
     /// GL must be current; no other `GL_TIME_ELAPSED` query may be active.
     pub(crate) unsafe fn begin_timer(&self, gl: &glow::Context) {
+        if self.timer_pending.get() {
+            return;
+        }
         // SAFETY: forwarded from the caller.
         unsafe { gl.begin_query(glow::TIME_ELAPSED, self.timer) };
+        self.timer_running.set(true);
     }
 
-    /// Ends the timing begun by [`begin_timer`](Self::begin_timer).
+    /// Ends the timing begun by [`begin_timer`](Self::begin_timer) (nothing when that one
+    /// did not start a timing).
     ///
     /// # Safety
-    /// GL must be current, with this object's query active.
+    /// GL must be current.
     pub(crate) unsafe fn end_timer(&self, gl: &glow::Context) {
-        // SAFETY: forwarded from the caller.
+        if !self.timer_running.replace(false) {
+            return;
+        }
+        // SAFETY: forwarded from the caller; this object's query is active.
         unsafe { gl.end_query(glow::TIME_ELAPSED) };
         self.timer_pending.set(true);
     }
 
-    /// GPU time of the last timed composite, once GL has finished it (`None` before any).
+    /// GPU time of the last timed composite once GL has finished it; `None` before any, and
+    /// while GL is still drawing it (never waits: a wait here would drain GL every frame).
     pub(crate) fn take_time(&self, gl: &glow::Context) -> Option<Duration> {
-        if !self.timer_pending.replace(false) {
+        if !self.timer_pending.get() {
             return None;
         }
-        // SAFETY: the query was ended on this context; reading its result waits for it.
+        // SAFETY: the query was ended on this context; asking whether its result is there
+        // does not wait.
+        let available =
+            unsafe { gl.get_query_parameter_u32(self.timer, glow::QUERY_RESULT_AVAILABLE) };
+        if available == 0 {
+            return None;
+        }
+        self.timer_pending.set(false);
+        // SAFETY: the result is available, so reading it does not wait.
         let ns = unsafe { gl.get_query_parameter_u64(self.timer, glow::QUERY_RESULT) };
         Some(Duration::from_nanos(ns))
     }
