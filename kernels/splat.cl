@@ -24,6 +24,14 @@
 // middle and a soft rim. A flake drawn wider than `viewport.w` pixels does not loop over its
 // footprint here (one work-item would hold its whole group back): it is appended to
 // `overflow`, which GL draws as sprites.
+//
+// A parcel nearer to the eye than `cloud.z` metres is drawn as `cloud.x` flakes instead of one
+// disc: the flakes of its share of the air, spread by a hash over a ball around it whose radius
+// is `cloud.y` (half the parcels' spacing) within half that distance and shrinks to nothing at
+// it (so a parcel that crosses it does not jump), each a disc of the parcel's radius over
+// sqrt(cloud.x) (together the parcel's area: the same light where they overlap far away).
+// The hash is seeded with the bits of the parcel's radius, which stay with it while the
+// buffer is sorted under it; particles.geom spreads the sprites with the same hash.
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
@@ -48,6 +56,30 @@ __kernel void splat_clear(__global ulong2 *restrict image,
     }
 }
 
+// The hash that spreads a parcel's flakes (the same in shaders/particles.geom): lowbias32.
+uint splat_hash(uint x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+// Flake `j` of the parcel seeded `seed`: a point of the unit ball, uniform in volume.
+float3 splat_cloud_point(const uint seed, const uint j)
+{
+    const float3 u = (float3)(splat_hash(seed ^ splat_hash(3u * j + 1u)),
+                              splat_hash(seed ^ splat_hash(3u * j + 2u)),
+                              splat_hash(seed ^ splat_hash(3u * j + 3u))) /
+                     4294967296.0f;
+    const float z = 2.0f * u.x - 1.0f;
+    const float ring = sqrt(max(1.0f - z * z, 0.0f));
+    const float phi = 6.28318530718f * u.y;
+    return pow(u.z, 1.0f / 3.0f) * (float3)(ring * cos(phi), ring * sin(phi), z);
+}
+
 // RGBA in [0, 1] as RGBA8, R in the lowest byte.
 uint pack_rgba8(const float4 c)
 {
@@ -55,33 +87,23 @@ uint pack_rgba8(const float4 c)
     return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
 }
 
-// One work-item per particle (float4: xyz position, w radius in metres).
-//
-// row0..row3: the rows of the camera's view-projection matrix (the renderer's `proj · view`).
-// viewport: width and height in pixels, the point scale (pixels per metre at unit distance,
-// height / (2 tan(fovy / 2))), and the largest diameter splatted here (the cap).
-// min_diameter: the pixel floor of the drawn diameter. colour: the snow's RGB (w unused).
-// coverage_offset: where the coverage counters start, in ulong from the image's start.
-__kernel void splat(__global const float4 *restrict particles,
-                    const uint n,
-                    const float4 row0,
-                    const float4 row1,
-                    const float4 row2,
-                    const float4 row3,
-                    const float4 viewport,
-                    const float min_diameter,
-                    const float4 colour,
-                    __global ulong *restrict image,
-                    const uint coverage_offset,
-                    __global float4 *restrict overflow,
-                    __global uint *restrict overflow_count,
-                    const uint overflow_cap)
+// One disc of `radius` metres at `position` (see splat below for the other arguments).
+void splat_disc(const float3 at,
+                const float radius,
+                const float4 row0,
+                const float4 row1,
+                const float4 row2,
+                const float4 row3,
+                const float4 viewport,
+                const float min_diameter,
+                const float4 colour,
+                __global ulong *restrict image,
+                const uint coverage_offset,
+                __global float4 *restrict overflow,
+                __global uint *restrict overflow_count,
+                const uint overflow_cap)
 {
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float4 p = particles[i];
-    const float4 position = (float4)(p.xyz, 1.0f);
+    const float4 position = (float4)(at, 1.0f);
     const float4 clip = (float4)(dot(row0, position), dot(row1, position),
                                  dot(row2, position), dot(row3, position));
     // Behind the eye, or outside the near and far planes: GL clips the point.
@@ -94,7 +116,7 @@ __kernel void splat(__global const float4 *restrict particles,
     const float depth = max(clip.z * inv_w * 0.5f + 0.5f, 0.0f);
     // clip.w is the distance along the view axis (-eye.z) for GL's perspective matrix.
     const float distance = max(clip.w, 1e-3f);
-    const float projected = 2.0f * p.w * viewport.z / distance;
+    const float projected = 2.0f * radius * viewport.z / distance;
     const float drawn = max(projected, min_diameter);
     const float ratio = min(projected / drawn, 1.0f);
     const float coverage = ratio * ratio;
@@ -110,7 +132,7 @@ __kernel void splat(__global const float4 *restrict particles,
     if (drawn > viewport.w) {
         const uint slot = atomic_inc(overflow_count);
         if (slot < overflow_cap)
-            overflow[slot] = p;
+            overflow[slot] = (float4)(at, radius);
         // Past the capacity the host grows the list and splats the frame again.
         return;
     }
@@ -148,4 +170,50 @@ __kernel void splat(__global const float4 *restrict particles,
                 atomic_add(&counters[pixel], units);
         }
     }
+}
+
+// One work-item per particle (float4: xyz position, w radius in metres).
+//
+// row0..row3: the rows of the camera's view-projection matrix (the renderer's `proj · view`).
+// viewport: width and height in pixels, the point scale (pixels per metre at unit distance,
+// height / (2 tan(fovy / 2))), and the largest diameter splatted here (the cap).
+// min_diameter: the pixel floor of the drawn diameter. colour: the snow's RGB (w unused).
+// coverage_offset: where the coverage counters start, in ulong from the image's start.
+// eye: the camera's position (w unused). cloud: flakes per near parcel (0: none), the ball's
+// radius in metres, the distance within which parcels are drawn as flakes (see the top).
+__kernel void splat(__global const float4 *restrict particles,
+                    const uint n,
+                    const float4 row0,
+                    const float4 row1,
+                    const float4 row2,
+                    const float4 row3,
+                    const float4 viewport,
+                    const float min_diameter,
+                    const float4 colour,
+                    __global ulong *restrict image,
+                    const uint coverage_offset,
+                    __global float4 *restrict overflow,
+                    __global uint *restrict overflow_count,
+                    const uint overflow_cap,
+                    const float4 eye,
+                    const float4 cloud)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float4 p = particles[i];
+    const uint flakes = (uint)cloud.x;
+    const float d = distance(p.xyz, eye.xyz);
+    if (flakes == 0u || !(d < cloud.z)) {
+        splat_disc(p.xyz, p.w, row0, row1, row2, row3, viewport, min_diameter, colour, image,
+                   coverage_offset, overflow, overflow_count, overflow_cap);
+        return;
+    }
+    const float spread = cloud.y * clamp(2.0f * (1.0f - d / cloud.z), 0.0f, 1.0f);
+    const float radius = p.w * rsqrt((float)flakes);
+    const uint seed = as_uint(p.w);
+    for (uint j = 0u; j < flakes; ++j)
+        splat_disc(p.xyz + spread * splat_cloud_point(seed, j), radius, row0, row1, row2, row3,
+                   viewport, min_diameter, colour, image, coverage_offset, overflow,
+                   overflow_count, overflow_cap);
 }

@@ -1,65 +1,13 @@
 #version 330 core
-// Snow particles straight from the buffer OpenCL writes: xyz position, w radius in metres.
-// Each is a point sprite whose diameter in pixels is the projected diameter of its radius,
-// never below the floor `u_size_range.x`. A flake drawn larger than it projects keeps the
-// light it would have: its opacity is its true footprint over the drawn one (alpha by
-// coverage), so a far flake is a faint dot rather than a white square. The flake is seen
-// through the snow between it and the eye: v_transmittance = exp(-tau) of its optical depth
-// (optical_depth() as in veil.frag), and particles.frag draws its colour veiled by it.
+// Snow parcels straight from the buffer OpenCL writes: xyz position, w radius in metres,
+// handed to particles.geom, which draws each as one point sprite or, near the camera, as
+// the flakes it stands for.
 
 layout(location = 0) in vec4 a_particle;
 
-uniform mat4 u_view;
-uniform mat4 u_proj;
-uniform float u_point_scale;   // viewport height / (2 tan(fovy / 2))
-uniform vec2 u_size_range;     // smallest and largest sprite diameter in pixels
-uniform vec3 u_eye;
-uniform float u_beta;
-uniform sampler3D u_density;
-uniform bool u_density_field;
-uniform vec3 u_density_lo;
-uniform vec3 u_density_hi;
-
-out float v_coverage;
-out float v_transmittance;
-
-const int VEIL_STEPS = 2;
-
-// The optical depth from a to b: uniform outside the density box, and inside it the mean of
-// VEIL_STEPS samples of the relative density along the part of the segment within the box
-// (a slab test clips it), so no step is spent where the density is 1 by definition.
-float optical_depth(vec3 a, vec3 b)
-{
-    float d = distance(a, b);
-    if (!u_density_field || d <= 0.0)
-        return u_beta * d;
-    vec3 dir = (b - a) / d;
-    vec3 safe = mix(dir, vec3(1e-6), lessThan(abs(dir), vec3(1e-6)));
-    vec3 t0 = (u_density_lo - a) / safe;
-    vec3 t1 = (u_density_hi - a) / safe;
-    vec3 near = min(t0, t1);
-    vec3 far = max(t0, t1);
-    float enter = clamp(max(max(near.x, near.y), near.z), 0.0, d);
-    float leave = clamp(min(min(far.x, far.y), far.z), 0.0, d);
-    float inside = max(leave - enter, 0.0);
-    float sum = 0.0;
-    for (int i = 0; i < VEIL_STEPS; ++i) {
-        vec3 q = a + dir * (enter + inside * (float(i) + 0.5) / float(VEIL_STEPS));
-        vec3 uvw = clamp((q - u_density_lo) / (u_density_hi - u_density_lo), 0.0, 1.0);
-        sum += textureLod(u_density, uvw, 0.0).r;
-    }
-    return u_beta * ((d - inside) + inside * sum / float(VEIL_STEPS));
-}
+out vec4 v_particle;
 
 void main()
 {
-    vec4 eye = u_view * vec4(a_particle.xyz, 1.0);
-    gl_Position = u_proj * eye;
-    float distance = max(-eye.z, 1e-3);
-    float projected = 2.0 * a_particle.w * u_point_scale / distance;
-    float drawn = clamp(projected, u_size_range.x, u_size_range.y);
-    gl_PointSize = drawn;
-    float ratio = min(projected / drawn, 1.0);
-    v_coverage = ratio * ratio;
-    v_transmittance = exp(-optical_depth(u_eye, a_particle.xyz));
+    v_particle = a_particle;
 }

@@ -8,6 +8,7 @@
 use glam::Vec3;
 
 use crate::interop::InteropMode;
+use crate::particle::ParcelFlakes;
 use crate::render::{NearFlakes, OrbitCamera, Palette, TerrainMesh, Views};
 use crate::scene::{Scene, SceneGround};
 use crate::terrain::SceneBox;
@@ -116,6 +117,12 @@ impl SceneView {
                 max: view.near_flakes,
                 exposure_time: view.exposure_time as f32,
                 ..NearFlakes::default()
+            },
+            // The spread, half the parcels' spacing, comes from the simulation.
+            parcels: ParcelFlakes {
+                flakes: view.parcel_flakes,
+                spread: 0.0,
+                distance: view.parcel_distance as f32,
             },
             ..Views::default()
         };

@@ -195,6 +195,14 @@ impl Session {
             views.near.diameter = f.diameter.map(|d| d as f32);
             views.near.fall_speed = f.fall_speed as f32;
         }
+        // A near parcel's flakes spread over its share of the air: the footprint's radius,
+        // half the parcels' spacing.
+        if let Some(snow) = simulation.snow()
+            && views.parcels.flakes > 0
+            && views.parcels.spread == 0.0
+        {
+            views.parcels.spread = snow.footprint_radius();
+        }
         let mut field_link = None;
         let mut shown_wind = None;
         if let Some(samples) = simulation.wind_samples()? {
@@ -600,6 +608,8 @@ impl Session {
             point_scale: self.camera.point_scale(h),
             min_diameter: self.renderer.min_point_size(&self.views),
             colour: crate::render::flake_colour(&self.views),
+            eye: self.camera.eye().to_array(),
+            parcels: self.views.parcels,
         };
         self.timeline.stage(SPLAT_STAGE);
         pass.enqueue(

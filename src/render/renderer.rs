@@ -19,13 +19,13 @@ use std::time::Duration;
 use glam::Vec3;
 use glow::HasContext;
 
-use crate::particle::{PARTICLE_BYTES, Particle};
+use crate::particle::{PARTICLE_BYTES, ParcelFlakes, Particle};
 
 use super::camera::OrbitCamera;
 use super::error::{Error, Result, gl_call};
 use super::near::{NearFlakes, NearFrame, NearPass};
 use super::osd::{Osd, OsdImage};
-use super::shader::{ShaderProgram, build_program, builtin};
+use super::shader::{ShaderProgram, build_program, build_program_with_geometry, builtin};
 use super::shadow::{ShadowMap, light_view_proj, sun_direction};
 use super::splat::SplatComposite;
 use super::terrain::TerrainMesh;
@@ -120,6 +120,8 @@ pub struct Views {
     pub min_particle_pixels: f32,
     /// The flakes near the camera (drawn with the particles; none while its density is 0).
     pub near: NearFlakes,
+    /// The parcels near the camera drawn as the flakes they stand for (in both paths).
+    pub parcels: ParcelFlakes,
 }
 
 impl Views {
@@ -158,6 +160,7 @@ impl Default for Views {
             wind_max_length: 3.5,
             min_particle_pixels: 1.5,
             near: NearFlakes::default(),
+            parcels: ParcelFlakes::NONE,
         }
     }
 }
@@ -215,6 +218,7 @@ const PARTICLE_UNIFORMS: &[&str] = &[
     "u_proj",
     "u_point_scale",
     "u_size_range",
+    "u_cloud",
     "u_snow_colour",
 ];
 const WIND_UNIFORMS: &[&str] = &["u_view_proj", "u_seconds", "u_max_length", "u_speed_max"];
@@ -302,9 +306,10 @@ impl Renderer {
             &builtin("shadow.frag")?,
             SHADOW_UNIFORMS,
         )?;
-        let particle_program = build_program(
+        let particle_program = build_program_with_geometry(
             &gl,
             &builtin("particles.vert")?,
+            &builtin("particles.geom")?,
             &builtin("particles.frag")?,
             &[PARTICLE_UNIFORMS, VEIL_UNIFORMS].concat(),
         )?;
@@ -747,6 +752,8 @@ impl Renderer {
                         views,
                         self.overflow_vao,
                         self.overflow_count,
+                        // The overflow holds flakes already (a near parcel's were splatted).
+                        ParcelFlakes::NONE,
                     );
                     splat.end_timer(gl);
                 }
@@ -757,6 +764,7 @@ impl Renderer {
                     views,
                     self.particle_vao,
                     self.particle_count,
+                    views.parcels,
                 );
             }
             if views.particles {
@@ -847,6 +855,7 @@ impl Renderer {
         views: &Views,
         vao: glow::VertexArray,
         count: usize,
+        parcels: ParcelFlakes,
     ) {
         if count == 0 {
             return;
@@ -871,6 +880,8 @@ impl Renderer {
                 self.point_size_range[1].max(lo),
             );
             set_vec3(gl, p, "u_snow_colour", flake_colour(views));
+            let [a, b, c, d] = parcels.as_float4();
+            gl.uniform_4_f32(p.uniform(gl, "u_cloud").as_ref(), a, b, c, d);
             self.density
                 .set_uniforms(gl, p, camera.eye(), views.veil_beta(), views.palette.veil);
             // Flakes blend by coverage over what is behind them and, being translucent,

@@ -65,6 +65,7 @@ pub(crate) fn builtin(name: &str) -> Result<ShaderSource> {
         "terrain.vert" => include_str!("../../shaders/terrain.vert"),
         "terrain.frag" => include_str!("../../shaders/terrain.frag"),
         "particles.vert" => include_str!("../../shaders/particles.vert"),
+        "particles.geom" => include_str!("../../shaders/particles.geom"),
         "particles.frag" => include_str!("../../shaders/particles.frag"),
         "wind.vert" => include_str!("../../shaders/wind.vert"),
         "pressure.vert" => include_str!("../../shaders/pressure.vert"),
@@ -140,35 +141,71 @@ pub(crate) fn build_program_with_feedback(
     uniforms: &[&'static str],
     feedback: &[&str],
 ) -> Result<ShaderProgram> {
-    let id = link_program(gl, vertex, fragment, feedback)?;
+    build_stages(
+        gl,
+        &[
+            (glow::VERTEX_SHADER, vertex),
+            (glow::FRAGMENT_SHADER, fragment),
+        ],
+        uniforms,
+        feedback,
+    )
+}
+
+/// [`build_program`] with a geometry shader between the vertex and fragment shaders.
+pub(crate) fn build_program_with_geometry(
+    gl: &glow::Context,
+    vertex: &ShaderSource,
+    geometry: &ShaderSource,
+    fragment: &ShaderSource,
+    uniforms: &[&'static str],
+) -> Result<ShaderProgram> {
+    build_stages(
+        gl,
+        &[
+            (glow::VERTEX_SHADER, vertex),
+            (glow::GEOMETRY_SHADER, geometry),
+            (glow::FRAGMENT_SHADER, fragment),
+        ],
+        uniforms,
+        &[],
+    )
+}
+
+/// Links `stages` (GL stage, source) and checks the program's `uniforms` (see
+/// [`build_program`]).
+fn build_stages(
+    gl: &glow::Context,
+    stages: &[(u32, &ShaderSource)],
+    uniforms: &[&'static str],
+    feedback: &[&str],
+) -> Result<ShaderProgram> {
+    let id = link_program(gl, stages, feedback)?;
     let program = ShaderProgram {
         id,
         uniforms: uniforms.to_vec(),
     };
+    let sources = || stages.iter().map(|(_, s)| *s);
+    let joined = |f: fn(&ShaderSource) -> String| sources().map(f).collect::<Vec<_>>().join(" + ");
     for &uniform in uniforms {
         // SAFETY: the program was just linked on this context.
         let active = unsafe { gl.get_uniform_location(id, uniform) }.is_some();
-        if active
-            || [vertex, fragment]
-                .iter()
-                .any(|s| declares_uniform(&s.text, uniform))
-        {
+        if active || sources().any(|s| declares_uniform(&s.text, uniform)) {
             continue;
         }
         // SAFETY: the program belongs to this context and is not used afterwards.
         unsafe { gl.delete_program(id) };
-        let expected: Vec<&ShaderSource> = [vertex, fragment]
-            .into_iter()
+        let expected: Vec<&ShaderSource> = sources()
             .filter(|s| s.builtin.is_some_and(|b| declares_uniform(b, uniform)))
             .collect();
         let file = match expected.as_slice() {
             [one] => one.label(),
-            _ => format!("{} + {}", vertex.label(), fragment.label()),
+            _ => joined(ShaderSource::label),
         };
         return Err(Error::ShaderUniform {
             file,
             uniform: uniform.to_string(),
-            program: format!("{} + {}", vertex.name, fragment.name),
+            program: joined(|s| s.name.clone()),
         });
     }
     Ok(program)
@@ -189,51 +226,53 @@ fn declares_uniform(text: &str, name: &str) -> bool {
     })
 }
 
-/// Compiles `vertex` and `fragment` and links them into a program.
+/// Compiles each of `stages` and links them into a program.
 fn link_program(
     gl: &glow::Context,
-    vertex: &ShaderSource,
-    fragment: &ShaderSource,
+    stages: &[(u32, &ShaderSource)],
     feedback: &[&str],
 ) -> Result<glow::Program> {
-    let vs = compile(gl, glow::VERTEX_SHADER, vertex)?;
-    let fs = match compile(gl, glow::FRAGMENT_SHADER, fragment) {
-        Ok(fs) => fs,
-        Err(e) => {
-            // SAFETY: `vs` was created by this context and is not attached anywhere.
-            unsafe { gl.delete_shader(vs) };
-            return Err(e);
-        }
-    };
-    // SAFETY: plain GL object calls on the current context with objects it created.
+    let mut shaders = Vec::with_capacity(stages.len());
+    // SAFETY: plain GL object calls on the current context with objects it created; every
+    // shader made is deleted on every path.
     unsafe {
+        for (stage, source) in stages {
+            match compile(gl, *stage, source) {
+                Ok(shader) => shaders.push(shader),
+                Err(e) => {
+                    shaders.into_iter().for_each(|s| gl.delete_shader(s));
+                    return Err(e);
+                }
+            }
+        }
         let program = match gl.create_program() {
             Ok(p) => p,
             Err(reason) => {
-                gl.delete_shader(vs);
-                gl.delete_shader(fs);
+                shaders.into_iter().for_each(|s| gl.delete_shader(s));
                 return Err(Error::Gl {
                     call: "glCreateProgram".into(),
                     reason,
                 });
             }
         };
-        gl.attach_shader(program, vs);
-        gl.attach_shader(program, fs);
+        for &shader in &shaders {
+            gl.attach_shader(program, shader);
+        }
         if !feedback.is_empty() {
             gl.transform_feedback_varyings(program, feedback, glow::INTERLEAVED_ATTRIBS);
         }
         gl.link_program(program);
         let linked = gl.get_program_link_status(program);
         let log = gl.get_program_info_log(program);
-        gl.detach_shader(program, vs);
-        gl.detach_shader(program, fs);
-        gl.delete_shader(vs);
-        gl.delete_shader(fs);
+        for shader in shaders {
+            gl.detach_shader(program, shader);
+            gl.delete_shader(shader);
+        }
         if !linked {
             gl.delete_program(program);
+            let files: Vec<String> = stages.iter().map(|(_, s)| s.label()).collect();
             return Err(Error::ShaderLink {
-                files: format!("{} + {}", vertex.label(), fragment.label()),
+                files: files.join(" + "),
                 log: log.trim().to_string(),
             });
         }

@@ -267,7 +267,7 @@ mod tests {
         };
         let veil = optical_depth(text("veil.frag"));
         assert!(veil.contains("float optical_depth(vec3 a, vec3 b)"));
-        for name in ["terrain.frag", "particles.vert", "splat.frag"] {
+        for name in ["terrain.frag", "particles.geom", "splat.frag"] {
             assert_eq!(
                 optical_depth(text(name)),
                 veil,

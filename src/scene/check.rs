@@ -12,6 +12,7 @@ use super::{
 };
 use crate::terrain::{Heightmap, MAX_GRADING_SPAN, Side, TerrainSpec};
 
+use crate::particle::ParcelFlakes;
 use crate::scene::limits;
 pub use crate::scene::limits::{MAX_LENGTH, MAX_PARTICLES};
 
@@ -814,6 +815,16 @@ impl Checker<'_> {
                 ),
             ));
         }
+        let parcel_flakes = v.parcel_flakes.unwrap_or(View::PARCEL_FLAKES);
+        if parcel_flakes > ParcelFlakes::MAX_FLAKES {
+            return Err(self.error(
+                "view.parcel_flakes",
+                format!(
+                    "must be 0 (one disc a parcel) to {} flakes, got {parcel_flakes}",
+                    ParcelFlakes::MAX_FLAKES
+                ),
+            ));
+        }
         Ok(View {
             terrain: v.terrain.unwrap_or(true),
             snow: v.snow.unwrap_or(true),
@@ -860,6 +871,13 @@ impl Checker<'_> {
                 Range::closed(0.0, 10_000.0, "m"),
             )?,
             near_flakes,
+            parcel_flakes,
+            parcel_distance: self.number(
+                "view.parcel_distance",
+                v.parcel_distance,
+                View::PARCEL_DISTANCE,
+                Range::closed(0.0, 100_000.0, "m"),
+            )?,
         })
     }
 

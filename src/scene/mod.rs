@@ -94,6 +94,8 @@
 //! exposure_time = 0.008    # the frame's exposure, s: near flakes streak over it (default)
 //! flake_distance = 60      # near flakes are drawn one by one this far, m (default)
 //! near_flakes = 65536      # most near flake slots per frame; 0: none (default)
+//! parcel_flakes = 32        # a parcel nearer than parcel_distance drawn as this many flakes
+//! parcel_distance = 100     # metres (default); parcel_flakes = 0 draws every parcel as a disc
 //! ```
 //!
 //! A mesh domain names its file and, if they differ from the terrain mesher's

@@ -378,8 +378,13 @@ pub struct View {
     /// How far from the camera flakes are drawn one by one, metres; the veil stands for them
     /// beyond (default 60).
     pub flake_distance: f64,
-    /// Most flake slots drawn near the camera per frame (default 2^20; 0 draws none).
+    /// Most flake slots drawn near the camera per frame (default 2^16; 0 draws none).
     pub near_flakes: u32,
+    /// Flakes a parcel nearer than `parcel_distance` is drawn as (default 32; 0: one disc).
+    pub parcel_flakes: u32,
+    /// Parcels nearer to the camera than this, metres, are drawn as their flakes (default
+    /// 100).
+    pub parcel_distance: f64,
 }
 
 impl View {
@@ -403,6 +408,10 @@ impl View {
     pub const FLAKE_DISTANCE: f64 = 60.0;
     /// The default budget of near flake slots.
     pub const NEAR_FLAKES: u32 = 1 << 16;
+    /// The default flakes of a near parcel.
+    pub const PARCEL_FLAKES: u32 = 32;
+    /// The default distance within which parcels are drawn as flakes, metres.
+    pub const PARCEL_DISTANCE: f64 = 100.0;
     /// The largest budget of near flake slots.
     pub const MAX_NEAR_FLAKES: u32 = 1 << 26;
     /// The largest shadow map side, texels.

@@ -171,4 +171,6 @@ pub struct RawView {
     pub exposure_time: Option<f64>,
     pub flake_distance: Option<f64>,
     pub near_flakes: Option<u32>,
+    pub parcel_flakes: Option<u32>,
+    pub parcel_distance: Option<f64>,
 }

@@ -16,7 +16,9 @@
 //! mapping with depth range [0, 1]; positive floats order as their bits), the low 32 bits its
 //! colour as RGBA8 (R in the lowest byte, alpha its coverage as the sprite shader computes it).
 //! An empty pixel is all ones ([`EMPTY`]). Flakes drawn wider than [`MAX_SPLAT_PIXELS`] go to a
-//! small overflow list that GL draws as sprites.
+//! small overflow list that GL draws as sprites. A parcel near the camera is splatted as the
+//! flakes of [`ParcelFlakes`] (each flake on its own, a flake too wide for the cap to the
+//! overflow list).
 //!
 //! # Coverage: many faint flakes add up
 //!
@@ -58,7 +60,7 @@ use crate::cl::{
     self, BufferArg, Context, DeviceBuffer, DeviceInfo, Kernel, OutputBuffer, Program, Source,
     Timeline,
 };
-use crate::particle::Particle;
+use crate::particle::{ParcelFlakes, Particle};
 
 /// The OpenCL extension the splat kernel needs: `atom_min` on 64-bit values.
 pub const SPLAT_EXTENSION: &str = "cl_khr_int64_extended_atomics";
@@ -266,6 +268,10 @@ pub struct SplatView {
     pub min_diameter: f32,
     /// The flakes' RGB in [0, 1].
     pub colour: [f32; 3],
+    /// The camera's position, metres (for the parcels drawn as flakes).
+    pub eye: [f32; 3],
+    /// How the parcels near the camera are drawn as flakes.
+    pub parcels: ParcelFlakes,
 }
 
 /// The buffers of one splat: all in the splatter's context, the OpenCL side of GL buffers or
@@ -383,7 +389,9 @@ impl Splatter {
                 .arg(&coverage_offset)?
                 .buffer(overflow)?
                 .buffer(&self.overflow_count)?
-                .arg(&cap)?;
+                .arg(&cap)?
+                .arg(&[view.eye[0], view.eye[1], view.eye[2], 0.0f32])?
+                .arg(&view.parcels.as_float4())?;
         }
         call.enqueue_into(context, self.splat.work_size(context, count)?, timeline)?;
         Ok(())

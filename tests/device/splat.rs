@@ -5,7 +5,7 @@
 
 use glam::{Mat4, Vec2, Vec3};
 use snowsim::cl::{Context, DeviceBuffer, DeviceSelector, OutputBuffer, Timeline};
-use snowsim::particle::Particle;
+use snowsim::particle::{ParcelFlakes, Particle};
 use snowsim::render::OrbitCamera;
 use snowsim::splat::{
     self, COVERAGE_ONE, MAX_SPLAT_PIXELS, ParticleRender, SPLAT_EXTENSION, SplatBuffers,
@@ -97,6 +97,8 @@ fn view() -> (Mat4, SplatView) {
             point_scale: cam.point_scale(H),
             min_diameter: 1.5,
             colour: [1.0, 1.0, 1.0],
+            eye: cam.eye().to_array(),
+            parcels: ParcelFlakes::NONE,
         },
     )
 }

@@ -256,6 +256,18 @@ fn errors_name_the_file_the_line_and_the_key() {
             "got [0.2, 0.1]",
         ),
         ("[view]\nshadow_map = 8\n", "view.shadow_map", 9, "got 8"),
+        (
+            "[view]\nparcel_flakes = 65\n",
+            "view.parcel_flakes",
+            9,
+            "to 64 flakes, got 65",
+        ),
+        (
+            "[view]\nparcel_distance = -1\n",
+            "view.parcel_distance",
+            9,
+            "-1",
+        ),
         ("[simulate]\nwind = 1\n", "simulate.wind", 9, "invalid type"),
     ];
     for &(extra, key, line, message) in cases {

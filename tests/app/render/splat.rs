@@ -4,7 +4,7 @@
 //! Where flakes should land comes from the pinhole model of `render.rs`, not the renderer.
 
 use super::*;
-use snowsim::particle::Particle;
+use snowsim::particle::{ParcelFlakes, Particle};
 use snowsim::splat::{MAX_SPLAT_PIXELS, RenderMode};
 
 /// The fixed scene's ground and camera with `particles`, drawn by `render`, paused, through
@@ -20,6 +20,17 @@ fn session_with(
     render: ParticleRender,
     interop: InteropMode,
 ) -> Session {
+    session_viewing(headless, particles, render, interop, Views::default())
+}
+
+/// [`session_with`] drawing `views`.
+fn session_viewing(
+    headless: &Headless,
+    particles: Vec<Particle>,
+    render: ParticleRender,
+    interop: InteropMode,
+    views: Views,
+) -> Session {
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
     let config = SessionConfig {
         interop,
@@ -28,7 +39,7 @@ fn session_with(
             lo: Vec3::ZERO,
             hi: Vec3::new(GROUND, GROUND, 20.0),
         },
-        views: Views::default(),
+        views,
         paused: true,
         camera: Some(camera()),
         particle_render: render,
@@ -201,6 +212,111 @@ fn splat_and_sprites_put_the_same_flakes_on_the_same_pixels_and_the_ground_hides
         for (image, name) in images.iter().zip(["sprites", "splat"]) {
             image
                 .save(std::env::temp_dir().join(format!("snowsim-splat-vs-{name}.png")))
+                .ok();
+        }
+        panic!("{}", bad.join("\n"));
+    }
+}
+
+/// A parcel nearer than `ParcelFlakes::distance` is drawn as its flakes, alike by sprites and
+/// by the splat kernel: a flake at each place the hash puts one (computed here from
+/// `ParcelFlakes::flake_offset` and projected by the pinhole model), the parcel's own middle
+/// empty where no flake falls, and the two paths' flake pixels within a pixel of each other.
+/// Beyond the distance the same parcel is one disc again.
+#[test]
+fn a_near_parcel_is_drawn_as_its_flakes_alike_by_sprites_and_splat() {
+    let headless = Headless::new(W, H).unwrap();
+    let cam = pinhole((W, H));
+    let centre = Vec3::new(GROUND / 2.0, GROUND / 2.0, 12.0);
+    let d = (centre - cam.eye).length();
+    let (flakes, spread) = (12u32, 5.0f32);
+    // Each flake 4 pixels wide at the parcel's depth (the parcel's radius over √12).
+    let depth = cam.project(centre).1;
+    let radius = (flakes as f32).sqrt() * 2.0 / cam.pixels(1.0, depth);
+    let parcel = Particle::new(centre.into(), radius);
+    let near = ParcelFlakes {
+        flakes,
+        spread,
+        distance: 4.0 * d,
+    };
+    assert_eq!(near.spread_at(d), spread, "within half the distance");
+    let expected: Vec<Vec2> = (0..flakes)
+        .map(|j| {
+            let o = Vec3::from(ParcelFlakes::flake_offset(radius, j));
+            cam.project(centre + spread * o).0
+        })
+        .collect();
+    let background = rgb(Palette::default().background);
+    let mut base_session = session(&headless, Vec::new(), ParticleRender::Sprites);
+    let base = draw(&headless, &mut base_session, (W, H));
+    drop(base_session);
+    let mut bad = Vec::new();
+    let mut images = Vec::new();
+    for render in [ParticleRender::Sprites, ParticleRender::Splat] {
+        let views = Views {
+            parcels: near,
+            ..Views::default()
+        };
+        let mut s = session_viewing(&headless, vec![parcel], render, InteropMode::Copy, views);
+        let image = draw(&headless, &mut s, (W, H));
+        for (j, p) in expected.iter().enumerate() {
+            if classify(px(&image, *p), background) != Class::Particle {
+                bad.push(format!("{render}: flake {j} at {p}: {:?}", px(&image, *p)));
+            }
+        }
+        let middle = cam.project(centre).0;
+        let nearest = expected
+            .iter()
+            .map(|p| p.distance(middle))
+            .fold(f32::INFINITY, f32::min);
+        if nearest > 4.0 && px(&image, middle) != px(&base, middle) {
+            bad.push(format!("{render}: the parcel's middle {middle} is drawn"));
+        }
+        images.push(image);
+    }
+    let (sprites, splat) = (changed(&images[0], &base), changed(&images[1], &base));
+    assert!(
+        sprites.len() >= flakes as usize * 4,
+        "{} flake pixels",
+        sprites.len()
+    );
+    let (a, b) = (
+        within_a_pixel(&sprites, &splat),
+        within_a_pixel(&splat, &sprites),
+    );
+    if !a.is_empty() || !b.is_empty() {
+        bad.push(format!(
+            "unmatched flake pixels: sprites {a:?}, splat {b:?}"
+        ));
+    }
+    // Beyond the distance: one disc, its middle drawn.
+    let far = ParcelFlakes {
+        distance: 0.5 * d,
+        ..near
+    };
+    let views = Views {
+        parcels: far,
+        ..Views::default()
+    };
+    let mut s = session_viewing(
+        &headless,
+        vec![parcel],
+        ParticleRender::Sprites,
+        InteropMode::Copy,
+        views,
+    );
+    let image = draw(&headless, &mut s, (W, H));
+    let middle = cam.project(centre).0;
+    if classify(px(&image, middle), background) != Class::Particle {
+        bad.push(format!(
+            "beyond the distance the parcel's middle is {:?}",
+            px(&image, middle)
+        ));
+    }
+    if !bad.is_empty() {
+        for (image, name) in images.iter().zip(["sprites", "splat"]) {
+            image
+                .save(std::env::temp_dir().join(format!("snowsim-parcel-flakes-{name}.png")))
                 .ok();
         }
         panic!("{}", bad.join("\n"));
