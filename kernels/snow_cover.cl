@@ -10,6 +10,11 @@
 //                can give, so that the total outflow never exceeds its volume;
 //   cover_apply  per vertex: volume += inflows − outflows, each edge's flux scaled by its
 //                donor's ratio, computed identically at both ends, so the total is exact.
+// The last two also serve the drifting snow's transport (kernels/snow_drift.cl) on the
+// saltating reservoir, with a sink: when `has_sink`, vertex v also wants to give sink[v]
+// units out of the domain (blown out through its boundary), limited with its edges, and
+// cover_apply adds what it gave to counter[0] and its net loss, if any, to counter[1] (exact
+// 64-bit sums, in any order).
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
@@ -44,11 +49,12 @@ __kernel void cover_flux(__global const uint2 *restrict edges, __global const fl
 // incident[offsets[v] .. offsets[v + 1]]: 2 e + (1 if v is the edge's b end).
 __kernel void cover_ratio(__global const uint *restrict offsets, __global const uint *restrict incident,
                           __global const long *restrict flux, __global const ulong *restrict volume,
-                          __global uint *restrict ratio, const uint n) {
+                          __global uint *restrict ratio, const uint n,
+                          __global const ulong *restrict sink, const uint has_sink) {
     const uint v = get_global_id(0);
     if (v >= n)
         return;
-    ulong out = 0;
+    ulong out = has_sink ? sink[v] : 0ul;
     for (uint k = offsets[v]; k < offsets[v + 1]; k++) {
         const uint code = incident[k];
         const long f = flux[code >> 1];
@@ -78,11 +84,18 @@ inline ulong cover_scaled(ulong f, uint r) {
 __kernel void cover_apply(__global const uint *restrict offsets, __global const uint *restrict incident,
                           __global const uint2 *restrict edges, __global const long *restrict flux,
                           __global const uint *restrict ratio, __global ulong *restrict volume,
-                          const uint n) {
+                          const uint n, __global const ulong *restrict sink, const uint has_sink,
+                          __global ulong *restrict counter) {
     const uint v = get_global_id(0);
     if (v >= n)
         return;
     ulong gain = 0, loss = 0;
+    if (has_sink && sink[v] != 0ul) {
+        const ulong sunk = cover_scaled(sink[v], ratio[v]);
+        loss += sunk;
+        if (sunk != 0ul)
+            atom_add(counter, sunk);
+    }
     for (uint k = offsets[v]; k < offsets[v + 1]; k++) {
         const uint code = incident[k];
         const uint e = code >> 1;
@@ -97,6 +110,8 @@ __kernel void cover_apply(__global const uint *restrict offsets, __global const 
         else
             gain += moved;
     }
+    if (has_sink && loss > gain)
+        atom_add(counter + 1, loss - gain);
     volume[v] = volume[v] - loss + gain;
 }
 

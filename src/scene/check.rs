@@ -331,6 +331,29 @@ impl Checker<'_> {
                     ));
                 }
             },
+            drift: g.drift.unwrap_or(true),
+            threshold_friction_velocity: self.number(
+                "ground.threshold_friction_velocity",
+                g.threshold_friction_velocity,
+                0.25,
+                Range::open(0.0, 10.0, "m/s"),
+            )?,
+            saturation_length: self.number(
+                "ground.saturation_length",
+                g.saturation_length,
+                20.0,
+                Range::open(0.0, 100_000.0, "m"),
+            )?,
+            // The wind's own roughness where its profile is logarithmic.
+            roughness: self.number(
+                "ground.roughness",
+                g.roughness,
+                match wind.profile {
+                    WindProfile::Log { roughness } => roughness,
+                    _ => 0.001,
+                },
+                Range::open(0.0, 10.0, "m"),
+            )?,
         };
         let time = Time {
             step: self.number("time.step", raw.time.step, 0.02, Range::open(0.0, 1.0, "s"))?,
@@ -651,6 +674,12 @@ impl Checker<'_> {
             reference_height,
             profile,
             pressure_iterations,
+            air_density: self.number(
+                "wind.air_density",
+                w.air_density,
+                1.225,
+                Range::open(0.0, 100.0, "kg/m³"),
+            )?,
             pressure_tolerance,
             step,
             advection: w.advection.unwrap_or_default(),

@@ -163,6 +163,8 @@ pub struct Wind {
     pub profile: WindProfile,
     /// Most pressure solver iterations per wind step.
     pub pressure_iterations: u32,
+    /// Density of the air, kg/m³ (the saltation flux).
+    pub air_density: f64,
     /// The pressure solve stops when the RMS divergence is below this times the RMS
     /// divergence of the initial profile field.
     pub pressure_tolerance: f64,
@@ -287,6 +289,14 @@ pub struct Ground {
     /// Pieces per ground edge of the cover's own mesh: the snow is laid, smoothed and drawn
     /// this much finer than the wind mesh's ground.
     pub cover_refinement: u32,
+    /// The wind lifts the laid snow and carries it in saltation (`snowsim::snow::Drift`).
+    pub drift: bool,
+    /// Friction velocity below which the wind lifts no snow, m/s.
+    pub threshold_friction_velocity: f64,
+    /// Length over which saltation relaxes to its equilibrium flux, m.
+    pub saturation_length: f64,
+    /// Roughness length of the snow surface for the log law, m.
+    pub roughness: f64,
 }
 
 /// Time stepping.

@@ -71,6 +71,7 @@ pub struct RawWind {
     pub profile: Option<ProfileName>,
     pub roughness: Option<f64>,
     pub exponent: Option<f64>,
+    pub air_density: Option<f64>,
     pub pressure_iterations: Option<u32>,
     pub pressure_tolerance: Option<f64>,
     pub step: Option<f64>,
@@ -121,6 +122,10 @@ pub struct RawGround {
     pub repose_angle: Option<f64>,
     pub smoothing_rate: Option<f64>,
     pub cover_refinement: Option<u32>,
+    pub drift: Option<bool>,
+    pub threshold_friction_velocity: Option<f64>,
+    pub saturation_length: Option<f64>,
+    pub roughness: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -26,7 +26,7 @@ mod simulation;
 pub mod wind_view;
 
 pub use outputs::{Series, StateOutputs};
-pub use report::SimReport;
+pub use report::{DriftReport, SimReport};
 pub use setup::{Overrides, SimSetup, WindSetup};
 pub use simulation::{DEPTH_STAGE, PARTICLES_STAGE, Simulation};
 pub use wind_view::{WIND_VIEW_SAMPLES, WindSamples};

@@ -20,6 +20,8 @@ pub struct SimReport {
     pub deposited_m3: f64,
     /// The deepest snow at a ground vertex, m.
     pub max_depth_m: f32,
+    /// Drifting snow (`None` with `ground.drift = false`).
+    pub drift: Option<DriftReport>,
     /// Volume of one parcel, m³.
     pub parcel_m3: f64,
     /// Wind steps run (0 when the wind is the fixed profile).
@@ -30,4 +32,18 @@ pub struct SimReport {
     /// the scene's real rate (`snow::RelativeDensity`): the flakes there are this times
     /// `snow::Snowfall::number_density`; `None` without snow.
     pub flake_density_at_camera: Option<f64>,
+}
+
+/// What the wind did to the laid snow (`snowsim run --json`'s `snow.drift`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DriftReport {
+    /// Lifted by the wind since the start, m³ of laid snow: each frame, every cover vertex's
+    /// net loss, summed (laid again downwind or blown out).
+    pub eroded_m3: f64,
+    /// Blown out through the domain's sides, m³.
+    pub blown_out_m3: f64,
+    /// The largest friction velocity on the cover now, m/s.
+    pub max_friction_velocity: f32,
+    /// The largest saltation flux on the cover now, m² of laid snow per second (real time).
+    pub max_saltation_flux: f32,
 }

@@ -4,10 +4,10 @@
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
 use crate::particle::Particle;
-use crate::snow::{COVER_STAGE, SORT_STAGE, STEP_STAGE, Snow};
+use crate::snow::{COVER_STAGE, DRIFT_STAGE, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
-use super::report::SimReport;
+use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
@@ -221,8 +221,8 @@ impl Simulation {
             // 3. The field's hand-off to the snow's device.
             let field = s.wind.hand_off(stepped)?;
             if let Some(snow) = s.snow.as_mut() {
-                // 4. The snow: sort, particle step (landings lay their parcels), smoothing;
-                //    an error names its stage.
+                // 4. The snow: sort, particle step (landings lay their parcels), drift,
+                //    smoothing; an error names its stage.
                 let staged =
                     |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
                 staged(SORT_STAGE, snow.sort(timeline))?;
@@ -230,6 +230,7 @@ impl Simulation {
                     STEP_STAGE,
                     snow.advance(context, &field, dt, &*particles, timeline),
                 )?;
+                staged(DRIFT_STAGE, snow.drift(context, &field, dt, timeline))?;
                 staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;
                 // This frame's counters start on their way back, without waiting.
                 snow.start_counter_read()?;
@@ -319,6 +320,7 @@ impl Simulation {
         if let Some(snow) = s.snow.as_mut() {
             let counters = snow.counters()?;
             let (deposited_m3, max_depth_m) = snow.cover_summary()?;
+            let drift = drift_report(snow)?;
             report = SimReport {
                 particles: snow.particles().len(),
                 landed: counters.landed,
@@ -328,6 +330,7 @@ impl Simulation {
                 deposited_m3,
                 max_depth_m,
                 parcel_m3: snow.parcel_volume(),
+                drift,
                 flake_density_at_camera: Some(snow.flake_density()?.at(s.camera)),
                 ..report
             };
@@ -413,4 +416,20 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// What the drift did (`None` without drifting snow; blocking).
+fn drift_report(snow: &Snow) -> Result<Option<DriftReport>> {
+    let Some(drift) = snow.drifting() else {
+        return Ok(None);
+    };
+    let unit = snow.cover().unit_volume();
+    let counts = drift.counts()?;
+    let max = |v: Vec<f32>| v.into_iter().fold(0.0, f32::max);
+    Ok(Some(DriftReport {
+        eroded_m3: counts.eroded as f64 * unit,
+        blown_out_m3: counts.blown as f64 * unit,
+        max_friction_velocity: max(drift.friction_velocity()?),
+        max_saltation_flux: max(drift.saltation_flux()?),
+    }))
 }

@@ -2,6 +2,7 @@
 
 use crate::scene::{Scene, SortKey, SortMode};
 
+use super::drift::DriftSettings;
 use super::{Error, Result};
 
 /// Fixed-point units per parcel of snow in real time: one unit is the real parcel volume over
@@ -67,6 +68,9 @@ pub struct SnowConfig {
     pub repose_angle: f64,
     /// Fraction of an edge's excess moved per step.
     pub smoothing_rate: f64,
+    /// Drifting snow (`ground.drift`): the wind lifts the laid snow and carries it in
+    /// saltation; `None` leaves it where it landed.
+    pub drift: Option<DriftSettings>,
     /// Particle sorting.
     pub sort: SortSettings,
     /// Inside-test tolerance of the walks, metres.
@@ -109,6 +113,14 @@ impl SnowConfig {
             cover_refinement: g.cover_refinement,
             repose_angle: g.repose_angle,
             smoothing_rate: g.smoothing_rate,
+            drift: g.drift.then(|| DriftSettings {
+                threshold: g.threshold_friction_velocity,
+                saturation_length: g.saturation_length,
+                roughness: g.roughness,
+                air_density: scene.wind.air_density,
+                snow_density: s.density,
+                ..DriftSettings::default()
+            }),
             sort: SortSettings {
                 mode: s.sort,
                 full_every: s.full_sort_every,
@@ -139,6 +151,7 @@ impl SnowConfig {
             cover_refinement: 1,
             repose_angle: 38.0,
             smoothing_rate: 0.05,
+            drift: None,
             sort: SortSettings {
                 mode: SortMode::Partial,
                 full_every: 64,
@@ -156,6 +169,9 @@ impl SnowConfig {
     /// Checks every value (the scene checks them too; settings made by hand come here).
     pub fn validate(&self) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidParameter(what));
+        if let Some(d) = &self.drift {
+            d.validate()?;
+        }
         if self.particles > u32::MAX as usize / 2 {
             return bad(format!(
                 "snow.particles: {} particles exceed the kernels' 31-bit index",

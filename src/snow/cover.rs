@@ -157,14 +157,14 @@ pub struct GroundCover {
     /// Horizontal dual area per coarse ground vertex, m².
     pub ground_area: Vec<f32>,
     pub(crate) volume: DeviceBuffer<u64>,
-    z: DeviceBuffer<f32>,
-    area: DeviceBuffer<f32>,
-    edges: DeviceBuffer<[u32; 2]>,
+    pub(super) z: DeviceBuffer<f32>,
+    pub(super) area: DeviceBuffer<f32>,
+    pub(super) edges: DeviceBuffer<[u32; 2]>,
     length: DeviceBuffer<f32>,
-    offsets: DeviceBuffer<u32>,
-    incident: DeviceBuffer<u32>,
-    flux: DeviceBuffer<i64>,
-    ratio: DeviceBuffer<u32>,
+    pub(super) offsets: DeviceBuffer<u32>,
+    pub(super) incident: DeviceBuffer<u32>,
+    pub(super) flux: DeviceBuffer<i64>,
+    pub(super) ratio: DeviceBuffer<u32>,
     pub(crate) links: LandingLinks,
     restrict_offsets: DeviceBuffer<u32>,
     restrict_entries: DeviceBuffer<u32>,
@@ -377,9 +377,8 @@ impl GroundCover {
             return Ok(());
         }
         let ne = self.geometry.edges.len();
-        let nv = self.geometry.len();
         let tan = repose_angle.to_radians().tan() as f32;
-        let [flux, ratio, apply] = &self.kernels;
+        let [flux, _, _] = &self.kernels;
         let mut call = flux.call();
         // SAFETY: every buffer has the length its index reaches (edges, vertices); the kernels
         // guard their id against the count.
@@ -396,27 +395,54 @@ impl GroundCover {
                 .arg(&(rate as f32))?;
         }
         call.enqueue_into(context, flux.work_size(context, ne)?, timeline)?;
+        self.exchange(context, None, timeline)
+    }
+
+    /// Enqueues moving the per-edge fluxes in `self.flux` (units, signed, > 0 from an edge's
+    /// first vertex to its second): each vertex's outflows scaled down so that they never
+    /// exceed what it holds, then applied in integers at both ends; the fraction each vertex
+    /// could give stays in `self.ratio` until the next exchange. With a `sink` (the drifting
+    /// snow's): per vertex, units it also wants to give out of the domain, limited with its
+    /// edges, what it gave added to `sink.1[0]` and each vertex's net loss to `sink.1[1]`.
+    pub(super) fn exchange(
+        &self,
+        context: &Context,
+        sink: Option<(&DeviceBuffer<u64>, &DeviceBuffer<u64>)>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let nv = self.geometry.len();
+        let store = &self.volume;
+        let has_sink = u32::from(sink.is_some());
+        // Without a sink the kernels read neither buffer: any of the right type will do.
+        let (sink, counter) = sink.unwrap_or((store, store));
+        let [_, ratio, apply] = &self.kernels;
         let mut call = ratio.call();
-        // SAFETY: as above; offsets has nv + 1 entries, incident codes index the edges.
+        // SAFETY: offsets has nv + 1 entries, incident codes index the edges, the stores and
+        // the sink hold nv values; the kernels guard their id against the count.
         unsafe {
             call.buffer(&self.offsets)?
                 .buffer(&self.incident)?
                 .buffer(&self.flux)?
-                .buffer(&self.volume)?
+                .buffer(store)?
                 .buffer(&self.ratio)?
-                .arg(&(nv as u32))?;
+                .arg(&(nv as u32))?
+                .buffer(sink)?
+                .arg(&has_sink)?;
         }
         call.enqueue_into(context, ratio.work_size(context, nv)?, timeline)?;
         let mut call = apply.call();
-        // SAFETY: as above.
+        // SAFETY: as above; the counter holds at least two values, written only with a sink.
         unsafe {
             call.buffer(&self.offsets)?
                 .buffer(&self.incident)?
                 .buffer(&self.edges)?
                 .buffer(&self.flux)?
                 .buffer(&self.ratio)?
-                .buffer(&self.volume)?
-                .arg(&(nv as u32))?;
+                .buffer(store)?
+                .arg(&(nv as u32))?
+                .buffer(sink)?
+                .arg(&has_sink)?
+                .buffer(counter)?;
         }
         call.enqueue_into(context, apply.work_size(context, nv)?, timeline)?;
         Ok(())

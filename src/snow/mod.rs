@@ -114,6 +114,7 @@
 mod config;
 mod cover;
 mod density;
+mod drift;
 mod error;
 mod flakes;
 mod mesh;
@@ -124,6 +125,7 @@ mod sim;
 pub use config::{DRAW_FRACTION, FOOTPRINT_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use density::{DENSITY_CELLS, DENSITY_LAYERS, RelativeDensity};
+pub use drift::{Drift, DriftCounts, DriftGeometry, DriftSettings, GRAIN_SPEED, KARMAN};
 pub use error::{Error, Result};
 pub use flakes::{
     DEFAULT_DENSITY, EXTINCTION_EFFICIENCY, FlakeError, KOSCHMIEDER, Snowfall, flake_mass,
@@ -132,4 +134,4 @@ pub use flakes::{
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};
-pub use sim::{COVER_STAGE, Counters, Ledger, SORT_STAGE, STEP_STAGE, Snow};
+pub use sim::{COVER_STAGE, Counters, DRIFT_STAGE, Ledger, SORT_STAGE, STEP_STAGE, Snow};

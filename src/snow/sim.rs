@@ -14,6 +14,7 @@ use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig
 use super::config::{PARCEL_UNITS, SnowConfig};
 use super::cover::GroundCover;
 use super::density::{DensityGrid, RelativeDensity};
+use super::drift::Drift;
 use super::mesh::{SnowGeometry, SnowMesh};
 use super::particles::Particles;
 use super::refine::CoverMesh;
@@ -25,6 +26,8 @@ pub const STEP_STAGE: &str = "snow.step";
 pub const SORT_STAGE: &str = "snow.sort";
 /// Stage name of the cover's smoothing.
 pub const COVER_STAGE: &str = "snow.cover";
+/// Stage name of the drifting snow.
+pub const DRIFT_STAGE: &str = "snow.drift";
 
 /// The counters' copy in pinned host memory, and the read that fills it, while it is on its
 /// way ([`Snow::start_counter_read`]).
@@ -102,6 +105,8 @@ pub struct Snow {
     mesh: SnowMesh,
     particles: Particles,
     cover: GroundCover,
+    /// Drifting snow on the cover (`None`: the snow stays where it landed).
+    drift: Option<Drift>,
     counters: DeviceBuffer<u64>,
     first_bad: DeviceBuffer<u32>,
     staging: CounterStaging,
@@ -157,6 +162,10 @@ impl Snow {
             air,
         );
         let cover = GroundCover::new(context, cover_mesh, real_parcel_volume)?;
+        let drift = match config.drift {
+            Some(settings) => Some(Drift::new(context, domain, &cover, settings)?),
+            None => None,
+        };
         let walk = Source::embedded("tet_walk.cl", include_str!("../../kernels/tet_walk.cl"))?;
         let deposit = Source::embedded(
             "snow_deposit.cl",
@@ -190,6 +199,7 @@ impl Snow {
             scratch: None,
             mesh,
             cover,
+            drift,
             footprint,
             frame: 0,
             config,
@@ -310,6 +320,9 @@ impl Snow {
         let n = self.particles.len();
         check_render(render, n)?;
         self.cover.clear()?;
+        if let Some(drift) = self.drift.as_mut() {
+            drift.reset()?;
+        }
         self.counters.fill(0)?;
         self.first_bad.fill(u32::MAX)?;
         self.frame = 0;
@@ -394,6 +407,41 @@ impl Snow {
         }
         self.frame += 1;
         Ok(())
+    }
+
+    /// Lets the wind `wind` (a velocity per vertex of the domain mesh) drift the laid snow
+    /// over `dt` seconds (stage [`DRIFT_STAGE`]; nothing without `ground.drift`); only
+    /// enqueues. After [`advance`](Self::advance), before [`smooth_cover`](Self::smooth_cover).
+    pub fn drift(
+        &mut self,
+        context: &Context,
+        wind: &impl BufferArg<[f32; 4]>,
+        dt: f32,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let Some(drift) = self.drift.as_mut() else {
+            return Ok(());
+        };
+        if wind.len() < self.mesh.vertex_count() {
+            return Err(Error::WindLength {
+                got: wind.len(),
+                expected: self.mesh.vertex_count(),
+            });
+        }
+        timeline.stage(DRIFT_STAGE);
+        drift.step(
+            context,
+            &mut self.cover,
+            wind,
+            dt,
+            self.config.acceleration,
+            timeline,
+        )
+    }
+
+    /// The drifting snow, when on.
+    pub fn drifting(&self) -> Option<&Drift> {
+        self.drift.as_ref()
     }
 
     /// Lets the cover slide where it is steeper than the repose angle (stage
@@ -672,11 +720,13 @@ impl Snow {
     /// The snow's ledger in fixed-point units, from the counters and the cover (blocking).
     pub fn ledger(&self) -> Result<Ledger> {
         let c = self.counters()?;
-        Ok(Ledger::new(
-            &c,
-            self.deposited_units()?,
-            self.particles.len(),
-        ))
+        let mut ledger = Ledger::new(&c, self.deposited_units()?, self.particles.len());
+        if let Some(drift) = &self.drift {
+            let counts = drift.counts()?;
+            ledger.blown = u128::from(counts.blown);
+            ledger.eroded = u128::from(counts.eroded);
+        }
+        Ok(ledger)
     }
 
     /// Checks what no frame may break (blocking reads): every particle id present exactly once
@@ -707,13 +757,14 @@ impl Snow {
         if !ledger.balances() {
             return Err(Error::Invariant(format!(
                 "stage snow.cover: the ledger does not balance: {} units on the ground + {} \
-                 carried ≠ {} at the start + {} injected − {} removed ({} landings laid {} \
-                 units)",
+                 carried ≠ {} at the start + {} injected − {} removed − {} blown out ({} \
+                 landings laid {} units)",
                 ledger.ground,
                 ledger.carried,
                 ledger.start,
                 ledger.injected,
                 ledger.removed,
+                ledger.blown,
                 ledger.landings,
                 ledger.laid
             )));
@@ -734,13 +785,15 @@ impl Snow {
     }
 }
 
-/// The snow's books in fixed-point units: `ground + carried = start + injected − removed`.
+/// The snow's books in fixed-point units:
+/// `ground + carried = start + injected − removed − blown`.
 ///
 /// Every parcel carries [`PARCEL_UNITS`] in real time. A landing moves its units to the
 /// ground and lays `round(a · PARCEL_UNITS)` (the acceleration's difference is injected, as a
 /// morphological factor does); a respawn injects a fresh parcel; a parcel leaving through the
 /// top, a closed side or lost removes its units. `laid` is summed on the device apart from the
-/// cover, so a footprint or smoothing that lost or made a unit breaks the balance.
+/// cover, so a footprint, smoothing or drift that lost or made a unit breaks the balance.
+/// Drifting snow blown out through the domain's sides leaves (`blown`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Ledger {
     /// Units on the ground now.
@@ -757,6 +810,12 @@ pub struct Ledger {
     pub landings: u64,
     /// Units the landings laid, counted apart from the cover.
     pub laid: u64,
+
+    /// Units the drift blew out through the domain's boundary.
+    pub blown: u128,
+    /// Units the wind lifted (each frame, every cover vertex's net loss, summed; not a term of
+    /// the balance: the snow was laid again or blown out).
+    pub eroded: u128,
 }
 
 impl Ledger {
@@ -776,13 +835,15 @@ impl Ledger {
             removed: exits * q,
             landings: c.landed,
             laid: c.deposited,
+            blown: 0,
+            eroded: 0,
         }
     }
 
-    /// Whether `ground + carried = start + injected − removed` holds exactly.
+    /// Whether `ground + carried = start + injected − removed − blown` holds exactly.
     pub fn balances(&self) -> bool {
         (self.ground + self.carried) as i128
-            == self.start as i128 + self.injected - self.removed as i128
+            == self.start as i128 + self.injected - self.removed as i128 - self.blown as i128
     }
 }
 
