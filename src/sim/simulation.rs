@@ -358,7 +358,10 @@ impl Simulation {
     /// the wind mesh's ground, whose integral over the ground triangles is the cover's
     /// volume); and, with snow, the cover at its own resolution beside it
     /// ([`cover_path`](crate::output::rule::cover_path): its triangles with `snow_depth` (m)
-    /// and `snow_volume` (m³) per vertex). Still particles have no state to write.
+    /// and `snow_volume` (m³) per vertex). With drifting snow, the domain's file also has
+    /// `first_level_height` (m, on the ground: where the friction velocity reads the wind) and
+    /// the cover's `friction_velocity` (m/s) and `saltation_flux` (m²/s of laid snow, real
+    /// time). Still particles have no state to write.
     pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
         let Some(s) = &mut self.scene else {
             return Err(Error::InvalidParameter(
@@ -384,17 +387,26 @@ impl Simulation {
         let tets = s.mesh.elements(ElementKind::Tetrahedra).with_refs::<4>();
         let triangles = s.mesh.elements(ElementKind::Triangles).with_refs::<3>();
         let velocity: Vec<[f32; 3]> = velocity.iter().map(|u| [u[0], u[1], u[2]]).collect();
-        write_vtu_file(
-            path,
-            &s.mesh.vertices,
-            &tets,
-            &triangles,
-            &[
-                VtuArray::vectors("velocity", &velocity),
-                VtuArray::scalars("pressure", &pressure),
-                VtuArray::scalars("snow_depth", &depth),
-            ],
-        )?;
+        let mut arrays = vec![
+            VtuArray::vectors("velocity", &velocity),
+            VtuArray::scalars("pressure", &pressure),
+            VtuArray::scalars("snow_depth", &depth),
+        ];
+        // With drift: the height of the first level above each ground vertex, where the
+        // friction velocity reads the wind (zero off the ground).
+        let mut level = Vec::new();
+        if let Some(drift) = s.snow.as_ref().and_then(|snow| snow.drifting()) {
+            level = vec![0.0f32; s.mesh.vertices.len()];
+            for (g, &h) in drift.geometry().level_height.iter().enumerate() {
+                if let Some(&v) = s.ground_vertices.get(g) {
+                    level[v as usize] = h;
+                }
+            }
+        }
+        if !level.is_empty() {
+            arrays.push(VtuArray::scalars("first_level_height", &level));
+        }
+        write_vtu_file(path, &s.mesh.vertices, &tets, &triangles, &arrays)?;
         if let Some(snow) = &s.snow {
             let cover = snow.cover();
             let volumes = cover.volumes()?;
@@ -403,15 +415,24 @@ impl Simulation {
             let volume: Vec<f32> = volumes.iter().map(|&u| (u as f64 * unit) as f32).collect();
             let triangles: Vec<([u32; 3], i32)> =
                 cover.mesh.triangles.iter().map(|&t| (t, 0)).collect();
+            let (friction, flux) = match snow.drifting() {
+                Some(drift) => (drift.friction_velocity()?, drift.saltation_flux()?),
+                None => (Vec::new(), Vec::new()),
+            };
+            let mut arrays = vec![
+                VtuArray::scalars("snow_depth", &depth),
+                VtuArray::scalars("snow_volume", &volume),
+            ];
+            if !friction.is_empty() {
+                arrays.push(VtuArray::scalars("friction_velocity", &friction));
+                arrays.push(VtuArray::scalars("saltation_flux", &flux));
+            }
             write_vtu_file(
                 &crate::output::rule::cover_path(path),
                 &cover.mesh.vertices,
                 &[],
                 &triangles,
-                &[
-                    VtuArray::scalars("snow_depth", &depth),
-                    VtuArray::scalars("snow_volume", &volume),
-                ],
+                &arrays,
             )?;
         }
         Ok(())

@@ -11,6 +11,7 @@ mod common;
 
 mod cl;
 mod cover;
+mod drift;
 mod gml;
 mod gml_examples;
 mod gml_export;

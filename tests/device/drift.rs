@@ -1,0 +1,288 @@
+//! Drifting snow (issue 28) on PoCL: a ridge across a strong wind ends with its crest scoured
+//! and its lee loaded, against the same run with `ground.drift = false`; the ledger holds;
+//! the sort mode changes nothing; below the threshold nothing moves; above it the cover's
+//! centre of mass moves downwind. Where the regions lie comes from the scene's own geometry
+//! (a Gaussian ridge across the middle of the domain, `snowsim scene ridge`).
+
+use std::path::Path;
+
+use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
+use snowsim::particle::Particle;
+use snowsim::scene::{Scene, SortMode};
+use snowsim::sim::{Overrides, Simulation};
+
+use crate::common::context;
+use crate::sim::start;
+
+/// A 30 m ridge (half-width at half height 60 m) across the middle of a 400 m square, its
+/// crest along x at y = 200 m, under a 12 m/s northerly wind (from +y towards −y: the
+/// windward slope is north of the crest, the lee south of it), snow accelerated 2 000 times,
+/// `extra` appended (a `[ground]` key, say). The wind is solved as the snow falls.
+fn ridge(extra: &str) -> Scene {
+    scene(&format!(
+        "name = \"Drift ridge\"\n\
+         [domain]\nheightmap = \"ridge.png\"\nsize = [400.0, 400.0]\nrelief = 30.0\n\
+         top = 150.0\ncells = [20, 40]\nlayers = 8\ngrading = 1.25\n\
+         [wind]\ndirection = [0.0, -1.0]\nspeed = 12.0\nreference_height = 10.0\n\
+         profile = \"log\"\nroughness = 0.01\npressure_iterations = 50\n\
+         [snow]\nparticles = 16384\nrate = 0.01\nseed = 1\n\
+         [time]\nstep = 0.1\nacceleration = 2000.0\n\
+         [ground]\n{extra}\n"
+    ))
+}
+
+/// A flat 200 m square under a wind of `speed` m/s at 10 m along +x, `particles` parcels, the
+/// snow accelerated `acceleration` times.
+fn flat(speed: f64, particles: usize, acceleration: f64, extra: &str) -> Scene {
+    scene(&format!(
+        "name = \"Drift flat\"\n\
+         [domain]\nflat = true\nsize = [200.0, 200.0]\ntop = 60.0\ncells = [10, 10]\n\
+         layers = 6\ngrading = 1.2\n\
+         [wind]\ndirection = [1.0, 0.0]\nspeed = {speed}\nreference_height = 10.0\n\
+         profile = \"log\"\nroughness = 0.001\n\
+         [snow]\nparticles = {particles}\nseed = 1\n\
+         [time]\nstep = 0.1\nacceleration = {acceleration}\n\
+         [ground]\n{extra}\n"
+    ))
+}
+
+/// `text` as if read from `scenes/` (its heightmap named relative to it).
+fn scene(text: &str) -> Scene {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/drift_test.toml");
+    Scene::from_toml(text, &path).unwrap()
+}
+
+/// The scene started, sorted by `sort`, its wind solved as it runs (`wind`) or once at the
+/// start and kept.
+fn begin(
+    ctx: &Context,
+    scene: &Scene,
+    sort: SortMode,
+    wind: bool,
+) -> (Simulation, DeviceBuffer<Particle>) {
+    let overrides = Overrides {
+        sort: Some(sort),
+        simulate: Some((wind, true)),
+        ..Default::default()
+    };
+    start(ctx, scene, &overrides)
+}
+
+/// Runs `frames` frames; with `checked`, checks the invariants (the ledger among them) every
+/// 50 and at the end.
+fn run(
+    ctx: &Context,
+    sim: &mut Simulation,
+    particles: &mut DeviceBuffer<Particle>,
+    frames: usize,
+    checked: bool,
+) {
+    for frame in 0..frames {
+        let mut timeline = ctx.timeline();
+        sim.step(ctx, &mut OutputBuffer::Device(particles), &mut timeline)
+            .unwrap();
+        if checked && frame % 50 == 49 {
+            ctx.finish().unwrap();
+            sim.check().unwrap();
+        }
+    }
+    ctx.finish().unwrap();
+    if checked {
+        sim.check().unwrap();
+    }
+}
+
+/// Depth per wind-mesh ground vertex and the vertices' positions, after `frames` frames.
+fn ground_after(scene: &Scene, frames: usize) -> (Vec<f32>, Vec<[f64; 3]>, Simulation) {
+    let ctx = context();
+    let (mut sim, mut particles) = begin(&ctx, scene, SortMode::Off, true);
+    run(&ctx, &mut sim, &mut particles, frames, true);
+    let snow = sim.snow().unwrap();
+    let depths = snow.cover().ground_depths().unwrap();
+    let nc = snow.cover().mesh.coarse_vertices;
+    let positions = snow.cover().mesh.vertices[..nc].to_vec();
+    (depths, positions, sim)
+}
+
+/// Mean depth over the ground vertices with `lo <= y <= hi`, away from the sides (x in
+/// [40, 360]).
+fn band(depths: &[f32], positions: &[[f64; 3]], lo: f64, hi: f64) -> f64 {
+    let picked: Vec<f64> = depths
+        .iter()
+        .zip(positions)
+        .filter(|(_, p)| p[1] >= lo && p[1] <= hi && p[0] >= 40.0 && p[0] <= 360.0)
+        .map(|(&d, _)| f64::from(d))
+        .collect();
+    assert!(
+        picked.len() >= 10,
+        "{} vertices in y [{lo}, {hi}]",
+        picked.len()
+    );
+    picked.iter().sum::<f64>() / picked.len() as f64
+}
+
+/// The issue's ratios on the ridge: the lee slope (y 110–180 m) against the windward slope
+/// (220–290 m), the crest with its upper windward slope (190–240 m) against the flat ground
+/// upwind (280–340 m: past the crest's influence, and more than three saturation lengths from
+/// the upwind side, where nothing blows in).
+struct Ratios {
+    lee: f64,
+    lee_over_windward: f64,
+    crest_over_upwind: f64,
+}
+
+fn ratios(depths: &[f32], positions: &[[f64; 3]]) -> Ratios {
+    let lee = band(depths, positions, 110.0, 180.0);
+    let windward = band(depths, positions, 220.0, 290.0);
+    let crest = band(depths, positions, 190.0, 240.0);
+    let upwind = band(depths, positions, 280.0, 340.0);
+    Ratios {
+        lee,
+        lee_over_windward: lee / windward,
+        crest_over_upwind: crest / upwind,
+    }
+}
+
+#[test]
+fn drift_scours_the_crest_and_loads_the_lee_of_a_ridge() {
+    const FRAMES: usize = 300;
+    let (on, positions, mut sim) = ground_after(&ridge(""), FRAMES);
+    let (off, _, mut sim_off) = ground_after(&ridge("drift = false"), FRAMES);
+    let (r_on, r_off) = (ratios(&on, &positions), ratios(&off, &positions));
+    let report = sim.report().unwrap();
+    let report_off = sim_off.report().unwrap();
+    let summary = format!(
+        "drift on: lee {:.3} m, lee/windward {:.2}, crest/upwind {:.2}; off: lee {:.3} m, \
+         lee/windward {:.2}, crest/upwind {:.2}; ground {:.0} m³ on, {:.0} m³ off; {:?}",
+        r_on.lee,
+        r_on.lee_over_windward,
+        r_on.crest_over_upwind,
+        r_off.lee,
+        r_off.lee_over_windward,
+        r_off.crest_over_upwind,
+        report.deposited_m3,
+        report_off.deposited_m3,
+        report.drift
+    );
+    assert!(r_on.lee_over_windward >= 1.5, "{summary}");
+    assert!(r_on.lee >= 1.3 * r_off.lee, "{summary}");
+    assert!(r_on.crest_over_upwind < 0.6, "{summary}");
+    for r in [r_off.lee_over_windward, r_off.crest_over_upwind] {
+        assert!((0.6..=1.6).contains(&r), "{summary}");
+    }
+    let total = report.deposited_m3 / report_off.deposited_m3;
+    assert!((0.8..=1.2).contains(&total), "{summary}");
+    let drift = report.drift.expect("drift on");
+    assert!(drift.eroded_m3 > 0.0, "{summary}");
+    assert!(report_off.drift.is_none());
+}
+
+#[test]
+fn the_sort_mode_changes_nothing_with_drift_on() {
+    let ctx = context();
+    let scene = ridge("");
+    let mut covers = Vec::new();
+    for sort in [SortMode::Off, SortMode::Full, SortMode::Partial] {
+        let (mut sim, mut particles) = begin(&ctx, &scene, sort, true);
+        run(&ctx, &mut sim, &mut particles, 60, true);
+        let snow = sim.snow().unwrap();
+        covers.push((sort, snow.cover().volumes().unwrap()));
+        assert!(
+            snow.ledger().unwrap().eroded > 0,
+            "{sort:?}: the wind moved no snow"
+        );
+    }
+    for (sort, cover) in &covers[1..] {
+        assert!(
+            cover == &covers[0].1,
+            "{sort:?}: the cover differs from the unsorted run's"
+        );
+    }
+}
+
+#[test]
+fn below_the_threshold_the_drift_changes_nothing() {
+    // 3 m/s at 10 m over z0 = 1 mm: u* = 0.41 · 3 / ln(z1 / z0) ≈ 0.15 m/s at the first level,
+    // under the 0.25 m/s threshold.
+    let ctx = context();
+    let mut covers = Vec::new();
+    for extra in ["", "drift = false"] {
+        let (mut sim, mut particles) =
+            begin(&ctx, &flat(3.0, 4096, 100.0, extra), SortMode::Off, false);
+        run(&ctx, &mut sim, &mut particles, 100, true);
+        let snow = sim.snow().unwrap();
+        if let Some(drift) = snow.drifting() {
+            let u = drift.friction_velocity().unwrap();
+            let max = u.iter().fold(0.0f32, |m, &x| m.max(x));
+            assert!(max > 0.05 && max < 0.25, "u* up to {max} m/s");
+            assert_eq!(drift.counts().unwrap().eroded, 0);
+        }
+        covers.push(snow.cover().volumes().unwrap());
+    }
+    assert!(
+        covers[0] == covers[1],
+        "the drift moved snow below the threshold"
+    );
+}
+
+#[test]
+fn above_the_threshold_the_cover_moves_downwind() {
+    // 15 m/s at 10 m over z0 = 1 mm: u* ≈ 0.66 m/s at the first level (6 m), a saltation flux
+    // of 1e-4 m²/s, 0.5 m²/s accelerated 5 000 times: over 10 s it moves about a third of a
+    // pile 20 cm deep and 60 m wide. One parcel (its landings are negligible): the pile laid
+    // upwind drifts along +x, and no unit is made or lost.
+    let ctx = context();
+    let mut centres = Vec::new();
+    for extra in ["", "drift = false"] {
+        let (mut sim, mut particles) =
+            begin(&ctx, &flat(15.0, 1, 5000.0, extra), SortMode::Off, false);
+        let snow = sim.snow_mut().unwrap();
+        let cover = snow.cover_mut();
+        // 20 cm of snow within 30 m of (70, 100).
+        let unit = cover.unit_volume();
+        let pile: Vec<u64> = cover
+            .mesh
+            .vertices
+            .iter()
+            .zip(&cover.geometry.area)
+            .map(|(p, &area)| {
+                let (dx, dy) = (p[0] - 70.0, p[1] - 100.0);
+                if dx * dx + dy * dy < 30.0 * 30.0 {
+                    (0.2 * f64::from(area) / unit) as u64
+                } else {
+                    0
+                }
+            })
+            .collect();
+        cover.set_volumes(&pile).unwrap();
+        let before: u128 = pile.iter().map(|&u| u128::from(u)).sum();
+        // Not checked: the ledger starts from an empty ground, and the pile was laid by hand.
+        run(&ctx, &mut sim, &mut particles, 100, false);
+        let snow = sim.snow().unwrap();
+        let volumes = snow.cover().volumes().unwrap();
+        let vertices = &snow.cover().mesh.vertices;
+        let total: u128 = volumes.iter().map(|&u| u128::from(u)).sum();
+        let blown = snow.ledger().unwrap().blown;
+        // The pile's units are all still there, moved, or blown out (the parcel's landings
+        // add at most a few).
+        assert!(
+            total + blown >= before,
+            "{total} + {blown} blown < {before}"
+        );
+        let moment: f64 = volumes
+            .iter()
+            .zip(vertices)
+            .map(|(&u, p)| u as f64 * p[0])
+            .sum();
+        centres.push(moment / total as f64);
+    }
+    let [on, off] = [centres[0], centres[1]];
+    assert!(
+        (off - 70.0).abs() < 2.0,
+        "without drift the pile stays at x = {off:.1} m"
+    );
+    assert!(
+        on > off + 5.0,
+        "with drift the centre of mass is at x = {on:.1} m, without {off:.1} m"
+    );
+}
