@@ -39,6 +39,26 @@ pub enum Command {
     /// Write the ridge heightmap as a 16-bit PNG (how scenes/ridge.png is made): a Gaussian
     /// ridge running east–west across the middle.
     Ridge(RidgeArgs),
+    /// Write the fence heightmap as a 16-bit PNG (how scenes/fence.png is made): a straight
+    /// wall running east–west across the middle.
+    Fence(FenceArgs),
+}
+
+/// Options of `snowsim scene fence`.
+#[derive(Debug, clap::Args)]
+pub struct FenceArgs {
+    /// Output PNG file.
+    output: PathBuf,
+    /// Width and height in pixels.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(2..=16384))]
+    resolution: u32,
+    /// The wall's thickness, as a fraction of the map's north–south extent (0 to 1).
+    #[arg(long, default_value_t = 0.01, value_parser = half_width)]
+    thickness: f64,
+    /// Replace an existing file that is not a PNG image (without it the command refuses to
+    /// start).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Options of `snowsim scene ridge`.
@@ -52,6 +72,10 @@ pub struct RidgeArgs {
     /// Half-width at half height, as a fraction of the map's north–south extent (0 to 1).
     #[arg(long, default_value_t = 0.15, value_parser = half_width)]
     half_width: f64,
+    /// Replace an existing file that is not a PNG image (without it the command refuses to
+    /// start).
+    #[arg(long)]
+    force: bool,
 }
 
 fn half_width(text: &str) -> Result<f64, String> {
@@ -108,6 +132,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check(args),
         Command::Valley(args) => valley(args),
         Command::Ridge(args) => ridge(args),
+        Command::Fence(args) => fence(args),
     }
 }
 
@@ -374,7 +399,9 @@ fn print_domain(
 }
 
 fn ridge(args: RidgeArgs) -> anyhow::Result<ExitCode> {
-    output::check_image(&args.output)?;
+    output::OutputPlan::new(args.force)
+        .file("the output", &args.output, output::FileKind::Png)
+        .check()?;
     let map = procedural::ridge(args.resolution as usize, args.half_width);
     map.write_png16(&args.output)?;
     outln!(
@@ -383,6 +410,22 @@ fn ridge(args: RidgeArgs) -> anyhow::Result<ExitCode> {
         map.width(),
         map.height(),
         args.half_width
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fence(args: FenceArgs) -> anyhow::Result<ExitCode> {
+    output::OutputPlan::new(args.force)
+        .file("the output", &args.output, output::FileKind::Png)
+        .check()?;
+    let map = procedural::fence(args.resolution as usize, args.thickness);
+    map.write_png16(&args.output)?;
+    outln!(
+        "wrote {}: {} × {} 16-bit fence heightmap (thickness {} of the map)",
+        args.output.display(),
+        map.width(),
+        map.height(),
+        args.thickness
     )?;
     Ok(ExitCode::SUCCESS)
 }

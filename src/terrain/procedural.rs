@@ -55,6 +55,25 @@ pub fn ridge(resolution: usize, half_width: f64) -> Heightmap {
     Heightmap::from_values(n, n, values)
 }
 
+/// A straight wall running east–west across the middle of the map, `resolution × resolution`
+/// pixels: 1 within `thickness / 2` of the centre line (a fraction of the map's north–south
+/// extent), 0 beyond a further pixel, linear between, so the mesher's bilinear sampling sees a
+/// wall of about `thickness` wherever its grid points fall. A wind from the north crosses it at
+/// right angles: a solid snow fence, with the drifts that build upwind and in its lee.
+pub fn fence(resolution: usize, thickness: f64) -> Heightmap {
+    let n = resolution.max(2);
+    let pixel = 1.0 / (n - 1) as f64;
+    let half = 0.5 * thickness.max(0.0);
+    let values = (0..n * n)
+        .map(|p| {
+            let v = (p / n) as f64 * pixel;
+            let d = (v - 0.5).abs();
+            (1.0 - (d - half) / pixel).clamp(0.0, 1.0)
+        })
+        .collect();
+    Heightmap::from_values(n, n, values)
+}
+
 /// Unnormalised valley height at `(u, v)` (`v` = 0 south).
 fn valley_height(u: f64, v: f64, seed: u32) -> f64 {
     // A winding centre line, and a little domain warp so the walls are not parallel curves.

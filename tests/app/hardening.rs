@@ -2473,8 +2473,11 @@ fn every_writer_asks_for_force_before_replacing_a_file_it_did_not_write() {
     let csv = dir.join("notes.csv");
     std::fs::write(&png, notes).unwrap();
     std::fs::write(&csv, notes).unwrap();
-    let cases: [(Vec<&str>, &Path); 3] = [
+    let cases: [(Vec<&str>, &Path); 5] = [
         (vec!["scene", "valley", s(&png), "--resolution", "16"], &png),
+        // `scene ridge` replaced any file too; `scene fence` came after.
+        (vec!["scene", "ridge", s(&png), "--resolution", "16"], &png),
+        (vec!["scene", "fence", s(&png), "--resolution", "16"], &png),
         (
             vec![
                 "sort",
@@ -2513,8 +2516,10 @@ fn every_writer_asks_for_force_before_replacing_a_file_it_did_not_write() {
     snowsim(&[&cases[0].0[..], &["--force"]].concat()).expect(0);
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
     snowsim(&cases[0].0).expect(0);
-    snowsim(&[&cases[1].0[..], &["--force"]].concat()).expect(0);
     snowsim(&cases[1].0).expect(0);
+    snowsim(&cases[2].0).expect(0);
+    snowsim(&[&cases[3].0[..], &["--force"]].concat()).expect(0);
+    snowsim(&cases[3].0).expect(0);
     assert!(std::fs::read_to_string(&csv).unwrap().starts_with("frame,"));
     std::fs::remove_dir_all(&dir).ok();
 }

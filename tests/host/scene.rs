@@ -74,6 +74,28 @@ fn the_ridge_heightmap_is_made_by_the_procedural_generator() {
 }
 
 #[test]
+fn the_fence_heightmap_is_made_by_the_procedural_generator() {
+    // scenes/README.md says `snowsim scene fence scenes/fence.png` made it.
+    let shipped = Heightmap::read(&scenes().join("fence.png")).unwrap();
+    let made = procedural::fence(512, 0.01);
+    let mut worst = 0.0f64;
+    for r in 0..512 {
+        for c in 0..512 {
+            worst = worst.max((shipped.pixel(c, r) - made.pixel(c, r)).abs());
+        }
+    }
+    assert!(worst <= 1.0 / 65535.0 + 1e-12, "differs by {worst}");
+    // A wall 1 % of the extent thick across the middle: full height on the centre line, none
+    // two thicknesses away, the same along every row.
+    let middle = made.pixel(100, 255);
+    assert_eq!(middle, 1.0);
+    assert_eq!(made.pixel(100, 255 + 10), 0.0);
+    let full = (0..512).filter(|&r| made.pixel(0, r) == 1.0).count();
+    assert!((4..=6).contains(&full), "{full} rows at full height");
+    assert!((0..512).all(|c| made.pixel(c, 250) == made.pixel(0, 250)));
+}
+
+#[test]
 fn the_flat_scene_builds_a_valid_fully_referenced_domain() {
     let scene = Scene::load(&scenes().join("flat.toml")).unwrap();
     for renumber in [false, true] {
