@@ -87,22 +87,32 @@ uint pack_rgba8(const float4 c)
     return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
 }
 
-// One disc of `radius` metres at `position` (see splat below for the other arguments).
-void splat_disc(const float3 at,
-                const float radius,
-                const float4 row0,
-                const float4 row1,
-                const float4 row2,
-                const float4 row3,
-                const float4 viewport,
-                const float min_diameter,
-                const float4 colour,
-                __global ulong *restrict image,
-                const uint coverage_offset,
-                __global float4 *restrict overflow,
-                __global uint *restrict overflow_count,
-                const uint overflow_cap)
+// Where and how a frame's flakes are splatted: the splat kernel's arguments of the same
+// names, gathered for its discs.
+typedef struct {
+    float4 row0, row1, row2, row3;
+    float4 viewport;
+    float min_diameter;
+    float4 colour;
+    __global ulong *image;
+    uint coverage_offset;
+    __global float4 *overflow;
+    __global uint *overflow_count;
+    uint overflow_cap;
+} SplatTarget;
+
+// One disc of `radius` metres at `at` into `t` (see splat below for its fields).
+void splat_disc(const float3 at, const float radius, const SplatTarget t)
 {
+    const float4 row0 = t.row0, row1 = t.row1, row2 = t.row2, row3 = t.row3;
+    const float4 viewport = t.viewport;
+    const float min_diameter = t.min_diameter;
+    const float4 colour = t.colour;
+    __global ulong *restrict image = t.image;
+    const uint coverage_offset = t.coverage_offset;
+    __global float4 *restrict overflow = t.overflow;
+    __global uint *restrict overflow_count = t.overflow_count;
+    const uint overflow_cap = t.overflow_cap;
     const float4 position = (float4)(at, 1.0f);
     const float4 clip = (float4)(dot(row0, position), dot(row1, position),
                                  dot(row2, position), dot(row3, position));
@@ -201,19 +211,19 @@ __kernel void splat(__global const float4 *restrict particles,
     const uint i = get_global_id(0);
     if (i >= n)
         return;
+    const SplatTarget t = {row0,  row1,         row2,     row3,           viewport,
+                           min_diameter, colour, image, coverage_offset, overflow,
+                           overflow_count, overflow_cap};
     const float4 p = particles[i];
     const uint flakes = (uint)cloud.x;
     const float d = distance(p.xyz, eye.xyz);
     if (flakes == 0u || !(d < cloud.z)) {
-        splat_disc(p.xyz, p.w, row0, row1, row2, row3, viewport, min_diameter, colour, image,
-                   coverage_offset, overflow, overflow_count, overflow_cap);
+        splat_disc(p.xyz, p.w, t);
         return;
     }
     const float spread = cloud.y * clamp(2.0f * (1.0f - d / cloud.z), 0.0f, 1.0f);
     const float radius = p.w * rsqrt((float)flakes);
     const uint seed = as_uint(p.w);
     for (uint j = 0u; j < flakes; ++j)
-        splat_disc(p.xyz + spread * splat_cloud_point(seed, j), radius, row0, row1, row2, row3,
-                   viewport, min_diameter, colour, image, coverage_offset, overflow,
-                   overflow_count, overflow_cap);
+        splat_disc(p.xyz + spread * splat_cloud_point(seed, j), radius, t);
 }
