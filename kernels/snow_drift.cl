@@ -144,3 +144,18 @@ __kernel void drift_limit(__global const uint *restrict ratio, __global float *r
     if (r != DRIFT_FULL)
         q[v] *= (float)r * (1.0f / 4294967296.0f);
 }
+
+// The friction velocity's magnitude (m/s) per coarse ground vertex, four per float4, for the
+// terrain's u* view: the cover numbers the coarse ground vertices first, with their own ids.
+__kernel void drift_ground_friction(__global const float2 *restrict friction,
+                                    __global float4 *restrict out, const uint n) {
+    const uint i = get_global_id(0);
+    if (4 * i >= n)
+        return;
+    float d[4];
+    for (uint k = 0; k < 4; k++) {
+        const uint v = 4 * i + k;
+        d[k] = v < n ? length(friction[v]) : 0.0f;
+    }
+    out[i] = (float4)(d[0], d[1], d[2], d[3]);
+}

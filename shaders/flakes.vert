@@ -24,7 +24,7 @@
 // pixel floor), its true projected diameter P = D * u_point_scale / depth otherwise. Its
 // light, a disc of P pixels, is spread over the capsule: the opacity is
 // (pi/4 P^2) / (w L + pi/4 w^2) (L the streak's length, w the capsule's width), at most 1, as
-// particles.vert's coverage. It is lit like the flat snow of the cover (u_flake_colour),
+// particles.geom's coverage. It is lit like the flat snow of the cover (u_flake_colour),
 // veiled by its own distance with the density at the flake (exp(-beta d rho(p)); exact for a
 // uniform snowfall), and fades out over the last fifth of u_radius, beyond which the veil
 // stands for the flakes. A flake nearer than half a metre is not drawn (out of any focus).

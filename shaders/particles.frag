@@ -1,6 +1,6 @@
 #version 330 core
 // A round, nearly white flake, slightly brighter in its middle, with the opacity of its
-// coverage (see particles.vert) and a soft rim one tenth of its radius wide, seen through the
+// coverage (see particles.geom) and a soft rim one tenth of its radius wide, seen through the
 // snow between it and the eye: its light times the transmittance, plus the veil's light.
 
 uniform vec3 u_snow_colour;

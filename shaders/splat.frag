@@ -12,7 +12,7 @@
 // (an opaque flake adds nothing to the counter).
 //
 // The colour is seen through the snow between the nearest flake and the eye, as the sprites
-// are (particles.vert): its optical depth (optical_depth() as in veil.frag) to the point the
+// are (particles.geom): its optical depth (optical_depth() as in veil.frag) to the point the
 // nearest flake's depth and the pixel give through the inverse view-projection.
 
 uniform usamplerBuffer u_image;

@@ -10,11 +10,13 @@
 //     colour * T + u_veil_colour * (1 - T),   T = exp(-optical_depth(u_eye, v_world)),
 // computed here rather than in a pass of its own (no depth copy, no second pass over the
 // covered pixels); u_beta = 0 is clear air. optical_depth() is the same in veil.frag,
-// particles.vert and splat.frag.
+// particles.geom and splat.frag. With u_show_friction (the u* view) the ground's colour is the
+// wind's friction velocity at the surface (friction_colour) instead of grass, rock and snow.
 
 in vec3 v_normal;
 in float v_snow_depth;
 in vec3 v_world;
+in float v_friction;
 
 uniform vec3 u_sun_dir;          // towards the sun, normalised
 uniform vec3 u_grass_colour;
@@ -28,6 +30,8 @@ uniform bool u_shadows;
 uniform sampler2DShadow u_shadow_map;
 uniform mat4 u_light_view_proj;  // world -> the shadow map's clip space
 uniform float u_shadow_offset;   // metres along the normal the lookup starts from (acne)
+uniform bool u_show_friction;    // the u* view: the ground coloured by v_friction
+uniform float u_friction_threshold;  // m/s: where the colours turn from cold to warm
 uniform vec3 u_eye;
 uniform vec3 u_veil_colour;
 uniform float u_beta;
@@ -79,12 +83,26 @@ float sunlit(vec3 n)
     return texture(u_shadow_map, s);
 }
 
+// The u* view's colour of a friction velocity u over the threshold t: blue (calm) to green
+// just under it, yellow at it (the wind starts to lift snow), red at three times it and above.
+vec3 friction_colour(float u, float t)
+{
+    float x = u / max(t, 1e-6);
+    if (x < 1.0)
+        return mix(vec3(0.10, 0.25, 0.85), vec3(0.20, 0.75, 0.35), x);
+    return mix(vec3(0.95, 0.85, 0.15), vec3(0.90, 0.12, 0.08), clamp((x - 1.0) / 2.0, 0.0, 1.0));
+}
+
 void main()
 {
     vec3 n = normalize(v_normal);
     float steep = smoothstep(0.75, 0.55, n.z); // z is up
     vec3 ground = mix(u_grass_colour, u_rock_colour, steep);
     float cover = smoothstep(u_snow_cover.x, u_snow_cover.y, v_snow_depth);
+    if (u_show_friction) {
+        ground = friction_colour(v_friction, u_friction_threshold);
+        cover = 0.0;
+    }
     float sun = max(dot(n, u_sun_dir), 0.0) * sunlit(n);
     vec3 bare = ground * (u_ambient + (1.0 - u_ambient) * sun);
     vec3 snow = u_snow_colour * (u_snow_shade + (1.0 - u_ambient) * sun);

@@ -6,7 +6,9 @@
 //               read when u_has_laid);
 //   u_ring_start R32I, n + 1 offsets into u_ring: vertex v's incident triangles are
 //               u_ring[u_ring_start[v] .. u_ring_start[v + 1]];
-//   u_ring      RG32I, per incident triangle (v, b, c), counter-clockwise from above: (b, c).
+//   u_ring      RG32I, per incident triangle (v, b, c), counter-clockwise from above: (b, c);
+//   u_friction  R32F, the wind's friction velocity per vertex, m/s (the u* view; a buffer
+//               OpenCL writes, read only when u_show_friction).
 // The surface drawn is each vertex raised by its snow depth (position + depth * up), and its
 // normal is the covered surface's: the area-weighted sum of the raised incident triangles'
 // normals (the CPU's normal when no snow lies, the stored one for a vertex in no triangle).
@@ -17,10 +19,13 @@ uniform samplerBuffer u_laid;
 uniform bool u_has_laid;
 uniform isamplerBuffer u_ring_start;
 uniform isamplerBuffer u_ring;
+uniform samplerBuffer u_friction;
+uniform bool u_show_friction;
 
 out vec3 v_normal;
 out float v_snow_depth;
 out vec3 v_world;
+out float v_friction;
 
 float snow_depth(int v)
 {
@@ -50,5 +55,6 @@ void main()
     v_normal = len > 0.0 ? n / len : texelFetch(u_vertices, 2 * v + 1).xyz;
     v_snow_depth = depth;
     v_world = p;
+    v_friction = u_show_friction ? texelFetch(u_friction, v).r : 0.0;
     gl_Position = u_view_proj * vec4(p, 1.0);
 }

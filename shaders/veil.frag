@@ -1,6 +1,6 @@
 #version 330 core
 // The veil of falling snow over the sky (sky.vert draws it where the terrain left the cleared
-// depth; the terrain veils itself in terrain.frag, the flakes in particles.vert and
+// depth; the terrain veils itself in terrain.frag, the flakes in particles.geom and
 // splat.frag). In linear light, a pixel at distance d along its view ray becomes
 //     colour * T + u_veil_colour * (1 - T),   T = exp(-tau),
 // by blending (source alpha 1 - T over the frame): the light of what is behind, dimmed by
@@ -11,7 +11,7 @@
 // tau is the optical depth along the ray: u_beta * d for a uniform snowfall, times the mean of
 // the relative density u_density (a 3-D texture over the box u_density_lo..u_density_hi, 1
 // outside it) over VEIL_STEPS samples along the ray within the box when u_density_field is on.
-// optical_depth() is the same in terrain.frag, particles.vert and splat.frag.
+// optical_depth() is the same in terrain.frag, particles.geom and splat.frag.
 
 uniform vec2 u_viewport;
 uniform mat4 u_inv_view_proj;

@@ -90,6 +90,9 @@ pub struct Session {
     particle_link: GlLink<Particle>,
     /// The wind views' samples, two float4 each (a simulation with a wind only).
     field_link: Option<GlLink<[f32; 4]>>,
+    /// The friction velocity per ground vertex (four per float4) for the u* view (drifting
+    /// snow only).
+    friction_link: Option<GlLink<[f32; 4]>>,
     simulation: Simulation,
     renderer: Renderer,
     context: Context,
@@ -203,6 +206,18 @@ impl Session {
         {
             views.parcels.spread = snow.footprint_radius();
         }
+        let friction_link = match simulation.friction_threshold() {
+            Some(threshold) if ground > 0 => {
+                let link = GlLink::new(&context, &gl.gl, &interop, ground.div_ceil(4))?;
+                renderer.set_friction(Some(link.gl_buffer()));
+                views.friction_threshold = threshold as f32;
+                Some(link)
+            }
+            _ => {
+                views.friction = false;
+                None
+            }
+        };
         let mut field_link = None;
         let mut shown_wind = None;
         if let Some(samples) = simulation.wind_samples()? {
@@ -236,6 +251,7 @@ impl Session {
             splatter,
             particle_link,
             field_link,
+            friction_link,
             simulation,
             renderer,
             context,
@@ -418,6 +434,7 @@ impl Session {
         self.particle_link.copied_bytes()
             + self.field_link.as_ref().map_or(0, GlLink::copied_bytes)
             + self.depth_link.as_ref().map_or(0, GlLink::copied_bytes)
+            + self.friction_link.as_ref().map_or(0, GlLink::copied_bytes)
             + self.splat.as_ref().map_or(0, SplatPass::copied_bytes)
     }
 
@@ -515,6 +532,18 @@ impl Session {
                     &mut self.timeline,
                 )?;
             }
+            if self.views.friction
+                && let Some(link) = self.friction_link.as_mut()
+            {
+                let start = Instant::now();
+                link.acquire(&gl)?;
+                acquire += start.elapsed();
+                self.simulation.write_ground_friction(
+                    &self.context,
+                    &mut link.target(),
+                    &mut self.timeline,
+                )?;
+            }
         }
         // The views show the wind of the last step: read only when shown and it has stepped.
         let update_field = step
@@ -561,6 +590,13 @@ impl Session {
             ));
         }
         if update_field && let Some(link) = self.field_link.as_mut() {
+            transfer += link.publish(&gl)?;
+            copies.push((link.take_last_copy(), link.bytes()));
+        }
+        if step
+            && self.views.friction
+            && let Some(link) = self.friction_link.as_mut()
+        {
             transfer += link.publish(&gl)?;
             copies.push((link.take_last_copy(), link.bytes()));
         }
@@ -736,6 +772,9 @@ impl Session {
         if let Some(link) = self.field_link.as_mut() {
             link.drawn();
         }
+        if let Some(link) = self.friction_link.as_mut() {
+            link.drawn();
+        }
         if let Some(pass) = self.splat.as_mut() {
             pass.drawn();
         }
@@ -874,6 +913,17 @@ impl FrameDriver for Session {
             Action::TogglePressure => {
                 self.views.pressure = !self.views.pressure;
                 return Some(format!("pressure view {}", on_off(self.views.pressure)));
+            }
+            Action::ToggleFriction => {
+                if self.friction_link.is_none() {
+                    return Some("no friction velocity to show: the snow does not drift".into());
+                }
+                self.views.friction = !self.views.friction;
+                return Some(format!(
+                    "friction velocity view {} (yellow at u*t = {} m/s)",
+                    on_off(self.views.friction),
+                    self.views.friction_threshold
+                ));
             }
             Action::Reset => {
                 return Some(match self.reset() {

@@ -83,6 +83,11 @@ pub struct Args {
     /// says.
     #[arg(long)]
     pressure: bool,
+    /// Start with the friction velocity view on: the ground coloured by the wind's u* at the
+    /// surface, blue to green below the drifting snow's threshold, yellow at it, red at three
+    /// times it (key U).
+    #[arg(long)]
+    friction: bool,
     /// Frames at the start left out of the summary's means and FPS [default: 1, the first
     /// frame (shader and kernel compilation), or 0 when only one frame runs]. Must leave at
     /// least one frame to measure.
@@ -682,6 +687,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             let mut config = view.session_config(mode, args.paused);
             config.views.wind |= args.wind;
             config.views.pressure |= args.pressure;
+            config.views.friction |= args.friction;
             config.views.osd = args.osd || !args.headless;
             config.particle_render = particle_render;
             config.profile_every = args.profile_every;

@@ -42,6 +42,8 @@ pub enum Action {
     ToggleWind,
     /// Show or hide the pressure squares.
     TogglePressure,
+    /// Colour the ground by the wind's friction velocity (drifting snow), or by its cover.
+    ToggleFriction,
     /// Put the camera and the particles back where they started.
     Reset,
     /// Multiply `time.acceleration` (the factor on the snowfall) by this (`[`: ½, `]`: 2).

@@ -122,6 +122,12 @@ pub struct Views {
     pub near: NearFlakes,
     /// The parcels near the camera drawn as the flakes they stand for (in both paths).
     pub parcels: ParcelFlakes,
+    /// Colour the ground by the wind's friction velocity (the drifting snow's u*) instead of
+    /// its cover: blue to green below the threshold, yellow to red above it.
+    pub friction: bool,
+    /// The friction velocity below which the wind lifts no snow, m/s (the u* view's
+    /// turning point).
+    pub friction_threshold: f32,
 }
 
 impl Views {
@@ -161,6 +167,8 @@ impl Default for Views {
             min_particle_pixels: 1.5,
             near: NearFlakes::default(),
             parcels: ParcelFlakes::NONE,
+            friction: false,
+            friction_threshold: 0.25,
         }
     }
 }
@@ -172,6 +180,8 @@ const UNIT_VERTICES: u32 = 0;
 const UNIT_LAID: u32 = 1;
 const UNIT_RING_START: u32 = 2;
 const UNIT_RING: u32 = 3;
+/// Texture unit of the friction velocity per terrain vertex (the u* view).
+const UNIT_FRICTION: u32 = 6;
 const UNIT_SHADOW: u32 = 4;
 /// Snow above the terrain's highest point that the shadow map's box makes room for, as a
 /// share of the terrain's horizontal extent (at least [`SHADOW_SNOW_MIN`] metres).
@@ -203,6 +213,9 @@ const TERRAIN_UNIFORMS: &[&str] = &[
     "u_shadow_map",
     "u_light_view_proj",
     "u_shadow_offset",
+    "u_friction",
+    "u_show_friction",
+    "u_friction_threshold",
 ];
 /// The shadow pass: terrain.vert's uniforms.
 const SHADOW_UNIFORMS: &[&str] = &[
@@ -212,6 +225,7 @@ const SHADOW_UNIFORMS: &[&str] = &[
     "u_has_laid",
     "u_ring_start",
     "u_ring",
+    "u_friction",
 ];
 const PARTICLE_UNIFORMS: &[&str] = &[
     "u_view",
@@ -263,6 +277,10 @@ pub struct Renderer {
     laid_depth: Option<glow::Buffer>,
     /// The buffer texture over `laid_depth`.
     laid_texture: glow::Texture,
+    /// The friction velocity per terrain vertex (see `set_friction`).
+    friction: Option<glow::Buffer>,
+    /// The buffer texture over `friction`.
+    friction_texture: glow::Texture,
     /// The sun's shadow map, once shadows are drawn.
     shadow: std::cell::RefCell<Option<ShadowMap>>,
     /// What the shadow map was drawn for (the sun and its size): `None` when it must be drawn
@@ -336,6 +354,7 @@ impl Renderer {
             let pressure_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let overflow_vao = gl_call("glGenVertexArrays", gl.create_vertex_array())?;
             let laid_texture = gl_call("glGenTextures", gl.create_texture())?;
+            let friction_texture = gl_call("glGenTextures", gl.create_texture())?;
             let mut range = [0.0f32; 2];
             gl.get_parameter_f32_slice(glow::POINT_SIZE_RANGE, &mut range);
             let point_size_range = if range[1] >= 1.0 {
@@ -353,6 +372,8 @@ impl Renderer {
                 terrain: terrain_mesh,
                 laid_depth: None,
                 laid_texture,
+                friction: None,
+                friction_texture,
                 shadow: std::cell::RefCell::new(None),
                 shadow_drawn: Cell::new(None),
                 particle_vao,
@@ -478,6 +499,23 @@ impl Renderer {
         Ok(())
     }
 
+    /// Reads the friction velocity (m/s) per terrain vertex from `buffer` (a float per vertex,
+    /// written by OpenCL and handed over by the interop) for the u* view
+    /// ([`Views::friction`]); `None`: no such view.
+    pub fn set_friction(&mut self, buffer: Option<glow::Buffer>) {
+        self.friction = buffer;
+        if let Some(buffer) = buffer {
+            // SAFETY: texture setup on the current context; R32F reads a float per vertex.
+            unsafe {
+                self.gl
+                    .bind_texture(glow::TEXTURE_BUFFER, Some(self.friction_texture));
+                self.gl
+                    .tex_buffer(glow::TEXTURE_BUFFER, glow::R32F, Some(buffer));
+                self.gl.bind_texture(glow::TEXTURE_BUFFER, None);
+            }
+        }
+    }
+
     /// Adds to each terrain vertex's snow depth the float at the same index of `buffer` (the
     /// snow the particles laid, written by OpenCL and handed over by the interop), or nothing
     /// with `None`. The buffer must hold a float per terrain vertex and outlive its use here.
@@ -570,6 +608,7 @@ impl Renderer {
                 (UNIT_LAID, self.laid_texture, "u_laid"),
                 (UNIT_RING_START, self.terrain.textures[1], "u_ring_start"),
                 (UNIT_RING, self.terrain.textures[2], "u_ring"),
+                (UNIT_FRICTION, self.friction_texture, "u_friction"),
             ];
             for (unit, texture, name) in units {
                 gl.active_texture(glow::TEXTURE0 + unit);
@@ -692,6 +731,11 @@ impl Renderer {
                     views.snow_cover[1],
                 );
                 set_f32(gl, p, "u_ambient", AMBIENT);
+                gl.uniform_1_i32(
+                    p.uniform(gl, "u_show_friction").as_ref(),
+                    i32::from(views.friction && self.friction.is_some()),
+                );
+                set_f32(gl, p, "u_friction_threshold", views.friction_threshold);
                 set_f32(gl, p, "u_exposure", views.exposure);
                 gl.uniform_1_i32(
                     p.uniform(gl, "u_shadows").as_ref(),
@@ -951,6 +995,7 @@ impl Drop for Renderer {
         // SAFETY: the objects belong to this context.
         unsafe {
             gl.delete_texture(self.laid_texture);
+            gl.delete_texture(self.friction_texture);
             for p in [
                 &self.terrain_program,
                 &self.shadow_program,

@@ -39,6 +39,8 @@ Window controls:
   O                      toggle the snow's sort (partial / off)
   V                      toggle the wind view: lines along the wind, coloured by speed
   P                      toggle the pressure view: squares, yellow low to red high
+  U                      toggle the friction velocity view: the ground blue to green below
+                         the drift's threshold u*t, yellow at it, red at 3 u*t
   Y                      toggle vsync
   R                      reset the camera and the particles
   H                      print these controls to the log
@@ -483,6 +485,7 @@ fn key_command(code: KeyCode, repeat: bool) -> Option<KeyCommand> {
         KeyCode::KeyO => Some(KeyCommand::Act(Action::ToggleSorting)),
         KeyCode::KeyV => Some(KeyCommand::Act(Action::ToggleWind)),
         KeyCode::KeyP => Some(KeyCommand::Act(Action::TogglePressure)),
+        KeyCode::KeyU => Some(KeyCommand::Act(Action::ToggleFriction)),
         KeyCode::KeyR => Some(KeyCommand::Act(Action::Reset)),
         _ => None,
     }
@@ -522,6 +525,7 @@ mod tests {
         assert_eq!(act(KeyCode::KeyO), Some(Action::ToggleSorting));
         assert_eq!(act(KeyCode::KeyV), Some(Action::ToggleWind));
         assert_eq!(act(KeyCode::KeyP), Some(Action::TogglePressure));
+        assert_eq!(act(KeyCode::KeyU), Some(Action::ToggleFriction));
         assert_eq!(act(KeyCode::KeyR), Some(Action::Reset));
         assert_eq!(act(KeyCode::F1), Some(Action::ToggleOsd));
         assert_eq!(act(KeyCode::Period), Some(Action::StepOnce));

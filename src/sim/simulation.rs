@@ -277,6 +277,33 @@ impl Simulation {
         in_stage(DEPTH_STAGE, written)
     }
 
+    /// Enqueues writing the friction velocity (m/s) on each ground vertex, four per float4,
+    /// into `target` (the terrain's u* view); `false` (nothing written) without drifting
+    /// snow.
+    pub fn write_ground_friction(
+        &self,
+        context: &Context,
+        target: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<bool> {
+        match self.snow() {
+            Some(snow) => in_stage(
+                DRIFT_STAGE,
+                snow.write_ground_friction(context, target, timeline)
+                    .map_err(Error::from),
+            ),
+            None => Ok(false),
+        }
+    }
+
+    /// The friction velocity below which the wind lifts no snow, m/s; `None` without
+    /// drifting snow.
+    pub fn friction_threshold(&self) -> Option<f64> {
+        self.snow()
+            .and_then(|s| s.drifting())
+            .map(|d| d.settings().threshold)
+    }
+
     /// The wind views' samples of the field as it is now (blocking reads of the solved
     /// field); `None` without a wind (still particles). With the fixed profile the pressure
     /// shown is the hydrostatic one, in kPa; a solved field's is the solver's, in Pa.

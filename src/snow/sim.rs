@@ -5,7 +5,8 @@ use serde::Serialize;
 use opencl3::event::Event;
 
 use crate::cl::{
-    self, BufferArg, Context, DeviceBuffer, Kernel, KernelCall, Program, Source, Timeline,
+    self, BufferArg, Context, DeviceBuffer, Kernel, KernelCall, OutputBuffer, Program, Source,
+    Timeline,
 };
 use crate::particle::Particle;
 use crate::scene::{DomainMesh, SortKey, SortMode};
@@ -437,6 +438,23 @@ impl Snow {
             self.config.acceleration,
             timeline,
         )
+    }
+
+    /// Enqueues writing the friction velocity (m/s) on each wind-mesh ground vertex, four per
+    /// float4, into `target`; `false` (nothing written) without drifting snow.
+    pub fn write_ground_friction(
+        &self,
+        context: &Context,
+        target: &mut OutputBuffer<'_, [f32; 4]>,
+        timeline: &mut Timeline,
+    ) -> Result<bool> {
+        let Some(drift) = &self.drift else {
+            return Ok(false);
+        };
+        timeline.stage(DRIFT_STAGE);
+        let coarse = self.cover.mesh.coarse_vertices;
+        drift.write_ground_friction(context, target, coarse, timeline)?;
+        Ok(true)
     }
 
     /// The drifting snow, when on.

@@ -1760,3 +1760,74 @@ fn bench_snow_times_every_stage_per_size_and_mode() {
         text(&bad)
     );
 }
+
+/// The u* view (`--friction`, key U) colours the ground by the drifting snow's friction
+/// velocity: on the flat scene under a uniform 3 m/s wind (u* = 0.41 · 3 / ln(z₁ / 1 mm) ≈
+/// 0.14 m/s at the first level, 6 m up, under the 0.25 m/s threshold) the ground is cold (blue
+/// to green), under 20 m/s (u* ≈ 0.96 m/s, nearly four times the threshold) warm (red), and
+/// without the view it is the grass it always was.
+#[test]
+fn the_friction_view_colours_the_ground_by_the_winds_u_star() {
+    let dir = temp_dir("friction-view");
+    let flat = std::fs::read_to_string(repo(FLAT)).unwrap();
+    assert!(
+        flat.contains("speed = 3.0"),
+        "flat.toml's wind changed: update this test"
+    );
+    // The ground's pixels: those not of the sky's colour (the flat scene's camera sees the
+    // square of ground against the sky all round).
+    let sky = rgb(Palette::default().background);
+    let ground = |speed: &str, friction: bool| -> Vec<[u8; 3]> {
+        let scene = dir.join(format!("flat-{speed}.toml"));
+        let windy = flat.replace("speed = 3.0", &format!("speed = {speed}"));
+        std::fs::write(&scene, format!("{windy}\n[view]\nsnow = false\n")).unwrap();
+        let shot = dir.join(format!("shot-{speed}-{friction}.png"));
+        let mut command = snowsim();
+        command.args(["run", "--scene"]).arg(&scene).args([
+            "--headless",
+            "--frames",
+            "3",
+            "--size",
+            "160x120",
+            "--screenshot",
+        ]);
+        command.arg(&shot);
+        if friction {
+            command.arg("--friction");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let image = image::open(&shot).unwrap().to_rgb8();
+        let pixels: Vec<[u8; 3]> = image
+            .pixels()
+            .map(|p| p.0)
+            .filter(|p| p.iter().zip(sky).any(|(&a, b)| a.abs_diff(b) > 10))
+            .collect();
+        assert!(pixels.len() > 2000, "{} ground pixels", pixels.len());
+        pixels
+    };
+    let share = |pixels: &[[u8; 3]], test: fn(&[u8; 3]) -> bool| {
+        pixels.iter().filter(|p| test(p)).count() as f64 / pixels.len() as f64
+    };
+    let warm = |p: &[u8; 3]| p[0] > p[1].saturating_add(40) && p[0] > p[2].saturating_add(40);
+    let cold = |p: &[u8; 3]| p[2].max(p[1]) > p[0].saturating_add(20);
+    let calm = ground("3.0", true);
+    let gale = ground("20.0", true);
+    let grass = ground("20.0", false);
+    assert!(
+        share(&calm, cold) > 0.9,
+        "3 m/s: {:.2} cold",
+        share(&calm, cold)
+    );
+    assert!(
+        share(&gale, warm) > 0.9,
+        "20 m/s: {:.2} warm",
+        share(&gale, warm)
+    );
+    assert!(
+        share(&grass, warm) < 0.01,
+        "without the view: {:.2} warm",
+        share(&grass, warm)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
