@@ -44,7 +44,7 @@ pub struct SnowBenchRow {
     pub sort_ms: f64,
     /// Permuting the six particle arrays, ms.
     pub permute_ms: f64,
-    /// The cover's smoothing, ms.
+    /// The cover's smoothing and, with `ground.drift`, its drift, ms.
     pub cover_ms: f64,
     /// Everything the frame ran on the device, ms.
     pub frame_ms: f64,
@@ -104,7 +104,7 @@ pub fn run(
                 let ms = time.as_secs_f64() * 1e3;
                 match stage {
                     crate::snow::STEP_STAGE => update += ms,
-                    crate::snow::COVER_STAGE => cover += ms,
+                    crate::snow::COVER_STAGE | crate::snow::DRIFT_STAGE => cover += ms,
                     "sort.permute" => permute += ms,
                     _ => sort += ms,
                 }

@@ -504,16 +504,7 @@ impl Renderer {
     /// ([`Views::friction`]); `None`: no such view.
     pub fn set_friction(&mut self, buffer: Option<glow::Buffer>) {
         self.friction = buffer;
-        if let Some(buffer) = buffer {
-            // SAFETY: texture setup on the current context; R32F reads a float per vertex.
-            unsafe {
-                self.gl
-                    .bind_texture(glow::TEXTURE_BUFFER, Some(self.friction_texture));
-                self.gl
-                    .tex_buffer(glow::TEXTURE_BUFFER, glow::R32F, Some(buffer));
-                self.gl.bind_texture(glow::TEXTURE_BUFFER, None);
-            }
-        }
+        floats_per_vertex(&self.gl, self.friction_texture, buffer);
     }
 
     /// Adds to each terrain vertex's snow depth the float at the same index of `buffer` (the
@@ -522,16 +513,7 @@ impl Renderer {
     /// Call [`snow_changed`](Self::snow_changed) whenever its contents change.
     pub fn set_laid_depth(&mut self, buffer: Option<glow::Buffer>) {
         self.laid_depth = buffer;
-        if let Some(buffer) = buffer {
-            // SAFETY: texture setup on the current context; R32F reads a float per vertex.
-            unsafe {
-                self.gl
-                    .bind_texture(glow::TEXTURE_BUFFER, Some(self.laid_texture));
-                self.gl
-                    .tex_buffer(glow::TEXTURE_BUFFER, glow::R32F, Some(buffer));
-                self.gl.bind_texture(glow::TEXTURE_BUFFER, None);
-            }
-        }
+        floats_per_vertex(&self.gl, self.laid_texture, buffer);
         self.snow_changed();
     }
 
@@ -938,6 +920,20 @@ impl Renderer {
             gl.depth_mask(true);
             gl.disable(glow::BLEND);
         }
+    }
+}
+
+/// Makes `texture` (a buffer texture of this context) read `buffer` as one float per texel
+/// (`R32F`): a float per terrain vertex, written by OpenCL. Nothing with `None`.
+fn floats_per_vertex(gl: &glow::Context, texture: glow::Texture, buffer: Option<glow::Buffer>) {
+    let Some(buffer) = buffer else {
+        return;
+    };
+    // SAFETY: texture setup on the current context with objects it created.
+    unsafe {
+        gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture));
+        gl.tex_buffer(glow::TEXTURE_BUFFER, glow::R32F, Some(buffer));
+        gl.bind_texture(glow::TEXTURE_BUFFER, None);
     }
 }
 

@@ -352,7 +352,7 @@ impl Checker<'_> {
                     WindProfile::Log { roughness } => roughness,
                     _ => 0.001,
                 },
-                Range::open(0.0, 10.0, "m"),
+                Range::closed(1e-6, 10.0, "m"),
             )?,
         };
         let time = Time {
