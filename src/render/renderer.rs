@@ -123,7 +123,8 @@ pub struct Views {
     /// The parcels near the camera drawn as the flakes they stand for (in both paths).
     pub parcels: ParcelFlakes,
     /// Colour the ground by the wind's friction velocity (the drifting snow's u*) instead of
-    /// its cover: blue to green below the threshold, yellow to red above it.
+    /// its cover: blue to green below the threshold, yellow to red above it; the ground is
+    /// then seen through clear air (no veil on it).
     pub friction: bool,
     /// The friction velocity below which the wind lifts no snow, m/s (the u* view's
     /// turning point).
@@ -698,9 +699,11 @@ impl Renderer {
                 let p = &self.terrain_program;
                 gl.use_program(Some(p.id));
                 self.terrain_inputs(p, &view_proj);
-                // The terrain veils itself (terrain.frag); beta 0 is clear air.
+                // The terrain veils itself (terrain.frag); beta 0 is clear air, and the u* view
+                // is seen through it (a diagnostic, not a look).
+                let ground_beta = if views.friction { 0.0 } else { beta };
                 self.density
-                    .set_uniforms(gl, p, camera.eye(), beta, palette.veil);
+                    .set_uniforms(gl, p, camera.eye(), ground_beta, palette.veil);
                 let sun = sun_direction(views.sun[0], views.sun[1]);
                 set_vec3(gl, p, "u_sun_dir", sun.to_array());
                 set_vec3(gl, p, "u_grass_colour", palette.grass);

@@ -164,6 +164,23 @@ impl Checker<'_> {
         }
     }
 
+    /// `ground.roughness`: given, or the wind's own where its profile is logarithmic (and 1 mm
+    /// else); in the kernels' 32-bit floats neither 0 nor infinite (a subnormal z₀ would become
+    /// 0 and silently stop the drift).
+    fn ground_roughness(&self, given: Option<f64>, wind: &Wind) -> Checked<f64> {
+        let range = Range::open(0.0, 10.0, "m");
+        let (key, z0) = match (given, wind.profile) {
+            (Some(_), _) => (
+                "ground.roughness",
+                self.number("ground.roughness", given, 0.0, range)?,
+            ),
+            (None, WindProfile::Log { roughness }) => ("wind.roughness", roughness),
+            (None, _) => ("ground.roughness", 0.001),
+        };
+        self.single_precision(key, z0, range)?;
+        Ok(z0)
+    }
+
     /// Refuses `v` at `key` if the kernels' 32-bit floats make it 0 or infinite.
     fn single_precision(&self, key: &str, v: f64, range: Range) -> Checked<()> {
         match limits::single_precision(v) {
@@ -344,16 +361,7 @@ impl Checker<'_> {
                 20.0,
                 Range::open(0.0, 100_000.0, "m"),
             )?,
-            // The wind's own roughness where its profile is logarithmic.
-            roughness: self.number(
-                "ground.roughness",
-                g.roughness,
-                match wind.profile {
-                    WindProfile::Log { roughness } => roughness,
-                    _ => 0.001,
-                },
-                Range::closed(1e-6, 10.0, "m"),
-            )?,
+            roughness: self.ground_roughness(g.roughness, &wind)?,
         };
         let time = Time {
             step: self.number("time.step", raw.time.step, 0.02, Range::open(0.0, 1.0, "s"))?,
