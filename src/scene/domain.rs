@@ -6,7 +6,7 @@ use super::{BoundaryRefs, Domain, Scene, SceneError};
 use crate::inspect::{CheckReport, check};
 use crate::meshio::{self, ElementKind, Mesh};
 use crate::renumber;
-use crate::terrain::{GroundSurface, Side, Terrain, extract_surface};
+use crate::terrain::{Columns, GroundSurface, Side, Terrain, extract_surface};
 
 /// A scene's domain, built: the tetrahedral mesh of the air and its ground surface.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,6 +17,9 @@ pub struct DomainMesh {
     pub ground: GroundSurface,
     /// Which boundary reference is which side.
     pub boundary: BoundaryRefs,
+    /// A terrain's columns: each vertex's grid column and level, each column's bare ground
+    /// (what raising the ground by its snow regrades); `None` for a mesh file.
+    pub columns: Option<Columns>,
 }
 
 /// The triangles of one side.
@@ -83,7 +86,7 @@ impl Scene {
     /// must be used). With `renumber`, renumbers it for GPU kernels
     /// ([`renumber`](crate::renumber)).
     pub fn build_domain(&self, renumber: bool) -> Result<DomainMesh, SceneError> {
-        let (mesh, ground, boundary) = match &self.domain {
+        let (mesh, ground, boundary, columns) = match &self.domain {
             Domain::Terrain { spec, image, .. } => {
                 let terrain = Terrain::new(*spec, image.as_ref())
                     .map_err(|e| self.domain_error("domain", e.to_string()))?;
@@ -91,6 +94,7 @@ impl Scene {
                     terrain.volume_mesh(),
                     terrain.ground_surface(),
                     BoundaryRefs::default(),
+                    Some(terrain.columns()),
                 )
             }
             Domain::Mesh { path, boundary } => {
@@ -126,13 +130,14 @@ impl Scene {
                 }
                 let ground = extract_surface(&mesh, boundary.ground)
                     .map_err(|e| self.domain_error("domain.boundary.ground", e.to_string()))?;
-                (mesh, ground, *boundary)
+                (mesh, ground, *boundary, None)
             }
         };
         let mut domain = DomainMesh {
             mesh,
             ground,
             boundary,
+            columns,
         };
         if renumber {
             let r = renumber::renumber(&domain.mesh)
@@ -143,6 +148,13 @@ impl Scene {
             }
             for v in &mut domain.ground.volume_vertices {
                 *v = new_index[*v as usize];
+            }
+            if let Some(columns) = &domain.columns {
+                domain.columns = Some(
+                    columns
+                        .renumbered(&r.vertex_order)
+                        .map_err(|e| self.domain_error("domain", e.to_string()))?,
+                );
             }
             domain.mesh = r.mesh;
         }

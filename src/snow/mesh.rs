@@ -380,6 +380,7 @@ mod tests {
             mesh: t.volume_mesh(),
             ground: t.ground_surface(),
             boundary: BoundaryRefs::default(),
+            columns: Some(t.columns()),
         }
     }
 

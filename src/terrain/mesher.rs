@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{AIR_REF, GroundSurface, Heightmap, Side, TerrainError};
+use super::{AIR_REF, Columns, GroundSurface, Heightmap, Side, TerrainError};
 use crate::meshio::{ElementKind, Elements, Mesh};
 
 /// The most vertices or tetrahedra a terrain mesh may have: gml numbers entities with `i32`.
@@ -297,6 +297,16 @@ impl Terrain {
             volume_vertices: (0..mesh.vertices.len() as u32).collect(),
             mesh,
         }
+    }
+
+    /// Which column and level each vertex of [`volume_mesh`](Self::volume_mesh) is, with the
+    /// bare ground under each column: what a regrade needs ([`Columns::regrade`]).
+    pub fn columns(&self) -> Columns {
+        Columns::new(
+            self.heights.clone(),
+            self.spec.level_fractions(),
+            self.spec.size[2],
+        )
     }
 
     /// The tetrahedral mesh of the air between the ground and the top.

@@ -43,6 +43,7 @@
 //! # Ok::<(), snowsim::terrain::TerrainError>(())
 //! ```
 
+mod columns;
 mod footprint;
 mod grid;
 mod heightmap;
@@ -53,6 +54,7 @@ mod surface;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use columns::{Columns, MAX_RAISE, Regraded};
 pub use footprint::{CHECK_BYTES_PER_TETRAHEDRON, TETRAHEDRON_BYTES, TRIANGLE_BYTES, VERTEX_BYTES};
 pub use grid::{Heightfield, SceneBox};
 pub use heightmap::{Heightmap, MAX_FILE_BYTES, MAX_SIDE};

@@ -36,6 +36,7 @@ fn domain(
         mesh: terrain.volume_mesh(),
         ground: terrain.ground_surface(),
         boundary: BoundaryRefs::default(),
+        columns: Some(terrain.columns()),
     }
 }
 

@@ -90,6 +90,30 @@ fn the_fence_heightmap_is_made_by_the_procedural_generator() {
     assert!((0..512).all(|c| made.pixel(c, 250) == made.pixel(0, 250)));
 }
 
+/// The renumbered valley keeps its columns: every vertex is where the mesher's formula puts
+/// its column and level (bit for bit), and the ground surface's vertex `c` is column `c`'s
+/// level 0 (what the ground refresh of issue 28 regrades).
+#[test]
+fn a_renumbered_terrain_domain_keeps_its_columns() {
+    let scene = Scene::load(&scenes().join("valley.toml")).unwrap();
+    let domain = scene.build_domain(true).unwrap();
+    let columns = domain.columns.as_ref().expect("a terrain has columns");
+    let none = vec![0.0; columns.ground.len()];
+    let z = columns.regrade(&none).unwrap().z;
+    for (v, p) in domain.mesh.vertices.iter().enumerate() {
+        assert_eq!(p[2], z[v], "vertex {v}");
+    }
+    for (c, &v) in domain.ground.volume_vertices.iter().enumerate() {
+        assert_eq!(
+            (columns.column[v as usize], columns.level[v as usize]),
+            (c as u32, 0),
+            "ground vertex {c}"
+        );
+    }
+    let flat = Scene::load(&scenes().join("flat.toml")).unwrap();
+    assert!(flat.build_domain(true).unwrap().columns.is_some());
+}
+
 #[test]
 fn the_flat_scene_builds_a_valid_fully_referenced_domain() {
     let scene = Scene::load(&scenes().join("flat.toml")).unwrap();
