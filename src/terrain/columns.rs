@@ -223,12 +223,12 @@ mod tests {
             );
         }
         // The ground vertices rose by their column's raise (the clamped one by half its air).
-        for v in 0..n {
+        for (v, &asked) in raise.iter().enumerate() {
             let rose = regraded.z[v] - mesh.vertices[v][2];
             let want = if v == n / 2 {
                 MAX_RAISE * (60.0 - columns.ground[v])
             } else {
-                raise[v]
+                asked
             };
             assert!(
                 (rose - want).abs() < 1e-9,
