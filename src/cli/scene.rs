@@ -1,6 +1,6 @@
 //! `snowsim scene …`: validate and summarise scene files; make the valley heightmap.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -13,7 +13,7 @@ use snowsim::renumber::numbering_score;
 use snowsim::scene::limits as scene_budget;
 use snowsim::scene::{Domain, DomainReport, Scene, WindProfile};
 use snowsim::sim::{Overrides, SimSetup};
-use snowsim::terrain::procedural;
+use snowsim::terrain::{Heightmap, procedural};
 
 use super::console::{ConsoleError, errln, outln};
 
@@ -399,50 +399,55 @@ fn print_domain(
 }
 
 fn ridge(args: RidgeArgs) -> anyhow::Result<ExitCode> {
-    output::OutputPlan::new(args.force)
-        .file("the output", &args.output, output::FileKind::Png)
-        .check()?;
-    let map = procedural::ridge(args.resolution as usize, args.half_width);
-    map.write_png16(&args.output)?;
-    outln!(
-        "wrote {}: {} × {} 16-bit ridge heightmap (half-width {} of the map)",
-        args.output.display(),
-        map.width(),
-        map.height(),
-        args.half_width
-    )?;
-    Ok(ExitCode::SUCCESS)
+    write_heightmap(
+        &args.output,
+        args.force,
+        &format!(
+            "ridge heightmap (half-width {} of the map)",
+            args.half_width
+        ),
+        || procedural::ridge(args.resolution as usize, args.half_width),
+    )
 }
 
 fn fence(args: FenceArgs) -> anyhow::Result<ExitCode> {
-    output::OutputPlan::new(args.force)
-        .file("the output", &args.output, output::FileKind::Png)
-        .check()?;
-    let map = procedural::fence(args.resolution as usize, args.thickness);
-    map.write_png16(&args.output)?;
-    outln!(
-        "wrote {}: {} × {} 16-bit fence heightmap (thickness {} of the map)",
-        args.output.display(),
-        map.width(),
-        map.height(),
-        args.thickness
-    )?;
-    Ok(ExitCode::SUCCESS)
+    write_heightmap(
+        &args.output,
+        args.force,
+        &format!("fence heightmap (thickness {} of the map)", args.thickness),
+        || procedural::fence(args.resolution as usize, args.thickness),
+    )
 }
 
 fn valley(args: ValleyArgs) -> anyhow::Result<ExitCode> {
-    output::OutputPlan::new(args.force)
-        .file("the output", &args.output, output::FileKind::Png)
+    write_heightmap(
+        &args.output,
+        args.force,
+        &format!("valley heightmap (seed {})", args.seed),
+        || procedural::valley(args.resolution as usize, args.seed),
+    )
+}
+
+/// Writes the heightmap `make` builds to `output` as a 16-bit PNG, under the output rule (a
+/// file there that is not a PNG only with `force`), and says what it wrote (`what`) and how
+/// long it took.
+fn write_heightmap(
+    output: &Path,
+    force: bool,
+    what: &str,
+    make: impl FnOnce() -> Heightmap,
+) -> anyhow::Result<ExitCode> {
+    output::OutputPlan::new(force)
+        .file("the output", output, output::FileKind::Png)
         .check()?;
     let started = Instant::now();
-    let map = procedural::valley(args.resolution as usize, args.seed);
-    map.write_png16(&args.output)?;
+    let map = make();
+    map.write_png16(output)?;
     outln!(
-        "wrote {}: {} × {} 16-bit valley heightmap (seed {}) in {:.2} s",
-        args.output.display(),
+        "wrote {}: {} × {} 16-bit {what} in {:.2} s",
+        output.display(),
         map.width(),
         map.height(),
-        args.seed,
         started.elapsed().as_secs_f64()
     )?;
     Ok(ExitCode::SUCCESS)

@@ -424,7 +424,7 @@ impl Simulation {
         let mut level = Vec::new();
         if let Some(drift) = s.snow.as_ref().and_then(|snow| snow.drifting()) {
             level = vec![0.0f32; s.mesh.vertices.len()];
-            for (g, &h) in drift.geometry().level_height.iter().enumerate() {
+            for (g, &h) in drift.level_height().iter().enumerate() {
                 if let Some(&v) = s.ground_vertices.get(g) {
                     level[v as usize] = h;
                 }

@@ -296,9 +296,11 @@ pub struct DriftCounts {
 /// kernels.
 pub struct Drift {
     settings: DriftSettings,
-    geometry: DriftGeometry,
+    /// Per coarse ground vertex, the height of its first level, m (host copy, for the state
+    /// files; `level_height_device` on the device).
+    level_height: Vec<f32>,
     upper: DeviceBuffer<u32>,
-    level_height: DeviceBuffer<f32>,
+    level_height_device: DeviceBuffer<f32>,
     parents: DeviceBuffer<[u32; 4]>,
     face: DeviceBuffer<[f32; 2]>,
     boundary: DeviceBuffer<[f32; 2]>,
@@ -345,7 +347,7 @@ impl Drift {
         let nv = cover.geometry.len();
         Ok(Self {
             upper: DeviceBuffer::from_slice(context, &geometry.upper)?,
-            level_height: DeviceBuffer::from_slice(context, &geometry.level_height)?,
+            level_height_device: DeviceBuffer::from_slice(context, &geometry.level_height)?,
             parents: DeviceBuffer::from_slice(context, &parents)?,
             face: DeviceBuffer::from_slice(context, &geometry.face)?,
             boundary: DeviceBuffer::from_slice(context, &geometry.boundary)?,
@@ -365,7 +367,7 @@ impl Drift {
             ],
             ground_friction: program.kernel("drift_ground_friction")?,
             settings,
-            geometry,
+            level_height: geometry.level_height,
         })
     }
 
@@ -374,9 +376,10 @@ impl Drift {
         &self.settings
     }
 
-    /// The host tables.
-    pub fn geometry(&self) -> &DriftGeometry {
-        &self.geometry
+    /// Per wind-mesh ground vertex, the height above it of the level whose wind gives the
+    /// friction velocity, m.
+    pub fn level_height(&self) -> &[f32] {
+        &self.level_height
     }
 
     /// Stops every flux and zeroes the counters.
@@ -409,13 +412,13 @@ impl Drift {
         }
         let [friction, state, flux, limit] = &self.kernels;
         let mut call = friction.call();
-        // SAFETY: parents name coarse vertices below `upper`'s and `level_height`'s length,
+        // SAFETY: parents name coarse vertices below `upper`'s and the level heights' length,
         // whose entries name volume vertices of the wind buffer (its length checked by
         // `Snow::drift`); friction holds nv values; the kernel guards its id.
         unsafe {
             call.buffer(&self.parents)?
                 .buffer(&self.upper)?
-                .buffer(&self.level_height)?
+                .buffer(&self.level_height_device)?
                 .buffer(wind)?
                 .buffer(&self.friction)?
                 .arg(&(nv as u32))?

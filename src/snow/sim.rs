@@ -391,12 +391,7 @@ impl Snow {
     ) -> Result<()> {
         let n = self.particles.len();
         check_render(render, n)?;
-        if wind.len() < self.mesh.vertex_count() {
-            return Err(Error::WindLength {
-                got: wind.len(),
-                expected: self.mesh.vertex_count(),
-            });
-        }
+        check_wind(&self.mesh, wind)?;
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(Error::InvalidParameter(format!(
                 "time step {dt} must be finite and not negative"
@@ -423,12 +418,7 @@ impl Snow {
         let Some(drift) = self.drift.as_mut() else {
             return Ok(());
         };
-        if wind.len() < self.mesh.vertex_count() {
-            return Err(Error::WindLength {
-                got: wind.len(),
-                expected: self.mesh.vertex_count(),
-            });
-        }
+        check_wind(&self.mesh, wind)?;
         timeline.stage(DRIFT_STAGE);
         drift.step(
             context,
@@ -869,6 +859,18 @@ impl Ledger {
 fn source_args(c: &SnowConfig, g: &SnowGeometry) -> [f32; 4] {
     let below = (c.tolerance * 4.0).max(1e-3);
     [c.source_height as f32, g.z_range[1], below, c.tolerance]
+}
+
+/// Fails unless `wind` holds a velocity for every vertex of `mesh` (the kernels index it by
+/// vertex).
+fn check_wind(mesh: &SnowMesh, wind: &impl BufferArg<[f32; 4]>) -> Result<()> {
+    if wind.len() < mesh.vertex_count() {
+        return Err(Error::WindLength {
+            got: wind.len(),
+            expected: mesh.vertex_count(),
+        });
+    }
+    Ok(())
 }
 
 /// Fails on non-finite particles counted by `c` after `frame` steps.

@@ -73,6 +73,15 @@ fn run_with(args: &[&str], env: &[(&str, &str)], stdout: Option<&Path>, timeout:
     finish(command.spawn().expect("run snowsim"), timeout)
 }
 
+/// The most digits in a row in `text`: a number written short has few (`1e308`, not 309
+/// digits).
+fn longest_digit_run(text: &str) -> usize {
+    text.split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+}
+
 fn snowsim(args: &[&str]) -> Run {
     run_with(args, &[], None, Duration::from_secs(120))
 }
@@ -1906,11 +1915,7 @@ fn both_refuse(scene: &Path, needles: &[&str]) {
             assert!(err.contains(needle), "{what}: `{needle}` not in:\n{err}");
         }
         // Numbers read as people write them: never hundreds of digits.
-        let longest = err
-            .split(|c: char| !c.is_ascii_digit())
-            .map(str::len)
-            .max()
-            .unwrap_or(0);
+        let longest = longest_digit_run(err);
         assert!(
             longest < 20,
             "{what}: a number of {longest} digits in:\n{err}"
@@ -2346,11 +2351,7 @@ fn mesh_terrain_writes_huge_numbers_short() {
         text.contains("1e300 × 10 m") && text.contains("grading 1e300"),
         "{text}"
     );
-    let longest = text
-        .split(|c: char| !c.is_ascii_digit())
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = longest_digit_run(&text);
     assert!(longest < 20, "a number of {longest} digits: {text}");
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -2599,11 +2600,7 @@ fn option_errors_name_the_option_and_its_value_written_short() {
         for needle in needles {
             assert!(err.contains(needle), "`{needle}` not in {args:?}: {err}");
         }
-        let longest = err
-            .split(|c: char| !c.is_ascii_digit())
-            .map(str::len)
-            .max()
-            .unwrap_or(0);
+        let longest = longest_digit_run(err);
         assert!(longest < 20, "a number of {longest} digits: {err}");
         assert!(!out.exists(), "{args:?} wrote {}", out.display());
     }

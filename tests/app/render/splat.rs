@@ -239,6 +239,7 @@ fn a_near_parcel_is_drawn_as_its_flakes_alike_by_sprites_and_splat() {
         spread,
         distance: 4.0 * d,
     };
+    assert!(near.applies_at(d), "the parcel is within the distance");
     assert_eq!(near.spread_at(d), spread, "within half the distance");
     let expected: Vec<Vec2> = (0..flakes)
         .map(|j| {
@@ -294,6 +295,7 @@ fn a_near_parcel_is_drawn_as_its_flakes_alike_by_sprites_and_splat() {
         distance: 0.5 * d,
         ..near
     };
+    assert!(!far.applies_at(d), "the parcel is beyond the distance");
     let views = Views {
         parcels: far,
         ..Views::default()
