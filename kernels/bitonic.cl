@@ -430,3 +430,15 @@ __kernel void permute_u32(__global const uint *restrict src, __global const uint
     const uint j = indices[i];
     dst[i] = j < src_len ? src[j] : 0xFFFFFFFFu;
 }
+
+// dst[i] = src[indices[i]] for i < n on 64-bit values (the snow a parcel carries); an index
+// past src_len gives all-ones bits.
+__kernel void permute_u64(__global const ulong *restrict src, __global const uint *restrict indices,
+                          __global ulong *restrict dst, const uint n, const uint src_len)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const uint j = indices[i];
+    dst[i] = j < src_len ? src[j] : 0xFFFFFFFFFFFFFFFFul;
+}

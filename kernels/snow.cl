@@ -10,6 +10,8 @@
 //   tet[i]     the tetrahedron that contains pos (within the walk's tolerance)
 //   ids[i]     the particle's id (0 .. n − 1, never changes)
 //   respawns[i] how many times it respawned (the generator's counter)
+//   suspended[i] units of laid snow the wind lifted into it (snow_suspend.cl), laid with its
+//              own parcel when it lands; only with `suspend` (one unused entry without)
 //
 // Every random number is a pure function of (seed, id, respawn count, stream): never of the
 // array slot, the frame or a shared counter, so permuting the arrays changes nothing.
@@ -31,6 +33,9 @@
 #define SNOW_C_NONFINITE 5
 #define SNOW_C_OTHER 6
 #define SNOW_C_DEPOSIT 7
+#define SNOW_C_LAID_SUSPENDED 8
+#define SNOW_C_EXIT_SUSPENDED 9
+#define SNOW_C_ENTRAINED 10
 
 #define SNOW_TWO_PI 6.28318530717958647692f
 
@@ -334,12 +339,49 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
     render[i] = (float4)(x, 0.5f * d * render_scale);
 }
 
+// The suspension's cell of a parcel at xy in tetrahedron t: the ground vertex of t nearest to
+// it horizontally (a tetrahedron of the bottom layer touches the ground by a face, an edge or a
+// vertex; ties to the lower id), −1 above the bottom layer. Without contraction into fused
+// multiply-adds, so that the same position and tetrahedron give the same cell at the end of a
+// step, when the parcel is counted, and at the start of the next, when it takes its share.
+inline int snow_bottom_cell(__global const int4 *restrict tets,
+                            __global const float4 *restrict coords,
+                            __global const int *restrict ground_index, const int t,
+                            const float2 xy) {
+#pragma OPENCL FP_CONTRACT OFF
+    const int4 nd = tets[t];
+    const int vs[4] = {nd.x, nd.y, nd.z, nd.w};
+    int c = -1;
+    float best = 0.0f;
+    for (int k = 0; k < 4; k++) {
+        const int g = ground_index[vs[k]];
+        if (g < 0)
+            continue;
+        const float2 d = coords[vs[k]].xy - xy;
+        const float dx2 = d.x * d.x;
+        const float dy2 = d.y * d.y;
+        const float r2 = dx2 + dy2;
+        if (c < 0 || r2 < best || (r2 == best && g < c)) {
+            c = g;
+            best = r2;
+        }
+    }
+    return c;
+}
+
 // One step of dt seconds for every particle. params = (dt, gravity, tolerance m, respawn depth
 // m); box = (x min, y min, x max, y max) of the periodic sides; refs = (x_min, x_max, y_min,
 // y_max) and refs2 = (ground, top, local hop limit, global hop limit). A landing lays
 // `landing_units` on the cover (snow_deposit.cl) over a disk of radius `footprint` plus the
 // particle's flutter radius. A respawn enters at the source (source = (height, top, depth
 // below the top, unused); height 0: through the top).
+// With `suspend` (snow_suspend.cl): a parcel in the bottom layer first takes its share of the
+// units the wind lifted in its cell this frame (`cell_pool` over `cell_count` parcels, the
+// remainder to the cell's smallest id, counted at the end of the last step; cells:
+// snow_bottom_cell), carries them, and
+// lays them with its own parcel when it lands (or takes them out of the domain when it
+// leaves); at the end every parcel in the bottom layer is counted in its cell for the next
+// frame (`next_count`, `next_first`).
 __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict vel,
                         __global const float4 *restrict flutter, __global uint *restrict tet,
                         __global const uint *restrict ids, __global uint *restrict respawns,
@@ -364,7 +406,13 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global const uint *restrict cover_lattice, const uint cover_r,
                         const float footprint, __global const uint *restrict ground_cdf,
                         const int ground_count, __global const int *restrict ground_tets,
-                        __global const float4 *restrict ground_points, const float4 source) {
+                        __global const float4 *restrict ground_points, const float4 source,
+                        __global ulong *restrict suspended,
+                        __global const uint *restrict cell_count,
+                        __global const uint *restrict cell_first,
+                        __global const ulong *restrict cell_pool,
+                        __global uint *restrict next_count, __global uint *restrict next_first,
+                        const uint suspend) {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
@@ -375,6 +423,22 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     int t = (int)tet[i];
     const uint id = ids[i];
     uint count = respawns[i];
+
+    // The snow the parcel carries in suspension, and its share of what the wind lifted in its
+    // cell this frame.
+    ulong load = 0ul;
+    if (suspend) {
+        load = suspended[i];
+        const int c = snow_bottom_cell(tets, coords, ground_index, t, p.xy);
+        if (c >= 0) {
+            const uint k = cell_count[c];
+            if (k > 0u) {
+                const ulong pool = cell_pool[c];
+                load += pool / k + (id == cell_first[c] ? pool % k : 0ul);
+            }
+        }
+    }
+    int laid = 0;
 
     // Wind at the particle, from the barycentrics in its tetrahedron.
     const SnowTet home = snow_tet(tets, coords, t);
@@ -424,13 +488,17 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                                         cover_around, cover_lattice, cover_r};
             const float angle =
                 SNOW_TWO_PI * snow_unit(snow_bits(seed, id, count, SNOW_S_FOOTPRINT));
+            const ulong units = landing_units + load;
             if (g0 < 0 || g1 < 0 || g2 < 0 ||
                 !deposit_parcel(&links, deposit, g0, g1, g2, x.xy, footprint + f.x, angle,
-                                landing_units)) {
+                                units)) {
                 atom_inc(&counters[SNOW_C_LOST]);
             } else {
-                atom_add(&counters[SNOW_C_DEPOSIT], landing_units);
+                atom_add(&counters[SNOW_C_DEPOSIT], units);
                 atom_inc(&counters[SNOW_C_LANDED]);
+                if (load > 0ul)
+                    atom_add(&counters[SNOW_C_LAID_SUSPENDED], load);
+                laid = 1;
             }
             respawn = 1;
         } else if (ref == refs.x || ref == refs.y || ref == refs.z || ref == refs.w) {
@@ -464,6 +532,10 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
         }
     }
     if (respawn) {
+        // What it carried in suspension was laid with it, or leaves the domain with it.
+        if (!laid && load > 0ul)
+            atom_add(&counters[SNOW_C_EXIT_SUSPENDED], load);
+        load = 0ul;
         count += 1u;
         int rt = -1;
         if (source.x > 0.0f)
@@ -487,6 +559,14 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     tet[i] = (uint)t;
     respawns[i] = count;
     render[i] = (float4)(q, 0.5f * f.z * render_scale);
+    if (suspend) {
+        suspended[i] = load;
+        const int c = snow_bottom_cell(tets, coords, ground_index, t, q.xy);
+        if (c >= 0) {
+            atomic_inc(&next_count[c]);
+            atomic_min(&next_first[c], id);
+        }
+    }
 }
 
 // The index of cell (x, y, z) (10 bits each) along the 3D Hilbert curve of order 10 (30

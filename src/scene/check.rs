@@ -349,6 +349,7 @@ impl Checker<'_> {
                 }
             },
             drift: g.drift.unwrap_or(true),
+            suspension: g.suspension.unwrap_or(true),
             threshold_friction_velocity: self.number(
                 "ground.threshold_friction_velocity",
                 g.threshold_friction_velocity,

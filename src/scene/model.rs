@@ -291,6 +291,9 @@ pub struct Ground {
     pub cover_refinement: u32,
     /// The wind lifts the laid snow and carries it in saltation (`snowsim::snow::Drift`).
     pub drift: bool,
+    /// With `drift`, the wind also lifts snow into suspension, in the parcels of the bottom
+    /// layer of air (`snowsim::snow::Suspension`).
+    pub suspension: bool,
     /// Friction velocity below which the wind lifts no snow, m/s.
     pub threshold_friction_velocity: f64,
     /// Length over which saltation relaxes to its equilibrium flux, m.

@@ -123,6 +123,7 @@ pub struct RawGround {
     pub smoothing_rate: Option<f64>,
     pub cover_refinement: Option<u32>,
     pub drift: Option<bool>,
+    pub suspension: Option<bool>,
     pub threshold_friction_velocity: Option<f64>,
     pub saturation_length: Option<f64>,
     pub roughness: Option<f64>,

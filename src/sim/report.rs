@@ -42,6 +42,11 @@ pub struct DriftReport {
     pub eroded_m3: f64,
     /// Blown out through the domain's sides, m³.
     pub blown_out_m3: f64,
+    /// Lifted into suspension since the start, m³ of laid snow (0 with `ground.suspension`
+    /// off): carried by the parcels of the bottom layer and laid where they land.
+    pub suspended_m3: f64,
+    /// What the parcels carry in suspension now, m³.
+    pub in_suspension_m3: f64,
     /// The largest friction velocity on the cover now, m/s.
     pub max_friction_velocity: f32,
     /// The largest saltation flux on the cover now, m² of laid snow per second (real time).

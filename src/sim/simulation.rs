@@ -474,9 +474,17 @@ fn drift_report(snow: &Snow) -> Result<Option<DriftReport>> {
     let unit = snow.cover().unit_volume();
     let counts = drift.counts()?;
     let max = |v: Vec<f32>| v.into_iter().fold(0.0, f32::max);
+    let carried: u128 = snow
+        .particles()
+        .suspended_units()?
+        .iter()
+        .map(|&u| u128::from(u))
+        .sum();
     Ok(Some(DriftReport {
         eroded_m3: counts.eroded as f64 * unit,
         blown_out_m3: counts.blown as f64 * unit,
+        suspended_m3: snow.counters()?.entrained as f64 * unit,
+        in_suspension_m3: carried as f64 * unit,
         max_friction_velocity: max(drift.friction_velocity()?),
         max_saltation_flux: max(drift.saltation_flux()?),
     }))

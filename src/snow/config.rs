@@ -119,6 +119,7 @@ impl SnowConfig {
                 roughness: g.roughness,
                 air_density: scene.wind.air_density,
                 snow_density: s.density,
+                suspension: g.suspension,
                 ..DriftSettings::default()
             }),
             sort: SortSettings {

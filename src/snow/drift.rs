@@ -87,6 +87,9 @@ pub struct DriftSettings {
     pub snow_density: f64,
     /// Gravitational acceleration, m/s².
     pub gravity: f64,
+    /// The wind also lifts snow into suspension, in the parcels of the bottom layer
+    /// (`ground.suspension`, [`Suspension`](super::Suspension)).
+    pub suspension: bool,
 }
 
 impl Default for DriftSettings {
@@ -98,6 +101,7 @@ impl Default for DriftSettings {
             air_density: 1.225,
             snow_density: 100.0,
             gravity: 9.81,
+            suspension: true,
         }
     }
 }
@@ -310,6 +314,9 @@ pub struct Drift {
     latest: usize,
     /// Friction velocity per cover vertex (a vector along the wind), m/s.
     friction: DeviceBuffer<[f32; 2]>,
+    /// Whether `friction` holds this frame's (computed by [`Drift::friction`] before the
+    /// particle step, for the suspension), so that [`Drift::step`] does not compute it again.
+    friction_ready: bool,
     /// Units each cover vertex sends out of the domain this frame.
     sink: DeviceBuffer<u64>,
     /// [blown out, eroded] units since the start.
@@ -357,6 +364,7 @@ impl Drift {
             ],
             latest: 0,
             friction: DeviceBuffer::zeroed(context, nv)?,
+            friction_ready: false,
             sink: DeviceBuffer::zeroed(context, nv)?,
             counters: DeviceBuffer::zeroed(context, 2)?,
             kernels: [
@@ -388,30 +396,27 @@ impl Drift {
             q.fill(0.0)?;
         }
         self.counters.fill(0)?;
+        self.friction_ready = false;
         Ok(self.friction.fill([0.0; 2])?)
     }
 
-    /// Enqueues one frame of drift over `dt` seconds in `wind` (a velocity per volume vertex,
-    /// at least as many as the domain's) with the morphological factor `acceleration`, on
-    /// `cover`: the friction velocity, the saltation flux, the laid snow it moves.
-    pub fn step(
+    /// Enqueues computing this frame's friction velocity per cover vertex from `wind` (a
+    /// velocity per volume vertex, at least as many as the domain's), for the suspension
+    /// before the particle step; [`step`](Self::step) then uses it.
+    pub fn friction(
         &mut self,
         context: &Context,
-        cover: &mut GroundCover,
+        cover: &GroundCover,
         wind: &impl BufferArg<[f32; 4]>,
-        dt: f32,
-        acceleration: f64,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let nv = cover.geometry.len();
-        let ne = cover.geometry.edges.len();
-        let s = &self.settings;
-        let unit = cover.unit_volume();
-        if nv == 0 || unit <= 0.0 || dt <= 0.0 {
+        if nv == 0 {
             return Ok(());
         }
-        let [friction, state, flux, limit] = &self.kernels;
-        let mut call = friction.call();
+        let s = &self.settings;
+        let kernel = &self.kernels[0];
+        let mut call = kernel.call();
         // SAFETY: parents name coarse vertices below `upper`'s and the level heights' length,
         // whose entries name volume vertices of the wind buffer (its length checked by
         // `Snow::drift`); friction holds nv values; the kernel guards its id.
@@ -426,7 +431,42 @@ impl Drift {
                 .arg(&(KARMAN as f32))?
                 .arg(&(s.roughness as f32))?;
         }
-        call.enqueue_into(context, friction.work_size(context, nv)?, timeline)?;
+        call.enqueue_into(context, kernel.work_size(context, nv)?, timeline)?;
+        self.friction_ready = true;
+        Ok(())
+    }
+
+    /// The friction velocity per cover vertex on the device (a vector along the wind, m/s).
+    pub(crate) fn friction_buffer(&self) -> &DeviceBuffer<[f32; 2]> {
+        &self.friction
+    }
+
+    /// Enqueues one frame of drift over `dt` seconds in `wind` (a velocity per volume vertex,
+    /// at least as many as the domain's) with the morphological factor `acceleration`, on
+    /// `cover`: the friction velocity (unless [`friction`](Self::friction) computed it this
+    /// frame), the saltation flux, the laid snow it moves.
+    pub fn step(
+        &mut self,
+        context: &Context,
+        cover: &mut GroundCover,
+        wind: &impl BufferArg<[f32; 4]>,
+        dt: f32,
+        acceleration: f64,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let ready = std::mem::replace(&mut self.friction_ready, false);
+        let nv = cover.geometry.len();
+        let ne = cover.geometry.edges.len();
+        let unit = cover.unit_volume();
+        if nv == 0 || unit <= 0.0 || dt <= 0.0 {
+            return Ok(());
+        }
+        if !ready {
+            self.friction(context, cover, wind, timeline)?;
+            self.friction_ready = false;
+        }
+        let s = &self.settings;
+        let [_, state, flux, limit] = &self.kernels;
         let law = [
             s.threshold as f32,
             s.air_density as f32,

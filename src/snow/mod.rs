@@ -110,6 +110,11 @@
 //! - deposits are integers added by atomics (order-independent);
 //! - nothing depends on the order of equal keys: bitonic sort is unstable, and particles in
 //!   one tetrahedron may come out in any order.
+//! - the snow lifted into suspension reaches the parcels only through integers: per-cell counts
+//!   and smallest ids are integer atomics (commutative), a parcel's share depends on its id,
+//!   its cell's pool and those two numbers, never on its slot; its cell is computed without
+//!   fused multiply-adds, so the count and the share see the same cell
+//!   ([`Suspension`]).
 
 mod config;
 mod cover;
@@ -121,6 +126,7 @@ mod mesh;
 mod particles;
 mod refine;
 mod sim;
+mod suspension;
 
 pub use config::{DRAW_FRACTION, FOOTPRINT_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
@@ -135,3 +141,6 @@ pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};
 pub use sim::{COVER_STAGE, Counters, DRIFT_STAGE, Ledger, SORT_STAGE, STEP_STAGE, Snow};
+pub use suspension::{
+    REFERENCE_HEIGHT, Suspension, cells_of, concentration, lift_rate, settling_speed,
+};

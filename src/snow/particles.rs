@@ -20,6 +20,11 @@ pub struct Particles {
     pub(crate) ids: DeviceBuffer<u32>,
     /// Respawn count.
     pub(crate) respawns: DeviceBuffer<u32>,
+    /// Units of laid snow the wind lifted into the parcel, carried until it lands (`ground.suspension`;
+    /// one unused entry without).
+    pub(crate) suspended: DeviceBuffer<u64>,
+    /// Whether `suspended` holds one entry per parcel.
+    suspension: bool,
 }
 
 /// One particle's state, read back to the host.
@@ -37,11 +42,13 @@ pub struct ParticleState {
     pub tet: u32,
     /// Respawn count.
     pub respawns: u32,
+    /// Units of laid snow it carries in suspension (0 without `ground.suspension`).
+    pub suspended: u64,
 }
 
 impl ParticleState {
     /// The state as bits, for comparisons that must be exact (NaN included).
-    pub fn bits(&self) -> [u32; 15] {
+    pub fn bits(&self) -> [u32; 17] {
         let f = |v: [f32; 4]| v.map(f32::to_bits);
         let (p, v, fl) = (f(self.pos), f(self.vel), f(self.flutter));
         [
@@ -60,13 +67,16 @@ impl ParticleState {
             fl[3],
             self.tet,
             self.respawns,
+            self.suspended as u32,
+            (self.suspended >> 32) as u32,
         ]
     }
 }
 
 impl Particles {
-    /// Allocates `n` particles (uninitialised: the init kernel fills them).
-    pub fn new(context: &Context, n: usize) -> Result<Self> {
+    /// Allocates `n` particles (uninitialised: the init kernel fills them), with the snow
+    /// they carry in suspension where `suspension` (else one unused entry).
+    pub fn new(context: &Context, n: usize, suspension: bool) -> Result<Self> {
         Ok(Self {
             pos: DeviceBuffer::uninit(context, n)?,
             vel: DeviceBuffer::uninit(context, n)?,
@@ -74,6 +84,8 @@ impl Particles {
             tet: DeviceBuffer::uninit(context, n)?,
             ids: DeviceBuffer::uninit(context, n)?,
             respawns: DeviceBuffer::uninit(context, n)?,
+            suspended: DeviceBuffer::zeroed(context, if suspension { n.max(1) } else { 1 })?,
+            suspension,
         })
     }
 
@@ -91,6 +103,7 @@ impl Particles {
     pub fn read(&self) -> Result<Vec<ParticleState>> {
         let (pos, vel, flutter) = (self.pos.read()?, self.vel.read()?, self.flutter.read()?);
         let (tet, ids, respawns) = (self.tet.read()?, self.ids.read()?, self.respawns.read()?);
+        let suspended = self.suspended_units()?;
         Ok((0..self.len())
             .map(|i| ParticleState {
                 id: ids[i],
@@ -99,8 +112,28 @@ impl Particles {
                 flutter: flutter[i],
                 tet: tet[i],
                 respawns: respawns[i],
+                suspended: suspended.get(i).copied().unwrap_or(0),
             })
             .collect())
+    }
+
+    /// Whether the parcels carry snow in suspension (`ground.suspension`).
+    pub fn carry_suspension(&self) -> bool {
+        self.suspension
+    }
+
+    /// The units each parcel carries in suspension, in array order (blocking; empty without
+    /// suspension).
+    pub fn suspended_units(&self) -> Result<Vec<u64>> {
+        if !self.carry_suspension() {
+            return Ok(Vec::new());
+        }
+        Ok(self.suspended.read()?)
+    }
+
+    /// Overwrites the units each parcel carries in suspension (tests break the ledger with it).
+    pub fn write_suspended(&mut self, units: &[u64]) -> Result<()> {
+        Ok(self.suspended.write(units)?)
     }
 
     /// Overwrites every particle's velocity (tests start particles at a known state).

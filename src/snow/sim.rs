@@ -19,6 +19,7 @@ use super::drift::Drift;
 use super::mesh::{SnowGeometry, SnowMesh};
 use super::particles::Particles;
 use super::refine::CoverMesh;
+use super::suspension::Suspension;
 use super::{Error, Result};
 
 /// Stage name of the particle update.
@@ -61,6 +62,12 @@ pub struct Counters {
     /// Units the landings laid on the cover, summed apart from the cover itself (the
     /// ledger's check: the cover holds exactly this more than at the start).
     pub deposited: u64,
+    /// Of `deposited`, the units the landing parcels carried in suspension.
+    pub laid_suspended: u64,
+    /// Units carried in suspension out of the domain (through the top, a closed side, lost).
+    pub exited_suspended: u64,
+    /// Units the wind lifted from the cover into suspension.
+    pub entrained: u64,
 }
 
 impl Counters {
@@ -74,6 +81,9 @@ impl Counters {
             nonfinite: c[5],
             other: c[6],
             deposited: c[7],
+            laid_suspended: c[8],
+            exited_suspended: c[9],
+            entrained: c[10],
             first_bad,
         }
     }
@@ -98,6 +108,8 @@ enum Sorter {
 struct Scratch {
     f4: [DeviceBuffer<[f32; 4]>; 3],
     u: [DeviceBuffer<u32>; 3],
+    /// For the snow in suspension (one unused entry without).
+    long: DeviceBuffer<u64>,
 }
 
 /// The snow simulation on one device.
@@ -108,6 +120,10 @@ pub struct Snow {
     cover: GroundCover,
     /// Drifting snow on the cover (`None`: the snow stays where it landed).
     drift: Option<Drift>,
+    /// Snow lifted into the parcels (`None` without drift or with `ground.suspension` off).
+    suspension: Option<Suspension>,
+    /// One-entry stand-ins for the suspension's cell buffers when there is none.
+    no_cells: (DeviceBuffer<u32>, DeviceBuffer<u64>),
     counters: DeviceBuffer<u64>,
     first_bad: DeviceBuffer<u32>,
     staging: CounterStaging,
@@ -131,7 +147,7 @@ pub struct Snow {
 }
 
 /// Counters on the device (`SNOW_C_*` in `kernels/snow.cl`).
-const COUNTERS: usize = 8;
+const COUNTERS: usize = 11;
 
 impl Snow {
     /// Builds the kernels, uploads the mesh and allocates the particles of `config` in
@@ -173,7 +189,21 @@ impl Snow {
             include_str!("../../kernels/snow_deposit.cl"),
         )?;
         let snow = Source::embedded("snow.cl", include_str!("../../kernels/snow.cl"))?;
-        let program = Program::build(context, &[walk, deposit, snow], "")?;
+        let suspend = Source::embedded(
+            "snow_suspend.cl",
+            include_str!("../../kernels/snow_suspend.cl"),
+        )?;
+        let program = Program::build(context, &[walk, deposit, snow, suspend], "")?;
+        let suspension = match (&drift, config.drift) {
+            (Some(d), Some(settings)) if settings.suspension => Some(Suspension::new(
+                context,
+                &program,
+                &cover,
+                d.level_height(),
+                settings,
+            )?),
+            _ => None,
+        };
         let n = config.particles;
         let counters = DeviceBuffer::zeroed(context, COUNTERS)?;
         let first_bad = DeviceBuffer::from_slice(context, &[u32::MAX])?;
@@ -183,7 +213,7 @@ impl Snow {
             pending: None,
         };
         let mut snow = Self {
-            particles: Particles::new(context, n)?,
+            particles: Particles::new(context, n, suspension.is_some())?,
             counters,
             first_bad,
             staging,
@@ -201,6 +231,11 @@ impl Snow {
             mesh,
             cover,
             drift,
+            suspension,
+            no_cells: (
+                DeviceBuffer::zeroed(context, 1)?,
+                DeviceBuffer::zeroed(context, 1)?,
+            ),
             footprint,
             frame: 0,
             config,
@@ -299,6 +334,7 @@ impl Snow {
                     DeviceBuffer::uninit(context, n)?,
                     DeviceBuffer::uninit(context, n)?,
                 ],
+                long: DeviceBuffer::uninit(context, self.particles.suspended.len())?,
             });
         }
         self.config.sort.mode = mode;
@@ -324,6 +360,10 @@ impl Snow {
         if let Some(drift) = self.drift.as_mut() {
             drift.reset()?;
         }
+        if let Some(suspension) = self.suspension.as_mut() {
+            suspension.reset()?;
+        }
+        self.particles.suspended.fill(0)?;
         self.counters.fill(0)?;
         self.first_bad.fill(u32::MAX)?;
         self.frame = 0;
@@ -397,12 +437,33 @@ impl Snow {
                 "time step {dt} must be finite and not negative"
             )));
         }
+        if let (Some(drift), Some(suspension)) = (self.drift.as_mut(), self.suspension.as_mut()) {
+            // The wind lifts snow from the cover as it stands before any landing of the frame.
+            timeline.stage(DRIFT_STAGE);
+            drift.friction(context, &self.cover, wind, timeline)?;
+            suspension.erode(
+                context,
+                &mut self.cover,
+                drift.friction_buffer(),
+                &self.counters,
+                self.config.acceleration * f64::from(dt),
+                timeline,
+            )?;
+        }
         if n > 0 {
             timeline.stage(STEP_STAGE);
             self.update_particles(context, wind, dt, render, timeline)?;
         }
+        if let Some(suspension) = self.suspension.as_mut() {
+            suspension.finish_frame();
+        }
         self.frame += 1;
         Ok(())
+    }
+
+    /// The snow lifted into suspension, when on.
+    pub fn suspension(&self) -> Option<&Suspension> {
+        self.suspension.as_ref()
     }
 
     /// Lets the wind `wind` (a velocity per vertex of the domain mesh) drift the laid snow
@@ -522,12 +583,21 @@ impl Snow {
         ];
         let links = &self.cover.links;
         let landing_units = c.landing_units();
+        let (none_u, none_l) = (&self.no_cells.0, &self.no_cells.1);
+        let cells = self.suspension.as_ref().map(Suspension::frame);
+        let (count, first, pool, next_count, next_first) = match &cells {
+            Some(f) => (f.count, f.first, f.pool, f.next_count, f.next_first),
+            None => (none_u, none_u, none_l, none_u, none_u),
+        };
+        let suspend = u32::from(cells.is_some());
         let mut call = self.update.call();
         // SAFETY: the particle arrays and `render` hold n values (checked), the kernel guards
         // i < n; the mesh tables are consistent (built together), tetrahedra index `coords`
         // and `wind` (at least one value per vertex, checked); the ground index maps into the
         // coarse ground's vertices, whose triangle tables the cover built, with a lattice of
-        // fine ids into its volumes; the column grid has dims.x · dims.y entries.
+        // fine ids into its volumes; the column grid has dims.x · dims.y entries; with
+        // `suspend`, `suspended` holds n values and the cell buffers one per coarse ground
+        // vertex (the cells a tetrahedron's ground index names), else none is read.
         unsafe {
             bind_particles(&mut call, p, render, c.seed)?
                 .buffer(&m.tets)?
@@ -563,7 +633,14 @@ impl Snow {
                 .arg(&(g.ground_tets.len() as i32))?
                 .buffer(&m.ground_tets)?
                 .buffer(&links.points)?
-                .arg(&source_args(c, g))?;
+                .arg(&source_args(c, g))?
+                .buffer(&p.suspended)?
+                .buffer(count)?
+                .buffer(first)?
+                .buffer(pool)?
+                .buffer(next_count)?
+                .buffer(next_first)?
+                .arg(&suspend)?;
         }
         call.enqueue_into(context, self.update.work_size(context, n)?, timeline)?;
         Ok(())
@@ -626,6 +703,10 @@ impl Snow {
                 timeline.append(s.permute(&p.tet, idx, &mut scratch.u[0])?);
                 timeline.append(s.permute(&p.ids, idx, &mut scratch.u[1])?);
                 timeline.append(s.permute(&p.respawns, idx, &mut scratch.u[2])?);
+                if p.carry_suspension() {
+                    timeline.append(s.permute(&p.suspended, idx, &mut scratch.long)?);
+                    std::mem::swap(&mut p.suspended, &mut scratch.long);
+                }
                 std::mem::swap(&mut p.pos, &mut scratch.f4[0]);
                 std::mem::swap(&mut p.vel, &mut scratch.f4[1]);
                 std::mem::swap(&mut p.flutter, &mut scratch.f4[2]);
@@ -729,6 +810,13 @@ impl Snow {
     pub fn ledger(&self) -> Result<Ledger> {
         let c = self.counters()?;
         let mut ledger = Ledger::new(&c, self.deposited_units()?, self.particles.len());
+        ledger.suspended = self
+            .particles
+            .suspended_units()?
+            .iter()
+            .map(|&u| u128::from(u))
+            .sum();
+        ledger.carried += ledger.suspended;
         if let Some(drift) = &self.drift {
             let counts = drift.counts()?;
             ledger.blown = u128::from(counts.blown);
@@ -762,6 +850,13 @@ impl Snow {
             }
         }
         let ledger = self.ledger()?;
+        if !ledger.suspension_balances() {
+            return Err(Error::Invariant(format!(
+                "stage snow.step: the snow in suspension does not balance: the parcels carry {} \
+                 units ≠ {} lifted − {} laid − {} taken out of the domain",
+                ledger.suspended, ledger.entrained, ledger.laid_suspended, ledger.exited_suspended
+            )));
+        }
         if !ledger.balances() {
             return Err(Error::Invariant(format!(
                 "stage snow.cover: the ledger does not balance: {} units on the ground + {} \
@@ -801,7 +896,10 @@ impl Snow {
 /// morphological factor does); a respawn injects a fresh parcel; a parcel leaving through the
 /// top, a closed side or lost removes its units. `laid` is summed on the device apart from the
 /// cover, so a footprint, smoothing or drift that lost or made a unit breaks the balance.
-/// Drifting snow blown out through the domain's sides leaves (`blown`).
+/// Drifting snow blown out through the domain's sides leaves (`blown`). Snow the wind lifts
+/// into suspension moves from the ground to the parcels (`suspended`, part of `carried`) and
+/// back when they land: no term of the balance, but checked apart
+/// ([`suspension_balances`](Self::suspension_balances)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Ledger {
     /// Units on the ground now.
@@ -824,10 +922,19 @@ pub struct Ledger {
     /// Units the wind lifted (each frame, every cover vertex's net loss, summed; not a term of
     /// the balance: the snow was laid again or blown out).
     pub eroded: u128,
+    /// Units the parcels carry in suspension now (part of `carried`).
+    pub suspended: u128,
+    /// Units the wind lifted into suspension so far.
+    pub entrained: u64,
+    /// Units carried in suspension that landings laid so far (part of `laid`).
+    pub laid_suspended: u64,
+    /// Units carried in suspension out of the domain so far (part of `removed`).
+    pub exited_suspended: u64,
 }
 
 impl Ledger {
-    /// The books of `c`, with `ground` units on the ground and `particles` parcels; the
+    /// The books of `c`, with `ground` units on the ground and `particles` parcels carrying
+    /// nothing in suspension (set `suspended` and add it to `carried` where they do); the
     /// ground starts empty ([`Snow::reset`]).
     pub fn new(c: &Counters, ground: u128, particles: usize) -> Self {
         let q = u128::from(PARCEL_UNITS);
@@ -839,13 +946,26 @@ impl Ledger {
             carried: n * q,
             start: n * q,
             injected: (respawned * q) as i128 + c.deposited as i128
+                - c.laid_suspended as i128
                 - (u128::from(c.landed) * q) as i128,
-            removed: exits * q,
+            removed: exits * q + u128::from(c.exited_suspended),
             landings: c.landed,
             laid: c.deposited,
             blown: 0,
             eroded: 0,
+            suspended: 0,
+            entrained: c.entrained,
+            laid_suspended: c.laid_suspended,
+            exited_suspended: c.exited_suspended,
         }
+    }
+
+    /// Whether the snow the parcels carry in suspension is exactly what the wind lifted less
+    /// what landings laid and what left the domain (a share lost or doubled in the hand-out
+    /// breaks it).
+    pub fn suspension_balances(&self) -> bool {
+        self.suspended + u128::from(self.laid_suspended) + u128::from(self.exited_suspended)
+            == u128::from(self.entrained)
     }
 
     /// Whether `ground + carried = start + injected − removed − blown` holds exactly.

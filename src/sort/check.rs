@@ -155,8 +155,8 @@ fn run_typed<K: RandomKey>(
     }
 }
 
-/// Applies `indices` (a permutation of 0..n) to a `float4` and a `u32` payload and checks that
-/// row i of each is the original row `indices[i]`.
+/// Applies `indices` (a permutation of 0..n) to a `float4`, a `u32` and a `u64` payload and
+/// checks that row i of each is the original row `indices[i]`.
 fn check_permutation(sorter: &mut BitonicSorter, indices: &[u32]) -> Result<Option<String>> {
     let ctx = sorter.context().clone();
     let n = indices.len();
@@ -169,14 +169,22 @@ fn check_permutation(sorter: &mut BitonicSorter, indices: &[u32]) -> Result<Opti
     let words: Vec<u32> = (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
+    // Both halves of each long differ from row to row, so a kernel moving 32 bits would fail.
+    let longs: Vec<u64> = (0..n as u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 40))
+        .collect();
     let index_buf = DeviceBuffer::from_slice(&ctx, indices)?;
     let rows_buf = DeviceBuffer::from_slice(&ctx, &rows)?;
     let words_buf = DeviceBuffer::from_slice(&ctx, &words)?;
+    let longs_buf = DeviceBuffer::from_slice(&ctx, &longs)?;
     let mut rows_out = DeviceBuffer::<[f32; 4]>::uninit(&ctx, n)?;
     let mut words_out = DeviceBuffer::<u32>::uninit(&ctx, n)?;
+    let mut longs_out = DeviceBuffer::<u64>::uninit(&ctx, n)?;
     sorter.permute(&rows_buf, &index_buf, &mut rows_out)?;
     sorter.permute(&words_buf, &index_buf, &mut words_out)?;
+    sorter.permute(&longs_buf, &index_buf, &mut longs_out)?;
     let (rows_out, words_out) = (rows_out.read()?, words_out.read()?);
+    let longs_out = longs_out.read()?;
     for (i, &j) in indices.iter().enumerate() {
         let j = j as usize;
         if rows_out[i] != rows[j] {
@@ -189,6 +197,12 @@ fn check_permutation(sorter: &mut BitonicSorter, indices: &[u32]) -> Result<Opti
             return Ok(Some(format!(
                 "permute u32: row {i} is {}, expected original row {j} {}",
                 words_out[i], words[j]
+            )));
+        }
+        if longs_out[i] != longs[j] {
+            return Ok(Some(format!(
+                "permute u64: row {i} is {:#x}, expected original row {j} {:#x}",
+                longs_out[i], longs[j]
             )));
         }
     }

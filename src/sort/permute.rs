@@ -11,31 +11,48 @@ mod sealed {
     impl Sealed for [f32; 4] {}
     impl Sealed for u32 {}
     impl Sealed for f32 {}
+    impl Sealed for u64 {}
+}
+
+/// The kernel that moves an element type: which width of row it copies.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowWidth {
+    /// A `float4` (16 bytes).
+    Float4,
+    /// 32 bits.
+    Word,
+    /// 64 bits.
+    Long,
 }
 
 /// Element types a permutation moves: `[f32; 4]` (a `float4`, as particle positions and
-/// velocities are stored), `u32` and `f32`.
+/// velocities are stored), `u32`, `f32` and `u64` (the snow a parcel carries in suspension).
 pub trait Permutable: Pod + sealed::Sealed {
     #[doc(hidden)]
-    const FLOAT4: bool;
+    const WIDTH: RowWidth;
 }
 
 impl Permutable for [f32; 4] {
-    const FLOAT4: bool = true;
+    const WIDTH: RowWidth = RowWidth::Float4;
 }
 
 impl Permutable for u32 {
-    const FLOAT4: bool = false;
+    const WIDTH: RowWidth = RowWidth::Word;
 }
 
 impl Permutable for f32 {
-    const FLOAT4: bool = false;
+    const WIDTH: RowWidth = RowWidth::Word;
+}
+
+impl Permutable for u64 {
+    const WIDTH: RowWidth = RowWidth::Long;
 }
 
 /// Enqueues `dst[i] = src[indices[i]]` for every `i < dst.len()`.
 ///
 /// An index at or past `src.len()` never reads out of bounds: that row is filled with NaNs
-/// (`float4`) or all-ones bits (32-bit elements).
+/// (`float4`) or all-ones bits (32- and 64-bit elements).
 pub(crate) fn permute<T: Permutable>(
     program: &SortProgram,
     src: &DeviceBuffer<T>,
@@ -58,14 +75,14 @@ pub(crate) fn permute<T: Permutable>(
     if n == 0 {
         return Ok(events);
     }
-    let kernel: &Kernel = if T::FLOAT4 {
-        &program.permute_float4
-    } else {
-        &program.permute_u32
+    let kernel: &Kernel = match T::WIDTH {
+        RowWidth::Float4 => &program.permute_float4,
+        RowWidth::Word => &program.permute_u32,
+        RowWidth::Long => &program.permute_u64,
     };
     let work = WorkSize::for_kernel(&program.context, kernel, n)?;
     let mut call = kernel.call();
-    // SAFETY: src, indices and dst are buffers of T (float4 or 32-bit), u32 and T, then two
+    // SAFETY: src, indices and dst are buffers of T (float4, 32- or 64-bit), u32 and T, then two
     // uints, as the kernels declare; work-items at or past n return at once, and reads from src
     // are guarded by src_len.
     unsafe {

@@ -59,6 +59,7 @@ pub(crate) struct SortProgram {
     pub(crate) merge_global: Kernel,
     pub(crate) permute_float4: Kernel,
     pub(crate) permute_u32: Kernel,
+    pub(crate) permute_u64: Kernel,
     /// Largest work-group size `bitonic_merge_global` allows, rounded down to a power of two
     /// and capped at 256.
     global_group: usize,
@@ -150,6 +151,7 @@ impl SortProgram {
                 merge_global,
                 permute_float4: program.kernel("permute_float4")?,
                 permute_u32: program.kernel("permute_u32")?,
+                permute_u64: program.kernel("permute_u64")?,
                 global_group: prev_power_of_two(global_group).max(1),
             });
         }

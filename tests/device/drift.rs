@@ -8,7 +8,7 @@ use std::path::Path;
 
 use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
 use snowsim::particle::Particle;
-use snowsim::scene::{Scene, SortMode};
+use snowsim::scene::{Scene, SortKey, SortMode};
 use snowsim::sim::{Overrides, Simulation};
 
 use crate::common::context;
@@ -177,27 +177,69 @@ fn drift_scours_the_crest_and_loads_the_lee_of_a_ridge() {
     assert!(report_off.drift.is_none());
 }
 
+/// The ridge under a 20 m/s wind (u* near 1 m/s on the crest), so that the wind lifts snow
+/// into suspension as well as saltation.
+fn stormy_ridge(extra: &str) -> Scene {
+    let mut scene = ridge(extra);
+    scene.wind.speed = 20.0;
+    scene
+}
+
+/// The particles' states sorted by id (the array order is the sort's).
+fn by_id(sim: &Simulation) -> Vec<[u32; 17]> {
+    let mut states = sim.snow().unwrap().particles().read().unwrap();
+    states.sort_by_key(|p| p.id);
+    states.iter().map(|p| p.bits()).collect()
+}
+
 #[test]
-fn the_sort_mode_changes_nothing_with_drift_on() {
+fn the_sort_mode_changes_nothing_with_drift_and_suspension_on() {
     let ctx = context();
-    let scene = ridge("");
-    let mut covers = Vec::new();
-    for sort in [SortMode::Off, SortMode::Full, SortMode::Partial] {
-        let (mut sim, mut particles) = begin(&ctx, &scene, sort, true);
-        run(&ctx, &mut sim, &mut particles, 60, true);
-        let snow = sim.snow().unwrap();
-        covers.push((sort, snow.cover().volumes().unwrap()));
-        assert!(
-            snow.ledger().unwrap().eroded > 0,
-            "{sort:?}: the wind moved no snow"
-        );
+    for key in [SortKey::Tetrahedron, SortKey::Hilbert] {
+        let mut scene = stormy_ridge("");
+        scene.snow.sort_key = key;
+        let mut runs = Vec::new();
+        for sort in [SortMode::Off, SortMode::Full, SortMode::Partial] {
+            let (mut sim, mut particles) = begin(&ctx, &scene, sort, true);
+            run(&ctx, &mut sim, &mut particles, 60, true);
+            let snow = sim.snow().unwrap();
+            let ledger = snow.ledger().unwrap();
+            assert!(
+                ledger.eroded > 0,
+                "{key:?}, {sort:?}: the wind moved no snow"
+            );
+            assert!(
+                ledger.entrained > 0 && ledger.laid_suspended > 0 && ledger.suspended > 0,
+                "{key:?}, {sort:?}: nothing went through suspension: {ledger:?}"
+            );
+            runs.push((sort, snow.cover().volumes().unwrap(), by_id(&sim), ledger));
+        }
+        for (sort, cover, particles, ledger) in &runs[1..] {
+            assert!(
+                cover == &runs[0].1,
+                "{key:?}, {sort:?}: the cover differs from the unsorted run's"
+            );
+            assert!(
+                particles == &runs[0].2,
+                "{key:?}, {sort:?}: the parcels (their suspended snow with them) differ from the \
+                 unsorted run's"
+            );
+            assert_eq!(ledger, &runs[0].3, "{key:?}, {sort:?}");
+        }
     }
-    for (sort, cover) in &covers[1..] {
-        assert!(
-            cover == &covers[0].1,
-            "{sort:?}: the cover differs from the unsorted run's"
-        );
-    }
+}
+
+#[test]
+fn a_unit_of_suspended_snow_made_from_nothing_breaks_the_ledger() {
+    let ctx = context();
+    let (mut sim, mut particles) = begin(&ctx, &stormy_ridge(""), SortMode::Off, true);
+    run(&ctx, &mut sim, &mut particles, 20, true);
+    let snow = sim.snow_mut().unwrap();
+    let mut units = snow.particles().suspended_units().unwrap();
+    units[7] += 1;
+    snow.particles_mut().write_suspended(&units).unwrap();
+    let err = sim.check().unwrap_err().to_string();
+    assert!(err.contains("suspension does not balance"), "{err}");
 }
 
 #[test]
@@ -216,6 +258,11 @@ fn below_the_threshold_the_drift_changes_nothing() {
             let max = u.iter().fold(0.0f32, |m, &x| m.max(x));
             assert!(max > 0.05 && max < 0.25, "u* up to {max} m/s");
             assert_eq!(drift.counts().unwrap().eroded, 0);
+            assert_eq!(
+                snow.ledger().unwrap().entrained,
+                0,
+                "suspension below the threshold"
+            );
         }
         covers.push(snow.cover().volumes().unwrap());
     }
@@ -284,5 +331,161 @@ fn above_the_threshold_the_cover_moves_downwind() {
     assert!(
         on > off + 5.0,
         "with drift the centre of mass is at x = {on:.1} m, without {off:.1} m"
+    );
+}
+
+#[test]
+fn suspension_alone_carries_a_pile_downwind() {
+    // The pile of `above_the_threshold_the_cover_moves_downwind` under the same wind (u* ≈ 0.66
+    // m/s), saltation all but off (a saturation length of 100 km: its flux grows from nothing
+    // over the 200 m domain to a thousandth of its equilibrium), with 16 384 parcels entering
+    // 10 m above the ground, so that every cell of the bottom layer holds some to carry what the
+    // wind lifts, and a snowfall too light to matter. With suspension the lifted snow rides the
+    // parcels downwind (they fall at about 1 m/s through the 6 m bottom layer in a wind of
+    // 10–14 m/s); without, the pile stays. The parcels carry it at the wind interpolated in the
+    // bottom layer of tetrahedra (zero at the ground, about 5 m/s at the loaded parcels' mean
+    // height of 2 m), so most hops are short (about 10 m) and laid snow is lifted again: on
+    // PoCL, over 30 s, 32 % of the pile is lifted (gross), 5 % is in the air at the end, the
+    // centre of the laid snow moves 0.8 m and 0.4 % of the pile lies beyond x = 120 m (0.008 %
+    // without).
+    let ctx = context();
+    let mut results = Vec::new();
+    let saltation_off = "saturation_length = 99999.0";
+    for extra in [
+        saltation_off,
+        &format!("{saltation_off}\nsuspension = false"),
+    ] {
+        let mut scene = flat(15.0, 16384, 5000.0, extra);
+        scene.snow.rate = 1e-7;
+        scene.snow.source_height = 10.0;
+        let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, false);
+        let snow = sim.snow_mut().unwrap();
+        let cover = snow.cover_mut();
+        let unit = cover.unit_volume();
+        let pile: Vec<u64> = cover
+            .mesh
+            .vertices
+            .iter()
+            .zip(&cover.geometry.area)
+            .map(|(p, &area)| {
+                let (dx, dy) = (p[0] - 70.0, p[1] - 100.0);
+                if dx * dx + dy * dy < 30.0 * 30.0 {
+                    (0.2 * f64::from(area) / unit) as u64
+                } else {
+                    0
+                }
+            })
+            .collect();
+        cover.set_volumes(&pile).unwrap();
+        let before: u128 = pile.iter().map(|&u| u128::from(u)).sum();
+        run(&ctx, &mut sim, &mut particles, 300, false);
+        let snow = sim.snow().unwrap();
+        let volumes = snow.cover().volumes().unwrap();
+        let vertices = &snow.cover().mesh.vertices;
+        let total: u128 = volumes.iter().map(|&u| u128::from(u)).sum();
+        // Laid more than 20 m downwind of the pile's edge.
+        let far: u128 = volumes
+            .iter()
+            .zip(vertices)
+            .filter(|(_, p)| p[0] >= 120.0)
+            .map(|(&u, _)| u128::from(u))
+            .sum();
+        let moment: f64 = volumes
+            .iter()
+            .zip(vertices)
+            .map(|(&u, p)| u as f64 * p[0])
+            .sum();
+        let ledger = snow.ledger().unwrap();
+        assert!(ledger.suspension_balances(), "{ledger:?}");
+        results.push((
+            moment / total as f64,
+            far as f64 / before as f64,
+            ledger.entrained as f64 / before as f64,
+        ));
+    }
+    let [(x_on, far_on, lifted_on), (x_off, far_off, lifted_off)] = [results[0], results[1]];
+    let summary = format!(
+        "suspension on: centre x {x_on:.1} m, {:.3} % of the pile beyond x = 120 m, {:.2} % \
+         lifted (gross); off: {x_off:.1} m, {:.3} %, {:.2} %",
+        100.0 * far_on,
+        100.0 * lifted_on,
+        100.0 * far_off,
+        100.0 * lifted_off
+    );
+    assert_eq!(lifted_off, 0.0, "{summary}");
+    assert!(
+        (x_off - 70.0).abs() < 2.0,
+        "without suspension the pile stays: {summary}"
+    );
+    assert!(x_on > x_off + 0.4, "{summary}");
+    assert!(far_on > 0.002 && far_on > 10.0 * far_off, "{summary}");
+}
+
+#[test]
+fn the_wind_lifts_what_the_suspension_law_says() {
+    // A flat field under 15 m/s (u* ≈ 0.66 m/s) with 2 cm of snow everywhere and parcels in
+    // every cell of the bottom layer: one frame's lifted units equal the host's sum over the
+    // cover vertices whose cell holds a parcel of ⌊a Δt w_s(z_e) c(u*, z_e) A / (ρ unit)⌋
+    // (`snowsim::snow::lift_rate`, in f64, from the device's own u*), within the f32 rounding
+    // of the kernel.
+    let ctx = context();
+    let mut scene = flat(15.0, 16384, 5000.0, "");
+    scene.snow.rate = 1e-7;
+    scene.snow.source_height = 10.0;
+    let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Off, false);
+    let snow = sim.snow_mut().unwrap();
+    let cover = snow.cover_mut();
+    let unit = cover.unit_volume();
+    let even: Vec<u64> = cover
+        .geometry
+        .area
+        .iter()
+        .map(|&a| (0.02 * f64::from(a) / unit) as u64)
+        .collect();
+    cover.set_volumes(&even).unwrap();
+    // The first frame counts the parcels in their cells (and lifts nothing: none was counted).
+    run(&ctx, &mut sim, &mut particles, 1, false);
+    let snow = sim.snow().unwrap();
+    assert_eq!(snow.ledger().unwrap().entrained, 0);
+    let suspension = snow.suspension().expect("suspension on by default");
+    let counts = suspension.cell_counts().unwrap();
+    let cells = suspension.cells().unwrap();
+    let drift = snow.drifting().unwrap();
+    let u = drift.friction_velocity().unwrap();
+    let volumes = snow.cover().volumes().unwrap();
+    let settings = *drift.settings();
+    let mesh = &snow.cover().mesh;
+    let r = f64::from(mesh.refinement);
+    let scale = 5000.0 * scene.time.step / (settings.snow_density * unit);
+    let mut want = 0.0f64;
+    let mut lifting = 0;
+    for (v, (p, n)) in mesh.parents.iter().enumerate() {
+        if counts[cells[v] as usize] == 0 {
+            continue;
+        }
+        let z1: f64 = (0..3)
+            .filter(|&k| n[k] > 0)
+            .map(|k| f64::from(n[k]) / r * f64::from(drift.level_height()[p[k] as usize]))
+            .sum();
+        let area = f64::from(snow.cover().geometry.area[v]);
+        let units = scale * snowsim::snow::lift_rate(&settings, f64::from(u[v]), 0.5 * z1) * area;
+        let lifted = units.floor().min(volumes[v] as f64);
+        if lifted >= 1.0 {
+            lifting += 1;
+        }
+        want += lifted;
+    }
+    let populated = counts.iter().filter(|&&c| c > 0).count();
+    assert!(
+        populated * 10 >= counts.len() * 9,
+        "{populated} of {} cells hold a parcel",
+        counts.len()
+    );
+    assert!(lifting > 100, "{lifting} vertices lift snow");
+    run(&ctx, &mut sim, &mut particles, 1, false);
+    let got = sim.snow().unwrap().ledger().unwrap().entrained as f64;
+    assert!(
+        (got / want - 1.0).abs() < 1e-4,
+        "lifted {got} units, the law says {want}"
     );
 }

@@ -481,7 +481,9 @@ fn edited_copies_of_the_wind_and_walk_kernels_are_the_ones_that_run() {
         if file == "tet_walk.cl" {
             let stderr = fails_with_kernels_from(&dir, SNOW);
             assert!(
-                stderr.contains("program `tet_walk.cl + snow_deposit.cl + snow.cl`"),
+                stderr.contains(
+                    "program `tet_walk.cl + snow_deposit.cl + snow.cl + snow_suspend.cl`"
+                ),
                 "the program is named by its files: {stderr}"
             );
         }

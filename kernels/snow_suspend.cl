@@ -1,0 +1,54 @@
+// Snow lifted into suspension (src/snow/suspension.rs has the law and its sources). Built after
+// snow.cl (its counters). One kernel, at the start of a frame, before any landing:
+//   suspend_erode  per cover vertex: the units the wind lifts from it this frame, from the cover
+//                  as it stood at the frame's start, when the bottom cell it belongs to holds a
+//                  parcel to carry them; added to that cell's pool, which snow_step shares out
+//                  among the cell's parcels.
+// Cells are the wind mesh's ground vertices (the cover numbers them first, with their own
+// ids); `cell[v]` the one a cover vertex belongs to (its parent of largest numerator).
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+// friction[v]: u* along the wind (snow_drift.cl). site[v] = (z_e^-0.544, w_s A): the reference
+// concentration's height term at the height the lifted snow enters the model's air, and the
+// settling speed there times the vertex's area (m³/s). law = (u*t, 0.05628 (the reference
+// height over u*, s), units per kg of lifted snow per m³ of air per m³/s in this frame, unused).
+// Clears the other frame's pool and the next frame's counts on the cells (v < cells).
+__kernel void suspend_erode(__global const float2 *restrict friction,
+                            __global const uint *restrict cell,
+                            __global const float2 *restrict site,
+                            __global ulong *restrict volume,
+                            __global const uint *restrict cell_count,
+                            __global ulong *restrict pool, __global ulong *restrict stale_pool,
+                            __global uint *restrict next_count,
+                            __global uint *restrict next_first,
+                            __global ulong *restrict counters, const uint n, const uint cells,
+                            const float4 law) {
+    const uint v = get_global_id(0);
+    if (v >= n)
+        return;
+    if (v < cells) {
+        stale_pool[v] = 0ul;
+        next_count[v] = 0u;
+        next_first[v] = 0xffffffffu;
+    }
+    const uint c = cell[v];
+    if (cell_count[c] == 0u)
+        return;
+    const float u = length(friction[v]);
+    if (!(u > law.x))
+        return;
+    const float2 s = site[v];
+    // Pomeroy & Male (1992): c(z) = 0.8 exp(-1.55 (z_r^-0.544 - z^-0.544)) kg/m³, z_r = 0.05628 u*.
+    const float concentration = 0.8f * exp(-1.55f * (pow(law.y * u, -0.544f) - s.x));
+    const float units = law.z * s.y * concentration;
+    if (!(units >= 1.0f))
+        return;
+    const ulong have = volume[v];
+    const ulong lifted = min((ulong)fmin(units, 9.0e18f), have);
+    if (lifted == 0ul)
+        return;
+    volume[v] = have - lifted;
+    atom_add(&pool[c], lifted);
+    atom_add(&counters[SNOW_C_ENTRAINED], lifted);
+}

@@ -1,0 +1,339 @@
+//! Snow in suspension: where the friction velocity exceeds the threshold, the wind lifts laid
+//! snow into the parcels of the bottom layer of air, which carry it with the wind and lay it
+//! again where they land, by the same segment test as falling snow (`kernels/snow_suspend.cl`,
+//! the hand-out and the landing in `kernels/snow.cl`).
+//!
+//! # The law
+//!
+//! Suspension needs saltation to feed it: it starts at the same threshold `u*t` (Pomeroy, Gray &
+//! Landine 1993, *The Prairie Blowing Snow Model*, J. Hydrology 144: no suspended snow where
+//! their saltation concentration is not positive, `u* ≤ u*t`). Above it the concentration of
+//! suspended snow falls with height as Pomeroy & Male (1992, *Steady-state suspension of snow*,
+//! J. Hydrology 136) fitted it, as the Prairie Blowing Snow Model codes it,
+//!
+//! `c(z) = 0.8 exp(−1.55 (z_r^−0.544 − z^−0.544))` kg/m³, `z_r = 0.05628 u*` m,
+//!
+//! and in a steady profile the snow rising through a height balances the snow settling through
+//! it, `w_s c(z)`. So the wind lifts `E = w_s(z_e) c(z_e)` kg m⁻² s⁻¹ into the model's air,
+//! the reference-concentration pickup of sediment models (van Rijn 1984, *Sediment pick-up
+//! functions*, J. Hydraulic Engineering 110), at `z_e` half the first level above the ground
+//! (the middle of the bottom layer of tetrahedra, where the parcels that take it are), with the
+//! settling speed of the Prairie Blowing Snow Model's grains, `w_s = 1.1·10⁷ r^1.8` m/s for a
+//! mean radius `r = 4.6·10⁻⁵ z^−0.258` m (30 µm from 5 m up). At 7 m: `E ≈ 2·10⁻⁶` kg m⁻² s⁻¹
+//! at `u* = 0.5` m/s, `6·10⁻⁵` at 1 m/s (about 2 mm of fresh snow an hour).
+//!
+//! # Exact and order-free
+//!
+//! Each cover vertex lifts `min(volume, ⌊a E A Δt / (ρ_snow · unit)⌋)` units (`a` the
+//! morphological factor, `A` its area) from the cover as it stood at the frame's start, in a
+//! kernel of its own before any landing, but only where its cell, the wind mesh's ground vertex
+//! it belongs to (its parent of largest numerator), holds a parcel of the bottom layer: the
+//! units of a cell with no parcel stay on the ground. A parcel's cell is the ground vertex of
+//! its tetrahedron nearest to it horizontally (computed without fused multiply-adds, so that the
+//! count at the end of a step and the share at the start of the next agree bit for bit); the
+//! parcels of each cell are counted at
+//! the end of every step (a count and the smallest id, integer atomics on commutative
+//! operations), and at the start of the next each takes `⌊P / k⌋` of its cell's `P` lifted
+//! units, the cell's smallest id the remainder: what a parcel gets depends on its id and the
+//! cell's totals, never on the array's order, so the sort mode changes nothing.
+//!
+//! A parcel lays what it carries with its own snow when it lands, and takes it out of the
+//! domain when it leaves through the top, a closed side or lost; a wrap keeps it. The lifted
+//! snow moves one to one (ground, parcel, ground): the acceleration multiplies the lifting, as
+//! it multiplies saltation's transport, and the carried snow is conserved whatever the
+//! acceleration does meanwhile. The ledger holds it: carried = parcels' own + Σ suspended, and
+//! Σ suspended = lifted − laid − taken out, checked apart.
+//!
+//! The carriers fall at their flakes' speed (about 1 m/s), not at `w_s`: they hold the lifted
+//! snow about ten times more briefly than real grains would, and their hops (`U(z_e) z_e / v_t`,
+//! about 100 m at `u* = 1`) still reach beyond saltation's 20 m.
+
+use crate::cl::{Context, DeviceBuffer, Kernel, Program, Timeline};
+
+use super::Result;
+use super::cover::GroundCover;
+use super::drift::DriftSettings;
+
+/// The reference height of the suspended concentration over the friction velocity, s (`z_r =
+/// 0.05628 u*`, the Prairie Blowing Snow Model's eq. 5.27 as coded).
+pub const REFERENCE_HEIGHT: f64 = 0.05628;
+
+/// The suspended snow's concentration at `height` m above the snow under a friction velocity
+/// `u` m/s, kg/m³ (Pomeroy & Male 1992); 0 for a non-positive `u`.
+pub fn concentration(u: f64, height: f64) -> f64 {
+    if u <= 0.0 {
+        return 0.0;
+    }
+    let zr = REFERENCE_HEIGHT * u;
+    0.8 * (-1.55 * (zr.powf(-0.544) - height.powf(-0.544))).exp()
+}
+
+/// The settling speed of suspended snow grains at `height` m, m/s (the Prairie Blowing Snow
+/// Model's `Ω = 1.1·10⁷ r^1.8` for its mean radius there).
+pub fn settling_speed(height: f64) -> f64 {
+    let radius = if height >= 5.0 {
+        30e-6
+    } else {
+        4.6e-5 * height.powf(-0.258)
+    };
+    1.1e7 * radius.powf(1.8)
+}
+
+/// The snow the wind lifts into the air at `height` m above the snow under friction velocity
+/// `u`, kg m⁻² s⁻¹: `w_s c`, 0 at or below the threshold of `settings`.
+pub fn lift_rate(settings: &DriftSettings, u: f64, height: f64) -> f64 {
+    if u <= settings.threshold {
+        return 0.0;
+    }
+    settling_speed(height) * concentration(u, height)
+}
+
+/// The suspension's cell of each cover vertex: its coarse parent of largest numerator (the
+/// lower id on a tie).
+pub fn cells_of(parents: &[([u32; 3], [u8; 3])]) -> Vec<u32> {
+    parents
+        .iter()
+        .map(|(p, n)| {
+            let mut best = (p[0], n[0]);
+            for k in 1..3 {
+                if n[k] > best.1 || (n[k] == best.1 && n[k] > 0 && p[k] < best.0) {
+                    best = (p[k], n[k]);
+                }
+            }
+            best.0
+        })
+        .collect()
+}
+
+/// The per-frame buffers `snow_step` reads and writes (see [`Suspension::frame`]).
+pub(crate) struct FrameCells<'a> {
+    /// Parcels per cell, counted at the end of the last step.
+    pub count: &'a DeviceBuffer<u32>,
+    /// The smallest id per cell among them.
+    pub first: &'a DeviceBuffer<u32>,
+    /// Units lifted this frame per cell.
+    pub pool: &'a DeviceBuffer<u64>,
+    /// Parcels per cell at the end of this step (for the next frame).
+    pub next_count: &'a DeviceBuffer<u32>,
+    /// Their smallest id.
+    pub next_first: &'a DeviceBuffer<u32>,
+}
+
+/// The suspension on the device: each cover vertex's cell and site, the cells' counts and
+/// pools (two of each, this frame's and the next's, in turn) and the lifting kernel.
+pub struct Suspension {
+    settings: DriftSettings,
+    cell: DeviceBuffer<u32>,
+    site: DeviceBuffer<[f32; 2]>,
+    count: [DeviceBuffer<u32>; 2],
+    first: [DeviceBuffer<u32>; 2],
+    pool: [DeviceBuffer<u64>; 2],
+    /// Which of the pairs this frame reads (its counts) and fills (its pool).
+    current: usize,
+    cells: usize,
+    erode: Kernel,
+}
+
+impl Suspension {
+    /// The suspension over `cover`, whose coarse vertices have their first levels at
+    /// `level_height` m, with `program`'s `suspend_erode` (`kernels/snow_suspend.cl`).
+    pub fn new(
+        context: &Context,
+        program: &Program,
+        cover: &GroundCover,
+        level_height: &[f32],
+        settings: DriftSettings,
+    ) -> Result<Self> {
+        let cells = cover.mesh.coarse_vertices;
+        let r = f64::from(cover.mesh.refinement.max(1));
+        let site: Vec<[f32; 2]> = cover
+            .mesh
+            .parents
+            .iter()
+            .zip(&cover.geometry.area)
+            .map(|((p, n), &area)| {
+                let z1: f64 = p
+                    .iter()
+                    .zip(n)
+                    .take_while(|(_, n)| **n > 0)
+                    .map(|(&g, &n)| f64::from(n) / r * f64::from(level_height[g as usize]))
+                    .sum();
+                let z = (0.5 * z1).max(1e-3);
+                [
+                    z.powf(-0.544) as f32,
+                    (settling_speed(z) * f64::from(area)) as f32,
+                ]
+            })
+            .collect();
+        let cell = cells_of(&cover.mesh.parents);
+        let per_cell = cells.max(1);
+        let mut s = Self {
+            settings,
+            cell: DeviceBuffer::from_slice(context, &cell)?,
+            site: DeviceBuffer::from_slice(context, &site)?,
+            count: [
+                DeviceBuffer::zeroed(context, per_cell)?,
+                DeviceBuffer::zeroed(context, per_cell)?,
+            ],
+            first: [
+                DeviceBuffer::zeroed(context, per_cell)?,
+                DeviceBuffer::zeroed(context, per_cell)?,
+            ],
+            pool: [
+                DeviceBuffer::zeroed(context, per_cell)?,
+                DeviceBuffer::zeroed(context, per_cell)?,
+            ],
+            current: 0,
+            cells,
+            erode: program.kernel("suspend_erode")?,
+        };
+        s.reset()?;
+        Ok(s)
+    }
+
+    /// Forgets every count and pool: the next frame lifts nothing (no parcel has been counted
+    /// in a cell yet).
+    pub fn reset(&mut self) -> Result<()> {
+        for k in 0..2 {
+            self.count[k].fill(0)?;
+            self.first[k].fill(u32::MAX)?;
+            self.pool[k].fill(0)?;
+        }
+        self.current = 0;
+        Ok(())
+    }
+
+    /// Enqueues this frame's lifting from `cover` under the friction velocity `friction` (per
+    /// cover vertex) over `morphological_dt` seconds (the frame's step times the morphological
+    /// factor), adding what it lifts to the snow's `counters`; every frame, before the particle
+    /// step.
+    pub(crate) fn erode(
+        &mut self,
+        context: &Context,
+        cover: &mut GroundCover,
+        friction: &DeviceBuffer<[f32; 2]>,
+        counters: &DeviceBuffer<u64>,
+        morphological_dt: f64,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let nv = cover.geometry.len();
+        if nv == 0 {
+            return Ok(());
+        }
+        let unit = cover.unit_volume();
+        let s = &self.settings;
+        let scale = if unit > 0.0 && morphological_dt > 0.0 {
+            morphological_dt / (s.snow_density * unit)
+        } else {
+            0.0
+        };
+        let law = [
+            s.threshold as f32,
+            REFERENCE_HEIGHT as f32,
+            scale as f32,
+            0.0,
+        ];
+        let (now, stale) = (self.current, 1 - self.current);
+        let mut call = self.erode.call();
+        // SAFETY: friction, cell, site and the volumes hold nv values; cell names cells below
+        // `cells`, the length of the counts and pools; counters has the snow's entries; the
+        // kernel guards its id.
+        unsafe {
+            call.buffer(friction)?
+                .buffer(&self.cell)?
+                .buffer(&self.site)?
+                .buffer(&cover.volume)?
+                .buffer(&self.count[now])?
+                .buffer(&self.pool[now])?
+                .buffer(&self.pool[stale])?
+                .buffer(&self.count[stale])?
+                .buffer(&self.first[stale])?
+                .buffer(counters)?
+                .arg(&(nv as u32))?
+                .arg(&(self.cells as u32))?
+                .arg(&law)?;
+        }
+        call.enqueue_into(context, self.erode.work_size(context, nv)?, timeline)?;
+        Ok(())
+    }
+
+    /// The buffers this frame's particle step reads (counts, smallest ids, pools) and writes
+    /// (the next frame's counts).
+    pub(crate) fn frame(&self) -> FrameCells<'_> {
+        let (now, next) = (self.current, 1 - self.current);
+        FrameCells {
+            count: &self.count[now],
+            first: &self.first[now],
+            pool: &self.pool[now],
+            next_count: &self.count[next],
+            next_first: &self.first[next],
+        }
+    }
+
+    /// The parcels of the bottom layer per cell that the next frame shares its lifted snow
+    /// among (counted at the end of the last step; blocking).
+    pub fn cell_counts(&self) -> Result<Vec<u32>> {
+        Ok(self.count[self.current].read()?)
+    }
+
+    /// Each cover vertex's cell (its coarse parent of largest numerator).
+    pub fn cells(&self) -> Result<Vec<u32>> {
+        Ok(self.cell.read()?)
+    }
+
+    /// After the particle step: the next frame reads what this one counted.
+    pub(crate) fn finish_frame(&mut self) {
+        self.current = 1 - self.current;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lift_starts_at_the_threshold_and_grows_with_the_friction_velocity() {
+        let s = DriftSettings::default();
+        assert_eq!(lift_rate(&s, s.threshold, 7.0), 0.0);
+        assert_eq!(lift_rate(&s, 0.1, 7.0), 0.0);
+        let rates: Vec<f64> = [0.3, 0.5, 0.7, 1.0, 1.5]
+            .iter()
+            .map(|&u| lift_rate(&s, u, 7.0))
+            .collect();
+        assert!(rates[0] > 0.0);
+        assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
+        // Pomeroy & Male's profile at u* = 1 m/s, 7 m: 0.8 e^(−1.55 (0.05628^−0.544 − 7^−0.544)).
+        let zr_term = 0.05628f64.powf(-0.544);
+        let want = 0.8 * (-1.55 * (zr_term - 7f64.powf(-0.544))).exp();
+        assert!((concentration(1.0, 7.0) / want - 1.0).abs() < 1e-12);
+        assert!((7.0e-4..9.5e-4).contains(&want), "{want}");
+        // 30 µm grains settle at 1.1e7 (3e-5)^1.8 ≈ 0.08 m/s.
+        assert!((0.07..0.09).contains(&settling_speed(7.0)));
+        // Lower grains are larger and settle faster; the 30 µm from 5 m up joins the size law
+        // within its rounding (30.4 µm at 5 m: 2.4 % in the speed).
+        assert!(settling_speed(1.0) > settling_speed(4.9));
+        assert!((settling_speed(4.999) / settling_speed(5.0) - 1.0).abs() < 0.03);
+    }
+
+    #[test]
+    fn the_concentration_falls_with_height() {
+        let c: Vec<f64> = [0.5, 1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|&z| concentration(0.8, z))
+            .collect();
+        assert!(c.windows(2).all(|w| w[1] < w[0]), "{c:?}");
+        assert_eq!(concentration(0.0, 1.0), 0.0);
+    }
+
+    #[test]
+    fn a_vertex_belongs_to_its_parent_of_largest_numerator() {
+        let parents = [
+            ([7, 0, 0], [4, 0, 0]),
+            ([3, 9, 0], [1, 3, 0]),
+            ([9, 3, 0], [2, 2, 0]),
+            ([5, 2, 8], [1, 1, 2]),
+            ([5, 2, 8], [2, 1, 1]),
+        ];
+        assert_eq!(cells_of(&parents), vec![7, 9, 3, 8, 5]);
+    }
+}
