@@ -237,7 +237,6 @@ fn vertex_conditions(
     (on_kind, projector, inflow_flux)
 }
 
-
 /// `I − n₁n₁ᵀ − n₂'n₂'ᵀ …` for the area-weighted normal sums of a vertex's slip references;
 /// zero when the normals span three directions or nearly so.
 fn slip_projector(sums: impl Iterator<Item = DVec3>) -> [f64; 6] {
@@ -395,4 +394,93 @@ fn classify(
         }
     }
     Ok(references)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meshio::ElementKind;
+    use crate::terrain::{Terrain, TerrainSpec};
+
+    /// The conditions of a hill's mesh moved to regraded heights are those computed afresh on
+    /// the regraded mesh, bit for bit (same operations), with the flags kept.
+    #[test]
+    fn moved_conditions_equal_those_of_the_moved_mesh() {
+        let spec = TerrainSpec {
+            size: [120.0, 80.0, 60.0],
+            relief: 0.0,
+            cells: [6, 4],
+            layers: 5,
+            grading: 1.3,
+        };
+        let terrain = Terrain::from_fn(spec, |x, y| {
+            10.0 * (-((x - 60.0).powi(2) + (y - 40.0).powi(2)) / 800.0).exp()
+        })
+        .unwrap();
+        let mesh = terrain.volume_mesh();
+        let tets: Vec<[u32; 4]> = mesh
+            .elements(ElementKind::Tetrahedra)
+            .with_refs::<4>()
+            .iter()
+            .map(|t| t.0)
+            .collect();
+        let triangles = mesh.elements(ElementKind::Triangles).with_refs::<3>();
+        let sides = BoundaryRefs::default();
+        // A sheared profile, so the inflow fluxes depend on the heights.
+        let inflow = |v: &[[f64; 3]]| -> Vec<[f64; 3]> {
+            v.iter().map(|p| [2.0 + p[2] / 30.0, 0.5, 0.0]).collect()
+        };
+        let before = Boundary::new(
+            &mesh.vertices,
+            &tets,
+            &triangles,
+            &sides,
+            [1.0, 0.3],
+            &inflow(&mesh.vertices),
+        )
+        .unwrap();
+        let columns = terrain.columns();
+        let raise: Vec<f64> = (0..columns.ground.len())
+            .map(|c| ((c * 7) % 5) as f64)
+            .collect();
+        let z = columns.regrade(&raise).unwrap().z;
+        let moved_vertices: Vec<[f64; 3]> = mesh
+            .vertices
+            .iter()
+            .zip(&z)
+            .map(|(p, &z)| [p[0], p[1], z])
+            .collect();
+        let inside = inside_vertices(&tets, &triangles).unwrap();
+        let moved = before.moved(
+            &moved_vertices,
+            &triangles,
+            &inside,
+            &inflow(&moved_vertices),
+        );
+        let fresh = Boundary::new(
+            &moved_vertices,
+            &tets,
+            &triangles,
+            &sides,
+            [1.0, 0.3],
+            &inflow(&moved_vertices),
+        )
+        .unwrap();
+        assert_eq!(moved.flags, before.flags);
+        assert_eq!(moved.projector, fresh.projector);
+        assert_eq!(moved.inflow_flux, fresh.inflow_flux);
+        assert_eq!(moved.triangle_normals, fresh.triangle_normals);
+        assert_ne!(
+            moved.projector, before.projector,
+            "the ground's slope changed"
+        );
+        for (m, f) in moved.references.iter().zip(&fresh.references) {
+            assert_eq!((m.reference, m.kind, m.area), (f.reference, f.kind, f.area));
+            assert_eq!(m.normal, f.normal);
+        }
+        // Not moved: the same conditions.
+        let same = before.moved(&mesh.vertices, &triangles, &inside, &inflow(&mesh.vertices));
+        assert_eq!(same.projector, before.projector);
+        assert_eq!(same.inflow_flux, before.inflow_flux);
+    }
 }

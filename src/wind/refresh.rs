@@ -123,8 +123,10 @@ pub struct DeviceTables {
     pub inflow: Vec<[f32; 4]>,
     /// Per vertex, its flags (`Flg`).
     pub flags: Vec<i32>,
-    /// The assembled operator's `G` and `D` tables (`Gel`, `Del`), where assembled.
-    pub rows: Option<(Vec<[f32; 4]>, Vec<[f32; 4]>)>,
+    /// The assembled operator's `G` table (`Gel`), where assembled.
+    pub grad_rows: Option<Vec<[f32; 4]>>,
+    /// The assembled operator's `D` table (`Del`), where assembled.
+    pub div_rows: Option<Vec<[f32; 4]>>,
 }
 
 fn no_columns() -> WindError {
@@ -159,7 +161,9 @@ impl Solver {
             }
         }
         if let Some(c) = ground_vertex.iter().position(|&v| v == u32::MAX) {
-            return Err(WindError::Refresh(format!("column {c} has no ground vertex")));
+            return Err(WindError::Refresh(format!(
+                "column {c} has no ground vertex"
+            )));
         }
         let bare = columns
             .regrade(&vec![0.0; columns.ground.len()])
@@ -325,8 +329,7 @@ impl Solver {
         let phase = Instant::now();
         self.gml.enqueue(device.prepare, tl)?;
         let predicted = self.predicted_iterations;
-        let projected =
-            self.project_star(self.settings.startup_iterations, self.steps, tl, phase);
+        let projected = self.project_star(self.settings.startup_iterations, self.steps, tl, phase);
         self.predicted_iterations = predicted;
         let projected = projected?;
         stats.times.reproject_ms = ms(phase);
@@ -379,12 +382,12 @@ impl Solver {
     pub fn device_tables(&mut self) -> Result<DeviceTables> {
         let (coordinates, _) = self.gml.vertices()?;
         let f = self.fields;
-        let rows = match self.assembled {
-            Some(a) => Some((
-                self.gml.read_all(a.grad_table)?,
-                self.gml.read_all(a.div_table)?,
-            )),
-            None => None,
+        let (grad_rows, div_rows) = match self.assembled {
+            Some(a) => (
+                Some(self.gml.read_all(a.grad_table)?),
+                Some(self.gml.read_all(a.div_table)?),
+            ),
+            None => (None, None),
         };
         Ok(DeviceTables {
             coordinates,
@@ -393,7 +396,8 @@ impl Solver {
             inverse_diagonal: self.gml.read_all(f.inv_diag)?,
             inflow: self.gml.read_all(f.inflow)?,
             flags: self.gml.read_all(f.flags)?,
-            rows,
+            grad_rows,
+            div_rows,
         })
     }
 }
@@ -567,7 +571,8 @@ fn compile_rows(
     .access(Access::read(lumped))
     .access(Access::read(f.flags))
     .access(Access::write(f.inv_diag));
-    const FINISH: &str = "VerDia = ((VerFlg & WIND_FIXED_PRESSURE) || diag <= 0.0) ? 0.0 : 1.0 / diag;";
+    const FINISH: &str =
+        "VerDia = ((VerFlg & WIND_FIXED_PRESSURE) || diag <= 0.0) ? 0.0 : 1.0 / diag;";
     let id = match assembled {
         Some(a) => gml.compile(
             spec.access(Access::read(a.grad_table))

@@ -33,6 +33,6 @@ mod sort;
 #[cfg(feature = "viewer")]
 mod splat;
 mod wind;
-mod wind_refresh;
 #[allow(dead_code)]
 mod wind_reference;
+mod wind_refresh;

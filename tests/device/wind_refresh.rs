@@ -155,8 +155,11 @@ fn assert_tables_match(refreshed: &DeviceTables, fresh: &DeviceTables) {
     {
         assert!(relative(*a, *b) <= 1e-5, "Dia at {v}: {a} against {b}");
     }
-    match (&refreshed.rows, &fresh.rows) {
-        (Some((g, d)), Some((fg, fd))) => {
+    match (
+        (&refreshed.grad_rows, &refreshed.div_rows),
+        (&fresh.grad_rows, &fresh.div_rows),
+    ) {
+        ((Some(g), Some(d)), (Some(fg), Some(fd))) => {
             let n = refreshed.coordinates.len();
             for (name, a, b) in [("Gel", g, fg), ("Del", d, fd)] {
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
@@ -170,7 +173,7 @@ fn assert_tables_match(refreshed: &DeviceTables, fresh: &DeviceTables) {
                 }
             }
         }
-        (None, None) => {}
+        ((None, None), (None, None)) => {}
         _ => panic!("one solver assembled, the other not"),
     }
 }
@@ -224,7 +227,12 @@ fn refreshed_geometry_matches_a_fresh_solver_matrix_free() {
 fn state(solver: &mut Solver) -> Vec<u64> {
     let t = solver.device_tables().unwrap();
     let f32s = |v: &mut Vec<u64>, x: &[f32]| v.extend(x.iter().map(|x| u64::from(x.to_bits())));
-    let mut bits: Vec<u64> = solver.vertices().iter().flatten().map(|x| x.to_bits()).collect();
+    let mut bits: Vec<u64> = solver
+        .vertices()
+        .iter()
+        .flatten()
+        .map(|x| x.to_bits())
+        .collect();
     f32s(&mut bits, solver.velocity().unwrap().as_flattened());
     f32s(&mut bits, &solver.pressure().unwrap());
     f32s(&mut bits, t.coordinates.as_flattened());
@@ -233,9 +241,8 @@ fn state(solver: &mut Solver) -> Vec<u64> {
     f32s(&mut bits, t.inflow.as_flattened());
     bits.extend(t.inverse_diagonal.iter().map(|x| x.to_bits()));
     bits.extend(t.flags.iter().map(|&x| x as u64));
-    if let Some((g, d)) = &t.rows {
-        f32s(&mut bits, g.as_flattened());
-        f32s(&mut bits, d.as_flattened());
+    for rows in [&t.grad_rows, &t.div_rows].into_iter().flatten() {
+        f32s(&mut bits, rows.as_flattened());
     }
     bits
 }
@@ -244,7 +251,14 @@ fn state(solver: &mut Solver) -> Vec<u64> {
 fn zero_change_leaves_everything_bit_for_bit() {
     let (scene, mesh, sides, columns) = valley();
     let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
-    let mut solver = solver_at(&scene, &mesh, &sides, &columns, &bare, settings(&scene, true));
+    let mut solver = solver_at(
+        &scene,
+        &mesh,
+        &sides,
+        &columns,
+        &bare,
+        settings(&scene, true),
+    );
     solver.startup().unwrap();
     solver.step().unwrap();
     let before = state(&mut solver);
@@ -252,20 +266,33 @@ fn zero_change_leaves_everything_bit_for_bit() {
         .refresh_ground(&vec![0.0; columns.ground.len()])
         .unwrap();
     assert!(stats.skipped && stats.columns_changed == 0, "{stats:?}");
-    assert!(state(&mut solver) == before, "a zero refresh changed the state");
+    assert!(
+        state(&mut solver) == before,
+        "a zero refresh changed the state"
+    );
     // Raised, then the same raise again: the second one changes nothing.
     let raise = bump(&columns, &mesh, 2.0);
     assert!(!solver.refresh_ground(&raise).unwrap().skipped);
     let raised = state(&mut solver);
     assert!(solver.refresh_ground(&raise).unwrap().skipped);
-    assert!(state(&mut solver) == raised, "a repeated refresh changed the state");
+    assert!(
+        state(&mut solver) == raised,
+        "a repeated refresh changed the state"
+    );
 }
 
 #[test]
 fn a_snow_bump_is_projected_divergence_free() {
     let (scene, mesh, sides, columns) = valley();
     let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
-    let mut solver = solver_at(&scene, &mesh, &sides, &columns, &bare, settings(&scene, true));
+    let mut solver = solver_at(
+        &scene,
+        &mesh,
+        &sides,
+        &columns,
+        &bare,
+        settings(&scene, true),
+    );
     solver.startup().unwrap();
     for _ in 0..5 {
         solver.step().unwrap();
@@ -315,7 +342,14 @@ fn a_snow_bump_is_projected_divergence_free() {
 fn an_inverted_tetrahedron_is_refused_and_rolled_back() {
     let (scene, mesh, sides, columns) = valley();
     let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
-    let mut solver = solver_at(&scene, &mesh, &sides, &columns, &bare, settings(&scene, true));
+    let mut solver = solver_at(
+        &scene,
+        &mesh,
+        &sides,
+        &columns,
+        &bare,
+        settings(&scene, true),
+    );
     solver.startup().unwrap();
     solver.step().unwrap();
     let before = state(&mut solver);
@@ -333,18 +367,27 @@ fn an_inverted_tetrahedron_is_refused_and_rolled_back() {
     match solver.refresh_heights(&z) {
         Err(WindError::BadGeometry { tets, first }) => {
             assert!(tets > 0, "{first}");
-            assert!(first.contains("inverted") || first.contains("degenerate"), "{first}");
+            assert!(
+                first.contains("inverted") || first.contains("degenerate"),
+                "{first}"
+            );
         }
         other => panic!("an inverted tetrahedron gave {other:?}"),
     }
-    assert!(state(&mut solver) == before, "a refused refresh changed the state");
+    assert!(
+        state(&mut solver) == before,
+        "a refused refresh changed the state"
+    );
     // A degenerate one: the level-1 vertex on the ground.
     z[v] = bare[ground];
     assert!(matches!(
         solver.refresh_heights(&z),
         Err(WindError::BadGeometry { .. })
     ));
-    assert!(state(&mut solver) == before, "a refused refresh changed the state");
+    assert!(
+        state(&mut solver) == before,
+        "a refused refresh changed the state"
+    );
     // The solver goes on: a valid refresh and a step.
     let stats = solver.refresh_ground(&bump(&columns, &mesh, 2.0)).unwrap();
     assert!(stats.converged, "{stats:?}");
@@ -358,7 +401,14 @@ fn a_refresh_without_columns_or_with_bad_input_is_an_error() {
     let mut raised = bare.clone();
     raised[0] += 1e-3;
     // Set up off the columns' heights: no columns attached.
-    let mut solver = solver_at(&scene, &mesh, &sides, &columns, &raised, settings(&scene, true));
+    let mut solver = solver_at(
+        &scene,
+        &mesh,
+        &sides,
+        &columns,
+        &raised,
+        settings(&scene, true),
+    );
     assert!(!solver.has_ground_columns());
     let none = vec![0.0; columns.ground.len()];
     assert!(matches!(
@@ -370,7 +420,14 @@ fn a_refresh_without_columns_or_with_bad_input_is_an_error() {
         solver.set_ground_columns(columns.clone(), scene.wind),
         Err(WindError::Refresh(_))
     ));
-    let mut solver = solver_at(&scene, &mesh, &sides, &columns, &bare, settings(&scene, true));
+    let mut solver = solver_at(
+        &scene,
+        &mesh,
+        &sides,
+        &columns,
+        &bare,
+        settings(&scene, true),
+    );
     assert!(matches!(
         solver.refresh_ground(&none[1..]),
         Err(WindError::Refresh(_))
