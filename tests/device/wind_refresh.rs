@@ -122,8 +122,8 @@ fn relative(a: f64, b: f64) -> f64 {
 /// projectors, the inflow fluxes and profile, and the assembled rows bit for bit (the device
 /// computes the coefficients with contraction off in the host's order, and the rows and lumped
 /// volumes sum in the host's ball order); `1/m` within 1 ulp of f32 (a sum in double rounded to
-/// f32); the inverse diagonal within a relative 1e-5 (the device applies the f32 projectors
-/// `Bnd` holds, the host its f64 ones).
+/// f32); the inverse diagonal within a relative 1e-6 (3e-8 seen on PoCL: the device applies
+/// the f32 projectors `Bnd` holds, the host its f64 ones).
 fn assert_tables_match(refreshed: &DeviceTables, fresh: &DeviceTables) {
     assert_eq!(refreshed.coordinates, fresh.coordinates, "VerCrd");
     assert_eq!(refreshed.flags, fresh.flags, "Flg");
@@ -147,14 +147,17 @@ fn assert_tables_match(refreshed: &DeviceTables, fresh: &DeviceTables) {
         let ulps = (a[6].to_bits() as i64 - b[6].to_bits() as i64).abs();
         assert!(ulps <= 1, "1/m at {v}: {} against {}", a[6], b[6]);
     }
+    let mut worst: f64 = 0.0;
     for (v, (a, b)) in refreshed
         .inverse_diagonal
         .iter()
         .zip(&fresh.inverse_diagonal)
         .enumerate()
     {
-        assert!(relative(*a, *b) <= 1e-5, "Dia at {v}: {a} against {b}");
+        assert!(relative(*a, *b) <= 1e-6, "Dia at {v}: {a} against {b}");
+        worst = worst.max(relative(*a, *b));
     }
+    eprintln!("Dia: largest relative difference {worst:.2e}");
     match (
         (&refreshed.grad_rows, &refreshed.div_rows),
         (&fresh.grad_rows, &fresh.div_rows),
@@ -336,6 +339,10 @@ fn a_snow_bump_is_projected_divergence_free() {
         let s = solver.step().unwrap();
         assert!(s.converged, "{s:?}");
     }
+    // A second, deeper bump: the device data are set up, this is a refresh's running cost.
+    let stats = solver.refresh_ground(&bump(&columns, &mesh, 8.0)).unwrap();
+    eprintln!("second refresh on PoCL: {stats:?}");
+    assert!(stats.converged && stats.divergence_after <= solver.absolute_tolerance());
 }
 
 #[test]
