@@ -89,53 +89,15 @@ impl Boundary {
         let references = classify(triangles, &normals, sides, direction)?;
         let kind_of: HashMap<i32, Kind> =
             references.iter().map(|r| (r.reference, r.kind)).collect();
-
-        let n = vertices.len();
-        let mut on_kind = vec![[false; 3]; n];
-        let mut slip_normals: HashMap<(u32, i32), DVec3> = HashMap::new();
-        let mut inflow_flux = vec![0.0; n];
-        for ((nodes, reference), &an) in triangles.iter().zip(&normals) {
-            let kind = kind_of[reference];
-            for &v in nodes {
-                on_kind[v as usize][kind as usize] = true;
+        let (on_kind, projector, inflow_flux) =
+            vertex_conditions(vertices.len(), triangles, &normals, &kind_of, inflow);
+        let mut flags = vec![0; vertices.len()];
+        for (flags, [outflow, _, inflow]) in flags.iter_mut().zip(&on_kind) {
+            if *inflow {
+                *flags |= FIXED_VELOCITY;
             }
-            match kind {
-                Kind::Slip => {
-                    for &v in nodes {
-                        *slip_normals.entry((v, *reference)).or_default() += an;
-                    }
-                }
-                Kind::Inflow => {
-                    let mean = nodes
-                        .iter()
-                        .map(|&v| DVec3::from(inflow[v as usize]))
-                        .sum::<DVec3>()
-                        / 3.0;
-                    for &v in nodes {
-                        inflow_flux[v as usize] += mean.dot(an) / 3.0;
-                    }
-                }
-                Kind::Outflow => {}
-            }
-        }
-        let mut per_vertex: Vec<Vec<(i32, DVec3)>> = vec![Vec::new(); n];
-        for ((v, r), sum) in slip_normals {
-            per_vertex[v as usize].push((r, sum));
-        }
-        let mut flags = vec![0; n];
-        let mut projector = vec![IDENTITY; n];
-        for v in 0..n {
-            let [outflow, slip, inflow] = on_kind[v];
-            if inflow {
-                flags[v] |= FIXED_VELOCITY;
-                projector[v] = [0.0; 6];
-            } else if slip {
-                let normals = &mut per_vertex[v];
-                normals.sort_by_key(|(r, _)| *r);
-                projector[v] = slip_projector(normals.iter().map(|(_, n)| *n));
-            }
-            if outflow {
-                flags[v] |= FIXED_PRESSURE;
+            if *outflow {
+                *flags |= FIXED_PRESSURE;
             }
         }
         Ok(Self {
@@ -148,6 +110,50 @@ impl Boundary {
         })
     }
 
+    /// The same conditions on the same mesh with its vertices moved to `vertices` (the ground
+    /// refresh: the topology, the references' kinds and the vertex flags, the fixed pressures
+    /// of [`fix_unreachable`](Self::fix_unreachable) included, stay): the triangles' normals,
+    /// the references' areas and normals, the slip projectors and the inflow fluxes from the
+    /// new coordinates and `inflow`. `inside[t]` is the vertex of triangle `t`'s tetrahedron
+    /// opposite it ([`inside_vertices`]), which orients its normal. The kinds are kept: a
+    /// column regrade moves vertices only vertically, so the vertical sides keep their normals
+    /// and the ground and the top are slip whatever their shape.
+    pub fn moved(
+        &self,
+        vertices: &[[f64; 3]],
+        triangles: &[([u32; 3], i32)],
+        inside: &[u32],
+        inflow: &[[f64; 3]],
+    ) -> Self {
+        let normals = oriented_normals(vertices, triangles, inside);
+        let kind_of: HashMap<i32, Kind> = self
+            .references
+            .iter()
+            .map(|r| (r.reference, r.kind))
+            .collect();
+        let mut references = self.references.clone();
+        let mut sums: HashMap<i32, (DVec3, f64)> = HashMap::new();
+        for ((_, reference), n) in triangles.iter().zip(&normals) {
+            let entry = sums.entry(*reference).or_default();
+            entry.0 += *n;
+            entry.1 += n.length();
+        }
+        for r in &mut references {
+            let (sum, area) = sums.get(&r.reference).copied().unwrap_or_default();
+            r.area = area;
+            r.normal = sum.normalize_or_zero().to_array();
+        }
+        let (_, projector, inflow_flux) =
+            vertex_conditions(vertices.len(), triangles, &normals, &kind_of, inflow);
+        Self {
+            references,
+            flags: self.flags.clone(),
+            projector,
+            inflow_flux,
+            triangle_normals: normals,
+            unreachable: self.unreachable,
+        }
+    }
     /// Fixes the pressure (zero) at vertices whose divergence free velocities (barely)
     /// reach: where `A`'s diagonal (`diagonal`) is below [`MIN_REACH`] of what it would be
     /// with every velocity free (`unconstrained`). At such a vertex nearly every vertex
@@ -175,6 +181,61 @@ impl Boundary {
 }
 
 const IDENTITY: [f64; 6] = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0];
+
+/// Per vertex: whether it is on an outflow, slip, inflow triangle (in [`Kind`]'s order); its
+/// velocity projector; its inflow flux. From the triangles' outward normals times areas
+/// (`normals`), their references' kinds and the inflow value at every vertex.
+fn vertex_conditions(
+    n: usize,
+    triangles: &[([u32; 3], i32)],
+    normals: &[DVec3],
+    kind_of: &HashMap<i32, Kind>,
+    inflow: &[[f64; 3]],
+) -> (Vec<[bool; 3]>, Vec<[f64; 6]>, Vec<f64>) {
+    let mut on_kind = vec![[false; 3]; n];
+    let mut slip_normals: HashMap<(u32, i32), DVec3> = HashMap::new();
+    let mut inflow_flux = vec![0.0; n];
+    for ((nodes, reference), &an) in triangles.iter().zip(normals) {
+        let kind = kind_of[reference];
+        for &v in nodes {
+            on_kind[v as usize][kind as usize] = true;
+        }
+        match kind {
+            Kind::Slip => {
+                for &v in nodes {
+                    *slip_normals.entry((v, *reference)).or_default() += an;
+                }
+            }
+            Kind::Inflow => {
+                let mean = nodes
+                    .iter()
+                    .map(|&v| DVec3::from(inflow[v as usize]))
+                    .sum::<DVec3>()
+                    / 3.0;
+                for &v in nodes {
+                    inflow_flux[v as usize] += mean.dot(an) / 3.0;
+                }
+            }
+            Kind::Outflow => {}
+        }
+    }
+    let mut per_vertex: Vec<Vec<(i32, DVec3)>> = vec![Vec::new(); n];
+    for ((v, r), sum) in slip_normals {
+        per_vertex[v as usize].push((r, sum));
+    }
+    let mut projector = vec![IDENTITY; n];
+    for v in 0..n {
+        let [_, slip, inflow] = on_kind[v];
+        if inflow {
+            projector[v] = [0.0; 6];
+        } else if slip {
+            let normals = &mut per_vertex[v];
+            normals.sort_by_key(|(r, _)| *r);
+            projector[v] = slip_projector(normals.iter().map(|(_, n)| *n));
+        }
+    }
+    (on_kind, projector, inflow_flux)
+}
 
 /// `I − n₁n₁ᵀ − n₂'n₂'ᵀ …` for the area-weighted normal sums of a vertex's slip references;
 /// zero when the normals span three directions or nearly so.
@@ -214,6 +275,14 @@ fn outward_normals(
     tets: &[[u32; 4]],
     triangles: &[([u32; 3], i32)],
 ) -> Result<Vec<DVec3>> {
+    let inside = inside_vertices(tets, triangles)?;
+    Ok(oriented_normals(vertices, triangles, &inside))
+}
+
+/// For each boundary triangle, the vertex of the tetrahedron it bounds opposite it (what
+/// orients its normal outward); an error naming a triangle that is not a face of exactly one
+/// tetrahedron.
+pub fn inside_vertices(tets: &[[u32; 4]], triangles: &[([u32; 3], i32)]) -> Result<Vec<u32>> {
     let key = |mut k: [u32; 3]| {
         k.sort_unstable();
         k
@@ -240,24 +309,34 @@ fn outward_normals(
         opposite[i] = Some(v);
         count[i] += 1;
     }
-    let p = |i: u32| DVec3::from(vertices[i as usize]);
     triangles
         .iter()
         .enumerate()
-        .map(|(i, (nodes, reference))| {
-            let inside = match (opposite[i], count[i]) {
-                (Some(v), 1) => v,
-                (_, c) => {
-                    return Err(WindError::Mesh(format!(
-                        "boundary triangle {} (1-based, reference {reference}) is a face of \
-                         {c} tetrahedra, not of one",
-                        i + 1
-                    )));
-                }
-            };
+        .map(|(i, (_, reference))| match (opposite[i], count[i]) {
+            (Some(v), 1) => Ok(v),
+            (_, c) => Err(WindError::Mesh(format!(
+                "boundary triangle {} (1-based, reference {reference}) is a face of {c} \
+                 tetrahedra, not of one",
+                i + 1
+            ))),
+        })
+        .collect()
+}
+
+/// Each triangle's normal times its area, pointing away from its `inside` vertex.
+fn oriented_normals(
+    vertices: &[[f64; 3]],
+    triangles: &[([u32; 3], i32)],
+    inside: &[u32],
+) -> Vec<DVec3> {
+    let p = |i: u32| DVec3::from(vertices[i as usize]);
+    triangles
+        .iter()
+        .zip(inside)
+        .map(|((nodes, _), &inside)| {
             let [a, b, c] = nodes.map(p);
             let n = (b - a).cross(c - a) / 2.0;
-            Ok(if n.dot(p(inside) - a) > 0.0 { -n } else { n })
+            if n.dot(p(inside) - a) > 0.0 { -n } else { n }
         })
         .collect()
 }
@@ -315,4 +394,93 @@ fn classify(
         }
     }
     Ok(references)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meshio::ElementKind;
+    use crate::terrain::{Terrain, TerrainSpec};
+
+    /// The conditions of a hill's mesh moved to regraded heights are those computed afresh on
+    /// the regraded mesh, bit for bit (same operations), with the flags kept.
+    #[test]
+    fn moved_conditions_equal_those_of_the_moved_mesh() {
+        let spec = TerrainSpec {
+            size: [120.0, 80.0, 60.0],
+            relief: 0.0,
+            cells: [6, 4],
+            layers: 5,
+            grading: 1.3,
+        };
+        let terrain = Terrain::from_fn(spec, |x, y| {
+            10.0 * (-((x - 60.0).powi(2) + (y - 40.0).powi(2)) / 800.0).exp()
+        })
+        .unwrap();
+        let mesh = terrain.volume_mesh();
+        let tets: Vec<[u32; 4]> = mesh
+            .elements(ElementKind::Tetrahedra)
+            .with_refs::<4>()
+            .iter()
+            .map(|t| t.0)
+            .collect();
+        let triangles = mesh.elements(ElementKind::Triangles).with_refs::<3>();
+        let sides = BoundaryRefs::default();
+        // A sheared profile, so the inflow fluxes depend on the heights.
+        let inflow = |v: &[[f64; 3]]| -> Vec<[f64; 3]> {
+            v.iter().map(|p| [2.0 + p[2] / 30.0, 0.5, 0.0]).collect()
+        };
+        let before = Boundary::new(
+            &mesh.vertices,
+            &tets,
+            &triangles,
+            &sides,
+            [1.0, 0.3],
+            &inflow(&mesh.vertices),
+        )
+        .unwrap();
+        let columns = terrain.columns();
+        let raise: Vec<f64> = (0..columns.ground.len())
+            .map(|c| ((c * 7) % 5) as f64)
+            .collect();
+        let z = columns.regrade(&raise).unwrap().z;
+        let moved_vertices: Vec<[f64; 3]> = mesh
+            .vertices
+            .iter()
+            .zip(&z)
+            .map(|(p, &z)| [p[0], p[1], z])
+            .collect();
+        let inside = inside_vertices(&tets, &triangles).unwrap();
+        let moved = before.moved(
+            &moved_vertices,
+            &triangles,
+            &inside,
+            &inflow(&moved_vertices),
+        );
+        let fresh = Boundary::new(
+            &moved_vertices,
+            &tets,
+            &triangles,
+            &sides,
+            [1.0, 0.3],
+            &inflow(&moved_vertices),
+        )
+        .unwrap();
+        assert_eq!(moved.flags, before.flags);
+        assert_eq!(moved.projector, fresh.projector);
+        assert_eq!(moved.inflow_flux, fresh.inflow_flux);
+        assert_eq!(moved.triangle_normals, fresh.triangle_normals);
+        assert_ne!(
+            moved.projector, before.projector,
+            "the ground's slope changed"
+        );
+        for (m, f) in moved.references.iter().zip(&fresh.references) {
+            assert_eq!((m.reference, m.kind, m.area), (f.reference, f.kind, f.area));
+            assert_eq!(m.normal, f.normal);
+        }
+        // Not moved: the same conditions.
+        let same = before.moved(&mesh.vertices, &triangles, &inside, &inflow(&mesh.vertices));
+        assert_eq!(same.projector, before.projector);
+        assert_eq!(same.inflow_flux, before.inflow_flux);
+    }
 }

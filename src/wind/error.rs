@@ -18,6 +18,22 @@ pub enum WindError {
     /// A setting the solver cannot use.
     #[error("wind setting: {0}")]
     Setting(String),
+    /// A ground refresh cannot run: the solver has no columns (a mesh domain), or its input
+    /// does not fit the mesh.
+    #[error("wind ground refresh: {0}")]
+    Refresh(String),
+    /// A ground refresh would have made tetrahedra degenerate or inverted; the solver was left
+    /// as it was.
+    #[error(
+        "wind ground refresh: {tets} tetrahedra would be degenerate or inverted ({first}); \
+         the wind keeps its ground"
+    )]
+    BadGeometry {
+        /// How many tetrahedra the device found degenerate or inverted.
+        tets: u64,
+        /// The host's description of the first one.
+        first: String,
+    },
     /// A field went non-finite.
     #[error(
         "wind: {field} is not finite at vertex {vertex} (0-based) after the {stage} stage of step {step}"

@@ -75,13 +75,23 @@ pub struct Params {
     pub max_speed: f32,
     /// Padding to a multiple of 8 bytes.
     pub pad2: i32,
+    /// The ground refresh: the sign of the mesh's first tetrahedron (every other one must
+    /// share it).
+    pub orientation: f64,
+    /// The ground refresh: tetrahedra its check found degenerate or inverted.
+    pub bad_tets: f64,
+    /// The ground refresh: the air's volume, m³, folded by the lumped volumes' kernel.
+    pub volume: f64,
+    /// The ground refresh: the volume of the vertices whose pressure is unknown, m³.
+    pub unknown_volume: f64,
 }
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
      float inv_dt; float tolerance; int max_hops; int vertices; int iterations; \
      double rr_limit; int early_iterations; int pad; double div_sq[2]; double energy; \
-     double lost; float max_speed; int pad2; } GmlParSct;\n";
+     double lost; float max_speed; int pad2; double orientation; double bad_tets; \
+     double volume; double unknown_volume; } GmlParSct;\n";
 
 /// The advection's finish: the count of lost walks into the parameters.
 const LOST_FINISH: &str = "GmlPar->lost = GmlSum[0];";

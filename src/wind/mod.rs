@@ -54,12 +54,14 @@
 //! - **Time step** of its own (`wind.step`), by default from a Courant number of about 1 in the
 //!   bottom layer: at the frame's 0.02 s the Courant number is 0.005–0.02 and linear
 //!   semi-Lagrangian advection diffuses like first-order upwind whatever the step, at 25–50×
-//!   the cost. The mesh is fixed: deposited snow does not change the flow domain.
+//!   the cost. The mesh's topology is fixed; deposited snow changes the flow domain only through
+//!   a ground refresh ([`refresh`]), which regrades the columns and projects the wind again.
 //!
 //! A library: it imports the device layer, `gml`, the scene and the terrain, never the
 //! simulation that couples it to the snow, the drawing or the command line.
 
 pub mod profile;
+pub mod refresh;
 
 pub mod boundary;
 pub mod diagonal;
@@ -72,4 +74,5 @@ pub mod solver;
 
 pub use boundary::{Boundary, Kind};
 pub use error::{Result, WindError};
+pub use refresh::{RefreshStats, RefreshTimes};
 pub use solver::{AIR_DENSITY, Settings, Solver, StepStats};

@@ -21,7 +21,8 @@ pub fn settings(scene: &Scene, profile: bool) -> Settings {
 }
 
 /// Builds the scene's domain mesh (renumbered for the device) and sets a solver up on it,
-/// on `context`, starting from the scene's inflow profile. A mesh the host cannot build in
+/// on `context`, starting from the scene's inflow profile, with the terrain's columns attached
+/// for ground refreshes ([`Solver::set_ground_columns`]) where the domain is a terrain. A mesh the host cannot build in
 /// its memory is refused before meshing.
 pub fn from_scene(context: Context, scene: &Scene, settings: Settings) -> Result<Solver> {
     // The host must hold the meshing first (the solver checks the device's memory itself).
@@ -31,12 +32,17 @@ pub fn from_scene(context: Context, scene: &Scene, settings: Settings) -> Result
         .map_err(|e| WindError::Scene(e.to_string()))?;
     let ground = crate::scene::ground_of(scene).map_err(|e| WindError::Scene(e.to_string()))?;
     let inflow = profile::vertex_velocities(&domain.mesh.vertices, &ground.grid, &scene.wind);
-    Solver::new(
+    let mut solver = Solver::new(
         context,
         &domain.mesh,
         &domain.boundary,
         scene.wind.direction,
         &inflow,
         settings,
-    )
+    )?;
+    // A terrain's columns, for the ground refresh (a mesh-file domain has none).
+    if let Some(columns) = domain.columns {
+        solver.set_ground_columns(columns, scene.wind)?;
+    }
+    Ok(solver)
 }

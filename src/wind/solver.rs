@@ -120,29 +120,32 @@ pub struct StepStats {
 
 /// The wind solver: a gml instance holding the air mesh, the fields and the kernels.
 pub struct Solver {
-    gml: Gml,
-    fields: Fields,
-    kernels: Kernels,
+    pub(super) gml: Gml,
+    pub(super) fields: Fields,
+    pub(super) kernels: Kernels,
     /// The assembled pressure operator, where the settings and the mesh allow it.
-    assembled: Option<kernels::Assembled>,
+    pub(super) assembled: Option<kernels::Assembled>,
     /// Iterations the next solve enqueues before its first wait: what the last one needed.
-    predicted_iterations: u32,
+    pub(super) predicted_iterations: u32,
     /// The convergence limit in the device's parameters, once written.
-    uploaded_limit: Option<f64>,
-    params: Parameters<Params>,
-    settings: Settings,
-    dt: f64,
-    volume: f64,
-    unknown_volume: f64,
-    initial_divergence: f64,
-    divergence_floor: f64,
-    boundary: Boundary,
-    vertices: Vec<[f64; 3]>,
-    tets: Vec<([u32; 4], i32)>,
-    triangles: Vec<([u32; 3], i32)>,
-    timeline: Timeline,
-    counters: Counters,
-    steps: u64,
+    pub(super) uploaded_limit: Option<f64>,
+    pub(super) params: Parameters<Params>,
+    pub(super) settings: Settings,
+    pub(super) dt: f64,
+    pub(super) volume: f64,
+    pub(super) unknown_volume: f64,
+    pub(super) initial_divergence: f64,
+    pub(super) divergence_floor: f64,
+    pub(super) boundary: Boundary,
+    pub(super) vertices: Vec<[f64; 3]>,
+    pub(super) tets: Vec<([u32; 4], i32)>,
+    pub(super) triangles: Vec<([u32; 3], i32)>,
+    pub(super) timeline: Timeline,
+    pub(super) counters: Counters,
+    pub(super) steps: u64,
+    /// The ground refresh's columns and device data, once attached
+    /// ([`set_ground_columns`](Self::set_ground_columns)).
+    pub(super) refresh: Option<Box<super::refresh::GroundRefresh>>,
 }
 
 /// Which divergence a gather measures: its slot of the parameters' `div_sq`.
@@ -316,6 +319,7 @@ impl Solver {
             timeline: Timeline::new(settings.profile),
             counters: Counters::default(),
             steps: 0,
+            refresh: None,
         };
         solver.reset()?;
         Ok(solver)
@@ -380,7 +384,7 @@ impl Solver {
         Ok(())
     }
 
-    fn finish_timeline(&mut self, mut tl: Timeline) -> Result<()> {
+    pub(super) fn finish_timeline(&mut self, mut tl: Timeline) -> Result<()> {
         if tl.records_events() {
             let times = tl.resolve()?;
             self.counters.add_frame(&times);
@@ -390,7 +394,7 @@ impl Solver {
     }
 
     /// Divergence of `Str`, pressure solve, projection into `Vel`, statistics.
-    fn project_star(
+    pub(super) fn project_star(
         &mut self,
         max_iterations: u32,
         step: u64,
@@ -610,7 +614,7 @@ impl Solver {
 
     /// Changes the device's parameters with `edit`: a blocking read and write, outside the
     /// steps' queues of launches.
-    fn edit_parameters(&mut self, edit: impl FnOnce(&mut Params)) -> Result<()> {
+    pub(super) fn edit_parameters(&mut self, edit: impl FnOnce(&mut Params)) -> Result<()> {
         let mut p = self.gml.download_parameters(&self.params)?;
         edit(&mut p);
         self.gml.upload_parameters(&self.params, &p)?;

@@ -35,3 +35,4 @@ mod splat;
 mod wind;
 #[allow(dead_code)]
 mod wind_reference;
+mod wind_refresh;
