@@ -569,6 +569,60 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     }
 }
 
+// After a ground refresh moved the mesh's vertices (its topology kept): each parcel finds its
+// tetrahedron again from its last one. A parcel the raised ground buried is moved straight up
+// onto the new surface: the segment from the top of its column down to it crosses the ground
+// there, and it goes `params.w` metres above the crossing (it lands in the next step if it
+// falls). Nothing is laid or removed: the ledger does not change. params = (tolerance m, top
+// of the domain m, depth below the top of the column's start, lift above the ground m); refs2
+// as snow_step's; counts[0] parcels moved up, counts[1] parcels not found under their column
+// (moved to its top).
+__kernel void snow_relocate(__global float4 *restrict pos, __global uint *restrict tet,
+                            __global const uint *restrict ids,
+                            __global const uint *restrict respawns, const uint n,
+                            const uint seed, __global const int4 *restrict tets,
+                            __global const float4 *restrict coords,
+                            __global const int4 *restrict neighbours,
+                            __global const int4 *restrict face_refs,
+                            __global const int *restrict columns, const int4 column_dims,
+                            const float4 column_map, const float4 params, const int4 refs2,
+                            __global ulong *restrict counts) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float tol = params.x;
+    const float4 p = pos[i];
+    const uint walk_seed = snow_bits(seed, ids[i], respawns[i], SNOW_S_WALK);
+    const TetWalk here = tet_walk(tets, coords, neighbours, (int)tet[i], p.xyz, tol, refs2.w,
+                                  walk_seed);
+    if (here.status == TET_WALK_INSIDE) {
+        tet[i] = (uint)here.tet;
+        return;
+    }
+    const int cx = clamp((int)((p.x - column_map.x) * column_map.z), 0, column_dims.x - 1);
+    const int cy = clamp((int)((p.y - column_map.y) * column_map.w), 0, column_dims.y - 1);
+    const float3 a = (float3)(p.x, p.y, params.y - params.z);
+    const TetWalk top = tet_walk(tets, coords, neighbours, columns[cx + column_dims.x * cy], a,
+                                 tol, refs2.w, walk_seed);
+    const SnowTet home = snow_tet(tets, coords, top.tet);
+    const SnowSegment seg =
+        snow_segment(tets, coords, neighbours, top.tet, &home, a, p.xyz, tol, refs2.w);
+    if (top.status == TET_WALK_INSIDE && seg.status == TET_WALK_OUTSIDE &&
+        snow_ilane(face_refs[seg.tet], seg.face) == refs2.x) {
+        const float depth = a.z - p.z;
+        const float back = depth > 0.0f ? fmin(seg.s, params.w / depth) : 0.0f;
+        const float3 x = a + (seg.s - back) * (p.xyz - a);
+        const TetWalk up = tet_walk(tets, coords, neighbours, seg.tet, x, tol, refs2.w, walk_seed);
+        pos[i] = (float4)(x, p.w);
+        tet[i] = (uint)(up.status == TET_WALK_INSIDE ? up.tet : seg.tet);
+        atom_inc(&counts[0]);
+    } else {
+        pos[i] = (float4)(a, p.w);
+        tet[i] = (uint)top.tet;
+        atom_inc(&counts[1]);
+    }
+}
+
 // The index of cell (x, y, z) (10 bits each) along the 3D Hilbert curve of order 10 (30
 // bits), by Skilling's transpose: undo the excess work, Gray-encode, interleave the bits.
 inline uint snow_hilbert3(uint x, uint y, uint z) {

@@ -689,6 +689,12 @@ impl Checker<'_> {
                 1.225,
                 Range::open(0.0, 100.0, "kg/m³"),
             )?,
+            ground_refresh: self.number(
+                "wind.ground_refresh",
+                w.ground_refresh,
+                10.0,
+                Range::closed(0.0, 1.0e6, "s"),
+            )?,
             pressure_tolerance,
             step,
             advection: w.advection.unwrap_or_default(),

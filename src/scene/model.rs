@@ -165,6 +165,9 @@ pub struct Wind {
     pub pressure_iterations: u32,
     /// Density of the air, kg/m³ (the saltation flux).
     pub air_density: f64,
+    /// Simulated seconds between ground refreshes: the laid snow raises the ground the wind
+    /// sees (a terrain with a solved wind); 0: never.
+    pub ground_refresh: f64,
     /// The pressure solve stops when the RMS divergence is below this times the RMS
     /// divergence of the initial profile field.
     pub pressure_tolerance: f64,

@@ -72,6 +72,7 @@ pub struct RawWind {
     pub roughness: Option<f64>,
     pub exponent: Option<f64>,
     pub air_density: Option<f64>,
+    pub ground_refresh: Option<f64>,
     pub pressure_iterations: Option<u32>,
     pub pressure_tolerance: Option<f64>,
     pub step: Option<f64>,

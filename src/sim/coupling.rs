@@ -146,6 +146,7 @@ impl WindField {
                 inflow,
                 settings,
                 direction,
+                wind,
                 frozen_after,
                 device,
             } => {
@@ -164,6 +165,10 @@ impl WindField {
                 if frozen_after.is_none() {
                     // Before the start-up solve, as `scene check` does ([`check_wind`]).
                     check_step(frame_dt, solver.dt(), settings.step.is_some())?;
+                }
+                // A terrain's columns, for the ground refresh (a mesh file has none).
+                if let (Some(columns), None) = (&domain.columns, frozen_after) {
+                    solver.set_ground_columns(columns.clone(), *wind)?;
                 }
                 solver.startup()?;
                 if let Some(steps) = frozen_after {
@@ -245,6 +250,34 @@ impl WindField {
                 mirror: None,
                 ..
             } => Ok(FieldRef::Solver(solver.velocity_buffer()?)),
+        }
+    }
+
+    /// Whether the ground can be refreshed: a solved wind over a terrain's columns.
+    pub fn can_refresh_ground(&self) -> bool {
+        matches!(self, Self::Solved { solver, .. } if solver.has_ground_columns())
+    }
+
+    /// Raises the wind's ground by `raise` metres per column over the bare ground
+    /// ([`Solver::refresh_ground`]: the columns regraded, the geometry and operator rebuilt on
+    /// the device, the field re-projected), then rewrites the field's mirror on the snow's
+    /// device; `None` for a fixed field. Blocking.
+    pub fn refresh_ground(&mut self, raise: &[f64]) -> Result<Option<crate::wind::RefreshStats>> {
+        let Self::Solved { solver, mirror, .. } = self else {
+            return Ok(None);
+        };
+        let stats = solver.refresh_ground(raise)?;
+        if let (Some(mirror), false) = (mirror, stats.skipped) {
+            mirror.write(&solver.velocity()?)?;
+        }
+        Ok(Some(stats))
+    }
+
+    /// The solver's mesh vertices (`None` for a fixed field, whose mesh never moves).
+    pub fn vertices(&self) -> Option<&[[f64; 3]]> {
+        match self {
+            Self::Solved { solver, .. } => Some(solver.vertices()),
+            Self::Fixed { .. } => None,
         }
     }
 

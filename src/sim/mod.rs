@@ -20,12 +20,14 @@
 
 pub mod coupling;
 pub mod outputs;
+mod refresh;
 mod report;
 mod setup;
 mod simulation;
 pub mod wind_view;
 
 pub use outputs::{Series, StateOutputs};
+pub use refresh::{RefreshOff, RefreshReport};
 pub use report::{DriftReport, SimReport};
 pub use setup::{Overrides, SimSetup, WindSetup};
 pub use simulation::{DEPTH_STAGE, PARTICLES_STAGE, Simulation};

@@ -22,6 +22,8 @@ pub struct SimReport {
     pub max_depth_m: f32,
     /// Drifting snow (`None` with `ground.drift = false`).
     pub drift: Option<DriftReport>,
+    /// The ground refreshes (`None` without a scene).
+    pub ground_refresh: Option<super::RefreshReport>,
     /// Volume of one parcel, m³.
     pub parcel_m3: f64,
     /// Wind steps run (0 when the wind is the fixed profile).

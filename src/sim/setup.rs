@@ -43,6 +43,8 @@ pub enum WindSetup {
         settings: crate::wind::Settings,
         /// The wind's direction.
         direction: [f64; 2],
+        /// The scene's wind (its profile gives a refreshed ground's inflow).
+        wind: crate::scene::Wind,
         /// `Some(n)`: the start-up solve and `n` steps, then the field stays fixed
         /// (`simulate.frozen_wind_steps`); `None`: it steps with the frames.
         frozen_after: Option<u32>,
@@ -129,6 +131,7 @@ impl SimSetup {
                 inflow,
                 settings,
                 direction: scene.wind.direction,
+                wind: scene.wind,
                 frozen_after,
                 device: overrides.wind_device.clone().map(Box::new),
             }

@@ -7,8 +7,10 @@ use crate::particle::Particle;
 use crate::snow::{COVER_STAGE, DRIFT_STAGE, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
+use super::refresh::{RefreshClock, RefreshOff, RefreshReport};
 use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
+use super::setup::WindSetup;
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
 
@@ -31,6 +33,8 @@ struct SceneState {
     view_vertices: Vec<u32>,
     /// The scene's camera position (the report's falling snow is measured there).
     camera: [f64; 3],
+    /// When the laid snow next raises the wind's ground, and what the refreshes did.
+    refresh: RefreshClock,
 }
 
 /// One scene's wind and snow on one OpenCL context.
@@ -60,6 +64,20 @@ impl Simulation {
                     None => None,
                 };
                 let wind = WindField::new(context, &s.domain, &s.wind, setup.dt)?;
+                let every = match &s.wind {
+                    WindSetup::Solved { wind, .. } => wind.ground_refresh,
+                    WindSetup::Profile { .. } => 0.0,
+                };
+                let off = if snow.is_none() {
+                    Some(RefreshOff::NoSnow)
+                } else if !matches!(wind, WindField::Solved { .. }) {
+                    Some(RefreshOff::FixedWind)
+                } else if !wind.can_refresh_ground() {
+                    Some(RefreshOff::MeshDomain)
+                } else {
+                    None
+                };
+                let refresh = RefreshClock::new(every, off);
                 let view_vertices =
                     wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
                 Some(SceneState {
@@ -70,6 +88,7 @@ impl Simulation {
                     gravity: s.gravity,
                     view_vertices,
                     camera: s.camera,
+                    refresh,
                 })
             }
             None => None,
@@ -180,8 +199,47 @@ impl Simulation {
         self.scene.as_ref().map_or(0, |s| s.wind.steps())
     }
 
+    /// Raises the wind's ground by the laid snow now ([`Simulation::step`] does it every
+    /// `wind.ground_refresh` simulated seconds): the depth per column read back, the wind's
+    /// columns regraded, its geometry and operator rebuilt and its field re-projected, the
+    /// snow's mesh moved with it and every parcel found again (a buried one moved up onto the
+    /// new surface). Blocking. Does nothing where the ground cannot be refreshed
+    /// ([`RefreshOff`]); returns whether it refreshed.
+    pub fn refresh_ground(&mut self, context: &Context) -> Result<bool> {
+        self.settle()?;
+        match &mut self.scene {
+            Some(s) if s.refresh.off.is_none() || s.refresh.off == Some(RefreshOff::Disabled) => {
+                if s.snow.is_none() || !s.wind.can_refresh_ground() {
+                    return Ok(false);
+                }
+                refresh_ground(s, context)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// The height of the wind mesh's ground at each of the cover's ground vertices, m (raised
+    /// by the refreshes; `None` without a scene).
+    pub fn ground_heights(&self) -> Option<Vec<f64>> {
+        let s = self.scene.as_ref()?;
+        Some(
+            s.ground_vertices
+                .iter()
+                .map(|&v| s.mesh.vertices[v as usize][2])
+                .collect(),
+        )
+    }
+
+    /// What the ground refreshes did so far (`None` without a scene).
+    pub fn refresh_report(&self) -> Option<RefreshReport> {
+        let s = self.scene.as_ref()?;
+        let frames = s.snow.as_ref().map_or(0, |snow| snow.frame());
+        Some(s.refresh.report(frames))
+    }
+
     /// Puts the particles at their start (the snow's cover and counters cleared; the wind
-    /// goes on) and writes them into `particles`. Only enqueues.
+    /// goes on over the bare ground again) and writes them into `particles`. Only enqueues,
+    /// unless the ground had been raised (then it waits for the wind's regrade).
     pub fn reset(
         &mut self,
         context: &Context,
@@ -189,6 +247,21 @@ impl Simulation {
         timeline: &mut Timeline,
     ) -> Result<()> {
         timeline.stage(PARTICLES_STAGE);
+        if let Some(s) = self.scene.as_mut() {
+            s.refresh.restart();
+            if s.refresh.report.refreshes > 0 {
+                // Back to the bare ground: the cover is about to be cleared.
+                let bare = vec![0.0; s.ground_vertices.len()];
+                if let Some(stats) = s.wind.refresh_ground(&bare)?
+                    && !stats.skipped
+                    && let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices())
+                {
+                    let v = v.to_vec();
+                    snow.regrade(context, &v)?;
+                    s.mesh.vertices = v;
+                }
+            }
+        }
         let written = match self.scene.as_mut().map(|s| s.snow.as_mut()) {
             Some(Some(snow)) => snow
                 .reset(context, &*particles, timeline)
@@ -216,12 +289,17 @@ impl Simulation {
             if let Some(snow) = s.snow.as_mut() {
                 snow.check_counter_read()?;
             }
-            // 2. The wind steps that are due.
+            // 2. Every `wind.ground_refresh` seconds, the laid snow raises the wind's ground
+            //    (a stated hitch: it waits for the device).
+            if s.refresh.tick(dt) {
+                refresh_ground(s, context)?;
+            }
+            // 3. The wind steps that are due.
             let stepped = s.wind.step_due(dt, timeline)?;
-            // 3. The field's hand-off to the snow's device.
+            // 4. The field's hand-off to the snow's device.
             let field = s.wind.hand_off(stepped)?;
             if let Some(snow) = s.snow.as_mut() {
-                // 4. The snow: sort, particle step (landings lay their parcels), drift,
+                // 5. The snow: sort, particle step (landings lay their parcels), drift,
                 //    smoothing; an error names its stage.
                 let staged =
                     |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
@@ -358,6 +436,7 @@ impl Simulation {
                 max_depth_m,
                 parcel_m3: snow.parcel_volume(),
                 drift,
+                ground_refresh: Some(s.refresh.report(snow.frame())),
                 flake_density_at_camera: Some(snow.flake_density()?.at(s.camera)),
                 ..report
             };
@@ -464,6 +543,35 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// Raises `s`'s wind ground by its cover's depth per column (blocking); books the refresh.
+/// Returns whether the ground moved.
+fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
+    let Some(snow) = s.snow.as_mut() else {
+        return Ok(false);
+    };
+    let start = std::time::Instant::now();
+    let raise: Vec<f64> = snow
+        .cover()
+        .ground_depths()?
+        .iter()
+        .map(|&d| f64::from(d))
+        .collect();
+    let Some(stats) = s.wind.refresh_ground(&raise)? else {
+        return Ok(false);
+    };
+    let mut moved = (0, 0);
+    if !stats.skipped
+        && let Some(v) = s.wind.vertices()
+    {
+        let v = v.to_vec();
+        moved = snow.regrade(context, &v)?;
+        s.mesh.vertices = v;
+    }
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    s.refresh.book(&stats, ms, moved);
+    Ok(!stats.skipped)
 }
 
 /// What the drift did (`None` without drifting snow; blocking).

@@ -131,6 +131,7 @@ pub struct Snow {
     update: Kernel,
     hilbert: Kernel,
     cell_counts: Kernel,
+    relocate: Kernel,
     density: DensityGrid,
     density_counts: DeviceBuffer<u32>,
     sorter: Sorter,
@@ -221,6 +222,7 @@ impl Snow {
             update: program.kernel("snow_step")?,
             hilbert: program.kernel("snow_hilbert_keys")?,
             cell_counts: program.kernel("snow_cell_counts")?,
+            relocate: program.kernel("snow_relocate")?,
             density_counts: DeviceBuffer::zeroed(context, density.len())?,
             density,
             sorter: Sorter::Off,
@@ -459,6 +461,80 @@ impl Snow {
         }
         self.frame += 1;
         Ok(())
+    }
+
+    /// Moves the mesh's vertices to `vertices` (a ground refresh raised the ground under the
+    /// snow; the topology is the same) and finds every parcel's tetrahedron again; a parcel the
+    /// raised ground buried is moved straight up onto the new surface, just above it (it lands
+    /// in the next step if it falls). Nothing is laid or removed: the ledger is unchanged. The
+    /// suspension forgets its cells' counts (the parcels moved): the next frame lifts nothing.
+    /// Blocking; returns the parcels moved up and those not found under their column (moved
+    /// to its top).
+    pub fn regrade(&mut self, context: &Context, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
+        let g = &mut self.mesh.geometry;
+        if vertices.len() != g.coords.len() {
+            return Err(Error::InvalidParameter(format!(
+                "a regrade of {} vertices for a mesh of {}",
+                vertices.len(),
+                g.coords.len()
+            )));
+        }
+        for (c, v) in g.coords.iter_mut().zip(vertices) {
+            *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
+        }
+        self.mesh.coords.write(&g.coords)?;
+        if let Some(suspension) = self.suspension.as_mut() {
+            suspension.reset()?;
+        }
+        let n = self.particles.len();
+        if n == 0 {
+            return Ok((0, 0));
+        }
+        let c = &self.config;
+        let g = &self.mesh.geometry;
+        let m = &self.mesh;
+        let p = &mut self.particles;
+        let below = (c.tolerance * 4.0).max(1e-3);
+        let params = [
+            c.tolerance,
+            g.z_range[1],
+            below,
+            0.05f32.max(4.0 * c.tolerance),
+        ];
+        let refs2 = [
+            g.refs.ground,
+            g.refs.top,
+            c.local_hops as i32,
+            c.global_hops.min(i32::MAX as u32) as i32,
+        ];
+        let counts = DeviceBuffer::<u64>::zeroed(context, 2)?;
+        let mut timeline = context.timeline();
+        let mut call = self.relocate.call();
+        // SAFETY: pos, tet, ids and respawns hold n values, the kernel guards i < n; the mesh
+        // tables are consistent (built together, the coordinates just rewritten with the same
+        // count); the column grid has dims.x · dims.y entries; counts holds two.
+        unsafe {
+            call.buffer(&p.pos)?
+                .buffer(&p.tet)?
+                .buffer(&p.ids)?
+                .buffer(&p.respawns)?
+                .arg(&(n as u32))?
+                .arg(&c.seed)?
+                .buffer(&m.tets)?
+                .buffer(&m.coords)?
+                .buffer(&m.neighbours)?
+                .buffer(&m.face_refs)?
+                .buffer(&m.columns)?
+                .arg(&g.column_dims)?
+                .arg(&g.column_map)?
+                .arg(&params)?
+                .arg(&refs2)?
+                .buffer(&counts)?;
+        }
+        call.enqueue_into(context, self.relocate.work_size(context, n)?, &mut timeline)?;
+        timeline.wait()?;
+        let counts = counts.read()?;
+        Ok((counts[0], counts[1]))
     }
 
     /// The snow lifted into suspension, when on.

@@ -18,7 +18,7 @@ use crate::sim::start;
 /// crest along x at y = 200 m, under a 12 m/s northerly wind (from +y towards −y: the
 /// windward slope is north of the crest, the lee south of it), snow accelerated 2 000 times,
 /// `extra` appended (a `[ground]` key, say). The wind is solved as the snow falls.
-fn ridge(extra: &str) -> Scene {
+pub(crate) fn ridge(extra: &str) -> Scene {
     scene(&format!(
         "name = \"Drift ridge\"\n\
          [domain]\nheightmap = \"ridge.png\"\nsize = [400.0, 400.0]\nrelief = 30.0\n\
@@ -33,7 +33,7 @@ fn ridge(extra: &str) -> Scene {
 
 /// A flat 200 m square under a wind of `speed` m/s at 10 m along +x, `particles` parcels, the
 /// snow accelerated `acceleration` times.
-fn flat(speed: f64, particles: usize, acceleration: f64, extra: &str) -> Scene {
+pub(crate) fn flat(speed: f64, particles: usize, acceleration: f64, extra: &str) -> Scene {
     scene(&format!(
         "name = \"Drift flat\"\n\
          [domain]\nflat = true\nsize = [200.0, 200.0]\ntop = 60.0\ncells = [10, 10]\n\
@@ -54,7 +54,7 @@ fn scene(text: &str) -> Scene {
 
 /// The scene started, sorted by `sort`, its wind solved as it runs (`wind`) or once at the
 /// start and kept.
-fn begin(
+pub(crate) fn begin(
     ctx: &Context,
     scene: &Scene,
     sort: SortMode,
@@ -70,7 +70,7 @@ fn begin(
 
 /// Runs `frames` frames; with `checked`, checks the invariants (the ledger among them) every
 /// 50 and at the end.
-fn run(
+pub(crate) fn run(
     ctx: &Context,
     sim: &mut Simulation,
     particles: &mut DeviceBuffer<Particle>,

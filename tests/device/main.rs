@@ -22,6 +22,7 @@ mod gml_reduce;
 mod gml_safety;
 mod gml_solution;
 mod gml_sums;
+mod ground_refresh;
 mod mesh_quality;
 mod mesh_smooth;
 mod pipeline;

@@ -1,0 +1,167 @@
+//! The ground refresh's clock and books: every `wind.ground_refresh` simulated seconds (and on
+//! demand) the laid snow raises the ground the wind sees ([`Simulation::refresh_ground`]); a
+//! refresh is a stated hitch, counted here with its cost and its cost amortised over the frames.
+//!
+//! [`Simulation::refresh_ground`]: super::Simulation::refresh_ground
+
+use serde::Serialize;
+
+use crate::wind::RefreshStats;
+
+/// Why a scene's ground is never refreshed, when it is not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefreshOff {
+    /// `wind.ground_refresh = 0`.
+    Disabled,
+    /// The domain is a mesh file: it has no columns to regrade.
+    MeshDomain,
+    /// The wind is a fixed field (the profile, or frozen after some steps): nothing to rebuild.
+    FixedWind,
+    /// The scene has no snow to raise the ground with.
+    NoSnow,
+}
+
+impl RefreshOff {
+    /// One line for the log and the report.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Disabled => "wind.ground_refresh is 0: the wind keeps the bare ground",
+            Self::MeshDomain => {
+                "wind.ground_refresh: the domain is a mesh file, whose ground the snow cannot \
+                 regrade; the wind keeps the bare ground"
+            }
+            Self::FixedWind => {
+                "wind.ground_refresh: the wind is a fixed field, not solved as the snow falls; \
+                 it keeps the bare ground"
+            }
+            Self::NoSnow => "wind.ground_refresh: no snow falls; the wind keeps the bare ground",
+        }
+    }
+}
+
+/// What the ground refreshes did (`snowsim run --json`'s `ground_refresh`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RefreshReport {
+    /// Simulated seconds between refreshes (0: none).
+    pub every_s: f64,
+    /// Why there are none, when there are none.
+    pub off: Option<RefreshOff>,
+    /// Refreshes that rebuilt the wind's ground.
+    pub refreshes: u64,
+    /// Refreshes that found the ground unchanged (nothing rebuilt).
+    pub skipped: u64,
+    /// The last refresh's host wall time, ms (its waits included).
+    pub last_ms: f64,
+    /// The longest, ms (the first compiles the refresh's kernels).
+    pub max_ms: f64,
+    /// All of them, ms.
+    pub total_ms: f64,
+    /// Their cost spread over the frames run, ms per frame.
+    pub amortised_ms_per_frame: f64,
+    /// The last refresh's re-projection: pressure iterations, and whether it converged.
+    pub last_iterations: u32,
+    /// Whether the last re-projection converged.
+    pub last_converged: bool,
+    /// Columns whose raise was clamped at half their air, in the last refresh.
+    pub clamped_columns: usize,
+    /// Parcels a raised ground buried, moved up onto it (all refreshes).
+    pub buried_parcels: u64,
+    /// Parcels not found under their column after a refresh, moved to its top.
+    pub lost_parcels: u64,
+}
+
+/// The refresh's clock and running books.
+#[derive(Clone, Debug)]
+pub(crate) struct RefreshClock {
+    pub every: f64,
+    pub off: Option<RefreshOff>,
+    clock: f64,
+    pub report: RefreshReport,
+}
+
+impl RefreshClock {
+    /// A clock for refreshes every `every` simulated seconds, or none for the reason `off`.
+    pub fn new(every: f64, off: Option<RefreshOff>) -> Self {
+        let off = off.or((every <= 0.0).then_some(RefreshOff::Disabled));
+        Self {
+            every,
+            off,
+            clock: 0.0,
+            report: RefreshReport {
+                every_s: if off.is_some() { 0.0 } else { every },
+                off,
+                ..RefreshReport::default()
+            },
+        }
+    }
+
+    /// Advances the clock by `dt`; whether a refresh is due.
+    pub fn tick(&mut self, dt: f32) -> bool {
+        if self.off.is_some() {
+            return false;
+        }
+        self.clock += f64::from(dt);
+        if self.clock >= self.every * (1.0 - 1e-9) {
+            self.clock = 0.0;
+            return true;
+        }
+        false
+    }
+
+    /// Restarts the clock (a reset of the simulation).
+    pub fn restart(&mut self) {
+        self.clock = 0.0;
+    }
+
+    /// Books a refresh that took `ms` (host wall), with the wind's `stats` and the parcels
+    /// moved up and lost.
+    pub fn book(&mut self, stats: &RefreshStats, ms: f64, moved: (u64, u64)) {
+        let r = &mut self.report;
+        if stats.skipped {
+            r.skipped += 1;
+        } else {
+            r.refreshes += 1;
+            r.last_iterations = stats.iterations;
+            r.last_converged = stats.converged;
+            r.clamped_columns = stats.clamped;
+        }
+        r.last_ms = ms;
+        r.max_ms = r.max_ms.max(ms);
+        r.total_ms += ms;
+        r.buried_parcels += moved.0;
+        r.lost_parcels += moved.1;
+    }
+
+    /// The books, with the cost spread over `frames`.
+    pub fn report(&self, frames: u64) -> RefreshReport {
+        RefreshReport {
+            amortised_ms_per_frame: self.report.total_ms / frames.max(1) as f64,
+            ..self.report
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_fires_every_interval_and_never_when_off() {
+        let mut clock = RefreshClock::new(1.0, None);
+        let fired: Vec<bool> = (0..25).map(|_| clock.tick(0.1)).collect();
+        let at: Vec<usize> = fired
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(at, vec![9, 19]);
+        let mut off = RefreshClock::new(0.0, None);
+        assert!((0..100).all(|_| !off.tick(1.0)));
+        assert_eq!(off.report(1).off, Some(RefreshOff::Disabled));
+        let mut mesh = RefreshClock::new(5.0, Some(RefreshOff::MeshDomain));
+        assert!((0..100).all(|_| !mesh.tick(1.0)));
+        assert_eq!(mesh.report(1).every_s, 0.0);
+    }
+}

@@ -1,0 +1,157 @@
+//! The ground refresh (issue 28 item 5) through the simulation on PoCL: the laid snow raises
+//! the wind's ground by its depth per column on the clock and on demand, the snow's mesh moves
+//! with it, a parcel the raised ground buried is moved up onto it, nothing of the ledger
+//! changes, an unchanged ground is skipped, and a reset puts the bare ground back.
+
+use snowsim::cl::OutputBuffer;
+use snowsim::scene::SortMode;
+
+use crate::common::context;
+use crate::drift::{begin, flat, ridge, run};
+
+#[test]
+fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
+    // Every 2 s of 0.1 s frames: after 60 frames, three refreshes (frames 20, 40, 60), each
+    // re-projecting the wind; the ledger holds throughout (checked every 50 frames).
+    let ctx = context();
+    let mut scene = ridge("");
+    scene.wind.ground_refresh = 2.0;
+    let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
+    let bare = sim.ground_heights().unwrap();
+    run(&ctx, &mut sim, &mut particles, 60, true);
+    let report = sim.refresh_report().unwrap();
+    assert_eq!(report.off, None, "{report:?}");
+    assert_eq!(report.refreshes + report.skipped, 3, "{report:?}");
+    assert!(report.refreshes >= 2, "{report:?}");
+    assert!(report.last_converged, "{report:?}");
+    assert!(report.amortised_ms_per_frame > 0.0);
+    // On demand: the ground now is the bare ground plus the depth per column, bit for bit in
+    // f64 of the f32 depths (no column near half its air: nothing clamped).
+    let depths = sim.snow().unwrap().cover().ground_depths().unwrap();
+    assert!(sim.refresh_ground(&ctx).unwrap());
+    let raised = sim.ground_heights().unwrap();
+    let mut deepest = 0.0f32;
+    for (c, ((&b, &r), &d)) in bare.iter().zip(&raised).zip(&depths).enumerate() {
+        assert_eq!(
+            r,
+            b + f64::from(d),
+            "column {c}: {b} m bare, {d} m of snow, now {r} m"
+        );
+        deepest = deepest.max(d);
+    }
+    assert!(deepest > 0.05, "the deepest snow is {deepest} m");
+    // Nothing moved since: skipped.
+    let before = sim.refresh_report().unwrap();
+    assert!(!sim.refresh_ground(&ctx).unwrap());
+    assert_eq!(sim.refresh_report().unwrap().skipped, before.skipped + 1);
+    sim.check().unwrap();
+    // A reset puts the bare ground back.
+    let mut timeline = ctx.timeline();
+    sim.reset(
+        &ctx,
+        &mut OutputBuffer::Device(&mut particles),
+        &mut timeline,
+    )
+    .unwrap();
+    ctx.finish().unwrap();
+    assert_eq!(sim.ground_heights().unwrap(), bare);
+}
+
+#[test]
+fn a_parcel_the_raised_ground_buries_is_moved_up_onto_it() {
+    // A flat field with 3 m of snow laid by hand over its middle and 4096 parcels entering 4 m
+    // above the ground: the refresh raises those columns by 3 m and buries the parcels below;
+    // each is moved up onto the new surface, inside its tetrahedron, and the books are unchanged.
+    let ctx = context();
+    let mut scene = flat(3.0, 4096, 1.0, "drift = false");
+    scene.snow.source_height = 4.0;
+    scene.wind.ground_refresh = 0.0;
+    let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Off, true);
+    run(&ctx, &mut sim, &mut particles, 10, true);
+    let snow = sim.snow_mut().unwrap();
+    let cover = snow.cover_mut();
+    let unit = cover.unit_volume();
+    let pile: Vec<u64> = cover
+        .mesh
+        .vertices
+        .iter()
+        .zip(&cover.geometry.area)
+        .map(|(p, &area)| {
+            let inside = (50.0..=150.0).contains(&p[0]) && (50.0..=150.0).contains(&p[1]);
+            if inside {
+                (3.0 * f64::from(area) / unit) as u64
+            } else {
+                0
+            }
+        })
+        .collect();
+    cover.set_volumes(&pile).unwrap();
+    let ledger = |sim: &snowsim::sim::Simulation| {
+        let l = sim.snow().unwrap().ledger().unwrap();
+        (l.carried, l.landings, l.removed)
+    };
+    let books = ledger(&sim);
+    assert!(sim.refresh_ground(&ctx).unwrap());
+    let report = sim.refresh_report().unwrap();
+    assert!(report.buried_parcels > 50, "{report:?}");
+    assert_eq!(report.lost_parcels, 0, "{report:?}");
+    assert_eq!(ledger(&sim), books, "the refresh moved the books");
+    // Every parcel lies in its tetrahedron (the walk's tolerance), so above the raised ground.
+    let snow = sim.snow().unwrap();
+    let geometry = &snow.mesh().geometry;
+    let heights = sim.ground_heights().unwrap();
+    let top_of_pile = heights.iter().cloned().fold(f64::MIN, f64::max);
+    assert!(
+        (top_of_pile - 3.0).abs() < 0.01,
+        "the pile's top at {top_of_pile} m"
+    );
+    for p in snow.particles().read().unwrap() {
+        let t = geometry.tets[p.tet as usize];
+        let x: Vec<[f64; 3]> = t
+            .iter()
+            .map(|&v| geometry.coords[v as usize].map(f64::from))
+            .map(|c| [c[0], c[1], c[2]])
+            .collect();
+        let q = [p.pos[0], p.pos[1], p.pos[2]].map(f64::from);
+        let bary = barycentrics(&x, q);
+        assert!(
+            bary.iter().all(|&b| b > -1e-3),
+            "parcel {} at {q:?} is outside its tetrahedron {}: {bary:?}",
+            p.id,
+            p.tet
+        );
+        // Inside a tetrahedron of the moved mesh is above its ground; over the pile's middle,
+        // away from its edge (which slopes over a cell or two of the 20 m grid), that is 3 m.
+        let over_pile = (80.0..=120.0).contains(&q[0]) && (80.0..=120.0).contains(&q[1]);
+        if over_pile {
+            assert!(q[2] >= 2.95, "parcel {} at {q:?} is under the pile", p.id);
+        }
+    }
+    // The moved parcels land on the pile in the frames that follow (not checked: the pile was
+    // laid by hand, outside the ledger).
+    run(&ctx, &mut sim, &mut particles, 10, false);
+    let landed = ledger(&sim).1 - books.1;
+    assert!(
+        landed >= report.buried_parcels / 2,
+        "{landed} landings after {} parcels were moved up",
+        report.buried_parcels
+    );
+}
+
+/// The barycentric coordinates of `q` in the tetrahedron `x`.
+fn barycentrics(x: &[[f64; 3]], q: [f64; 3]) -> [f64; 4] {
+    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let det = |a: [f64; 3], b: [f64; 3], c: [f64; 3]| {
+        a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
+            + a[2] * (b[0] * c[1] - b[1] * c[0])
+    };
+    let (e1, e2, e3, r) = (
+        sub(x[1], x[0]),
+        sub(x[2], x[0]),
+        sub(x[3], x[0]),
+        sub(q, x[0]),
+    );
+    let d = det(e1, e2, e3);
+    let (b1, b2, b3) = (det(r, e2, e3) / d, det(e1, r, e3) / d, det(e1, e2, r) / d);
+    [1.0 - b1 - b2 - b3, b1, b2, b3]
+}
