@@ -35,7 +35,6 @@
 #define SNOW_C_DEPOSIT 7
 #define SNOW_C_LAID_SUSPENDED 8
 #define SNOW_C_EXIT_SUSPENDED 9
-#define SNOW_C_ENTRAINED 10
 
 #define SNOW_TWO_PI 6.28318530717958647692f
 
@@ -380,8 +379,8 @@ inline int snow_bottom_cell(__global const int4 *restrict tets,
 // remainder to the cell's smallest id, counted at the end of the last step; cells:
 // snow_bottom_cell), carries them, and
 // lays them with its own parcel when it lands (or takes them out of the domain when it
-// leaves); at the end every parcel in the bottom layer is counted in its cell for the next
-// frame (`next_count`, `next_first`).
+// leaves); at the end every parcel in the bottom layer (`bottom[t]`: its tetrahedron touches
+// the ground) is counted in its cell for the next frame (`next_count`, `next_first`).
 __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict vel,
                         __global const float4 *restrict flutter, __global uint *restrict tet,
                         __global const uint *restrict ids, __global uint *restrict respawns,
@@ -412,7 +411,7 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global const uint *restrict cell_first,
                         __global const ulong *restrict cell_pool,
                         __global uint *restrict next_count, __global uint *restrict next_first,
-                        const uint suspend) {
+                        __global const uchar *restrict bottom, const uint suspend) {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
@@ -429,6 +428,9 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     ulong load = 0ul;
     if (suspend) {
         load = suspended[i];
+    }
+    const ulong carried = load;
+    if (suspend && bottom[t]) {
         const int c = snow_bottom_cell(tets, coords, ground_index, t, p.xy);
         if (c >= 0) {
             const uint k = cell_count[c];
@@ -560,11 +562,14 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     respawns[i] = count;
     render[i] = (float4)(q, 0.5f * f.z * render_scale);
     if (suspend) {
-        suspended[i] = load;
-        const int c = snow_bottom_cell(tets, coords, ground_index, t, q.xy);
-        if (c >= 0) {
-            atomic_inc(&next_count[c]);
-            atomic_min(&next_first[c], id);
+        if (load != carried)
+            suspended[i] = load;
+        if (bottom[t]) {
+            const int c = snow_bottom_cell(tets, coords, ground_index, t, q.xy);
+            if (c >= 0) {
+                atomic_inc(&next_count[c]);
+                atomic_min(&next_first[c], id);
+            }
         }
     }
 }

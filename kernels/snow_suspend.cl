@@ -22,7 +22,8 @@ __kernel void suspend_erode(__global const float2 *restrict friction,
                             __global ulong *restrict pool, __global ulong *restrict stale_pool,
                             __global uint *restrict next_count,
                             __global uint *restrict next_first,
-                            __global ulong *restrict counters, const uint n, const uint cells,
+                            __global ulong *restrict lifted_slots, const uint n,
+                            const uint cells,
                             const float4 law) {
     const uint v = get_global_id(0);
     if (v >= n)
@@ -50,5 +51,7 @@ __kernel void suspend_erode(__global const float2 *restrict friction,
         return;
     volume[v] = have - lifted;
     atom_add(&pool[c], lifted);
-    atom_add(&counters[SNOW_C_ENTRAINED], lifted);
+    // Summed over 64 slots (one per vertex modulo 64) that the host adds up: every vertex
+    // lifting into one counter would queue on one address.
+    atom_add(&lifted_slots[v & 63u], lifted);
 }

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::wind::RefreshStats;
+use crate::wind::{RefreshStats, RefreshTimes};
 
 /// Why a scene's ground is never refreshed, when it is not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -63,6 +63,8 @@ pub struct RefreshReport {
     pub last_iterations: u32,
     /// Whether the last re-projection converged.
     pub last_converged: bool,
+    /// The wind's phases of the last refresh that rebuilt the ground, ms.
+    pub last_phases: RefreshTimes,
     /// Columns whose raise was clamped at half their air, in the last refresh.
     pub clamped_columns: usize,
     /// Parcels a raised ground buried, moved up onto it (all refreshes).
@@ -125,6 +127,7 @@ impl RefreshClock {
             r.last_iterations = stats.iterations;
             r.last_converged = stats.converged;
             r.clamped_columns = stats.clamped;
+            r.last_phases = stats.times;
         }
         r.last_ms = ms;
         r.max_ms = r.max_ms.max(ms);

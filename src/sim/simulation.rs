@@ -591,7 +591,10 @@ fn drift_report(snow: &Snow) -> Result<Option<DriftReport>> {
     Ok(Some(DriftReport {
         eroded_m3: counts.eroded as f64 * unit,
         blown_out_m3: counts.blown as f64 * unit,
-        suspended_m3: snow.counters()?.entrained as f64 * unit,
+        suspended_m3: match snow.suspension() {
+            Some(s) => s.lifted()? as f64 * unit,
+            None => 0.0,
+        },
         in_suspension_m3: carried as f64 * unit,
         max_friction_velocity: max(drift.friction_velocity()?),
         max_saltation_flux: max(drift.saltation_flux()?),

@@ -329,13 +329,26 @@ pub struct SnowMesh {
     pub(crate) columns: DeviceBuffer<i32>,
     pub(crate) ground_tets: DeviceBuffer<i32>,
     pub(crate) ground_cdf: DeviceBuffer<u32>,
+    /// Per tetrahedron, 1 where a vertex of it is on the ground (the bottom layer), else 0.
+    pub(crate) bottom: DeviceBuffer<u8>,
 }
 
 impl SnowMesh {
     /// Uploads `geometry` to `context`'s device.
     pub fn new(context: &Context, geometry: SnowGeometry) -> Result<Self> {
         let g = &geometry;
+        let bottom: Vec<u8> = g
+            .tets
+            .iter()
+            .map(|t| {
+                u8::from(
+                    t.iter()
+                        .any(|&v| g.ground_index.get(v as usize).is_some_and(|&gi| gi >= 0)),
+                )
+            })
+            .collect();
         Ok(Self {
+            bottom: DeviceBuffer::from_slice(context, &bottom)?,
             tets: DeviceBuffer::from_slice(context, &g.tets)?,
             coords: DeviceBuffer::from_slice(context, &g.coords)?,
             neighbours: DeviceBuffer::from_slice(context, &g.neighbours)?,

@@ -66,8 +66,6 @@ pub struct Counters {
     pub laid_suspended: u64,
     /// Units carried in suspension out of the domain (through the top, a closed side, lost).
     pub exited_suspended: u64,
-    /// Units the wind lifted from the cover into suspension.
-    pub entrained: u64,
 }
 
 impl Counters {
@@ -83,7 +81,6 @@ impl Counters {
             deposited: c[7],
             laid_suspended: c[8],
             exited_suspended: c[9],
-            entrained: c[10],
             first_bad,
         }
     }
@@ -148,7 +145,7 @@ pub struct Snow {
 }
 
 /// Counters on the device (`SNOW_C_*` in `kernels/snow.cl`).
-const COUNTERS: usize = 11;
+const COUNTERS: usize = 10;
 
 impl Snow {
     /// Builds the kernels, uploads the mesh and allocates the particles of `config` in
@@ -447,7 +444,6 @@ impl Snow {
                 context,
                 &mut self.cover,
                 drift.friction_buffer(),
-                &self.counters,
                 self.config.acceleration * f64::from(dt),
                 timeline,
             )?;
@@ -484,7 +480,7 @@ impl Snow {
         }
         self.mesh.coords.write(&g.coords)?;
         if let Some(suspension) = self.suspension.as_mut() {
-            suspension.reset()?;
+            suspension.forget_cells()?;
         }
         let n = self.particles.len();
         if n == 0 {
@@ -716,6 +712,7 @@ impl Snow {
                 .buffer(pool)?
                 .buffer(next_count)?
                 .buffer(next_first)?
+                .buffer(&m.bottom)?
                 .arg(&suspend)?;
         }
         call.enqueue_into(context, self.update.work_size(context, n)?, timeline)?;
@@ -893,6 +890,9 @@ impl Snow {
             .map(|&u| u128::from(u))
             .sum();
         ledger.carried += ledger.suspended;
+        if let Some(suspension) = &self.suspension {
+            ledger.entrained = suspension.lifted()?;
+        }
         if let Some(drift) = &self.drift {
             let counts = drift.counts()?;
             ledger.blown = u128::from(counts.blown);
@@ -1000,7 +1000,7 @@ pub struct Ledger {
     pub eroded: u128,
     /// Units the parcels carry in suspension now (part of `carried`).
     pub suspended: u128,
-    /// Units the wind lifted into suspension so far.
+    /// Units the wind lifted into suspension so far (set by [`Snow::ledger`]).
     pub entrained: u64,
     /// Units carried in suspension that landings laid so far (part of `laid`).
     pub laid_suspended: u64,
@@ -1030,7 +1030,7 @@ impl Ledger {
             blown: 0,
             eroded: 0,
             suspended: 0,
-            entrained: c.entrained,
+            entrained: 0,
             laid_suspended: c.laid_suspended,
             exited_suspended: c.exited_suspended,
         }

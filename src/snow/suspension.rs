@@ -131,6 +131,8 @@ pub struct Suspension {
     /// Which of the pairs this frame reads (its counts) and fills (its pool).
     current: usize,
     cells: usize,
+    /// Units lifted since the reset, in 64 slots summed on the host.
+    lifted: DeviceBuffer<u64>,
     erode: Kernel,
 }
 
@@ -185,6 +187,7 @@ impl Suspension {
             ],
             current: 0,
             cells,
+            lifted: DeviceBuffer::zeroed(context, 64)?,
             erode: program.kernel("suspend_erode")?,
         };
         s.reset()?;
@@ -194,25 +197,20 @@ impl Suspension {
     /// Forgets every count and pool: the next frame lifts nothing (no parcel has been counted
     /// in a cell yet).
     pub fn reset(&mut self) -> Result<()> {
-        for k in 0..2 {
-            self.count[k].fill(0)?;
-            self.first[k].fill(u32::MAX)?;
-            self.pool[k].fill(0)?;
-        }
+        self.forget_cells()?;
+        self.lifted.fill(0)?;
         self.current = 0;
         Ok(())
     }
 
     /// Enqueues this frame's lifting from `cover` under the friction velocity `friction` (per
     /// cover vertex) over `morphological_dt` seconds (the frame's step times the morphological
-    /// factor), adding what it lifts to the snow's `counters`; every frame, before the particle
-    /// step.
+    /// factor); every frame, before the particle step.
     pub(crate) fn erode(
         &mut self,
         context: &Context,
         cover: &mut GroundCover,
         friction: &DeviceBuffer<[f32; 2]>,
-        counters: &DeviceBuffer<u64>,
         morphological_dt: f64,
         timeline: &mut Timeline,
     ) -> Result<()> {
@@ -236,8 +234,8 @@ impl Suspension {
         let (now, stale) = (self.current, 1 - self.current);
         let mut call = self.erode.call();
         // SAFETY: friction, cell, site and the volumes hold nv values; cell names cells below
-        // `cells`, the length of the counts and pools; counters has the snow's entries; the
-        // kernel guards its id.
+        // `cells`, the length of the counts and pools; `lifted` has 64 slots; the kernel guards
+        // its id.
         unsafe {
             call.buffer(friction)?
                 .buffer(&self.cell)?
@@ -248,7 +246,7 @@ impl Suspension {
                 .buffer(&self.pool[stale])?
                 .buffer(&self.count[stale])?
                 .buffer(&self.first[stale])?
-                .buffer(counters)?
+                .buffer(&self.lifted)?
                 .arg(&(nv as u32))?
                 .arg(&(self.cells as u32))?
                 .arg(&law)?;
@@ -268,6 +266,22 @@ impl Suspension {
             next_count: &self.count[next],
             next_first: &self.first[next],
         }
+    }
+
+    /// Units the wind lifted into suspension since the reset (blocking).
+    pub fn lifted(&self) -> Result<u64> {
+        Ok(self.lifted.read()?.iter().sum())
+    }
+
+    /// Forgets the cells' counts and pools only (the parcels moved): the next frame lifts
+    /// nothing; what was lifted so far stays counted.
+    pub fn forget_cells(&mut self) -> Result<()> {
+        for k in 0..2 {
+            self.count[k].fill(0)?;
+            self.first[k].fill(u32::MAX)?;
+            self.pool[k].fill(0)?;
+        }
+        Ok(())
     }
 
     /// The parcels of the bottom layer per cell that the next frame shares its lifted snow

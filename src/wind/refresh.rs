@@ -59,7 +59,7 @@ pub struct RefreshStats {
 }
 
 /// Host wall-clock milliseconds of a refresh's phases (device waits included).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct RefreshTimes {
     /// The columns' regrade on the host.
     pub regrade_ms: f64,
