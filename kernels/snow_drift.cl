@@ -75,6 +75,7 @@ __kernel void drift_flux_state(__global const uint *restrict offsets,
                                __global const uint2 *restrict edges,
                                __global const float2 *restrict face,
                                __global const float2 *restrict friction,
+                               __global const float *restrict threshold,
                                __global const float *restrict area,
                                __global const float2 *restrict boundary,
                                __global const float *restrict q_last,
@@ -97,7 +98,9 @@ __kernel void drift_flux_state(__global const uint *restrict offsets,
     }
     const float2 f = friction[v];
     const float u = length(f);
-    const float eq = drift_equilibrium(u, law);
+    float4 here = law;
+    here.x = threshold[v];
+    const float eq = drift_equilibrium(u, here);
     const float a = area[v];
     const float speed = shape.y * u;
     const float q_in = inflow > 0.0f ? carried / inflow : 0.0f;
@@ -158,4 +161,26 @@ __kernel void drift_ground_friction(__global const float2 *restrict friction,
         d[k] = v < n ? length(friction[v]) : 0.0f;
     }
     out[i] = (float4)(d[0], d[1], d[2], d[3]);
+}
+
+// With ageing (src/snow/drift.rs, Ageing): each cover vertex's snow age at the surface
+// advances by dt real seconds; snow laid since the last frame makes it younger (the volume-
+// weighted mean of the old snow's age and the new snow's zero); bare ground has age 0. The
+// threshold follows: aged - (aged - fresh) e^(-age / time). law = (dt, time, fresh, aged).
+__kernel void drift_age(__global const ulong *restrict volume, __global ulong *restrict last,
+                        __global float *restrict age, __global float *restrict threshold,
+                        const uint n, const float4 law) {
+    const uint v = get_global_id(0);
+    if (v >= n)
+        return;
+    const ulong now = volume[v];
+    const ulong before = last[v];
+    float a = age[v] + law.x;
+    if (now == 0ul)
+        a = 0.0f;
+    else if (now > before)
+        a *= (float)((double)before / (double)now);
+    age[v] = a;
+    last[v] = now;
+    threshold[v] = law.w - (law.w - law.z) * exp(-a / law.y);
 }

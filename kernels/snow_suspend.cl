@@ -9,12 +9,13 @@
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
-// friction[v]: u* along the wind (snow_drift.cl). site[v] = (z_e^-0.544, w_s A): the reference
+// friction[v]: u* along the wind, threshold[v] the threshold u*t there (snow_drift.cl). site[v] = (z_e^-0.544, w_s A): the reference
 // concentration's height term at the height the lifted snow enters the model's air, and the
-// settling speed there times the vertex's area (m³/s). law = (u*t, 0.05628 (the reference
+// settling speed there times the vertex's area (m³/s). law = (unused, 0.05628 (the reference
 // height over u*, s), units per kg of lifted snow per m³ of air per m³/s in this frame, unused).
 // Clears the other frame's pool and the next frame's counts on the cells (v < cells).
 __kernel void suspend_erode(__global const float2 *restrict friction,
+                            __global const float *restrict threshold,
                             __global const uint *restrict cell,
                             __global const float2 *restrict site,
                             __global ulong *restrict volume,
@@ -37,7 +38,7 @@ __kernel void suspend_erode(__global const float2 *restrict friction,
     if (cell_count[c] == 0u)
         return;
     const float u = length(friction[v]);
-    if (!(u > law.x))
+    if (!(u > threshold[v]))
         return;
     const float2 s = site[v];
     // Pomeroy & Male (1992): c(z) = 0.8 exp(-1.55 (z_r^-0.544 - z^-0.544)) kg/m³, z_r = 0.05628 u*.

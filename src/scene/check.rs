@@ -350,6 +350,18 @@ impl Checker<'_> {
             },
             drift: g.drift.unwrap_or(true),
             suspension: g.suspension.unwrap_or(true),
+            ageing_time: self.number(
+                "ground.ageing_time",
+                g.ageing_time,
+                0.0,
+                Range::closed(0.0, 1.0e9, "s"),
+            )?,
+            aged_threshold_friction_velocity: self.number(
+                "ground.aged_threshold_friction_velocity",
+                g.aged_threshold_friction_velocity,
+                0.6,
+                Range::open(0.0, 10.0, "m/s"),
+            )?,
             threshold_friction_velocity: self.number(
                 "ground.threshold_friction_velocity",
                 g.threshold_friction_velocity,
@@ -364,6 +376,18 @@ impl Checker<'_> {
             )?,
             roughness: self.ground_roughness(g.roughness, &wind)?,
         };
+        if ground.ageing_time > 0.0
+            && ground.aged_threshold_friction_velocity < ground.threshold_friction_velocity
+        {
+            return Err(self.error(
+                "ground.aged_threshold_friction_velocity",
+                format!(
+                    "{} m/s is below ground.threshold_friction_velocity {} m/s: ageing raises \
+                     the threshold",
+                    ground.aged_threshold_friction_velocity, ground.threshold_friction_velocity
+                ),
+            ));
+        }
         let time = Time {
             step: self.number("time.step", raw.time.step, 0.02, Range::open(0.0, 1.0, "s"))?,
             frames: match raw.time.frames {

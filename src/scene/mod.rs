@@ -55,6 +55,8 @@
 //! cover_refinement = 4     # the cover's mesh: pieces per ground edge, 1 to 16 (default 4)
 //! drift = true             # the wind lifts the laid snow and carries it (default true)
 //! suspension = true        # with drift, also into the parcels, which carry it far (default true)
+//! ageing_time = 0.0        # s over which the threshold rises as snow ages (default 0: off)
+//! aged_threshold_friction_velocity = 0.6  # u*t of fully aged snow, m/s (default)
 //! threshold_friction_velocity = 0.25  # u* below which nothing is lifted, m/s (default)
 //! saturation_length = 20.0 # saltation relaxes to its equilibrium over this, m (default)
 //! # roughness = 0.01       # z0 of the log law for u*, m (default: the wind's, else 0.001)

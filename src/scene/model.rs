@@ -297,6 +297,11 @@ pub struct Ground {
     /// With `drift`, the wind also lifts snow into suspension, in the parcels of the bottom
     /// layer of air (`snowsim::snow::Suspension`).
     pub suspension: bool,
+    /// The e-folding time of the threshold's rise as laid snow ages, real seconds; 0: no
+    /// ageing (the threshold stays the fresh snow's).
+    pub ageing_time: f64,
+    /// The threshold friction velocity of fully aged snow, m/s.
+    pub aged_threshold_friction_velocity: f64,
     /// Friction velocity below which the wind lifts no snow, m/s.
     pub threshold_friction_velocity: f64,
     /// Length over which saltation relaxes to its equilibrium flux, m.

@@ -125,6 +125,8 @@ pub struct RawGround {
     pub cover_refinement: Option<u32>,
     pub drift: Option<bool>,
     pub suspension: Option<bool>,
+    pub ageing_time: Option<f64>,
+    pub aged_threshold_friction_velocity: Option<f64>,
     pub threshold_friction_velocity: Option<f64>,
     pub saturation_length: Option<f64>,
     pub roughness: Option<f64>,

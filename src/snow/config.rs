@@ -2,7 +2,7 @@
 
 use crate::scene::{Scene, SortKey, SortMode};
 
-use super::drift::DriftSettings;
+use super::drift::{Ageing, DriftSettings};
 use super::{Error, Result};
 
 /// Fixed-point units per parcel of snow in real time: one unit is the real parcel volume over
@@ -120,6 +120,10 @@ impl SnowConfig {
                 air_density: scene.wind.air_density,
                 snow_density: s.density,
                 suspension: g.suspension,
+                ageing: (g.ageing_time > 0.0).then_some(Ageing {
+                    time: g.ageing_time,
+                    aged_threshold: g.aged_threshold_friction_velocity,
+                }),
                 ..DriftSettings::default()
             }),
             sort: SortSettings {

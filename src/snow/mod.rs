@@ -131,7 +131,7 @@ mod suspension;
 pub use config::{DRAW_FRACTION, FOOTPRINT_FRACTION, PARCEL_UNITS, SnowConfig, SortSettings};
 pub use cover::{CoverGeometry, GroundCover};
 pub use density::{DENSITY_CELLS, DENSITY_LAYERS, RelativeDensity};
-pub use drift::{Drift, DriftCounts, DriftGeometry, DriftSettings, GRAIN_SPEED, KARMAN};
+pub use drift::{Ageing, Drift, DriftCounts, DriftGeometry, DriftSettings, GRAIN_SPEED, KARMAN};
 pub use error::{Error, Result};
 pub use flakes::{
     DEFAULT_DENSITY, EXTINCTION_EFFICIENCY, FlakeError, KOSCHMIEDER, Snowfall, flake_mass,

@@ -436,6 +436,11 @@ impl Snow {
                 "time step {dt} must be finite and not negative"
             )));
         }
+        if let Some(drift) = self.drift.as_mut() {
+            // The snow's age at the surface (with ageing), before anything lifts snow.
+            timeline.stage(DRIFT_STAGE);
+            drift.age(context, &self.cover, dt, timeline)?;
+        }
         if let (Some(drift), Some(suspension)) = (self.drift.as_mut(), self.suspension.as_mut()) {
             // The wind lifts snow from the cover as it stands before any landing of the frame.
             timeline.stage(DRIFT_STAGE);
@@ -444,6 +449,7 @@ impl Snow {
                 context,
                 &mut self.cover,
                 drift.friction_buffer(),
+                drift.threshold_buffer(),
                 self.config.acceleration * f64::from(dt),
                 timeline,
             )?;

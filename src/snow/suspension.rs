@@ -211,6 +211,7 @@ impl Suspension {
         context: &Context,
         cover: &mut GroundCover,
         friction: &DeviceBuffer<[f32; 2]>,
+        threshold: &DeviceBuffer<f32>,
         morphological_dt: f64,
         timeline: &mut Timeline,
     ) -> Result<()> {
@@ -225,12 +226,7 @@ impl Suspension {
         } else {
             0.0
         };
-        let law = [
-            s.threshold as f32,
-            REFERENCE_HEIGHT as f32,
-            scale as f32,
-            0.0,
-        ];
+        let law = [0.0, REFERENCE_HEIGHT as f32, scale as f32, 0.0];
         let (now, stale) = (self.current, 1 - self.current);
         let mut call = self.erode.call();
         // SAFETY: friction, cell, site and the volumes hold nv values; cell names cells below
@@ -238,6 +234,7 @@ impl Suspension {
         // its id.
         unsafe {
             call.buffer(friction)?
+                .buffer(threshold)?
                 .buffer(&self.cell)?
                 .buffer(&self.site)?
                 .buffer(&cover.volume)?

@@ -489,3 +489,74 @@ fn the_wind_lifts_what_the_suspension_law_says() {
         "lifted {got} units, the law says {want}"
     );
 }
+
+#[test]
+fn aged_snow_holds_against_a_wind_that_lifts_fresh_snow() {
+    // 9 m/s at 10 m over z0 = 1 mm: u* ≈ 0.4 m/s at the first level, above fresh snow's 0.25
+    // m/s and below aged snow's 0.6. With ageing over τ = 1 s the pile's threshold passes 0.4
+    // m/s once its snow is 0.56 s old (0.6 − 0.35 e^(−age/τ)): the wind moves it in the first
+    // frames, then hardly; without ageing it keeps moving. The pile is laid by hand, so its
+    // age counts from the first frame (real time, 0.1 s a frame, whatever the acceleration).
+    let ctx = context();
+    let mut eroded = Vec::new();
+    for extra in ["ageing_time = 1.0", ""] {
+        let (mut sim, mut particles) =
+            begin(&ctx, &flat(9.0, 1, 5000.0, extra), SortMode::Off, false);
+        let cover = sim.snow_mut().unwrap().cover_mut();
+        let unit = cover.unit_volume();
+        let pile: Vec<u64> = cover
+            .mesh
+            .vertices
+            .iter()
+            .zip(&cover.geometry.area)
+            .map(|(p, &area)| {
+                let (dx, dy) = (p[0] - 70.0, p[1] - 100.0);
+                if dx * dx + dy * dy < 30.0 * 30.0 {
+                    (0.2 * f64::from(area) / unit) as u64
+                } else {
+                    0
+                }
+            })
+            .collect();
+        cover.set_volumes(&pile).unwrap();
+        let mut at = Vec::new();
+        for frames in [20, 80] {
+            run(&ctx, &mut sim, &mut particles, frames, false);
+            at.push(
+                sim.snow()
+                    .unwrap()
+                    .drifting()
+                    .unwrap()
+                    .counts()
+                    .unwrap()
+                    .eroded,
+            );
+        }
+        let drift = sim.snow().unwrap().drifting().unwrap();
+        let u = drift.friction_velocity().unwrap();
+        let max = u.iter().fold(0.0f32, |m, &x| m.max(x));
+        assert!(max > 0.3 && max < 0.55, "u* up to {max} m/s");
+        if let Some(age) = drift.snow_age().unwrap() {
+            // The pile's middle, never reached by new snow: the first frame finds it laid (age
+            // 0), the 99 after it age it by 9.9 s.
+            let volumes = sim.snow().unwrap().cover().volumes().unwrap();
+            let oldest = age
+                .iter()
+                .zip(&volumes)
+                .filter(|(_, v)| **v > 0)
+                .fold(0.0f32, |m, (&a, _)| m.max(a));
+            assert!(
+                (oldest - 9.9).abs() < 0.01,
+                "the oldest snow is {oldest} s old"
+            );
+        }
+        eroded.push(at);
+    }
+    let (aged, fresh) = (&eroded[0], &eroded[1]);
+    // Frames 20–100: the aged pile holds; what still moves is the snow the first frames laid
+    // downwind, young where it landed (on PoCL about 5 % of what moves without ageing).
+    let later = |e: &Vec<u64>| e[1] - e[0];
+    let summary = format!("eroded after 20 and 100 frames: ageing {aged:?}, none {fresh:?}");
+    assert!(aged[0] > 0 && aged[0] < fresh[0], "{summary}");
+    assert!(10 * later(aged) < later(fresh), "{summary}");
+}
