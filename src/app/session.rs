@@ -24,7 +24,7 @@ use crate::particle::Particle;
 use crate::render::{
     Action, FrameDriver, FrameError, GlSetup, OrbitCamera, Renderer, StageTimes, TerrainMesh, Views,
 };
-use crate::sim::{SimReport, SimSetup, Simulation, StateOutputs, WindSamples};
+use crate::sim::{RefreshOff, SimReport, SimSetup, Simulation, StateOutputs, WindSamples};
 use crate::splat::{
     self, ParticleRender, RenderChoice, RenderMode, SPLAT_EXTENSION, SplatView, Splatter,
 };
@@ -929,6 +929,23 @@ impl FrameDriver for Session {
                 return Some(match self.reset() {
                     Ok(()) => "reset".into(),
                     Err(e) => format!("reset failed: {e}"),
+                });
+            }
+            Action::RefreshGround => {
+                return Some(match self.simulation.refresh_ground(&self.context) {
+                    Ok(true) => {
+                        let r = self.simulation.refresh_report().unwrap_or_default();
+                        format!(
+                            "ground refreshed: the wind sees the laid snow ({:.1} ms, {} \
+                             re-projection iterations)",
+                            r.last_ms, r.last_iterations
+                        )
+                    }
+                    Ok(false) => match self.simulation.refresh_report().and_then(|r| r.off) {
+                        Some(off) if off != RefreshOff::Disabled => off.message().into(),
+                        _ => "ground refresh: the laid snow has not changed since the last".into(),
+                    },
+                    Err(e) => format!("ground refresh failed: {e}"),
                 });
             }
             Action::ScaleAcceleration(factor) => {

@@ -46,6 +46,8 @@ pub enum Action {
     ToggleFriction,
     /// Put the camera and the particles back where they started.
     Reset,
+    /// Raise the wind's ground by the laid snow now (`wind.ground_refresh` on demand).
+    RefreshGround,
     /// Multiply `time.acceleration` (the factor on the snowfall) by this (`[`: ½, `]`: 2).
     ScaleAcceleration(f64),
     /// Step a paused simulation by one frame.

@@ -41,6 +41,7 @@ Window controls:
   P                      toggle the pressure view: squares, yellow low to red high
   U                      toggle the friction velocity view: the ground blue to green below
                          the drift's threshold u*t, yellow at it, red at 3 u*t
+  G                      raise the wind's ground by the laid snow now (a ground refresh)
   Y                      toggle vsync
   R                      reset the camera and the particles
   H                      print these controls to the log
@@ -487,6 +488,7 @@ fn key_command(code: KeyCode, repeat: bool) -> Option<KeyCommand> {
         KeyCode::KeyP => Some(KeyCommand::Act(Action::TogglePressure)),
         KeyCode::KeyU => Some(KeyCommand::Act(Action::ToggleFriction)),
         KeyCode::KeyR => Some(KeyCommand::Act(Action::Reset)),
+        KeyCode::KeyG => Some(KeyCommand::Act(Action::RefreshGround)),
         _ => None,
     }
 }
@@ -527,6 +529,7 @@ mod tests {
         assert_eq!(act(KeyCode::KeyP), Some(Action::TogglePressure));
         assert_eq!(act(KeyCode::KeyU), Some(Action::ToggleFriction));
         assert_eq!(act(KeyCode::KeyR), Some(Action::Reset));
+        assert_eq!(act(KeyCode::KeyG), Some(Action::RefreshGround));
         assert_eq!(act(KeyCode::F1), Some(Action::ToggleOsd));
         assert_eq!(act(KeyCode::Period), Some(Action::StepOnce));
         assert_eq!(
