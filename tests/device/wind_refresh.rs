@@ -456,3 +456,33 @@ fn a_refresh_without_columns_or_with_bad_input_is_an_error() {
         Err(WindError::Refresh(_))
     ));
 }
+
+/// Timing harness, not a check (`cargo test --release --test device -- --ignored
+/// valley_refresh_timings --nocapture`): builds the full valley scene's wind solver
+/// (`scenes/valley.toml`: ~198 000 vertices, 1.1 M tetrahedra; slow on PoCL), raises every
+/// column by 5 cm, then 10, 15, 20, 25 and 30 cm, and prints each refresh's phase times
+/// ([`snowsim::wind::refresh::RefreshTimes`]); the second one is a refresh's running cost.
+#[test]
+#[ignore = "a timing harness on the full valley mesh (minutes on PoCL)"]
+fn valley_refresh_timings() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scene = Scene::load(&root.join("scenes/valley.toml")).unwrap();
+    let settings = Settings {
+        startup_iterations: 5,
+        ..snowsim::wind::setup::settings(&scene, false)
+    };
+    let started = std::time::Instant::now();
+    let mut solver = snowsim::wind::setup::from_scene(context(), &scene, settings).unwrap();
+    let columns = solver.ground_columns().expect("the valley has columns");
+    eprintln!(
+        "valley: {} vertices, {} columns, set up in {:.1} s",
+        solver.vertices().len(),
+        columns,
+        started.elapsed().as_secs_f64()
+    );
+    for (i, raise) in [0.05, 0.10, 0.15, 0.20, 0.25, 0.30].into_iter().enumerate() {
+        let stats = solver.refresh_ground(&vec![raise; columns]).unwrap();
+        assert!(!stats.skipped);
+        eprintln!("refresh {i} (+{raise} m): {:?}", stats.times);
+    }
+}
