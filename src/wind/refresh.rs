@@ -452,14 +452,23 @@ impl GroundRefresh {
             return;
         };
         let (column, ground_vertex, wind) = (&self.columns.column, &self.ground_vertex, &self.wind);
-        inflow.par_iter_mut().enumerate().for_each(|(v, u)| {
-            let c = column[v] as usize;
-            if moved[c] {
-                let ground = vertices[ground_vertex[c] as usize][2];
-                let [x, y, z] = wind.velocity_at((vertices[v][2] - ground).max(0.0));
-                *u = [x as f32, y as f32, z as f32, 0.0];
-            }
-        });
+        const CHUNK: usize = 4096;
+        inflow
+            .par_chunks_mut(CHUNK)
+            .zip(vertices.par_chunks(CHUNK))
+            .zip(column.par_chunks(CHUNK))
+            .for_each(|((inflow, vertices_here), column)| {
+                // A local copy: the profile's constants stay out of the loop.
+                let wind = *wind;
+                for ((u, p), &c) in inflow.iter_mut().zip(vertices_here).zip(column) {
+                    let c = c as usize;
+                    if moved[c] {
+                        let ground = vertices[ground_vertex[c] as usize][2];
+                        let [x, y, z] = wind.velocity_at((p[2] - ground).max(0.0));
+                        *u = [x as f32, y as f32, z as f32, 0.0];
+                    }
+                }
+            });
     }
 }
 
