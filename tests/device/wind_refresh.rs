@@ -23,7 +23,11 @@ fn valley() -> (Scene, Mesh, snowsim::scene::BoundaryRefs, Columns) {
         )
         .replace("cells = [96, 96]", "cells = [12, 12]")
         .replace("layers = 20", "layers = 5");
-    let path = dir.join("valley.toml");
+    // One file per call: the tests run in parallel in one process (one directory), and a
+    // file rewritten while another test reads it is a race.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("valley-{call}.toml"));
     std::fs::write(&path, text).unwrap();
     let scene = Scene::load(&path).unwrap();
     let domain = scene.build_domain(true).unwrap();
