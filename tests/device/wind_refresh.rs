@@ -463,11 +463,12 @@ fn a_refresh_without_columns_or_with_bad_input_is_an_error() {
 
 /// Timing harness, not a check (`cargo test --release --test device -- --ignored
 /// valley_refresh_timings --nocapture`): builds the full valley scene's wind solver
-/// (`scenes/valley.toml`: ~198 000 vertices, 1.1 M tetrahedra; slow on PoCL), raises every
-/// column by 5 cm, then 10, 15, 20, 25 and 30 cm, and prints each refresh's phase times
-/// ([`snowsim::wind::refresh::RefreshTimes`]); the second one is a refresh's running cost.
+/// (`scenes/valley.toml`: ~198 000 vertices, 1.1 M tetrahedra; ~10 s in release on PoCL with
+/// 2 cores), raises every column by 5 cm, then 10, 15, 20, 25 and 30 cm, and prints each
+/// refresh's phase times ([`snowsim::wind::refresh::RefreshTimes`]); the first refresh
+/// includes the set-up of the refresh's device data, the later ones are its running cost.
 #[test]
-#[ignore = "a timing harness on the full valley mesh (minutes on PoCL)"]
+#[ignore = "a timing harness on the full valley mesh (run it in release)"]
 fn valley_refresh_timings() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let scene = Scene::load(&root.join("scenes/valley.toml")).unwrap();
