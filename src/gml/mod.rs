@@ -675,6 +675,40 @@ impl Gml {
         Ok(())
     }
 
+    /// Sets scattered lines: line `lines[i]` to `values[i * items..(i + 1) * items]`, for
+    /// data whose changed lines are few and spread out (one call instead of one
+    /// [`set_block`](Self::set_block) per run of lines). Like `set_block` it writes the host
+    /// copy, and the whole field goes to the device at its next use. `values.len()` must be
+    /// `lines.len() × items` and every line in range; on an error nothing is written.
+    pub fn set_lines<T: Value>(
+        &mut self,
+        field: Solution<T>,
+        lines: &[u32],
+        values: &[T],
+    ) -> Result<()> {
+        let datum = self.datum_mut(field.id)?;
+        let items = datum.role.items();
+        if values.len() != lines.len() * items {
+            return Err(GmlError::WrongLength {
+                what: datum.role.name().to_string(),
+                expected: lines.len() * items,
+                got: values.len(),
+            });
+        }
+        if let Some(&last) = lines.iter().max() {
+            line_range(datum.role.name(), last as usize, 1, datum.lines)?;
+        }
+        datum.download()?;
+        let line = datum.role.line_bytes();
+        let bytes: &[u8] = bytemuck::cast_slice(values);
+        for (&l, value) in lines.iter().zip(bytes.chunks_exact(line)) {
+            let at = l as usize * line;
+            datum.host[at..at + line].copy_from_slice(value);
+        }
+        datum.host_dirty = true;
+        Ok(())
+    }
+
     /// Lines `first..first + count` (`items` values each), from the device if kernels wrote it.
     pub fn block<T: Value>(
         &mut self,

@@ -117,43 +117,43 @@ impl Boundary {
     /// new coordinates and `inflow`. `inside[t]` is the vertex of triangle `t`'s tetrahedron
     /// opposite it ([`inside_vertices`]), which orients its normal. The kinds are kept: a
     /// column regrade moves vertices only vertically, so the vertical sides keep their normals
-    /// and the ground and the top are slip whatever their shape.
+    /// and the ground and the top are slip whatever their shape. The one-off form of
+    /// [`MovedIndex::conditions`] and [`apply`](Self::apply), which repeated moves should use
+    /// (the index is built once); an error for a triangle whose reference is not one of
+    /// `self`'s or a triangle without its inside vertex.
     pub fn moved(
         &self,
         vertices: &[[f64; 3]],
         triangles: &[([u32; 3], i32)],
         inside: &[u32],
         inflow: &[[f64; 3]],
-    ) -> Self {
-        let normals = oriented_normals(vertices, triangles, inside);
-        let kind_of: HashMap<i32, Kind> = self
-            .references
+    ) -> Result<Self> {
+        let index = MovedIndex::new(self, triangles, inside.to_vec())?;
+        let conditions = index.conditions(&self.references, vertices, triangles, |v| {
+            DVec3::from(inflow[v as usize])
+        });
+        let mut moved = self.clone();
+        moved.apply(&index, conditions);
+        Ok(moved)
+    }
+
+    /// Takes the conditions [`MovedIndex::conditions`] computed for moved vertices: the
+    /// references, the triangles' normals, and the projectors and inflow fluxes of the
+    /// index's vertices (every other vertex keeps its identity projector and zero flux).
+    pub fn apply(&mut self, index: &MovedIndex, conditions: MovedConditions) {
+        self.references = conditions.references;
+        self.triangle_normals = conditions.triangle_normals;
+        for ((&v, p), f) in index
+            .vertices
             .iter()
-            .map(|r| (r.reference, r.kind))
-            .collect();
-        let mut references = self.references.clone();
-        let mut sums: HashMap<i32, (DVec3, f64)> = HashMap::new();
-        for ((_, reference), n) in triangles.iter().zip(&normals) {
-            let entry = sums.entry(*reference).or_default();
-            entry.0 += *n;
-            entry.1 += n.length();
-        }
-        for r in &mut references {
-            let (sum, area) = sums.get(&r.reference).copied().unwrap_or_default();
-            r.area = area;
-            r.normal = sum.normalize_or_zero().to_array();
-        }
-        let (_, projector, inflow_flux) =
-            vertex_conditions(vertices.len(), triangles, &normals, &kind_of, inflow);
-        Self {
-            references,
-            flags: self.flags.clone(),
-            projector,
-            inflow_flux,
-            triangle_normals: normals,
-            unreachable: self.unreachable,
+            .zip(conditions.projector)
+            .zip(conditions.inflow_flux)
+        {
+            self.projector[v as usize] = p;
+            self.inflow_flux[v as usize] = f;
         }
     }
+
     /// Fixes the pressure (zero) at vertices whose divergence free velocities (barely)
     /// reach: where `A`'s diagonal (`diagonal`) is below [`MIN_REACH`] of what it would be
     /// with every velocity free (`unconstrained`). At such a vertex nearly every vertex
@@ -181,6 +181,233 @@ impl Boundary {
 }
 
 const IDENTITY: [f64; 6] = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0];
+
+/// The boundary's structure for repeated moves of its vertices ([`Boundary::moved`], the
+/// ground refresh), built once: per boundary triangle its reference (index) and the vertex
+/// opposite it; the vertices whose projector or inflow flux depends on the coordinates (those
+/// on a slip or an inflow triangle; every other vertex has the identity projector and no
+/// flux, whatever the coordinates); per such vertex its slip triangles grouped by reference
+/// (the references ascending) and its inflow triangles, each list in the triangles' order.
+/// [`conditions`](Self::conditions) then sums exactly as [`Boundary::new`] does, operation for
+/// operation (bit for bit), without its hash maps, touching only the boundary's vertices.
+#[derive(Clone, Debug)]
+pub struct MovedIndex {
+    /// Per boundary triangle, its reference's index in [`Boundary::references`].
+    reference: Vec<u32>,
+    /// Per boundary triangle, the vertex of its tetrahedron opposite it.
+    inside: Vec<u32>,
+    /// Per boundary triangle, whether its reference is an inflow one.
+    inflow_triangle: Vec<bool>,
+    /// The vertices on a slip or an inflow triangle, ascending.
+    vertices: Vec<u32>,
+    /// Per such vertex, whether it is on an inflow triangle (a zero projector).
+    on_inflow: Vec<bool>,
+    /// Per such vertex `i` not on an inflow triangle, its slip groups
+    /// `group_start[i]..group_start[i + 1]` (one per reference, ascending).
+    group_start: Vec<u32>,
+    /// Per slip group `g`, its triangles `slip[group_end[g - 1]..group_end[g]]` (0 for g = 0).
+    group_end: Vec<u32>,
+    /// The slip groups' triangles.
+    slip: Vec<u32>,
+    /// Per such vertex `i`, its inflow triangles `inflow[inflow_start[i]..inflow_start[i + 1]]`.
+    inflow_start: Vec<u32>,
+    /// The vertices' inflow triangles.
+    inflow: Vec<u32>,
+}
+
+/// What [`MovedIndex::conditions`] computes for moved vertices, for [`Boundary::apply`].
+#[derive(Clone, Debug)]
+pub struct MovedConditions {
+    /// Every boundary reference, with its new area and normal.
+    pub references: Vec<Reference>,
+    /// Per boundary triangle, its outward unit normal times its area (m²).
+    pub triangle_normals: Vec<DVec3>,
+    /// Per vertex of the index ([`MovedIndex::vertices`]), its projector.
+    pub projector: Vec<[f64; 6]>,
+    /// Per vertex of the index, its inflow flux (m³/s).
+    pub inflow_flux: Vec<f64>,
+}
+
+impl MovedIndex {
+    /// The index of `boundary`'s `triangles` (those it was made from), with `inside[t]` the
+    /// vertex opposite triangle `t` in its tetrahedron ([`inside_vertices`]). An error for a
+    /// triangle whose reference is not one of `boundary`'s, or a length mismatch.
+    pub fn new(
+        boundary: &Boundary,
+        triangles: &[([u32; 3], i32)],
+        inside: Vec<u32>,
+    ) -> Result<Self> {
+        if inside.len() != triangles.len() {
+            return Err(WindError::Mesh(format!(
+                "{} inside vertices for {} boundary triangles",
+                inside.len(),
+                triangles.len()
+            )));
+        }
+        let at: HashMap<i32, u32> = boundary
+            .references
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.reference, i as u32))
+            .collect();
+        let mut reference = Vec::with_capacity(triangles.len());
+        let mut inflow_triangle = Vec::with_capacity(triangles.len());
+        // (vertex, reference, triangle) of the slip triangles, (vertex, triangle) of the
+        // inflow ones.
+        let mut slip: Vec<(u32, i32, u32)> = Vec::new();
+        let mut inflow: Vec<(u32, u32)> = Vec::new();
+        for (t, (nodes, r)) in triangles.iter().enumerate() {
+            let i = *at.get(r).ok_or_else(|| {
+                WindError::Mesh(format!(
+                    "boundary triangle {} (1-based) has reference {r}, which the boundary \
+                     does not know",
+                    t + 1
+                ))
+            })?;
+            reference.push(i);
+            let kind = boundary.references[i as usize].kind;
+            inflow_triangle.push(kind == Kind::Inflow);
+            for &v in nodes {
+                match kind {
+                    Kind::Slip => slip.push((v, *r, t as u32)),
+                    Kind::Inflow => inflow.push((v, t as u32)),
+                    Kind::Outflow => {}
+                }
+            }
+        }
+        slip.par_sort_unstable();
+        inflow.par_sort_unstable();
+        let mut vertices: Vec<u32> = slip
+            .iter()
+            .map(|s| s.0)
+            .chain(inflow.iter().map(|s| s.0))
+            .collect();
+        vertices.par_sort_unstable();
+        vertices.dedup();
+        let mut index = Self {
+            reference,
+            inside,
+            inflow_triangle,
+            on_inflow: Vec::with_capacity(vertices.len()),
+            group_start: vec![0],
+            group_end: Vec::new(),
+            slip: Vec::with_capacity(slip.len()),
+            inflow_start: vec![0],
+            inflow: Vec::with_capacity(inflow.len()),
+            vertices,
+        };
+        let (mut s, mut f) = (0, 0);
+        for &v in &index.vertices {
+            let first = f;
+            while f < inflow.len() && inflow[f].0 == v {
+                index.inflow.push(inflow[f].1);
+                f += 1;
+            }
+            let on_inflow = f > first;
+            index.on_inflow.push(on_inflow);
+            index.inflow_start.push(index.inflow.len() as u32);
+            let mut group: Option<i32> = None;
+            while s < slip.len() && slip[s].0 == v {
+                let (_, r, t) = slip[s];
+                s += 1;
+                if on_inflow {
+                    continue;
+                }
+                if group.is_some_and(|g| g != r) {
+                    index.group_end.push(index.slip.len() as u32);
+                }
+                group = Some(r);
+                index.slip.push(t);
+            }
+            if group.is_some() {
+                index.group_end.push(index.slip.len() as u32);
+            }
+            index.group_start.push(index.group_end.len() as u32);
+        }
+        Ok(index)
+    }
+
+    /// The vertices whose projector or inflow flux the coordinates change, ascending (what
+    /// [`MovedConditions`] holds per vertex).
+    pub fn vertices(&self) -> &[u32] {
+        &self.vertices
+    }
+
+    /// The conditions on the indexed mesh with its vertices at `vertices`, the inflow velocity
+    /// at vertex `v` being `inflow(v)` (asked only of the inflow triangles' vertices), and
+    /// `references` the boundary's. In parallel, summing as [`Boundary::new`] does.
+    pub fn conditions(
+        &self,
+        references: &[Reference],
+        vertices: &[[f64; 3]],
+        triangles: &[([u32; 3], i32)],
+        inflow: impl Fn(u32) -> DVec3 + Sync,
+    ) -> MovedConditions {
+        let normals = oriented_normals(vertices, triangles, &self.inside);
+        let mut sums = vec![(DVec3::ZERO, 0.0); references.len()];
+        for (&r, n) in self.reference.iter().zip(&normals) {
+            let entry = &mut sums[r as usize];
+            entry.0 += *n;
+            entry.1 += n.length();
+        }
+        let references = references
+            .iter()
+            .zip(sums)
+            .map(|(r, (sum, area))| Reference {
+                area,
+                normal: sum.normalize_or_zero().to_array(),
+                ..r.clone()
+            })
+            .collect();
+        // Per inflow triangle, its share of each of its vertices' flux.
+        let share: Vec<f64> = triangles
+            .par_iter()
+            .zip(&normals)
+            .zip(&self.inflow_triangle)
+            .map(|(((nodes, _), an), &on)| {
+                if !on {
+                    return 0.0;
+                }
+                let mean = nodes.iter().map(|&v| inflow(v)).sum::<DVec3>() / 3.0;
+                mean.dot(*an) / 3.0
+            })
+            .collect();
+        let (projector, inflow_flux) = (0..self.vertices.len())
+            .into_par_iter()
+            .map(|i| {
+                let mut flux = 0.0;
+                for &t in
+                    &self.inflow[self.inflow_start[i] as usize..self.inflow_start[i + 1] as usize]
+                {
+                    flux += share[t as usize];
+                }
+                if self.on_inflow[i] {
+                    return ([0.0; 6], flux);
+                }
+                let groups = self.group_start[i] as usize..self.group_start[i + 1] as usize;
+                let projector = slip_projector(groups.map(|g| {
+                    let first = if g == 0 {
+                        0
+                    } else {
+                        self.group_end[g - 1] as usize
+                    };
+                    let mut sum = DVec3::ZERO;
+                    for &t in &self.slip[first..self.group_end[g] as usize] {
+                        sum += normals[t as usize];
+                    }
+                    sum
+                }));
+                (projector, flux)
+            })
+            .unzip();
+        MovedConditions {
+            references,
+            triangle_normals: normals,
+            projector,
+            inflow_flux,
+        }
+    }
+}
 
 /// Per vertex: whether it is on an outflow, slip, inflow triangle (in [`Kind`]'s order); its
 /// velocity projector; its inflow flux. From the triangles' outward normals times areas
@@ -331,7 +558,7 @@ fn oriented_normals(
 ) -> Vec<DVec3> {
     let p = |i: u32| DVec3::from(vertices[i as usize]);
     triangles
-        .iter()
+        .par_iter()
         .zip(inside)
         .map(|((nodes, _), &inside)| {
             let [a, b, c] = nodes.map(p);
@@ -451,12 +678,14 @@ mod tests {
             .map(|(p, &z)| [p[0], p[1], z])
             .collect();
         let inside = inside_vertices(&tets, &triangles).unwrap();
-        let moved = before.moved(
-            &moved_vertices,
-            &triangles,
-            &inside,
-            &inflow(&moved_vertices),
-        );
+        let moved = before
+            .moved(
+                &moved_vertices,
+                &triangles,
+                &inside,
+                &inflow(&moved_vertices),
+            )
+            .unwrap();
         let fresh = Boundary::new(
             &moved_vertices,
             &tets,
@@ -479,7 +708,9 @@ mod tests {
             assert_eq!(m.normal, f.normal);
         }
         // Not moved: the same conditions.
-        let same = before.moved(&mesh.vertices, &triangles, &inside, &inflow(&mesh.vertices));
+        let same = before
+            .moved(&mesh.vertices, &triangles, &inside, &inflow(&mesh.vertices))
+            .unwrap();
         assert_eq!(same.projector, before.projector);
         assert_eq!(same.inflow_flux, before.inflow_flux);
     }

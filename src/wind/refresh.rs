@@ -11,9 +11,12 @@
 //! `tet_terms` operation for operation), each vertex's lumped volume (`Bnd.s6 = 1/m`), the
 //! assembled operator's rows (`Gel`, `Del`) and the Jacobi diagonal (`Dia`), and gml's `float`
 //! coordinates (`VerCrd`, which the advection walks). The boundary's slip projectors, inflow
-//! fluxes and the inflow profile of the columns that moved are computed on the host (a few
-//! tens of thousands of boundary triangles; the profile formula stays in one place,
-//! [`Wind::velocity_at`]) and uploaded with the rest. The time step, the initial divergence (the
+//! fluxes and the inflow profile of the columns that moved are computed on the host, in
+//! parallel (a few tens of thousands of boundary triangles; the profile formula stays in one
+//! place, [`Wind::velocity_at`]) and uploaded with the rest: the projectors and fluxes through
+//! [`boundary::MovedIndex`], built at the first refresh, for the vertices on a slip or an
+//! inflow triangle only (every other vertex keeps the identity projector and no flux), the
+//! profile at every vertex (a [`Solver::reset`] starts the field from it everywhere). The time step, the initial divergence (the
 //! tolerance's scale) and the divergence floor are kept (see the plan, §2.7).
 //!
 //! A refresh checks every tetrahedron on the device before it writes anything: a degenerate
@@ -21,6 +24,7 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::boundary;
@@ -68,7 +72,8 @@ pub struct RefreshTimes {
     pub setup_ms: f64,
     /// Uploading the coordinates and checking every tetrahedron on the device (one wait).
     pub check_ms: f64,
-    /// The inflow profile, slip projectors and inflow fluxes on the host, and their upload.
+    /// The inflow profile, slip projectors and inflow fluxes on the host, and their copy into
+    /// gml's host copies of the fields (the device gets them with the geometry's kernels).
     pub boundary_ms: f64,
     /// The device's coefficients, lumped volumes, operator rows and diagonal (one wait).
     pub geometry_ms: f64,
@@ -86,8 +91,8 @@ pub struct GroundRefresh {
     wind: Wind,
     /// The inflow profile at every vertex, as on the device (`Inf`).
     inflow: Option<Vec<[f32; 4]>>,
-    /// Per boundary triangle, the vertex opposite it in its tetrahedron.
-    inside: Option<Vec<u32>>,
+    /// The boundary's structure for recomputing its conditions on moved vertices.
+    index: Option<boundary::MovedIndex>,
     /// Per column, its ground vertex (level 0).
     ground_vertex: Vec<u32>,
     device: Option<Device>,
@@ -179,7 +184,7 @@ impl Solver {
             columns,
             wind,
             inflow: None,
-            inside: None,
+            index: None,
             ground_vertex,
             device: None,
         }));
@@ -189,6 +194,12 @@ impl Solver {
     /// Whether ground refreshes can run (columns attached).
     pub fn has_ground_columns(&self) -> bool {
         self.refresh.is_some()
+    }
+
+    /// How many columns the attached terrain has (the length of
+    /// [`refresh_ground`](Self::refresh_ground)'s raise); `None` without columns.
+    pub fn ground_columns(&self) -> Option<usize> {
+        self.refresh.as_ref().map(|r| r.columns.ground.len())
     }
 
     /// Raises each column's ground by `raise` (m, one per column, ≥ 0, from the bare ground of
@@ -277,28 +288,30 @@ impl Solver {
         }
         stats.times.check_ms = ms(phase);
 
-        // The boundary and the inflow, on the host.
+        // The boundary and the inflow, on the host. Only a device failure can stop the
+        // refresh after the check, and that leaves the device's tables part-written anyway: the
+        // host's inflow profile is updated in place.
         let phase = Instant::now();
-        let inflow = r.inflow_on(&vertices, &moved);
-        let inflow64: Vec<[f64; 3]> = inflow
-            .iter()
-            .map(|u| [u[0].into(), u[1].into(), u[2].into()])
-            .collect();
-        let inside = r.inside.as_deref().unwrap_or_default();
-        let boundary = self
-            .boundary
-            .moved(&vertices, &self.triangles, inside, &inflow64);
-        let staged: Vec<[f32; 8]> = boundary
+        r.update_inflow(&vertices, &moved);
+        let (Some(index), Some(inflow)) = (r.index.as_ref(), r.inflow.as_deref()) else {
+            return Err(WindError::Refresh(
+                "the refresh's tables are not set up".into(),
+            ));
+        };
+        let conditions =
+            index.conditions(&self.boundary.references, &vertices, &self.triangles, |v| {
+                let u = inflow[v as usize];
+                glam::DVec3::new(u[0].into(), u[1].into(), u[2].into())
+            });
+        let staged: Vec<[f32; 8]> = conditions
             .projector
-            .iter()
-            .zip(&boundary.inflow_flux)
-            .map(|(p, f)| {
-                let p = p.map(|x| x as f32);
-                [p[0], p[1], p[2], p[3], p[4], p[5], 0.0, *f as f32]
-            })
+            .par_iter()
+            .zip(&conditions.inflow_flux)
+            .map(|(p, &f)| staged_line(p, f))
             .collect();
-        self.gml.set_block(self.fields.inflow, 0, &inflow)?;
-        self.gml.set_block(device.staged, 0, &staged)?;
+        self.gml.set_block(self.fields.inflow, 0, inflow)?;
+        self.gml
+            .set_lines(device.staged, index.vertices(), &staged)?;
         stats.times.boundary_ms = ms(phase);
 
         // The geometry on the device.
@@ -319,10 +332,9 @@ impl Solver {
         let p = self.gml.download_parameters(&self.params)?;
         stats.times.geometry_ms = ms(phase);
         self.vertices = vertices;
-        self.boundary = boundary;
+        self.boundary.apply(index, conditions);
         self.volume = p.volume;
         self.unknown_volume = p.unknown_volume;
-        r.inflow = Some(inflow);
         stats.volume = p.volume;
 
         // The carried-over wind, projected on the new mesh.
@@ -409,29 +421,62 @@ impl GroundRefresh {
             return Ok(device);
         }
         let nodes: Vec<[u32; 4]> = solver.tets.iter().map(|t| t.0).collect();
-        self.inside = Some(boundary::inside_vertices(&nodes, &solver.triangles)?);
-        self.inflow = Some(solver.gml.read_all(solver.fields.inflow)?);
+        let inside = boundary::inside_vertices(&nodes, &solver.triangles)?;
+        let index = boundary::MovedIndex::new(&solver.boundary, &solver.triangles, inside)?;
+        let inflow = solver.gml.read_all(solver.fields.inflow)?;
         let orientation = first_orientation(&solver.vertices, &nodes)?;
         let device = Device::new(&mut solver.gml, &solver.fields, solver.assembled)?;
+        // Every vertex's staged line once: the refreshes rewrite only the index's vertices'
+        // (the others keep the identity projector and no flux).
+        let staged: Vec<[f32; 8]> = solver
+            .boundary
+            .projector
+            .par_iter()
+            .zip(&solver.boundary.inflow_flux)
+            .map(|(p, &f)| staged_line(p, f))
+            .collect();
+        solver.gml.set_block(device.staged, 0, &staged)?;
+        self.index = Some(index);
+        self.inflow = Some(inflow);
         solver.edit_parameters(|p| p.orientation = orientation)?;
         self.device = Some(device);
         Ok(device)
     }
 
-    /// The inflow profile at every vertex with the columns that `moved` at `vertices`: by
-    /// height above the column's ground vertex, in double; the other columns keep theirs.
-    fn inflow_on(&self, vertices: &[[f64; 3]], moved: &[bool]) -> Vec<[f32; 4]> {
-        let mut inflow = self.inflow.clone().unwrap_or_default();
-        for (v, u) in inflow.iter_mut().enumerate() {
-            let c = self.columns.column[v] as usize;
-            if moved[c] {
-                let ground = vertices[self.ground_vertex[c] as usize][2];
-                let [x, y, z] = self.wind.velocity_at((vertices[v][2] - ground).max(0.0));
-                *u = [x as f32, y as f32, z as f32, 0.0];
-            }
-        }
+    /// Updates the inflow profile (`inflow`, every vertex's, as `Inf` holds it) of the
+    /// columns that `moved` to `vertices`: by height above the column's ground vertex, in
+    /// double, in parallel; the other columns keep theirs. Every vertex's, not only the inflow
+    /// sides': [`Solver::reset`] starts the field from the profile everywhere.
+    fn update_inflow(&mut self, vertices: &[[f64; 3]], moved: &[bool]) {
+        let Some(inflow) = self.inflow.as_mut() else {
+            return;
+        };
+        let (column, ground_vertex, wind) = (&self.columns.column, &self.ground_vertex, &self.wind);
+        const CHUNK: usize = 4096;
         inflow
+            .par_chunks_mut(CHUNK)
+            .zip(vertices.par_chunks(CHUNK))
+            .zip(column.par_chunks(CHUNK))
+            .for_each(|((inflow, vertices_here), column)| {
+                // A local copy: the profile's constants stay out of the loop.
+                let wind = *wind;
+                for ((u, p), &c) in inflow.iter_mut().zip(vertices_here).zip(column) {
+                    let c = c as usize;
+                    if moved[c] {
+                        let ground = vertices[ground_vertex[c] as usize][2];
+                        let [x, y, z] = wind.velocity_at((p[2] - ground).max(0.0));
+                        *u = [x as f32, y as f32, z as f32, 0.0];
+                    }
+                }
+            });
     }
+}
+
+/// A vertex's line of `Bns` (as `Bnd` holds it, `s6` unused): its projector and inflow flux
+/// in `float`.
+fn staged_line(p: &[f64; 6], flux: f64) -> [f32; 8] {
+    let p = p.map(|x| x as f32);
+    [p[0], p[1], p[2], p[3], p[4], p[5], 0.0, flux as f32]
 }
 
 /// The sign of the first tetrahedron's volume: every tetrahedron must share it.

@@ -423,3 +423,42 @@ fn exports_and_imports_that_cannot_be_done_are_errors() {
     assert_eq!(g.import_solutions::<f32>(&one, &a).unwrap()[0].name, "A");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `set_lines` scatters onto the field as the device last wrote it, the kernels see it, and a
+/// wrong length or a line out of range is an error that writes nothing.
+#[test]
+fn set_lines_scatters_onto_the_device_copy() {
+    let mesh = sample("sphere_surface.meshb");
+    let nv = mesh.vertices.len();
+    let mut g = gml();
+    g.import_mesh(&mesh).unwrap();
+    let v = g
+        .new_solution::<[f32; 2]>(MeshKind::Vertices, 1, "V")
+        .unwrap();
+    let k = g
+        .compile(
+            KernelSpec::new("v_plus_one", MeshKind::Vertices)
+                .access(Access::read_write(v))
+                .body("VerV += (float2)(1.0f, 2.0f);"),
+        )
+        .unwrap();
+    g.launch(k).unwrap();
+    let lines = [3u32, 0, (nv - 1) as u32];
+    g.set_lines(v, &lines, &[[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]])
+        .unwrap();
+    assert!(matches!(
+        g.set_lines(v, &lines, &[[0.0, 0.0]]),
+        Err(GmlError::WrongLength { .. })
+    ));
+    assert!(matches!(
+        g.set_lines(v, &[1, nv as u32], &[[0.0, 0.0]; 2]),
+        Err(GmlError::LineOutOfRange { .. })
+    ));
+    g.launch(k).unwrap();
+    let got = g.read_all(v).unwrap();
+    let mut want = vec![[2.0f32, 4.0]; nv];
+    for (&l, x) in lines.iter().zip([[11.0, 22.0], [31.0, 42.0], [51.0, 62.0]]) {
+        want[l as usize] = x;
+    }
+    assert_eq!(got, want);
+}

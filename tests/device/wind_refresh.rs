@@ -23,7 +23,11 @@ fn valley() -> (Scene, Mesh, snowsim::scene::BoundaryRefs, Columns) {
         )
         .replace("cells = [96, 96]", "cells = [12, 12]")
         .replace("layers = 20", "layers = 5");
-    let path = dir.join("valley.toml");
+    // One file per call: the tests run in parallel in one process (one directory), and a
+    // file rewritten while another test reads it is a race.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("valley-{call}.toml"));
     std::fs::write(&path, text).unwrap();
     let scene = Scene::load(&path).unwrap();
     let domain = scene.build_domain(true).unwrap();
@@ -455,4 +459,35 @@ fn a_refresh_without_columns_or_with_bad_input_is_an_error() {
         solver.refresh_heights(&z[1..]),
         Err(WindError::Refresh(_))
     ));
+}
+
+/// Timing harness, not a check (`cargo test --release --test device -- --ignored
+/// valley_refresh_timings --nocapture`): builds the full valley scene's wind solver
+/// (`scenes/valley.toml`: ~198 000 vertices, 1.1 M tetrahedra; ~10 s in release on PoCL with
+/// 2 cores), raises every column by 5 cm, then 10, 15, 20, 25 and 30 cm, and prints each
+/// refresh's phase times ([`snowsim::wind::refresh::RefreshTimes`]); the first refresh
+/// includes the set-up of the refresh's device data, the later ones are its running cost.
+#[test]
+#[ignore = "a timing harness on the full valley mesh (run it in release)"]
+fn valley_refresh_timings() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scene = Scene::load(&root.join("scenes/valley.toml")).unwrap();
+    let settings = Settings {
+        startup_iterations: 5,
+        ..snowsim::wind::setup::settings(&scene, false)
+    };
+    let started = std::time::Instant::now();
+    let mut solver = snowsim::wind::setup::from_scene(context(), &scene, settings).unwrap();
+    let columns = solver.ground_columns().expect("the valley has columns");
+    eprintln!(
+        "valley: {} vertices, {} columns, set up in {:.1} s",
+        solver.vertices().len(),
+        columns,
+        started.elapsed().as_secs_f64()
+    );
+    for (i, raise) in [0.05, 0.10, 0.15, 0.20, 0.25, 0.30].into_iter().enumerate() {
+        let stats = solver.refresh_ground(&vec![raise; columns]).unwrap();
+        assert!(!stats.skipped);
+        eprintln!("refresh {i} (+{raise} m): {:?}", stats.times);
+    }
 }
