@@ -45,7 +45,7 @@ pub struct RefreshStats {
     pub skipped: bool,
     /// Columns with at least one vertex moved.
     pub columns_changed: usize,
-    /// Columns whose raise was clamped to [`crate::terrain::columns::MAX_RAISE`] of their air
+    /// Columns whose raise was clamped to [`crate::terrain::MAX_RAISE`] of their air
     /// ([`Solver::refresh_ground`] only).
     pub clamped: usize,
     /// CG iterations of the re-projection.
