@@ -232,7 +232,10 @@ impl Checker<'_> {
                 .map_or_else(|| "scene".into(), |s| s.to_string_lossy().into_owned()),
         };
         let domain = self.domain(raw.domain)?;
-        let wind = self.wind(raw.wind, &domain)?;
+        // Without drift the ground refresh is off unless asked for: `ground.drift = false`
+        // gives the behaviour of the build before drifting snow.
+        let refresh_given = raw.wind.ground_refresh.is_some();
+        let mut wind = self.wind(raw.wind, &domain)?;
         let s = raw.snow;
         let snow = Snow {
             particles: match s.particles.unwrap_or(1 << 20) {
@@ -376,6 +379,9 @@ impl Checker<'_> {
             )?,
             roughness: self.ground_roughness(g.roughness, &wind)?,
         };
+        if !ground.drift && !refresh_given {
+            wind.ground_refresh = 0.0;
+        }
         if ground.ageing_time > 0.0
             && ground.aged_threshold_friction_velocity < ground.threshold_friction_velocity
         {

@@ -30,7 +30,8 @@
 //! #                        # the ground); at least time.step / 64 when the wind steps with
 //! #                        # the frames (the default too: `scene check` checks it on the mesh)
 //! advection = "linear"     # linear (default) or bfecc: sharper, limited, three walks a step
-//! ground_refresh = 10.0    # s between raising the wind's ground by the laid snow (0: never)
+//! ground_refresh = 10.0    # s between raising the wind's ground by the laid snow (0: never;
+//!                          # default 10, 0 with ground.drift = false)
 //! operator = "assembled"   # pressure operator: assembled per vertex (default) or tetrahedra
 //!
 //! [snow]

@@ -166,7 +166,7 @@ pub struct Wind {
     /// Density of the air, kg/m³ (the saltation flux).
     pub air_density: f64,
     /// Simulated seconds between ground refreshes: the laid snow raises the ground the wind
-    /// sees (a terrain with a solved wind); 0: never.
+    /// sees (a terrain with a solved wind); 0: never (the default with `ground.drift = false`).
     pub ground_refresh: f64,
     /// The pressure solve stops when the RMS divergence is below this times the RMS
     /// divergence of the initial profile field.

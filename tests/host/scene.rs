@@ -524,3 +524,39 @@ fn cli_scene_check_summarises_and_reports_errors() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_ground_refresh_follows_the_drift_unless_given() {
+    let refresh = |extra: &str| {
+        Scene::from_toml(&format!("{MINIMAL}{extra}"), Path::new("r.toml"))
+            .unwrap()
+            .wind
+            .ground_refresh
+    };
+    assert_eq!(refresh(""), 10.0);
+    assert_eq!(refresh("[ground]\ndrift = false\n"), 0.0);
+    assert_eq!(
+        refresh("[wind]\nground_refresh = 5.0\n[ground]\ndrift = false\n"),
+        5.0
+    );
+    let (key, _, message) = invalid(&format!("{MINIMAL}[wind]\nground_refresh = -1.0\n"));
+    assert_eq!(key, "wind.ground_refresh", "{message}");
+    let (key, _, message) = invalid(&format!(
+        "{MINIMAL}[ground]\nageing_time = 3600.0\naged_threshold_friction_velocity = 0.1\n"
+    ));
+    assert_eq!(key, "ground.aged_threshold_friction_velocity", "{message}");
+    let ground = Scene::from_toml(
+        &format!("{MINIMAL}[ground]\nageing_time = 3600.0\n"),
+        Path::new("a.toml"),
+    )
+    .unwrap()
+    .ground;
+    assert_eq!(
+        (
+            ground.ageing_time,
+            ground.aged_threshold_friction_velocity,
+            ground.suspension
+        ),
+        (3600.0, 0.6, true)
+    );
+}
