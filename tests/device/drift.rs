@@ -92,6 +92,28 @@ pub(crate) fn run(
     }
 }
 
+/// Lays `depth(x, y)` metres of snow on `sim`'s cover by hand, outside the ledger (which starts
+/// from an empty ground: the runs after it are not checked); returns the units per cover vertex.
+pub(crate) fn lay_snow(sim: &mut Simulation, depth: impl Fn(f64, f64) -> f64) -> Vec<u64> {
+    let cover = sim.snow_mut().unwrap().cover_mut();
+    let unit = cover.unit_volume();
+    let units: Vec<u64> = cover
+        .mesh
+        .vertices
+        .iter()
+        .zip(&cover.geometry.area)
+        .map(|(p, &area)| (depth(p[0], p[1]) * f64::from(area) / unit) as u64)
+        .collect();
+    cover.set_volumes(&units).unwrap();
+    units
+}
+
+/// A pile 20 cm deep within 30 m of (70, 100).
+fn pile_depth(x: f64, y: f64) -> f64 {
+    let (dx, dy) = (x - 70.0, y - 100.0);
+    if dx * dx + dy * dy < 30.0 * 30.0 { 0.2 } else { 0.0 }
+}
+
 /// Depth per wind-mesh ground vertex and the vertices' positions, after `frames` frames.
 fn ground_after(scene: &Scene, frames: usize) -> (Vec<f32>, Vec<[f64; 3]>, Simulation) {
     let ctx = context();
@@ -283,25 +305,7 @@ fn above_the_threshold_the_cover_moves_downwind() {
     for extra in ["", "drift = false"] {
         let (mut sim, mut particles) =
             begin(&ctx, &flat(15.0, 1, 5000.0, extra), SortMode::Off, false);
-        let snow = sim.snow_mut().unwrap();
-        let cover = snow.cover_mut();
-        // 20 cm of snow within 30 m of (70, 100).
-        let unit = cover.unit_volume();
-        let pile: Vec<u64> = cover
-            .mesh
-            .vertices
-            .iter()
-            .zip(&cover.geometry.area)
-            .map(|(p, &area)| {
-                let (dx, dy) = (p[0] - 70.0, p[1] - 100.0);
-                if dx * dx + dy * dy < 30.0 * 30.0 {
-                    (0.2 * f64::from(area) / unit) as u64
-                } else {
-                    0
-                }
-            })
-            .collect();
-        cover.set_volumes(&pile).unwrap();
+        let pile = lay_snow(&mut sim, pile_depth);
         let before: u128 = pile.iter().map(|&u| u128::from(u)).sum();
         // Not checked: the ledger starts from an empty ground, and the pile was laid by hand.
         run(&ctx, &mut sim, &mut particles, 100, false);
@@ -359,24 +363,7 @@ fn suspension_alone_carries_a_pile_downwind() {
         scene.snow.rate = 1e-7;
         scene.snow.source_height = 10.0;
         let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, false);
-        let snow = sim.snow_mut().unwrap();
-        let cover = snow.cover_mut();
-        let unit = cover.unit_volume();
-        let pile: Vec<u64> = cover
-            .mesh
-            .vertices
-            .iter()
-            .zip(&cover.geometry.area)
-            .map(|(p, &area)| {
-                let (dx, dy) = (p[0] - 70.0, p[1] - 100.0);
-                if dx * dx + dy * dy < 30.0 * 30.0 {
-                    (0.2 * f64::from(area) / unit) as u64
-                } else {
-                    0
-                }
-            })
-            .collect();
-        cover.set_volumes(&pile).unwrap();
+        let pile = lay_snow(&mut sim, pile_depth);
         let before: u128 = pile.iter().map(|&u| u128::from(u)).sum();
         run(&ctx, &mut sim, &mut particles, 300, false);
         let snow = sim.snow().unwrap();
@@ -433,16 +420,8 @@ fn the_wind_lifts_what_the_suspension_law_says() {
     scene.snow.rate = 1e-7;
     scene.snow.source_height = 10.0;
     let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Off, false);
-    let snow = sim.snow_mut().unwrap();
-    let cover = snow.cover_mut();
-    let unit = cover.unit_volume();
-    let even: Vec<u64> = cover
-        .geometry
-        .area
-        .iter()
-        .map(|&a| (0.02 * f64::from(a) / unit) as u64)
-        .collect();
-    cover.set_volumes(&even).unwrap();
+    lay_snow(&mut sim, |_, _| 0.02);
+    let unit = sim.snow().unwrap().cover().unit_volume();
     // The first frame counts the parcels in their cells (and lifts nothing: none was counted).
     run(&ctx, &mut sim, &mut particles, 1, false);
     let snow = sim.snow().unwrap();
@@ -502,23 +481,7 @@ fn aged_snow_holds_against_a_wind_that_lifts_fresh_snow() {
     for extra in ["ageing_time = 1.0", ""] {
         let (mut sim, mut particles) =
             begin(&ctx, &flat(9.0, 1, 5000.0, extra), SortMode::Off, false);
-        let cover = sim.snow_mut().unwrap().cover_mut();
-        let unit = cover.unit_volume();
-        let pile: Vec<u64> = cover
-            .mesh
-            .vertices
-            .iter()
-            .zip(&cover.geometry.area)
-            .map(|(p, &area)| {
-                let (dx, dy) = (p[0] - 70.0, p[1] - 100.0);
-                if dx * dx + dy * dy < 30.0 * 30.0 {
-                    (0.2 * f64::from(area) / unit) as u64
-                } else {
-                    0
-                }
-            })
-            .collect();
-        cover.set_volumes(&pile).unwrap();
+        lay_snow(&mut sim, pile_depth);
         let mut at = Vec::new();
         for frames in [20, 80] {
             run(&ctx, &mut sim, &mut particles, frames, false);

@@ -7,7 +7,7 @@ use snowsim::cl::OutputBuffer;
 use snowsim::scene::SortMode;
 
 use crate::common::context;
-use crate::drift::{begin, flat, ridge, run};
+use crate::drift::{begin, flat, lay_snow, ridge, run};
 
 #[test]
 fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
@@ -68,24 +68,8 @@ fn a_parcel_the_raised_ground_buries_is_moved_up_onto_it() {
     scene.wind.ground_refresh = 0.0;
     let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Off, true);
     run(&ctx, &mut sim, &mut particles, 10, true);
-    let snow = sim.snow_mut().unwrap();
-    let cover = snow.cover_mut();
-    let unit = cover.unit_volume();
-    let pile: Vec<u64> = cover
-        .mesh
-        .vertices
-        .iter()
-        .zip(&cover.geometry.area)
-        .map(|(p, &area)| {
-            let inside = (50.0..=150.0).contains(&p[0]) && (50.0..=150.0).contains(&p[1]);
-            if inside {
-                (3.0 * f64::from(area) / unit) as u64
-            } else {
-                0
-            }
-        })
-        .collect();
-    cover.set_volumes(&pile).unwrap();
+    let square = |v: f64| (50.0..=150.0).contains(&v);
+    lay_snow(&mut sim, |x, y| if square(x) && square(y) { 3.0 } else { 0.0 });
     let ledger = |sim: &snowsim::sim::Simulation| {
         let l = sim.snow().unwrap().ledger().unwrap();
         (l.carried, l.landings, l.removed)
