@@ -85,3 +85,83 @@ inline double wind_diagonal_term(double3 d, float8 bnd, double m, int flags) {
                                  (p.s2 * d.x + p.s4 * d.y) + p.s5 * d.z);
     return wind_dot(d, pd) / m;
 }
+
+// The boundary's conditions (src/wind/boundary.rs, `MovedIndex::conditions`), operation for
+// operation in the host's order: the projector and inflow flux of one vertex from the flat
+// index of `MovedIndex::flat` (`table`: per boundary triangle its vertices and its inside
+// vertex as an int4, then from `group_end_at` the slip groups' ends, from `slip_at` the slip
+// list, from `inflow_at` the inflow list; `row`: the vertex's groups and inflow range), the
+// double coordinates `crd` and the inflow profile `inflow` (float, as the host reads it).
+
+// Triangle `nodes`' normal times its area, pointing away from its inside vertex `nodes.w`
+// (the host's `oriented_normals`).
+inline double3 wind_area_normal(__global const double4 *crd, int4 nodes) {
+#pragma OPENCL FP_CONTRACT OFF
+    const double3 a = crd[nodes.x].xyz, b = crd[nodes.y].xyz, c = crd[nodes.z].xyz;
+    const double3 n = wind_cross(b - a, c - a) / 2.0;
+    return wind_dot(n, crd[nodes.w].xyz - a) > 0.0 ? -n : n;
+}
+
+// `line` with its projector (s0..s5) and inflow flux (s7) recomputed, rounded to float as the
+// host's `staged_line` does; s6 is kept. `slip_sine` is SLIP_SINE.
+inline float8 wind_boundary_line(int4 row, __global const int *table,
+                                 __global const double4 *crd, __global const float4 *inflow,
+                                 float8 line, int group_end_at, int slip_at, int inflow_at,
+                                 double slip_sine) {
+#pragma OPENCL FP_CONTRACT OFF
+    __global const int4 *triangles = (__global const int4 *)table;
+    // The inflow flux: per inflow triangle, mean(inflow) · (area normal) / 3.
+    double flux = 0.0;
+    for (int k = row.z; k < row.w; k++) {
+        const int4 nodes = triangles[table[inflow_at + k]];
+        double3 mean = (double3)(0.0);
+        mean += convert_double3(inflow[nodes.x].xyz);
+        mean += convert_double3(inflow[nodes.y].xyz);
+        mean += convert_double3(inflow[nodes.z].xyz);
+        mean = mean / 3.0;
+        flux += wind_dot(mean, wind_area_normal(crd, nodes)) / 3.0;
+    }
+    double p[6] = {1.0, 0.0, 0.0, 1.0, 0.0, 1.0};
+    if (row.w > row.z) {
+        for (int k = 0; k < 6; k++) p[k] = 0.0;
+    } else {
+        // `slip_projector`: Gram-Schmidt over the groups' normalised sums.
+        double3 basis[3];
+        int count = 0;
+        for (int g = row.x; g < row.y && count < 3; g++) {
+            const int first = g == 0 ? 0 : table[group_end_at + g - 1];
+            const int end = table[group_end_at + g];
+            double3 sum = (double3)(0.0);
+            for (int k = first; k < end; k++)
+                sum += wind_area_normal(crd, triangles[table[slip_at + k]]);
+            // glam's `try_normalize`.
+            const double rcp = 1.0 / sqrt(wind_dot(sum, sum));
+            if (!(isfinite(rcp) && rcp > 0.0)) continue;
+            double3 n = sum * rcp;
+            for (int b = 0; b < count; b++) n -= basis[b] * wind_dot(basis[b], n);
+            if (sqrt(wind_dot(n, n)) < slip_sine) continue;
+            basis[count++] = n * (1.0 / sqrt(wind_dot(n, n)));
+        }
+        if (count == 3) {
+            for (int k = 0; k < 6; k++) p[k] = 0.0;
+        } else {
+            for (int b = 0; b < count; b++) {
+                const double3 e = basis[b];
+                p[0] -= e.x * e.x;
+                p[1] -= e.x * e.y;
+                p[2] -= e.x * e.z;
+                p[3] -= e.y * e.y;
+                p[4] -= e.y * e.z;
+                p[5] -= e.z * e.z;
+            }
+        }
+    }
+    line.s0 = (float)p[0];
+    line.s1 = (float)p[1];
+    line.s2 = (float)p[2];
+    line.s3 = (float)p[3];
+    line.s4 = (float)p[4];
+    line.s5 = (float)p[5];
+    line.s7 = (float)flux;
+    return line;
+}

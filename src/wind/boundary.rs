@@ -215,6 +215,31 @@ pub struct MovedIndex {
     inflow: Vec<u32>,
 }
 
+/// A [`MovedIndex`] as flat `int` tables ([`MovedIndex::flat`]), for the device kernel that
+/// recomputes the projectors and inflow fluxes (`kernels/wind_refresh.cl`,
+/// `wind_boundary_line`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlatIndex {
+    /// Per mesh vertex, `(first group, end group, first inflow, end inflow)`: its slip groups
+    /// and its range in the inflow list (a vertex with inflow triangles has no group and a
+    /// zero projector); the first is `-1` for a vertex outside the index (identity projector,
+    /// no flux, whatever the coordinates).
+    pub rows: Vec<[i32; 4]>,
+    /// Per boundary triangle its three vertices and the vertex opposite it in its tetrahedron
+    /// (four `int`s each, from 0); then from [`group_end_at`](Self::group_end_at) per slip
+    /// group the end of its triangles in the slip list (a group starts where the previous one
+    /// ends, the first at 0); from [`slip_at`](Self::slip_at) the slip list (triangles,
+    /// grouped per vertex and reference, the references ascending); from
+    /// [`inflow_at`](Self::inflow_at) the inflow list (per vertex its inflow triangles).
+    pub table: Vec<i32>,
+    /// Where the groups' ends start in [`table`](Self::table).
+    pub group_end_at: usize,
+    /// Where the slip list starts in [`table`](Self::table).
+    pub slip_at: usize,
+    /// Where the inflow list starts in [`table`](Self::table).
+    pub inflow_at: usize,
+}
+
 /// What [`MovedIndex::conditions`] computes for moved vertices, for [`Boundary::apply`].
 #[derive(Clone, Debug)]
 pub struct MovedConditions {
@@ -331,6 +356,68 @@ impl MovedIndex {
     /// [`MovedConditions`] holds per vertex).
     pub fn vertices(&self) -> &[u32] {
         &self.vertices
+    }
+
+    /// The index as flat tables for a device kernel that recomputes the conditions per vertex
+    /// of a mesh of `vertex_count` vertices, summing as [`conditions`](Self::conditions) does
+    /// (see [`FlatIndex`]). `triangles` are the index's. An error for a table too long for the
+    /// device's `int` indices or a vertex out of range.
+    pub fn flat(&self, triangles: &[([u32; 3], i32)], vertex_count: usize) -> Result<FlatIndex> {
+        let int = |x: usize| {
+            i32::try_from(x).map_err(|_| {
+                WindError::Mesh(format!(
+                    "the boundary's device index has an entry of {x}, beyond the device's int"
+                ))
+            })
+        };
+        if triangles.len() != self.inside.len() {
+            return Err(WindError::Mesh(format!(
+                "{} boundary triangles for an index of {}",
+                triangles.len(),
+                self.inside.len()
+            )));
+        }
+        let group_end_at = 4 * triangles.len();
+        let slip_at = group_end_at + self.group_end.len();
+        let inflow_at = slip_at + self.slip.len();
+        int(inflow_at + self.inflow.len())?;
+        let mut table = Vec::with_capacity(inflow_at + self.inflow.len());
+        for ((nodes, _), &inside) in triangles.iter().zip(&self.inside) {
+            for v in [nodes[0], nodes[1], nodes[2], inside] {
+                if v as usize >= vertex_count {
+                    return Err(WindError::Mesh(format!(
+                        "boundary vertex {v} of a mesh of {vertex_count} vertices"
+                    )));
+                }
+                table.push(int(v as usize)?);
+            }
+        }
+        for list in [&self.group_end, &self.slip, &self.inflow] {
+            for &x in list.iter() {
+                table.push(int(x as usize)?);
+            }
+        }
+        let mut rows = vec![[-1, 0, 0, 0]; vertex_count];
+        for (i, &v) in self.vertices.iter().enumerate() {
+            let row = rows.get_mut(v as usize).ok_or_else(|| {
+                WindError::Mesh(format!(
+                    "boundary vertex {v} of a mesh of {vertex_count} vertices"
+                ))
+            })?;
+            *row = [
+                int(self.group_start[i] as usize)?,
+                int(self.group_start[i + 1] as usize)?,
+                int(self.inflow_start[i] as usize)?,
+                int(self.inflow_start[i + 1] as usize)?,
+            ];
+        }
+        Ok(FlatIndex {
+            rows,
+            table,
+            group_end_at,
+            slip_at,
+            inflow_at,
+        })
     }
 
     /// The conditions on the indexed mesh with its vertices at `vertices`, the inflow velocity

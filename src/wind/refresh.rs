@@ -10,18 +10,23 @@
 //! then on the device each tetrahedron's coefficients `(V/4)∇φ_j` (`Cof`, the host's
 //! `tet_terms` operation for operation), each vertex's lumped volume (`Bnd.s6 = 1/m`), the
 //! assembled operator's rows (`Gel`, `Del`) and the Jacobi diagonal (`Dia`), and gml's `float`
-//! coordinates (`VerCrd`, which the advection walks). The boundary's slip projectors, inflow
-//! fluxes and the inflow profile of the columns that moved are computed on the host, in
-//! parallel (a few tens of thousands of boundary triangles; the profile formula stays in one
-//! place, [`Wind::velocity_at`]) and uploaded with the rest: the projectors and fluxes through
-//! [`boundary::MovedIndex`], built at the first refresh, for the vertices on a slip or an
-//! inflow triangle only (every other vertex keeps the identity projector and no flux), the
-//! profile at every vertex (a [`Solver::reset`] starts the field from it everywhere). The time step, the initial divergence (the
-//! tolerance's scale) and the divergence floor are kept (see the plan, §2.7).
+//! coordinates (`VerCrd`, which the advection walks), and the boundary's slip projectors and
+//! inflow fluxes (`Bnd.s0..s5`, `s7`): per vertex on a slip or an inflow triangle, from flat
+//! tables of [`boundary::MovedIndex`] uploaded at the first refresh
+//! ([`boundary::FlatIndex`]), summing as the host's [`boundary::MovedIndex::conditions`] does,
+//! bit for bit (every other vertex keeps the identity projector and no flux). The inflow
+//! profile of the columns that moved is computed on the host, in parallel (the profile
+//! formula stays in one place, [`Wind::velocity_at`]), and uploaded for every vertex (a
+//! [`Solver::reset`] starts the field from it everywhere; the device's boundary kernel reads
+//! it). The host's mirror of the boundary ([`Solver::boundary`], for reports and
+//! [`Solver::fluxes`]) is computed when first asked for after a refresh, off the refresh's
+//! path. The time step, the initial divergence (the tolerance's scale) and the divergence
+//! floor are kept (see the plan, §2.7).
 //!
 //! A refresh checks every tetrahedron on the device before it writes anything: a degenerate
 //! or inverted one is an error ([`WindError::BadGeometry`]) and the solver is left as it was.
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -72,10 +77,12 @@ pub struct RefreshTimes {
     pub setup_ms: f64,
     /// Uploading the coordinates and checking every tetrahedron on the device (one wait).
     pub check_ms: f64,
-    /// The inflow profile, slip projectors and inflow fluxes on the host, and their copy into
-    /// gml's host copies of the fields (the device gets them with the geometry's kernels).
+    /// The inflow profile on the host, and its copy into gml's host copy of `Inf` (the device
+    /// gets it with the geometry's kernels, which compute the slip projectors and inflow
+    /// fluxes).
     pub boundary_ms: f64,
-    /// The device's coefficients, lumped volumes, operator rows and diagonal (one wait).
+    /// The device's coefficients, slip projectors and inflow fluxes, lumped volumes, operator
+    /// rows and diagonal (one wait).
     pub geometry_ms: f64,
     /// The re-projection of the carried-over wind.
     pub reproject_ms: f64,
@@ -93,6 +100,10 @@ pub struct GroundRefresh {
     inflow: Option<Vec<[f32; 4]>>,
     /// The boundary's structure for recomputing its conditions on moved vertices.
     index: Option<boundary::MovedIndex>,
+    /// After a refresh, the host's mirror of the boundary on the moved vertices, computed
+    /// when first asked for ([`Solver::boundary`]); `None` before the first refresh (the
+    /// solver's own boundary is then current).
+    mirror: Option<OnceLock<boundary::Boundary>>,
     /// Per column, its ground vertex (level 0).
     ground_vertex: Vec<u32>,
     device: Option<Device>,
@@ -108,6 +119,7 @@ struct Device {
     check: KernelId,
     geometry: KernelId,
     move_vertices: KernelId,
+    boundary: KernelId,
     lumped_volumes: KernelId,
     rows: KernelId,
     prepare: KernelId,
@@ -185,6 +197,7 @@ impl Solver {
             wind,
             inflow: None,
             index: None,
+            mirror: None,
             ground_vertex,
             device: None,
         }));
@@ -288,37 +301,29 @@ impl Solver {
         }
         stats.times.check_ms = ms(phase);
 
-        // The boundary and the inflow, on the host. Only a device failure can stop the
-        // refresh after the check, and that leaves the device's tables part-written anyway: the
-        // host's inflow profile is updated in place.
+        // The inflow profile, on the host (the device's boundary kernel reads it). Only a
+        // device failure can stop the refresh after the check, and that leaves the device's
+        // tables part-written anyway: the host's inflow profile is updated in place, and the
+        // host's mirror of the boundary is out of date from here on.
         let phase = Instant::now();
         r.update_inflow(&vertices, &moved);
-        let (Some(index), Some(inflow)) = (r.index.as_ref(), r.inflow.as_deref()) else {
+        r.mirror = Some(OnceLock::new());
+        let Some(inflow) = r.inflow.as_deref() else {
             return Err(WindError::Refresh(
                 "the refresh's tables are not set up".into(),
             ));
         };
-        let conditions =
-            index.conditions(&self.boundary.references, &vertices, &self.triangles, |v| {
-                let u = inflow[v as usize];
-                glam::DVec3::new(u[0].into(), u[1].into(), u[2].into())
-            });
-        let staged: Vec<[f32; 8]> = conditions
-            .projector
-            .par_iter()
-            .zip(&conditions.inflow_flux)
-            .map(|(p, &f)| staged_line(p, f))
-            .collect();
         self.gml.set_block(self.fields.inflow, 0, inflow)?;
-        self.gml
-            .set_lines(device.staged, index.vertices(), &staged)?;
         stats.times.boundary_ms = ms(phase);
 
-        // The geometry on the device.
+        // The geometry and the boundary's projectors and inflow fluxes on the device: the
+        // boundary kernel writes `Bns`, which the lumped kernel copies into `Bnd` with `1/m`,
+        // which the rows kernel reads.
         let phase = Instant::now();
         for kernel in [
             device.geometry,
             device.move_vertices,
+            device.boundary,
             device.lumped_volumes,
             device.rows,
         ] {
@@ -332,7 +337,8 @@ impl Solver {
         let p = self.gml.download_parameters(&self.params)?;
         stats.times.geometry_ms = ms(phase);
         self.vertices = vertices;
-        self.boundary.apply(index, conditions);
+        // The host's mirror of the boundary, for reports, when asked ([`Solver::boundary`]).
+        r.mirror = Some(OnceLock::new());
         self.volume = p.volume;
         self.unknown_volume = p.unknown_volume;
         stats.volume = p.volume;
@@ -389,6 +395,32 @@ impl Solver {
         }
     }
 
+    /// After a ground refresh, the host's mirror of the boundary conditions on the moved
+    /// vertices (the references' areas and normals, the triangles' normals, the projectors and
+    /// the inflow fluxes; the device computes its own during the refresh): computed on the
+    /// host at the first call after each refresh ([`boundary::MovedIndex::conditions`], the
+    /// same bits as the device's, in double), so that the refresh does not wait for it. `None`
+    /// before the first refresh.
+    pub(super) fn moved_boundary(&self) -> Option<&boundary::Boundary> {
+        let r = self.refresh.as_deref()?;
+        let mirror = r.mirror.as_ref()?;
+        let (index, inflow) = (r.index.as_ref()?, r.inflow.as_deref()?);
+        Some(mirror.get_or_init(|| {
+            let conditions = index.conditions(
+                &self.boundary.references,
+                &self.vertices,
+                &self.triangles,
+                |v| {
+                    let u = inflow[v as usize];
+                    glam::DVec3::new(u[0].into(), u[1].into(), u[2].into())
+                },
+            );
+            let mut moved = self.boundary.clone();
+            moved.apply(index, conditions);
+            moved
+        }))
+    }
+
     /// The device's coordinate-dependent tables (tests and diagnostics): what a refresh
     /// rewrites, to compare with a solver set up on the new mesh.
     pub fn device_tables(&mut self) -> Result<DeviceTables> {
@@ -423,11 +455,12 @@ impl GroundRefresh {
         let nodes: Vec<[u32; 4]> = solver.tets.iter().map(|t| t.0).collect();
         let inside = boundary::inside_vertices(&nodes, &solver.triangles)?;
         let index = boundary::MovedIndex::new(&solver.boundary, &solver.triangles, inside)?;
+        let flat = index.flat(&solver.triangles, solver.vertices.len())?;
         let inflow = solver.gml.read_all(solver.fields.inflow)?;
         let orientation = first_orientation(&solver.vertices, &nodes)?;
-        let device = Device::new(&mut solver.gml, &solver.fields, solver.assembled)?;
-        // Every vertex's staged line once: the refreshes rewrite only the index's vertices'
-        // (the others keep the identity projector and no flux).
+        let device = Device::new(&mut solver.gml, &solver.fields, solver.assembled, &flat)?;
+        // Every vertex's staged line once: the boundary kernel rewrites only the index's
+        // vertices' (the others keep the identity projector and no flux).
         let staged: Vec<[f32; 8]> = solver
             .boundary
             .projector
@@ -497,7 +530,12 @@ fn ms(since: Instant) -> f64 {
 impl Device {
     /// Allocates the refresh's fields and compiles its kernels (the helpers of
     /// `kernels/wind_refresh.cl` join gml's toolkit for the kernels compiled from now on).
-    fn new(gml: &mut Gml, f: &Fields, assembled: Option<kernels::Assembled>) -> Result<Self> {
+    fn new(
+        gml: &mut Gml,
+        f: &Fields,
+        assembled: Option<kernels::Assembled>,
+        flat: &boundary::FlatIndex,
+    ) -> Result<Self> {
         gml.include_toolkit_source(cl::Source::embedded(
             "wind_refresh.cl",
             include_str!("../../kernels/wind_refresh.cl"),
@@ -537,6 +575,7 @@ impl Device {
                 .access(Access::read(coordinates))
                 .body("VerCrd.xyz = convert_float3(VerCrd64.xyz);"),
         )?;
+        let boundary = compile_boundary(gml, f, coordinates, staged, flat)?;
         let lumped_volumes = gml.compile(
             KernelSpec::new("wind_refresh_lumped", ver)
                 .access(Access::read(quarter))
@@ -578,11 +617,53 @@ impl Device {
             check,
             geometry,
             move_vertices,
+            boundary,
             lumped_volumes,
             rows,
             prepare,
         })
     }
+}
+
+/// The vertex kernel that recomputes the boundary's slip projectors and inflow fluxes into
+/// `staged` (`Bns`, lanes s0..s5 and s7) from the double coordinates and the inflow profile
+/// (`Inf`, the `float` values the host's [`boundary::MovedIndex::conditions`] reads), with the
+/// index `flat` uploaded once: per vertex its row (`Bix`), and the flat table (`Bit`, a
+/// vertex solution of as many `int`s per vertex as the table needs, read by hand through its
+/// table pointer). Vertices outside the index (row `-1`) keep their line.
+fn compile_boundary(
+    gml: &mut Gml,
+    f: &Fields,
+    coordinates: Solution<[f64; 4]>,
+    staged: Solution<[f32; 8]>,
+    flat: &boundary::FlatIndex,
+) -> Result<KernelId> {
+    let ver = MeshKind::Vertices;
+    let n = flat.rows.len().max(1);
+    let rows = gml.new_solution::<[i32; 4]>(ver, 1, "Bix")?;
+    gml.set_block(rows, 0, &flat.rows)?;
+    let items = flat.table.len().div_ceil(n).max(1);
+    let table = gml.new_solution::<i32>(ver, items, "Bit")?;
+    let mut padded = flat.table.clone();
+    padded.resize(items * flat.rows.len(), 0);
+    gml.set_block(table, 0, &padded)?;
+    Ok(gml.compile(
+        KernelSpec::new("wind_refresh_boundary", ver)
+            .access(Access::read(coordinates))
+            .access(Access::read(f.inflow))
+            .access(Access::read(rows))
+            .access(Access::read(table))
+            .access(Access::read_write(staged))
+            .body(&format!(
+                "if (VerBix.x >= 0)
+                     VerBns = wind_boundary_line(VerBix, VerBitTab, VerCrd64Tab, VerInfTab, VerBns,
+                                                 {}, {}, {}, as_double({}L));",
+                flat.group_end_at,
+                flat.slip_at,
+                flat.inflow_at,
+                boundary::SLIP_SINE.to_bits() as i64
+            )),
+    )?)
 }
 
 /// The vertex kernel that rewrites the assembled operator's rows (where assembled) and the

@@ -136,6 +136,8 @@ pub struct Solver {
     pub(super) unknown_volume: f64,
     pub(super) initial_divergence: f64,
     pub(super) divergence_floor: f64,
+    /// The boundary conditions of set-up (a ground refresh keeps its own mirror of the moved
+    /// ones: [`boundary`](Self::boundary)).
     pub(super) boundary: Boundary,
     pub(super) vertices: Vec<[f64; 3]>,
     pub(super) tets: Vec<([u32; 4], i32)>,
@@ -665,9 +667,11 @@ impl Solver {
         self.steps
     }
 
-    /// The boundary conditions.
+    /// The boundary conditions (after a ground refresh, the host's mirror on the moved
+    /// vertices, computed at the first call after it: see
+    /// [`refresh_ground`](Self::refresh_ground)).
     pub fn boundary(&self) -> &Boundary {
-        &self.boundary
+        self.moved_boundary().unwrap_or(&self.boundary)
     }
 
     /// Total volume of the air, m³.
@@ -775,7 +779,7 @@ impl Solver {
     pub fn fluxes(&mut self) -> Result<Vec<(i32, f64)>> {
         let u = self.velocity()?;
         let mut by_ref: std::collections::BTreeMap<i32, f64> = Default::default();
-        for ((nodes, r), an) in self.triangles.iter().zip(&self.boundary.triangle_normals) {
+        for ((nodes, r), an) in self.triangles.iter().zip(&self.boundary().triangle_normals) {
             let mut mean = glam::DVec3::ZERO;
             for &v in nodes {
                 let w = u[v as usize];

@@ -203,6 +203,16 @@ fn refreshed_geometry_matches_a_fresh_solver(assemble_operator: bool) {
     );
     assert!(relative(solver.volume(), fresh.volume()) < 1e-12);
     assert!(relative(stats.volume, fresh.volume()) < 1e-12);
+    // The host's mirror of the boundary (computed when asked) is the fresh solver's.
+    let (moved, new) = (solver.boundary(), fresh.boundary());
+    assert_eq!(moved.projector, new.projector);
+    assert_eq!(moved.inflow_flux, new.inflow_flux);
+    assert_eq!(moved.triangle_normals, new.triangle_normals);
+    assert_eq!(moved.flags, new.flags);
+    for (m, f) in moved.references.iter().zip(&new.references) {
+        assert_eq!((m.reference, m.kind, m.area), (f.reference, f.kind, f.area));
+        assert_eq!(m.normal, f.normal);
+    }
     let vertices: Vec<[f64; 3]> = solver.vertices().to_vec();
     assert_eq!(vertices, fresh.vertices());
     // The whole operator: A p of both solvers for the same p.
@@ -227,6 +237,40 @@ fn refreshed_geometry_matches_a_fresh_solver_assembled() {
 #[test]
 fn refreshed_geometry_matches_a_fresh_solver_matrix_free() {
     refreshed_geometry_matches_a_fresh_solver(false);
+}
+
+/// Every column raised, by an uneven 0 to 2 m: the inflow sides' vertices move, so the inflow
+/// fluxes (`Bnd.s7`) and the inflow sides' projectors change too, and the device's equal a
+/// fresh solver's bit for bit (the bump above leaves the inflow sides where they were).
+#[test]
+fn refreshed_inflow_fluxes_match_a_fresh_solver() {
+    let (scene, mesh, sides, columns) = valley();
+    let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
+    let settings = settings(&scene, false);
+    let mut solver = solver_at(&scene, &mesh, &sides, &columns, &bare, settings);
+    let before = solver.device_tables().unwrap();
+    let raise: Vec<f64> = (0..columns.ground.len())
+        .map(|c| ((c * 7) % 5) as f64 * 0.5)
+        .collect();
+    let stats = solver.refresh_ground(&raise).unwrap();
+    assert!(!stats.skipped, "{stats:?}");
+    let z = columns.regrade(&raise).unwrap().z;
+    let mut fresh = solver_at(&scene, &mesh, &sides, &columns, &z, settings);
+    let (refreshed, new) = (
+        solver.device_tables().unwrap(),
+        fresh.device_tables().unwrap(),
+    );
+    assert_tables_match(&refreshed, &new);
+    assert!(
+        before
+            .boundary
+            .iter()
+            .zip(&refreshed.boundary)
+            .any(|(a, b)| a[7] != 0.0 && a[7] != b[7]),
+        "no inflow flux changed"
+    );
+    assert_eq!(solver.boundary().inflow_flux, fresh.boundary().inflow_flux);
+    assert_eq!(solver.boundary().projector, fresh.boundary().projector);
 }
 
 /// Everything the refresh could touch, as read back, as bits (the operator's padding entries
