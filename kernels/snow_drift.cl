@@ -164,8 +164,9 @@ __kernel void drift_ground_friction(__global const float2 *restrict friction,
 }
 
 // With ageing (src/snow/drift.rs, Ageing): each cover vertex's snow age at the surface
-// advances by dt real seconds; snow laid since the last frame makes it younger (the volume-
-// weighted mean of the old snow's age and the new snow's zero); bare ground has age 0. The
+// advances by dt real seconds; any snow added since the last frame (landed, drifted in or laid
+// from suspension) makes it younger (the volume-weighted mean of the old snow's age and the
+// added snow's zero); bare ground has age 0. The
 // threshold follows: aged - (aged - fresh) e^(-age / time). law = (dt, time, fresh, aged).
 __kernel void drift_age(__global const ulong *restrict volume, __global ulong *restrict last,
                         __global float *restrict age, __global float *restrict threshold,
@@ -179,7 +180,7 @@ __kernel void drift_age(__global const ulong *restrict volume, __global ulong *r
     if (now == 0ul)
         a = 0.0f;
     else if (now > before)
-        a *= (float)((double)before / (double)now);
+        a *= (float)before / (float)now;
     age[v] = a;
     last[v] = now;
     threshold[v] = law.w - (law.w - law.z) * exp(-a / law.y);

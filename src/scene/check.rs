@@ -379,6 +379,15 @@ impl Checker<'_> {
             )?,
             roughness: self.ground_roughness(g.roughness, &wind)?,
         };
+        if ground.ageing_time > 0.0 && ground.ageing_time < 1e-3 {
+            return Err(self.error(
+                "ground.ageing_time",
+                format!(
+                    "{} s: 0 (no ageing) or at least 0.001 s",
+                    ground.ageing_time
+                ),
+            ));
+        }
         if !ground.drift && !refresh_given {
             wind.ground_refresh = 0.0;
         }

@@ -80,6 +80,10 @@ pub(crate) struct RefreshClock {
     pub off: Option<RefreshOff>,
     clock: f64,
     pub report: RefreshReport,
+    /// Whether the wind's ground is raised over the bare ground now (set as soon as the wind
+    /// refreshes, before the snow follows, so that a reset after a failed refresh still puts
+    /// the bare ground back).
+    pub raised: bool,
 }
 
 impl RefreshClock {
@@ -90,6 +94,7 @@ impl RefreshClock {
             every,
             off,
             clock: 0.0,
+            raised: false,
             report: RefreshReport {
                 every_s: if off.is_some() { 0.0 } else { every },
                 off,
@@ -111,9 +116,14 @@ impl RefreshClock {
         false
     }
 
-    /// Restarts the clock (a reset of the simulation).
+    /// Restarts the clock and the books (a reset of the simulation: its frames count from 0).
     pub fn restart(&mut self) {
         self.clock = 0.0;
+        self.report = RefreshReport {
+            every_s: self.report.every_s,
+            off: self.report.off,
+            ..RefreshReport::default()
+        };
     }
 
     /// Books a refresh that took `ms` (host wall), with the wind's `stats` and the parcels

@@ -249,7 +249,7 @@ impl Simulation {
         timeline.stage(PARTICLES_STAGE);
         if let Some(s) = self.scene.as_mut() {
             s.refresh.restart();
-            if s.refresh.report.refreshes > 0 {
+            if s.refresh.raised {
                 // Back to the bare ground: the cover is about to be cleared.
                 let bare = vec![0.0; s.ground_vertices.len()];
                 if let Some(stats) = s.wind.refresh_ground(&bare)?
@@ -260,6 +260,7 @@ impl Simulation {
                     snow.regrade(context, &v)?;
                     s.mesh.vertices = v;
                 }
+                s.refresh.raised = false;
             }
         }
         let written = match self.scene.as_mut().map(|s| s.snow.as_mut()) {
@@ -562,6 +563,9 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
         return Ok(false);
     };
     let mut moved = (0, 0);
+    if !stats.skipped {
+        s.refresh.raised = true;
+    }
     if !stats.skipped
         && let Some(v) = s.wind.vertices()
     {

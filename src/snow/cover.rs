@@ -273,6 +273,24 @@ impl GroundCover {
         })
     }
 
+    /// Moves the landing tables' ground points (where the source height is measured from) to
+    /// `heights` m, one per coarse ground vertex (a ground refresh raised the ground).
+    pub fn set_ground_heights(&mut self, heights: &[f64]) -> Result<()> {
+        let nc = self.mesh.coarse_vertices;
+        if heights.len() != nc {
+            return Err(Error::InvalidParameter(format!(
+                "{} ground heights for {nc} ground vertices",
+                heights.len()
+            )));
+        }
+        let points: Vec<[f32; 4]> = self.mesh.vertices[..nc]
+            .iter()
+            .zip(heights)
+            .map(|(v, &z)| [v[0] as f32, v[1] as f32, z as f32, 0.0])
+            .collect();
+        Ok(self.links.points.write(&points)?)
+    }
+
     /// Cubic metres per fixed-point unit.
     pub fn unit_volume(&self) -> f64 {
         self.unit

@@ -346,6 +346,9 @@ pub struct Drift {
     /// Per coarse ground vertex, the height of its first level, m (host copy, for the state
     /// files; `level_height_device` on the device).
     level_height: Vec<f32>,
+    /// Per coarse ground vertex, the volume vertex of its first level and its own volume
+    /// vertex (a ground refresh measures the level's height again).
+    levels: Vec<(u32, u32)>,
     upper: DeviceBuffer<u32>,
     level_height_device: DeviceBuffer<f32>,
     parents: DeviceBuffer<[u32; 4]>,
@@ -433,6 +436,12 @@ impl Drift {
             ground_friction: program.kernel("drift_ground_friction")?,
             age_kernel: program.kernel("drift_age")?,
             settings,
+            levels: geometry
+                .upper
+                .iter()
+                .zip(&domain.ground.volume_vertices)
+                .map(|(&u, &g)| (u, g))
+                .collect(),
             level_height: geometry.level_height,
         })
     }
@@ -446,6 +455,27 @@ impl Drift {
     /// friction velocity, m.
     pub fn level_height(&self) -> &[f32] {
         &self.level_height
+    }
+
+    /// Measures every first level's height again on the mesh's moved `vertices` (a ground
+    /// refresh raised the ground under the snow; the levels stay the same vertices).
+    pub fn regrade(&mut self, vertices: &[[f64; 3]]) -> Result<()> {
+        let height = |v: u32| vertices.get(v as usize).map(|p| p[2]);
+        let mut level_height = Vec::with_capacity(self.levels.len());
+        for &(upper, ground) in &self.levels {
+            match (height(upper), height(ground)) {
+                (Some(u), Some(g)) => level_height.push((u - g) as f32),
+                _ => {
+                    return Err(Error::InvalidParameter(format!(
+                        "a regrade of {} vertices misses a ground vertex's first level",
+                        vertices.len()
+                    )));
+                }
+            }
+        }
+        self.level_height_device.write(&level_height)?;
+        self.level_height = level_height;
+        Ok(())
     }
 
     /// Stops every flux and zeroes the counters.
@@ -509,10 +539,11 @@ impl Drift {
         &self.threshold
     }
 
-    /// With ageing, enqueues advancing every cover vertex's snow age by `dt` real seconds (new
-    /// snow since the last frame makes it younger: the age is the mean of the old snow's and
-    /// the new snow's, weighted by volume) and its threshold with it; nothing without. At the
-    /// start of a frame, before anything lifts snow.
+    /// With ageing, enqueues advancing every cover vertex's snow age by `dt` real seconds (any
+    /// snow added since the last frame, landed, drifted in or laid from suspension, counts as
+    /// new and makes it younger: the age is the mean of the old snow's and the added snow's,
+    /// weighted by volume) and its threshold with it; nothing without. At the start of a
+    /// frame, before anything lifts snow.
     pub fn age(
         &mut self,
         context: &Context,

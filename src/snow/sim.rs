@@ -466,7 +466,10 @@ impl Snow {
     }
 
     /// Moves the mesh's vertices to `vertices` (a ground refresh raised the ground under the
-    /// snow; the topology is the same) and finds every parcel's tetrahedron again; a parcel the
+    /// snow; the topology is the same), with what is measured from the ground (the source's
+    /// ground points, the drift's first levels, the suspension's entry heights; the Hilbert
+    /// keys' box stays the bare mesh's, which only orders the arrays), and finds every
+    /// parcel's tetrahedron again; a parcel the
     /// raised ground buried is moved straight up onto the new surface, just above it (it lands
     /// in the next step if it falls). Nothing is laid or removed: the ledger is unchanged. The
     /// suspension forgets its cells' counts (the parcels moved): the next frame lifts nothing.
@@ -485,6 +488,21 @@ impl Snow {
             *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
         }
         self.mesh.coords.write(&g.coords)?;
+        // What is measured from the ground: the source's ground points, the drift's first
+        // levels, the heights the lifted snow enters the air at.
+        let mut heights = vec![0.0; self.cover.mesh.coarse_vertices];
+        for (v, &gi) in g.ground_index.iter().enumerate() {
+            if let Some(h) = usize::try_from(gi).ok().and_then(|gi| heights.get_mut(gi)) {
+                *h = vertices[v][2];
+            }
+        }
+        self.cover.set_ground_heights(&heights)?;
+        if let Some(drift) = self.drift.as_mut() {
+            drift.regrade(vertices)?;
+            if let Some(suspension) = self.suspension.as_mut() {
+                suspension.regrade(&self.cover, drift.level_height())?;
+            }
+        }
         if let Some(suspension) = self.suspension.as_mut() {
             suspension.forget_cells()?;
         }

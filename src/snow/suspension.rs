@@ -105,6 +105,31 @@ pub fn cells_of(parents: &[([u32; 3], [u8; 3])]) -> Vec<u32> {
         .collect()
 }
 
+/// Per cover vertex, `z_e^−0.544` and `w_s(z_e) A` (m³/s): `z_e` half its first level's height
+/// (mixed from its coarse parents' `level_height` by their numerators), `A` its area.
+fn sites(cover: &GroundCover, level_height: &[f32]) -> Vec<[f32; 2]> {
+    let r = f64::from(cover.mesh.refinement.max(1));
+    cover
+        .mesh
+        .parents
+        .iter()
+        .zip(&cover.geometry.area)
+        .map(|((p, n), &area)| {
+            let z1: f64 = p
+                .iter()
+                .zip(n)
+                .take_while(|(_, n)| **n > 0)
+                .map(|(&g, &n)| f64::from(n) / r * f64::from(level_height[g as usize]))
+                .sum();
+            let z = (0.5 * z1).max(1e-3);
+            [
+                z.powf(-0.544) as f32,
+                (settling_speed(z) * f64::from(area)) as f32,
+            ]
+        })
+        .collect()
+}
+
 /// The per-frame buffers `snow_step` reads and writes (see [`Suspension::frame`]).
 pub(crate) struct FrameCells<'a> {
     /// Parcels per cell, counted at the end of the last step.
@@ -147,26 +172,7 @@ impl Suspension {
         settings: DriftSettings,
     ) -> Result<Self> {
         let cells = cover.mesh.coarse_vertices;
-        let r = f64::from(cover.mesh.refinement.max(1));
-        let site: Vec<[f32; 2]> = cover
-            .mesh
-            .parents
-            .iter()
-            .zip(&cover.geometry.area)
-            .map(|((p, n), &area)| {
-                let z1: f64 = p
-                    .iter()
-                    .zip(n)
-                    .take_while(|(_, n)| **n > 0)
-                    .map(|(&g, &n)| f64::from(n) / r * f64::from(level_height[g as usize]))
-                    .sum();
-                let z = (0.5 * z1).max(1e-3);
-                [
-                    z.powf(-0.544) as f32,
-                    (settling_speed(z) * f64::from(area)) as f32,
-                ]
-            })
-            .collect();
+        let site = sites(cover, level_height);
         let cell = cells_of(&cover.mesh.parents);
         let per_cell = cells.max(1);
         let mut s = Self {
@@ -263,6 +269,12 @@ impl Suspension {
             next_count: &self.count[next],
             next_first: &self.first[next],
         }
+    }
+
+    /// The heights the lifted snow enters the air at, again from the first levels'
+    /// `level_height` (a ground refresh moved them).
+    pub fn regrade(&mut self, cover: &GroundCover, level_height: &[f32]) -> Result<()> {
+        Ok(self.site.write(&sites(cover, level_height))?)
     }
 
     /// Units the wind lifted into suspension since the reset (blocking).

@@ -111,7 +111,11 @@ pub(crate) fn lay_snow(sim: &mut Simulation, depth: impl Fn(f64, f64) -> f64) ->
 /// A pile 20 cm deep within 30 m of (70, 100).
 fn pile_depth(x: f64, y: f64) -> f64 {
     let (dx, dy) = (x - 70.0, y - 100.0);
-    if dx * dx + dy * dy < 30.0 * 30.0 { 0.2 } else { 0.0 }
+    if dx * dx + dy * dy < 30.0 * 30.0 {
+        0.2
+    } else {
+        0.0
+    }
 }
 
 /// Depth per wind-mesh ground vertex and the vertices' positions, after `frames` frames.

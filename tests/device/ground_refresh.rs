@@ -18,6 +18,13 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     scene.wind.ground_refresh = 2.0;
     let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
     let bare = sim.ground_heights().unwrap();
+    let levels_before = sim
+        .snow()
+        .unwrap()
+        .drifting()
+        .unwrap()
+        .level_height()
+        .to_vec();
     run(&ctx, &mut sim, &mut particles, 60, true);
     let report = sim.refresh_report().unwrap();
     assert_eq!(report.off, None, "{report:?}");
@@ -29,6 +36,33 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     // f64 of the f32 depths (no column near half its air: nothing clamped).
     let depths = sim.snow().unwrap().cover().ground_depths().unwrap();
     assert!(sim.refresh_ground(&ctx).unwrap());
+    // The drift's first levels are measured from the raised ground: nearer it than over the
+    // bare ground where the ground rose (the column's levels close up over it), the same
+    // where it did not.
+    let levels = sim
+        .snow()
+        .unwrap()
+        .drifting()
+        .unwrap()
+        .level_height()
+        .to_vec();
+    let (mut closer, mut same) = (0, 0);
+    for ((&before, &after), &d) in levels_before.iter().zip(&levels).zip(&depths) {
+        if d > 0.05 {
+            assert!(
+                after < before,
+                "a first level at {after} m (over the bare ground {before} m) under {d} m of snow"
+            );
+            closer += 1;
+        } else if d == 0.0 {
+            assert_eq!(after, before, "a bare column's first level moved");
+            same += 1;
+        }
+    }
+    assert!(
+        closer > 10,
+        "{closer} first levels nearer the raised ground, {same} bare"
+    );
     let raised = sim.ground_heights().unwrap();
     let mut deepest = 0.0f32;
     for (c, ((&b, &r), &d)) in bare.iter().zip(&raised).zip(&depths).enumerate() {
@@ -69,7 +103,10 @@ fn a_parcel_the_raised_ground_buries_is_moved_up_onto_it() {
     let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Off, true);
     run(&ctx, &mut sim, &mut particles, 10, true);
     let square = |v: f64| (50.0..=150.0).contains(&v);
-    lay_snow(&mut sim, |x, y| if square(x) && square(y) { 3.0 } else { 0.0 });
+    lay_snow(
+        &mut sim,
+        |x, y| if square(x) && square(y) { 3.0 } else { 0.0 },
+    );
     let ledger = |sim: &snowsim::sim::Simulation| {
         let l = sim.snow().unwrap().ledger().unwrap();
         (l.carried, l.landings, l.removed)
@@ -138,4 +175,29 @@ fn barycentrics(x: &[[f64; 3]], q: [f64; 3]) -> [f64; 4] {
     let d = det(e1, e2, e3);
     let (b1, b2, b3) = (det(r, e2, e3) / d, det(e1, r, e3) / d, det(e1, e2, r) / d);
     [1.0 - b1 - b2 - b3, b1, b2, b3]
+}
+
+#[test]
+fn every_vertex_of_a_column_stands_over_its_ground_vertex() {
+    // The column map the refresh regrades by, against the mesh itself: each volume vertex has
+    // the x and y of its column's ground vertex, and its level's order in height.
+    let scene = ridge("");
+    let domain = scene.build_domain(true).unwrap();
+    let columns = domain.columns.as_ref().unwrap();
+    let mut ground = vec![u32::MAX; columns.ground.len()];
+    for (v, (&c, &k)) in columns.column.iter().zip(&columns.level).enumerate() {
+        if k == 0 {
+            ground[c as usize] = v as u32;
+        }
+    }
+    for (v, &c) in columns.column.iter().enumerate() {
+        let (p, g) = (
+            domain.mesh.vertices[v],
+            domain.mesh.vertices[ground[c as usize] as usize],
+        );
+        assert!(
+            p[0] == g[0] && p[1] == g[1],
+            "vertex {v} at {p:?} is in column {c}, whose ground vertex is at {g:?}"
+        );
+    }
 }
