@@ -9,7 +9,12 @@ use serde::{Deserialize, Serialize};
 use crate::input::InputError;
 
 /// The version of the columns below. Bump it when a column changes meaning or moves.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 added `device_index`, `device_uuid` and `device_pci_bus`; files of version 1 are
+/// still read (those columns empty).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema version this snowsim reads.
+pub const OLDEST_SCHEMA: u32 = 1;
 
 /// What one configuration of a sweep did, averaged over its repeats.
 ///
@@ -40,6 +45,17 @@ pub struct Row {
     pub compute_units: u32,
     /// `CL_DEVICE_MAX_CLOCK_FREQUENCY` in MHz where the driver reports it.
     pub clock_mhz: Option<u32>,
+    /// The device's index in `snowsim devices` (`None` in files of schema 1): two devices of
+    /// one name are told apart by it.
+    #[serde(default)]
+    pub device_index: Option<usize>,
+    /// The device's UUID where the driver reports it (`cl_khr_device_uuid`), else empty.
+    #[serde(default)]
+    pub device_uuid: String,
+    /// The device's PCI address where the driver reports it (`cl_khr_pci_bus_info`), else
+    /// empty.
+    #[serde(default)]
+    pub device_pci_bus: String,
     /// The scene file.
     pub scene: String,
     /// Snow particles.
@@ -243,7 +259,7 @@ pub enum RecordError {
     },
     /// A row of another schema version.
     #[error(
-        "{}, line {line}: schema version {found}, this snowsim reads version {SCHEMA_VERSION}",
+        "{}, line {line}: schema version {found}, this snowsim reads versions {OLDEST_SCHEMA} to {SCHEMA_VERSION}",
         path.display()
     )]
     Schema {
@@ -336,7 +352,7 @@ pub fn parse_rows(path: &Path, bytes: &[u8]) -> Result<Sweep, RecordError> {
         let row: Row = record
             .deserialize(Some(&headers))
             .map_err(|e| parse(line, &e))?;
-        if row.schema != SCHEMA_VERSION {
+        if !(OLDEST_SCHEMA..=SCHEMA_VERSION).contains(&row.schema) {
             return Err(RecordError::Schema {
                 path: path.to_path_buf(),
                 line,
@@ -401,10 +417,28 @@ mod tests {
         assert_eq!(read_rows(&path).unwrap(), rows);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("schema,date,"), "{text}");
-        std::fs::write(&path, text.replacen("\n1,", "\n7,", 1)).unwrap();
+        let first = format!("\n{SCHEMA_VERSION},");
+        std::fs::write(&path, text.replacen(&first, "\n7,", 1)).unwrap();
         let err = read_rows(&path).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("version 7"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_sweep_of_schema_1_reads_without_the_device_columns() {
+        // Written before the columns `device_index`, `device_uuid`, `device_pci_bus`.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benches/sweeps/h100-machine-devices-valley-2026-11-23.csv");
+        let rows = read_rows(&path).unwrap();
+        assert!(!rows.is_empty());
+        assert!(
+            rows.iter()
+                .all(|r| r.schema == 1 && r.device_index.is_none())
+        );
+        assert!(
+            rows.iter()
+                .all(|r| r.device_uuid.is_empty() && r.device_pci_bus.is_empty())
+        );
     }
 
     #[test]

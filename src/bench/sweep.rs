@@ -258,6 +258,9 @@ impl Plan {
             snowsim_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: GIT_COMMIT.to_string(),
             device: d.name.clone(),
+            device_index: Some(d.index),
+            device_uuid: d.uuid.clone().unwrap_or_default(),
+            device_pci_bus: d.pci_bus.clone().unwrap_or_default(),
             platform: d.platform.clone(),
             device_type: d.device_type.to_string(),
             driver_version: d.driver_version.clone(),
@@ -434,6 +437,8 @@ mod tests {
             max_work_group_size: 1,
             fp64: false,
             gl_sharing: false,
+            uuid: None,
+            pci_bus: None,
             extensions: String::new(),
         };
         Plan {

@@ -93,6 +93,12 @@ pub struct DeviceInfo {
     pub fp64: bool,
     /// Whether OpenCL–OpenGL buffer sharing (`cl_khr_gl_sharing`) is offered.
     pub gl_sharing: bool,
+    /// The device's UUID (`cl_khr_device_uuid`), as `8-4-4-4-12` hex digits: what tells two
+    /// devices of the same name apart across APIs (Vulkan, EGL); `None` without the extension.
+    pub uuid: Option<String>,
+    /// The device's PCI address (`cl_khr_pci_bus_info`), `domain:bus:device.function` in hex;
+    /// `None` without the extension (a CPU device).
+    pub pci_bus: Option<String>,
     /// Full extension list.
     #[serde(skip)]
     pub extensions: String,
@@ -148,9 +154,60 @@ impl DeviceInfo {
                 .during(call("MAX_WORK_GROUP_SIZE"))?,
             fp64,
             gl_sharing: has("cl_khr_gl_sharing"),
+            uuid: has("cl_khr_device_uuid")
+                .then(|| device.uuid_khr().ok().map(|u| uuid_text(&u)))
+                .flatten(),
+            pci_bus: has("cl_khr_pci_bus_info")
+                .then(|| pci_bus_of(device))
+                .flatten(),
             extensions,
         })
     }
+}
+
+/// A 16-byte UUID as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+pub fn uuid_text(bytes: &[u8; 16]) -> String {
+    let hex = |r: std::ops::Range<usize>| -> String {
+        bytes[r].iter().map(|b| format!("{b:02x}")).collect()
+    };
+    format!(
+        "{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    )
+}
+
+/// `CL_DEVICE_PCI_BUS_INFO_KHR` as `dddd:bb:dd.f`; `None` if the driver fails or answers
+/// with another size than the four `cl_uint`s the extension defines.
+fn pci_bus_of(device: &ClDevice) -> Option<String> {
+    let bytes: Vec<u8> =
+        opencl3::device::get_device_info(device.id(), opencl3::device::CL_DEVICE_PCI_BUS_INFO_KHR)
+            .ok()?
+            .into();
+    pci_bus_text(&bytes)
+}
+
+/// Four native-endian `cl_uint`s (domain, bus, device, function) as `dddd:bb:dd.f`; `None`
+/// for any other length.
+pub fn pci_bus_text(bytes: &[u8]) -> Option<String> {
+    if bytes.len() != 16 {
+        return None;
+    }
+    let word = |i: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&bytes[4 * i..4 * i + 4]);
+        u32::from_ne_bytes(w)
+    };
+    Some(format!(
+        "{:04x}:{:02x}:{:02x}.{:x}",
+        word(0),
+        word(1),
+        word(2),
+        word(3)
+    ))
 }
 
 /// One device found on the machine: its description and its OpenCL handle.
@@ -336,8 +393,20 @@ mod tests {
             max_work_group_size: 1,
             fp64: false,
             gl_sharing: false,
+            uuid: None,
+            pci_bus: None,
             extensions: String::new(),
         }
+    }
+
+    #[test]
+    fn uuids_and_pci_addresses_read_as_their_usual_text() {
+        let uuid: [u8; 16] = std::array::from_fn(|i| (i * 17) as u8);
+        assert_eq!(uuid_text(&uuid), "00112233-4455-6677-8899-aabbccddeeff");
+        let words = [0u32, 0x1b, 0, 0];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(pci_bus_text(&bytes).as_deref(), Some("0000:1b:00.0"));
+        assert_eq!(pci_bus_text(&bytes[..12]), None);
     }
 
     fn machine() -> Vec<DeviceInfo> {

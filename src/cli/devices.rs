@@ -9,7 +9,8 @@ use super::console::{self, outln};
 /// Options of `snowsim devices`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Print a JSON array of objects instead of a table.
+    /// Print a JSON array of objects instead of a table (with each device's `uuid` and
+    /// `pci_bus` where the driver reports them: what tells two devices of one name apart).
     #[arg(long)]
     json: bool,
 }
@@ -37,8 +38,9 @@ fn table(devices: &[DeviceInfo]) -> String {
         "max WG",
         "fp64",
         "GL sharing",
+        "PCI bus",
     ];
-    let rows: Vec<[String; 10]> = devices
+    let rows: Vec<[String; 11]> = devices
         .iter()
         .map(|d| {
             [
@@ -52,6 +54,7 @@ fn table(devices: &[DeviceInfo]) -> String {
                 d.max_work_group_size.to_string(),
                 yes_no(d.fp64).to_string(),
                 yes_no(d.gl_sharing).to_string(),
+                d.pci_bus.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();

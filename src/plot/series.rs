@@ -170,8 +170,9 @@ pub fn group<'a>(
     }
 }
 
-/// The setting names whose value is not the same in every group's key. The platform is part
-/// of the device: it counts as varying only where one device name comes with two platforms.
+/// The setting names whose value is not the same in every group's key. The platform and the
+/// device's index are part of the device: each counts as varying only where one device name
+/// comes with two of them (two GPUs of one model: `NVIDIA H100 [1]`, `NVIDIA H100 [2]`).
 fn varying_settings(groups: &[Group]) -> Vec<&'static str> {
     let Some(first) = groups.first() else {
         return Vec::new();
@@ -182,12 +183,16 @@ fn varying_settings(groups: &[Group]) -> Vec<&'static str> {
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
     }
-    // One device name with two platforms, found in one pass over the groups.
-    let mut platform_of: HashMap<Option<&str>, Option<&str>> = HashMap::new();
-    let two_platforms = groups.iter().any(|g| {
-        let platform = value(g, "platform");
-        *platform_of.entry(value(g, "device")).or_insert(platform) != platform
-    });
+    // One device name with two platforms (two indices), found in one pass over the groups.
+    let two_of = |setting: &str| {
+        let mut seen: HashMap<Option<&str>, Option<&str>> = HashMap::new();
+        groups.iter().any(|g| {
+            let v = value(g, setting);
+            *seen.entry(value(g, "device")).or_insert(v) != v
+        })
+    };
+    let two_platforms = two_of("platform");
+    let two_indices = two_of("device_index");
     first
         .key
         .iter()
@@ -195,6 +200,8 @@ fn varying_settings(groups: &[Group]) -> Vec<&'static str> {
         .filter(|(i, (name, v))| {
             if *name == "platform" {
                 two_platforms
+            } else if *name == "device_index" {
+                two_indices
             } else {
                 groups.iter().any(|g| g.key[*i].1 != *v)
             }
@@ -206,17 +213,24 @@ fn varying_settings(groups: &[Group]) -> Vec<&'static str> {
 /// `device (name=value, …)` for the varying settings other than the device; the device alone
 /// when nothing else varies.
 fn label(key: &[Setting], varying: &[&str]) -> String {
-    let device = key
-        .iter()
-        .find(|(n, _)| *n == "device")
-        .map_or("", |(_, v)| v.as_str());
+    let value = |name: &str| {
+        key.iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let device = match value("device_index") {
+        i if !i.is_empty() && varying.contains(&"device_index") => {
+            format!("{} [{i}]", value("device"))
+        }
+        _ => value("device").to_string(),
+    };
     let differing: Vec<String> = key
         .iter()
-        .filter(|(n, _)| *n != "device" && varying.contains(n))
+        .filter(|(n, _)| *n != "device" && *n != "device_index" && varying.contains(n))
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
     if differing.is_empty() {
-        device.to_string()
+        device
     } else {
         format!("{device} ({})", differing.join(", "))
     }
@@ -299,6 +313,29 @@ mod tests {
         let g = group(&sourced(&rows, &o), "particles", |r| Some(r.particles), "");
         assert_eq!(g.varying, vec!["platform"]);
         assert_eq!(g.groups[1].label, "gpu (platform=pocl)");
+    }
+
+    #[test]
+    fn two_devices_of_one_name_are_kept_apart_by_their_index() {
+        // Two H100s of one machine: one series each, named by index (they were one zig-zag
+        // series before the CSV had the index); one device alone keeps its bare name.
+        let mut rows = vec![
+            row("NVIDIA H100", 1 << 20, "", true, "ok"),
+            row("NVIDIA H100", 1 << 21, "", true, "ok"),
+            row("NVIDIA H100", 1 << 20, "", true, "ok"),
+            row("NVIDIA H100", 1 << 21, "", true, "ok"),
+        ];
+        for (r, index) in rows.iter_mut().zip([1, 1, 2, 2]) {
+            r.device_index = Some(index);
+        }
+        let o = origins(rows.len());
+        let g = group(&sourced(&rows, &o), "particles", |r| Some(r.particles), "");
+        let labels: Vec<&str> = g.groups.iter().map(|g| g.label.as_str()).collect();
+        assert_eq!(labels, ["NVIDIA H100 [1]", "NVIDIA H100 [2]"]);
+        assert!(g.groups.iter().all(|g| g.ok.len() == 2));
+        let one = &rows[..2];
+        let g = group(&sourced(one, &o), "particles", |r| Some(r.particles), "");
+        assert_eq!(g.groups[0].label, "NVIDIA H100");
     }
 
     #[test]

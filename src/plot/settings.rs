@@ -8,8 +8,9 @@ use crate::bench::record::Row;
 pub type Setting = (&'static str, String);
 
 /// The names of the settings [`settings`] returns, in its order.
-pub const SETTING_NAMES: [&str; 15] = [
+pub const SETTING_NAMES: [&str; 16] = [
     "device",
+    "device_index",
     "platform",
     "scene",
     "particles",
@@ -32,7 +33,7 @@ pub const SETTING_NAMES: [&str; 15] = [
 /// `particle_render_requested`): the modes actually used are empty on a failed row, which
 /// would otherwise put it in a series of its own. An empty `sort` reads `scene` (the scene's
 /// own), as does a missing `tets`.
-pub fn settings(row: &Row) -> [Setting; 15] {
+pub fn settings(row: &Row) -> [Setting; 16] {
     let or_scene = |s: &str| {
         if s.is_empty() {
             "scene".to_string()
@@ -42,6 +43,10 @@ pub fn settings(row: &Row) -> [Setting; 15] {
     };
     [
         ("device", row.device.clone()),
+        (
+            "device_index",
+            row.device_index.map_or(String::new(), |i| i.to_string()),
+        ),
         ("platform", row.platform.clone()),
         ("scene", row.scene.clone()),
         ("particles", row.particles.to_string()),

@@ -303,13 +303,16 @@ fn bad_inputs_and_outputs_are_clear_errors_with_status_1() {
         "{err}"
     );
 
-    let other_version = dir.join("v2.csv");
+    let newer = SCHEMA_VERSION + 1;
+    let other_version = dir.join("newer.csv");
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    lines[3] = lines[3].replacen(&format!("{SCHEMA_VERSION},"), "2,", 1);
+    lines[3] = lines[3].replacen(&format!("{SCHEMA_VERSION},"), &format!("{newer},"), 1);
     std::fs::write(&other_version, lines.join("\n")).unwrap();
     let err = plot_error(&dir, &other_version);
     assert!(
-        err.contains("v2.csv") && err.contains("line 4") && err.contains("schema version 2"),
+        err.contains("newer.csv")
+            && err.contains("line 4")
+            && err.contains(&format!("schema version {newer}")),
         "{err}"
     );
 

@@ -46,6 +46,8 @@ fn text(bytes: &[u8]) -> String {
 /// The columns every row has, whatever its status.
 fn check_common(r: &Row) {
     assert_eq!(r.schema, snowsim::bench::record::SCHEMA_VERSION);
+    // The device's index in `snowsim devices` (PoCL's is 0 here: the only device).
+    assert_eq!(r.device_index, Some(0), "{r:?}");
     assert_eq!(r.date.len(), 20, "{}", r.date);
     assert!(r.date.starts_with("20") && r.date.ends_with('Z') && r.date.contains('T'));
     assert_eq!(r.snowsim_version, env!("CARGO_PKG_VERSION"));
