@@ -21,7 +21,9 @@ mod timing;
 
 pub use buffer::{BufferArg, DeviceBuffer, PendingRead, RetainedMem};
 pub use context::{Context, ContextOptions, TransferCounters};
-pub use device::{DeviceEntry, DeviceInfo, DeviceSelector, DeviceType, list_devices};
+pub use device::{
+    DeviceEntry, DeviceInfo, DeviceSelector, DeviceType, list_devices, pci_bus_text, uuid_text,
+};
 pub use error::{Error, Result};
 pub use gl_buffer::{GlBuffer, OutputBuffer};
 pub use kernel::{ArgType, Kernel, KernelCall};

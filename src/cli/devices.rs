@@ -10,23 +10,43 @@ use super::console::{self, outln};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print a JSON array of objects instead of a table (with each device's `uuid` and
-    /// `pci_bus` where the driver reports them: what tells two devices of one name apart).
+    /// `pci_bus` where the driver reports them: what tells two devices of one name apart, and
+    /// `egl_device`, the EGL device that is the same GPU: headless drawing opens it).
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let devices: Vec<DeviceInfo> = cl::list_devices()?.into_iter().map(|d| d.info).collect();
+    let egl = snowsim::render::egl_devices::list();
+    let rows: Vec<Listed> = devices
+        .iter()
+        .map(|info| Listed {
+            info,
+            egl_device: snowsim::render::egl_devices::matching(info, &egl),
+        })
+        .collect();
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&devices)?)?;
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
     } else {
-        console::out(format_args!("{}", table(&devices)))?;
+        console::out(format_args!("{}", table(&rows)))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// A device as listed: what OpenCL says of it and the EGL device that is the same GPU (the
+/// one headless drawing opens for it), if any.
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    info: &'a DeviceInfo,
+    /// Its index in `eglQueryDevicesEXT`'s list (`SNOWSIM_EGL_DEVICE`), matched by UUID or PCI
+    /// address.
+    egl_device: Option<usize>,
+}
+
 /// The devices as an aligned text table.
-fn table(devices: &[DeviceInfo]) -> String {
+fn table(devices: &[Listed]) -> String {
     let header = [
         "#",
         "platform",
@@ -39,10 +59,12 @@ fn table(devices: &[DeviceInfo]) -> String {
         "fp64",
         "GL sharing",
         "PCI bus",
+        "EGL",
     ];
-    let rows: Vec<[String; 11]> = devices
+    let rows: Vec<[String; 12]> = devices
         .iter()
-        .map(|d| {
+        .map(|listed| {
+            let d = listed.info;
             [
                 d.index.to_string(),
                 d.platform.clone(),
@@ -55,6 +77,9 @@ fn table(devices: &[DeviceInfo]) -> String {
                 yes_no(d.fp64).to_string(),
                 yes_no(d.gl_sharing).to_string(),
                 d.pci_bus.clone().unwrap_or_else(|| "-".into()),
+                listed
+                    .egl_device
+                    .map_or_else(|| "-".into(), |i| i.to_string()),
             ]
         })
         .collect();

@@ -711,7 +711,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 Ok(session)
             };
             if args.headless {
-                let headless = Headless::new(w, h)?;
+                let headless = Headless::for_opencl(w, h, Some(&entry.info))?;
                 let mut session = make_session(headless.setup())?;
                 let summary =
                     run_headless(&headless.setup().gl, headless.size(), &mut session, options)?;

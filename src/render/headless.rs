@@ -47,8 +47,16 @@ impl Headless {
     /// Opens the EGL device, creates a core context (trying [`GL_VERSIONS`]) and a
     /// `width × height` framebuffer, and leaves the framebuffer bound.
     pub fn new(width: u32, height: u32) -> Result<Self> {
+        Self::for_opencl(width, height, None)
+    }
+
+    /// As [`new`](Self::new), on the EGL device that is the OpenCL device `cl` where one
+    /// matches it (the same UUID or PCI address, [`super::egl_devices::matching`]), so that
+    /// the buffers the two APIs share live on one GPU; `SNOWSIM_EGL_DEVICE` still decides
+    /// where it is set.
+    pub fn for_opencl(width: u32, height: u32, cl: Option<&crate::cl::DeviceInfo>) -> Result<Self> {
         check_size(width, height)?;
-        let (device, label) = choose_device()?;
+        let (device, label) = choose_device(cl)?;
         // SAFETY: no raw display is passed; glutin opens the device's platform display.
         let display = unsafe { Display::with_device(&device, None) }
             .map_err(|e| Error::Egl(e.to_string()))?;
@@ -157,8 +165,9 @@ pub fn check_size(width: u32, height: u32) -> Result<()> {
     Ok(())
 }
 
-/// The EGL device to render on and a label for it.
-fn choose_device() -> Result<(Device, String)> {
+/// The EGL device to render on and a label for it: `SNOWSIM_EGL_DEVICE`'s, else the one that
+/// matches the OpenCL device `cl`, else the first hardware device.
+fn choose_device(cl: Option<&crate::cl::DeviceInfo>) -> Result<(Device, String)> {
     let mut devices: Vec<Device> = Device::query_devices()
         .map_err(|e| Error::Egl(format!("eglQueryDevicesEXT: {e}")))?
         .collect();
@@ -179,7 +188,10 @@ fn choose_device() -> Result<(Device, String)> {
             }
             index
         }
-        Err(_) => devices.iter().position(|d| !software(d)).unwrap_or(0),
+        Err(_) => cl
+            .and_then(|cl| super::egl_devices::matching(cl, &super::egl_devices::list()))
+            .filter(|&i| i < devices.len())
+            .unwrap_or_else(|| devices.iter().position(|d| !software(d)).unwrap_or(0)),
     };
     let device = devices.swap_remove(index);
     let mut label = format!("device {index}");

@@ -18,6 +18,7 @@
 //! the frame and [`crate::interop`] moves the buffers.
 
 mod camera;
+pub mod egl_devices;
 mod error;
 mod frame;
 mod gl_context;
