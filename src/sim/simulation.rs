@@ -208,10 +208,8 @@ impl Simulation {
     pub fn refresh_ground(&mut self, context: &Context) -> Result<bool> {
         self.settle()?;
         match &mut self.scene {
-            Some(s) if s.refresh.off.is_none() || s.refresh.off == Some(RefreshOff::Disabled) => {
-                if s.snow.is_none() || !s.wind.can_refresh_ground() {
-                    return Ok(false);
-                }
+            // Any other reason (no snow, a fixed wind, a mesh domain) rules a refresh out.
+            Some(s) if matches!(s.refresh.off, None | Some(RefreshOff::Disabled)) => {
                 refresh_ground(s, context)
             }
             _ => Ok(false),
@@ -251,15 +249,7 @@ impl Simulation {
             s.refresh.restart();
             if s.refresh.raised {
                 // Back to the bare ground: the cover is about to be cleared.
-                let bare = vec![0.0; s.ground_vertices.len()];
-                if let Some(stats) = s.wind.refresh_ground(&bare)?
-                    && !stats.skipped
-                    && let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices())
-                {
-                    let v = v.to_vec();
-                    snow.regrade(context, &v)?;
-                    s.mesh.vertices = v;
-                }
+                raise_ground(s, context, &vec![0.0; s.ground_vertices.len()])?;
                 s.refresh.raised = false;
             }
         }
@@ -559,23 +549,36 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
         .iter()
         .map(|&d| f64::from(d))
         .collect();
-    let Some(stats) = s.wind.refresh_ground(&raise)? else {
+    let Some((stats, moved)) = raise_ground(s, context, &raise)? else {
         return Ok(false);
+    };
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    s.refresh.book(&stats, ms, moved);
+    Ok(!stats.skipped)
+}
+
+/// Raises `s`'s wind ground by `raise` m per column over the bare ground and moves the snow's
+/// mesh and parcels with it (blocking); `None` for a fixed wind. Marks the ground raised as
+/// soon as the wind moved, before the snow follows. Returns the wind's stats and the parcels
+/// moved up and lost.
+fn raise_ground(
+    s: &mut SceneState,
+    context: &Context,
+    raise: &[f64],
+) -> Result<Option<(crate::wind::RefreshStats, (u64, u64))>> {
+    let Some(stats) = s.wind.refresh_ground(raise)? else {
+        return Ok(None);
     };
     let mut moved = (0, 0);
     if !stats.skipped {
         s.refresh.raised = true;
+        if let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices()) {
+            let v = v.to_vec();
+            moved = snow.regrade(context, &v)?;
+            s.mesh.vertices = v;
+        }
     }
-    if !stats.skipped
-        && let Some(v) = s.wind.vertices()
-    {
-        let v = v.to_vec();
-        moved = snow.regrade(context, &v)?;
-        s.mesh.vertices = v;
-    }
-    let ms = start.elapsed().as_secs_f64() * 1e3;
-    s.refresh.book(&stats, ms, moved);
-    Ok(!stats.skipped)
+    Ok(Some((stats, moved)))
 }
 
 /// What the drift did (`None` without drifting snow; blocking).

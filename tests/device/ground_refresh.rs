@@ -18,13 +18,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     scene.wind.ground_refresh = 2.0;
     let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
     let bare = sim.ground_heights().unwrap();
-    let levels_before = sim
-        .snow()
-        .unwrap()
-        .drifting()
-        .unwrap()
-        .level_height()
-        .to_vec();
+    let levels_before = first_levels(&sim);
     run(&ctx, &mut sim, &mut particles, 60, true);
     let report = sim.refresh_report().unwrap();
     assert_eq!(report.off, None, "{report:?}");
@@ -39,13 +33,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     // The drift's first levels are measured from the raised ground: nearer it than over the
     // bare ground where the ground rose (the column's levels close up over it), the same
     // where it did not.
-    let levels = sim
-        .snow()
-        .unwrap()
-        .drifting()
-        .unwrap()
-        .level_height()
-        .to_vec();
+    let levels = first_levels(&sim);
     let (mut closer, mut same) = (0, 0);
     for ((&before, &after), &d) in levels_before.iter().zip(&levels).zip(&depths) {
         if d > 0.05 {
@@ -157,6 +145,16 @@ fn a_parcel_the_raised_ground_buries_is_moved_up_onto_it() {
         "{landed} landings after {} parcels were moved up",
         report.buried_parcels
     );
+}
+
+/// The drift's first-level height per wind-mesh ground vertex, m.
+fn first_levels(sim: &snowsim::sim::Simulation) -> Vec<f32> {
+    sim.snow()
+        .unwrap()
+        .drifting()
+        .unwrap()
+        .level_height()
+        .to_vec()
 }
 
 /// The barycentric coordinates of `q` in the tetrahedron `x`.

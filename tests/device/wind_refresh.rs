@@ -298,8 +298,9 @@ fn state(solver: &mut Solver) -> Vec<u64> {
     bits
 }
 
-#[test]
-fn zero_change_leaves_everything_bit_for_bit() {
+/// The valley's solver with the assembled operator on its bare ground, after its start-up
+/// solve; with its mesh, columns and bare heights.
+fn started_on_bare() -> (Mesh, Columns, Vec<f64>, Solver) {
     let (scene, mesh, sides, columns) = valley();
     let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
     let mut solver = solver_at(
@@ -311,6 +312,12 @@ fn zero_change_leaves_everything_bit_for_bit() {
         settings(&scene, true),
     );
     solver.startup().unwrap();
+    (mesh, columns, bare, solver)
+}
+
+#[test]
+fn zero_change_leaves_everything_bit_for_bit() {
+    let (mesh, columns, _, mut solver) = started_on_bare();
     solver.step().unwrap();
     let before = state(&mut solver);
     let stats = solver
@@ -334,17 +341,7 @@ fn zero_change_leaves_everything_bit_for_bit() {
 
 #[test]
 fn a_snow_bump_is_projected_divergence_free() {
-    let (scene, mesh, sides, columns) = valley();
-    let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
-    let mut solver = solver_at(
-        &scene,
-        &mesh,
-        &sides,
-        &columns,
-        &bare,
-        settings(&scene, true),
-    );
-    solver.startup().unwrap();
+    let (mesh, columns, _, mut solver) = started_on_bare();
     for _ in 0..5 {
         solver.step().unwrap();
     }
@@ -395,17 +392,7 @@ fn a_snow_bump_is_projected_divergence_free() {
 
 #[test]
 fn an_inverted_tetrahedron_is_refused_and_rolled_back() {
-    let (scene, mesh, sides, columns) = valley();
-    let bare = columns.regrade(&vec![0.0; columns.ground.len()]).unwrap().z;
-    let mut solver = solver_at(
-        &scene,
-        &mesh,
-        &sides,
-        &columns,
-        &bare,
-        settings(&scene, true),
-    );
-    solver.startup().unwrap();
+    let (mesh, columns, bare, mut solver) = started_on_bare();
     solver.step().unwrap();
     let before = state(&mut solver);
     // A level-1 vertex pushed below its column's ground: its tetrahedra invert.
