@@ -280,6 +280,7 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
                         __global float4 *restrict flutter, __global uint *restrict tet,
                         __global uint *restrict ids, __global uint *restrict respawns,
                         __global float4 *restrict render, const uint n, const uint seed,
+                        const uint first, const uint total,
                         __global const int4 *restrict tets, __global const float4 *restrict coords,
                         __global const uint *restrict tet_cdf, const int tet_count,
                         const float4 flutter_range, const float4 size_law, const float gravity,
@@ -292,7 +293,10 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const uint id = i;
+    // Ids are global: a device holding a share of the parcels holds ids first..first + n,
+    // and the strata are the whole run's (`total`), so a parcel starts where it would on one
+    // device.
+    const uint id = first + i;
     int t = -1;
     float3 x;
     // Height and size from a rank-1 lattice in the ids (Roberts's R2 sequence: frac(id / g),
@@ -304,11 +308,11 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
     if (source.x > 0.0f) {
         const float h = source.x * snow_unit(lattice_h);
         t = snow_source_point(tets, coords, neighbours, ground_cdf, ground_count, ground_tets,
-                              ground_tris, ground_points, seed, id, n, 0u, h, source.y, source.z,
+                              ground_tris, ground_points, seed, id, total, 0u, h, source.y, source.z,
                               source.w, hops, &x);
     }
     if (t < 0) {
-        t = snow_search(tet_cdf, tet_count, snow_stratum(id, n, snow_bits(seed, id, 0u, SNOW_S_TET)));
+        t = snow_search(tet_cdf, tet_count, snow_stratum(id, total, snow_bits(seed, id, 0u, SNOW_S_TET)));
         float4 e;
         e.x = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT)));
         e.y = -log(snow_unit_open(snow_bits(seed, id, 0u, SNOW_S_POINT + 1u)));
@@ -385,6 +389,7 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global const float4 *restrict flutter, __global uint *restrict tet,
                         __global const uint *restrict ids, __global uint *restrict respawns,
                         __global float4 *restrict render, const uint n, const uint seed,
+                        const uint first, const uint total,
                         __global const int4 *restrict tets, __global const float4 *restrict coords,
                         __global const int4 *restrict neighbours,
                         __global const int4 *restrict face_refs,
@@ -542,10 +547,11 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
         int rt = -1;
         if (source.x > 0.0f)
             rt = snow_source_point(tets, coords, neighbours, ground_cdf, ground_count, ground_tets,
-                                   cover_tris, ground_points, seed, id, n, count, source.x,
+                                   cover_tris, ground_points, seed, id, total, count, source.x,
                                    source.y, source.z, tol, refs2.w, &q);
         if (rt < 0)
-            q = snow_top_point(top_tris, top_cdf, top_count, coords, seed, id, n, count, below, &rt);
+            q = snow_top_point(top_tris, top_cdf, top_count, coords, seed, id, total, count, below,
+                               &rt);
         const TetWalk wk = tet_walk(tets, coords, neighbours, rt, q, tol, refs2.w,
                                     snow_bits(seed, id, count, SNOW_S_WALK));
         t = wk.tet;

@@ -146,3 +146,13 @@ __kernel void cover_ground_depth(__global const uint *restrict offsets,
     }
     depth[i] = (float4)(d[0], d[1], d[2], d[3]);
 }
+
+// Adds another device's landings (units per cover vertex) to the cover: the parcels split
+// across devices (`--snow-devices`) lay on their own devices' covers, whose units are summed
+// here, exactly, before the cover is smoothed or drifts.
+__kernel void cover_add(__global ulong *restrict volume, __global const ulong *restrict units,
+                        const uint n) {
+    const uint i = get_global_id(0);
+    if (i < n)
+        volume[i] += units[i];
+}

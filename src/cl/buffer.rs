@@ -223,6 +223,56 @@ impl<T: Pod> DeviceBuffer<T> {
         })
     }
 
+    /// Starts setting every value to `value` without waiting (in order on the queue: later
+    /// commands see it); the returned event completes when it is done.
+    pub fn enqueue_fill(&mut self, value: T) -> Result<Event> {
+        let size = size_of::<T>();
+        if !(size.is_power_of_two() && size <= 128) {
+            return Err(Error::Unsupported(format!(
+                "a fill pattern of {size} bytes (OpenCL fills with 1 to 128 bytes, a power of two)"
+            )));
+        }
+        // SAFETY: the pattern is one value of the buffer's type, copied by OpenCL before the
+        // call returns; the range is the whole buffer (at least one value is allocated).
+        unsafe {
+            self.context.queue().enqueue_fill_buffer(
+                &mut self.buffer,
+                &[value],
+                0,
+                self.len.max(1) * size,
+                &[],
+            )
+        }
+        .during("clEnqueueFillBuffer")
+    }
+
+    /// Starts copying `data` to the start of the buffer without waiting (another device's
+    /// field crossing into this one's queue, in order with its kernels); the copy is done once
+    /// the returned event has completed.
+    ///
+    /// # Safety
+    ///
+    /// `data` must stay alive and unchanged until the event completes (pinned memory held by
+    /// its owner until then, say).
+    pub unsafe fn enqueue_write_from(&mut self, data: &[T]) -> Result<Event> {
+        check_fits(data.len(), self.len)?;
+        // SAFETY: `data` fits in the buffer (checked above); the caller keeps it alive until
+        // the event completes.
+        let event = unsafe {
+            self.context.queue().enqueue_write_buffer(
+                &mut self.buffer,
+                CL_NON_BLOCKING,
+                0,
+                data,
+                &[],
+            )
+        }
+        .during("clEnqueueWriteBuffer (non-blocking)")?;
+        self.context
+            .count_to_device(std::mem::size_of_val(data) as u64);
+        Ok(event)
+    }
+
     /// Copies `data` to the start of the buffer, blocking until done.
     ///
     /// `data` longer than the buffer is an error (never a write out of bounds).

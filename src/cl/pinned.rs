@@ -134,6 +134,42 @@ impl<T: Pod> PinnedBuffer<T> {
         Ok(event)
     }
 
+    /// Reads the first [`len`](Self::len) values of `source` (any buffer of the same context:
+    /// a gml field's, say) into this memory, blocking until done; the read is in order after
+    /// the launches already on the queue.
+    pub fn read_from(&mut self, source: &impl super::BufferArg<T>) -> Result<()> {
+        if source.len() < self.len {
+            return Err(Error::WriteTooLong {
+                data: self.len,
+                buffer: source.len(),
+            });
+        }
+        let mem = source.cl_mem_checked()?;
+        let bytes = self.len * size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the mapping holds `len` values, alive while `self` is; the range is inside
+        // `source`; the read is blocking.
+        let event = unsafe {
+            cl3::command_queue::enqueue_read_buffer(
+                self.context.queue().get(),
+                mem,
+                CL_BLOCKING,
+                0,
+                bytes,
+                self.mapped.cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(opencl3::error_codes::ClError)
+        .during("clEnqueueReadBuffer (into pinned memory)")?;
+        drop(Event::new(event));
+        self.context.count_to_host(bytes as u64);
+        Ok(())
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
         self.len
@@ -153,6 +189,12 @@ pub fn wait_for(events: &[Event]) -> Result<()> {
     }
     Ok(())
 }
+
+// SAFETY: the buffer owns its mapping alone (the pointer is never shared; `as_slice` and
+// `as_mut_slice` borrow `self`), and OpenCL's objects may be used from any thread: moving it
+// to another thread moves that sole ownership (the wind's thread fills one, the snow's side
+// writes it to its device).
+unsafe impl<T: Pod + Send> Send for PinnedBuffer<T> {}
 
 impl<T: Pod> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {

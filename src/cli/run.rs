@@ -131,6 +131,29 @@ pub struct Args {
     /// once per wind step. Devices of different platforms work.
     #[arg(long, value_name = "DEVICE", allow_hyphen_values = true)]
     wind_device: Option<snowsim::cl::DeviceSelector>,
+    /// Split the snow's parcels across these OpenCL devices (a comma list, as --device
+    /// takes; the first is the snow's own and replaces --device): each steps and sorts its
+    /// share, reading the same wind field, and their landings are added, exactly, to the
+    /// first's cover each frame, so the run equals one device's bit for bit. Undrawn runs
+    /// (--render off) and ground.suspension = false for now. --json's snow_devices lists the
+    /// shares.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "snow_device"
+    )]
+    snow_devices: Vec<snowsim::cl::DeviceSelector>,
+    /// Each --snow-devices device's weight in the split (a comma list of positive numbers,
+    /// one per device) [default: equal shares]. Give a device that also runs the wind less.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        requires = "snow_devices"
+    )]
+    snow_shares: Vec<f64>,
     /// Write the state every K frames into DIR as a ParaView time series (`state_00000.vtu`,
     /// … and `states.pvd`, which plays them with their simulated times); the disk is checked
     /// for the whole series once the first state is written.
@@ -288,6 +311,9 @@ struct Report<'a> {
     headless: bool,
     /// What the snow and the wind did.
     snow: SimReport,
+    /// The parcels' split across devices (`--snow-devices`), the snow's own device first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snow_devices: Option<Vec<snowsim::sim::shares::ShareReport>>,
     /// The falling snow as flakes, at the camera (uniform for now: the same everywhere).
     #[serde(skip_serializing_if = "Option::is_none")]
     flakes: Option<Flakes>,
@@ -470,6 +496,13 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
         Some(selector) => Some(selector.select(devices)?.clone()),
         None => None,
     };
+    // A device named twice gets two contexts (two shares on one device: tests).
+    let snow_devices = args
+        .snow_devices
+        .iter()
+        .skip(1)
+        .map(|selector| selector.select(devices).cloned())
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Overrides {
         particles: args.particles,
         seed: args.seed,
@@ -477,6 +510,8 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
         simulate,
         wind_every: args.wind_every,
         wind_device,
+        snow_devices,
+        snow_shares: (!args.snow_shares.is_empty()).then(|| args.snow_shares.clone()),
     })
 }
 
@@ -570,10 +605,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     );
     say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
     let devices = list_devices()?;
-    let entry = match &args.snow_device {
-        Some(selector) => selector.select(&devices)?,
-        None => args.device.device.select(&devices)?,
+    let entry = match (&args.snow_device, args.snow_devices.first()) {
+        (Some(selector), _) | (None, Some(selector)) => selector.select(&devices)?,
+        (None, None) => args.device.device.select(&devices)?,
     };
+    anyhow::ensure!(
+        args.snow_devices.len() < 2 || args.render == RenderArg::Off,
+        "--snow-devices: the other devices' parcels are not drawn yet; add --render off"
+    );
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
     // The snow and the wind run on the tetrahedral domain: mesh it only if the host can hold it.
@@ -582,6 +621,22 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let preparing = || format!("preparing scene {}", args.scene.display());
     let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
     let setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
+    let snow_devices = setup
+        .scene
+        .as_ref()
+        .and_then(|s| s.split.as_ref())
+        .map(|split| split.report(&entry.info));
+    if let Some(shares) = &snow_devices {
+        for share in shares {
+            say(&format!(
+                "snow device: {}, {} parcels from id {} ({:.1} %)",
+                share.device,
+                share.particles,
+                share.first,
+                100.0 * share.fraction
+            ))?;
+        }
+    }
     if let Some(wind) = &overrides.wind_device {
         say(&format!("wind device: {}", wind.info.label()))?;
     }
@@ -790,6 +845,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         particles: particle_count,
         size,
         snow: sim_report,
+        snow_devices,
         readback,
     };
     report(&args, &run, entry, &gl_info, modes.as_ref(), &summary)?;
@@ -808,6 +864,7 @@ struct Ran<'a> {
     particles: usize,
     size: (u32, u32),
     snow: SimReport,
+    snow_devices: Option<Vec<snowsim::sim::shares::ShareReport>>,
     readback: Option<Readback>,
 }
 
@@ -896,6 +953,7 @@ fn report(
             height: run.size.1,
             headless: args.headless,
             snow: run.snow,
+            snow_devices: run.snow_devices.clone(),
             flakes: Flakes::of(run.scene, run.snow.flake_density_at_camera)
                 .filter(|_| run.particles > 0),
             readback: run.readback,

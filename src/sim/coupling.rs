@@ -6,18 +6,26 @@
 //! - **Solved** on the snow's device: the solver steps at its own time step whenever the
 //!   frames have added up to one, its launches in the frame's timeline; the snow samples the
 //!   solver's own velocity buffer, no copy.
-//! - **Solved on another device** (`--wind-device`): the solver keeps its own context and
-//!   timeline (events of two contexts cannot be waited for together), and after each wind
-//!   step its field crosses to a mirror on the snow's device through the host (a blocking
-//!   read on the wind's device, a write on the snow's).
+//! - **Beside**, solved on another device (`--wind-device`, [`super::beside`]): the solver
+//!   keeps its own context and a thread of its own; after each frame's wind steps its field
+//!   crosses to a mirror on the snow's device through pinned host memory, without the snow's
+//!   side waiting until the next frame's hand-off.
+//!
+//! **The lag.** The snow of frame `n` samples the wind as it stood at the frame's start: after
+//! the steps due up to frame `n − 1`. The wind steps due in frame `n` run after the snow's
+//! launches on one device (in order on its queue, so they overwrite the field the snow has
+//! read), and beside it on two. Both modes sample the same time level, so one device and two
+//! give the same state bit for bit; on two, the wind of frame `n` and the snow of frame `n`
+//! run at once.
 
-use crate::cl::{BufferArg, Context, DeviceBuffer, Timeline};
+use crate::cl::{BufferArg, Context, DeviceBuffer, PinnedBuffer, Timeline};
 use crate::gml::FieldBuffer;
 use crate::scene::DomainMesh;
 use crate::scene::Number;
 use crate::scene::limits::check_wind_steps;
 use crate::wind::Solver;
 
+use super::beside::WindBeside;
 use super::setup::WindSetup;
 use super::{Error, Result};
 
@@ -55,6 +63,20 @@ pub fn check_wind(domain: &DomainMesh, setup: &WindSetup, frame_dt: f32) -> Resu
     Ok(())
 }
 
+/// Adds `dt` simulated seconds to `clock` and takes from it the wind steps of `step` seconds
+/// that are due; returns how many.
+fn due_steps(clock: &mut f64, dt: f32, step: f64) -> u32 {
+    *clock += f64::from(dt);
+    let mut due = 0;
+    // A frame's f32 step sums to a hair under the wind's f64 step: without the tolerance a
+    // wind stepping every frame would skip the first.
+    while *clock >= step * (1.0 - 1e-6) {
+        *clock -= step;
+        due += 1;
+    }
+    due
+}
+
 /// Checks that frames of `frame_dt` seconds run at most [`MAX_WIND_STEPS_PER_FRAME`] wind steps
 /// of `step` seconds, `given` by the scene (`wind.step`, `simulate.wind_every`) or the
 /// solver's default from the mesh, which the message says.
@@ -82,10 +104,12 @@ pub enum WindField {
         pressure: Option<Vec<f32>>,
         /// Wind steps run before the field was frozen.
         steps: u64,
+        /// The field on the devices that step a share of the parcels.
+        copies: Copies,
     },
-    /// The solver, stepping with the frames.
+    /// The solver on the snow's device, stepping with the frames.
     Solved {
-        /// The solver (on the snow's context, or on its own device's).
+        /// The solver (on the snow's context).
         solver: Box<Solver>,
         /// Simulated seconds not yet stepped.
         clock: f64,
@@ -93,10 +117,55 @@ pub enum WindField {
         steps: u64,
         /// Pressure-solver iterations over those steps.
         iterations: u64,
-        /// With the solver on another device: its field on the snow's device, refreshed after
-        /// each wind step.
-        mirror: Option<DeviceBuffer<[f32; 4]>>,
+        /// The field on the devices that step a share of the parcels.
+        copies: Copies,
     },
+    /// The solver on another device and thread, stepping with the frames.
+    Beside {
+        /// The solver's thread and the field's mirror on the snow's device.
+        wind: Box<WindBeside>,
+        /// The solver's time step, s.
+        dt: f64,
+        /// Whether the solver has a terrain's columns (the ground can be refreshed).
+        columns: bool,
+        /// Simulated seconds not yet stepped.
+        clock: f64,
+        /// Wind steps run (or handed to the thread).
+        steps: u64,
+    },
+}
+
+/// The wind field on the devices that step a share of the parcels (`--snow-devices`), beside
+/// the snow's own: written when the wind has stepped since, from pinned memory of the snow's
+/// context, without waiting.
+#[derive(Default)]
+pub struct Copies {
+    buffers: Vec<DeviceBuffer<[f32; 4]>>,
+    staging: Option<PinnedBuffer<[f32; 4]>>,
+    /// The wind steps whose field the copies hold.
+    at_step: Option<u64>,
+}
+
+impl Copies {
+    /// Brings the copies to the field of `steps` wind steps, read from `field` (blocking on
+    /// the snow's queue: call it before the frame's launches there), when they hold another.
+    fn refresh(&mut self, field: &impl BufferArg<[f32; 4]>, steps: u64) -> Result<()> {
+        if self.buffers.is_empty() || self.at_step == Some(steps) {
+            return Ok(());
+        }
+        let Some(staging) = self.staging.as_mut() else {
+            return Ok(());
+        };
+        staging.read_from(field)?;
+        for copy in &mut self.buffers {
+            // SAFETY: `staging` is written again only at the next refresh, a frame later at
+            // the soonest; by then each share's frame has waited for its hand-over, which its
+            // queue runs after this write.
+            unsafe { copy.enqueue_write_from(staging.as_slice()) }?;
+        }
+        self.at_step = Some(steps);
+        Ok(())
+    }
 }
 
 /// The field the snow reads this frame: a buffer of the snow's context either way.
@@ -141,6 +210,7 @@ impl WindField {
                 velocity: velocity.clone(),
                 pressure: None,
                 steps: 0,
+                copies: Copies::default(),
             }),
             WindSetup::Solved {
                 inflow,
@@ -182,80 +252,155 @@ impl WindField {
                         pressure: Some(solver.pressure()?),
                         velocity,
                         steps: u64::from(*steps),
+                        copies: Copies::default(),
                     });
                 }
-                let mirror = match device {
-                    Some(_) => Some(DeviceBuffer::from_slice(context, &solver.velocity()?)?),
-                    None => None,
-                };
-                Ok(Self::Solved {
-                    solver: Box::new(solver),
-                    clock: 0.0,
-                    steps: 0,
-                    iterations: 0,
-                    mirror,
-                })
+                match device {
+                    Some(device) => Ok(Self::Beside {
+                        dt: solver.dt(),
+                        columns: solver.has_ground_columns(),
+                        wind: Box::new(WindBeside::new(
+                            context,
+                            solver,
+                            format!("{} ({})", device.info.index, device.info.name),
+                        )?),
+                        clock: 0.0,
+                        steps: 0,
+                    }),
+                    None => Ok(Self::Solved {
+                        solver: Box::new(solver),
+                        clock: 0.0,
+                        steps: 0,
+                        iterations: 0,
+                        copies: Copies::default(),
+                    }),
+                }
             }
         }
     }
 
-    /// Runs the wind steps that `dt` more simulated seconds make due (none for a fixed
-    /// field); returns how many ran. On the snow's device the steps' launches go into
-    /// `timeline`; on another device the solver waits for each step there.
-    pub fn step_due(&mut self, dt: f32, timeline: &mut Timeline) -> Result<u32> {
-        let Self::Solved {
-            solver,
-            clock,
-            steps,
-            iterations,
-            mirror,
-        } = self
-        else {
-            return Ok(0);
-        };
-        *clock += f64::from(dt);
-        let mut stepped = 0;
-        // A frame's f32 step sums to a hair under the wind's f64 step: without the tolerance
-        // a wind stepping every frame would skip the first.
-        while *clock >= solver.dt() * (1.0 - 1e-6) {
-            *clock -= solver.dt();
-            let s = match mirror {
-                Some(_) => solver.step()?,
-                None => solver.step_in(timeline)?,
-            };
-            *steps += 1;
-            *iterations += u64::from(s.iterations);
-            stepped += 1;
-        }
-        Ok(stepped)
-    }
-
-    /// The field the snow samples this frame, after `stepped` wind steps: on another device,
-    /// the new field crosses to the mirror first (blocking: the read waits for the step).
-    pub fn hand_off(&mut self, stepped: u32) -> Result<FieldRef<'_>> {
+    /// One frame of `dt` seconds of the coupling, in its order: `snow` is given the field
+    /// the snow samples (the wind as it stood at the frame's start, module doc) and enqueues
+    /// its launches; the wind steps that the frame makes due run (none for a fixed field).
+    /// Returns how many.
+    ///
+    /// - On the snow's device the steps' launches go into `timeline` after the snow's, so the
+    ///   in-order queue has the snow read the field before the steps overwrite it.
+    /// - Beside the snow, the last frame's steps are waited for, this frame's are handed to
+    ///   the wind's thread at once (they need nothing the snow's side holds), and only then
+    ///   does the last frame's field start crossing into the mirror, in order on the snow's
+    ///   queue, ahead of the snow's launches: the crossing and the snow's frame overlap the
+    ///   wind's next steps.
+    ///
+    /// `snow` is also given the field on each device that steps a share of the parcels
+    /// ([`attach`](Self::attach)), in their order: from the thread's pinned copy beside the
+    /// snow, else read once on the snow's device when the wind has stepped since.
+    pub fn frame(
+        &mut self,
+        dt: f32,
+        timeline: &mut Timeline,
+        snow: impl FnOnce(FieldRef<'_>, &[DeviceBuffer<[f32; 4]>], &mut Timeline) -> Result<()>,
+    ) -> Result<u32> {
         match self {
-            Self::Fixed { buffer, .. } => Ok(FieldRef::Device(buffer)),
+            Self::Fixed { buffer, copies, .. } => {
+                snow(FieldRef::Device(buffer), &copies.buffers, timeline)?;
+                Ok(0)
+            }
             Self::Solved {
                 solver,
-                mirror: Some(mirror),
+                clock,
+                steps,
+                iterations,
+                copies,
+            } => {
+                let field = solver.velocity_buffer()?;
+                copies.refresh(&field, *steps)?;
+                snow(FieldRef::Solver(field), &copies.buffers, timeline)?;
+                let due = due_steps(clock, dt, solver.dt());
+                for _ in 0..due {
+                    *iterations += u64::from(solver.step_in(timeline)?.iterations);
+                    *steps += 1;
+                }
+                Ok(due)
+            }
+            Self::Beside {
+                wind,
+                dt: wind_dt,
+                clock,
+                steps,
                 ..
             } => {
-                if stepped > 0 {
-                    mirror.write(&solver.velocity()?)?;
+                wind.receive()?;
+                let due = due_steps(clock, dt, *wind_dt);
+                if due > 0 {
+                    wind.request(due)?;
+                    *steps += u64::from(due);
                 }
-                Ok(FieldRef::Device(mirror))
+                wind.forward()?;
+                let (own, shares) = wind.mirrors().split_at(1);
+                snow(FieldRef::Device(&own[0]), shares, timeline)?;
+                Ok(due)
+            }
+        }
+    }
+
+    /// Puts the field on each of `contexts` too (the devices that step a share of the
+    /// parcels), for [`frame`](Self::frame) to hand to them. Blocking.
+    pub fn attach(&mut self, contexts: &[Context]) -> Result<()> {
+        if contexts.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Self::Fixed {
+                velocity, copies, ..
+            } => {
+                for c in contexts {
+                    copies.buffers.push(DeviceBuffer::from_slice(c, velocity)?);
+                }
             }
             Self::Solved {
                 solver,
-                mirror: None,
+                steps,
+                copies,
                 ..
-            } => Ok(FieldRef::Solver(solver.velocity_buffer()?)),
+            } => {
+                let velocity = solver.velocity()?;
+                for c in contexts {
+                    copies.buffers.push(DeviceBuffer::from_slice(c, &velocity)?);
+                }
+                copies.staging = Some(PinnedBuffer::new(solver.context(), velocity.len())?);
+                copies.at_step = Some(*steps);
+            }
+            Self::Beside { wind, .. } => {
+                for c in contexts {
+                    wind.add_mirror(c)?;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Waits for the wind's steps handed to another device, if any, and starts their field
+    /// on its way to the mirror (a run that ends, a report).
+    pub fn settle(&mut self) -> Result<()> {
+        if let Self::Beside { wind, .. } = self {
+            wind.settle()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the wind is solved as the frames go (on the snow's device or beside it).
+    pub fn is_solved(&self) -> bool {
+        !matches!(self, Self::Fixed { .. })
     }
 
     /// Whether the ground can be refreshed: a solved wind over a terrain's columns.
     pub fn can_refresh_ground(&self) -> bool {
-        matches!(self, Self::Solved { solver, .. } if solver.has_ground_columns())
+        match self {
+            Self::Fixed { .. } => false,
+            Self::Solved { solver, .. } => solver.has_ground_columns(),
+            Self::Beside { columns, .. } => *columns,
+        }
     }
 
     /// Raises the wind's ground by `raise` metres per column over the bare ground
@@ -263,21 +408,29 @@ impl WindField {
     /// the device, the field re-projected), then rewrites the field's mirror on the snow's
     /// device; `None` for a fixed field. Blocking.
     pub fn refresh_ground(&mut self, raise: &[f64]) -> Result<Option<crate::wind::RefreshStats>> {
-        let Self::Solved { solver, mirror, .. } = self else {
-            return Ok(None);
-        };
-        let stats = solver.refresh_ground(raise)?;
-        if let (Some(mirror), false) = (mirror, stats.skipped) {
-            mirror.write(&solver.velocity()?)?;
+        match self {
+            Self::Fixed { .. } => Ok(None),
+            Self::Solved { solver, copies, .. } => {
+                // The field moved: the copies take it at the next frame.
+                copies.at_step = None;
+                Ok(Some(solver.refresh_ground(raise)?))
+            }
+            Self::Beside { wind, .. } => {
+                let stats = wind.solver()?.refresh_ground(raise)?;
+                if !stats.skipped {
+                    wind.rewrite_mirror()?;
+                }
+                Ok(Some(stats))
+            }
         }
-        Ok(Some(stats))
     }
 
     /// The solver's mesh vertices (`None` for a fixed field, whose mesh never moves).
-    pub fn vertices(&self) -> Option<&[[f64; 3]]> {
+    pub fn vertices(&mut self) -> Result<Option<Vec<[f64; 3]>>> {
         match self {
-            Self::Solved { solver, .. } => Some(solver.vertices()),
-            Self::Fixed { .. } => None,
+            Self::Fixed { .. } => Ok(None),
+            Self::Solved { solver, .. } => Ok(Some(solver.vertices().to_vec())),
+            Self::Beside { wind, .. } => Ok(Some(wind.solver()?.vertices().to_vec())),
         }
     }
 
@@ -286,6 +439,7 @@ impl WindField {
         match self {
             Self::Fixed { velocity, .. } => Ok(velocity.clone()),
             Self::Solved { solver, .. } => Ok(solver.velocity()?),
+            Self::Beside { wind, .. } => Ok(wind.solver()?.velocity()?),
         }
     }
 
@@ -294,13 +448,16 @@ impl WindField {
         match self {
             Self::Fixed { pressure, .. } => Ok(pressure.clone()),
             Self::Solved { solver, .. } => Ok(Some(solver.pressure()?)),
+            Self::Beside { wind, .. } => Ok(Some(wind.solver()?.pressure()?)),
         }
     }
 
     /// Wind steps run so far (a frozen field: the steps before it froze).
     pub fn steps(&self) -> u64 {
         match self {
-            Self::Fixed { steps, .. } | Self::Solved { steps, .. } => *steps,
+            Self::Fixed { steps, .. } | Self::Solved { steps, .. } | Self::Beside { steps, .. } => {
+                *steps
+            }
         }
     }
 
@@ -311,6 +468,7 @@ impl WindField {
             Self::Solved {
                 steps, iterations, ..
             } => *iterations as f64 / (*steps).max(1) as f64,
+            Self::Beside { wind, steps, .. } => wind.iterations() as f64 / (*steps).max(1) as f64,
         }
     }
 

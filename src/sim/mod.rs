@@ -8,9 +8,12 @@
 //!
 //! 1. the previous frame's counters, read back without blocking, are checked (a non-finite
 //!    parcel stops the run at most one frame late);
-//! 2. the wind steps that are due (the wind keeps its own time step);
-//! 3. the field's hand-off to the snow's device;
-//! 4. the snow: sort, particle step (drag, landing, deposit), cover smoothing.
+//! 2. the ground refresh when it is due;
+//! 3. the coupling's frame ([`coupling::WindField::frame`]): the field handed to the snow
+//!    (the wind as it stood at the frame's start), the snow's sort, particle step (drag,
+//!    landing, deposit), drift and cover smoothing, and the wind steps that are due (the wind
+//!    keeps its own time step): after the snow's launches on one device, beside them on
+//!    another ([`beside`]).
 //!
 //! Nothing here draws or knows OpenGL: the driving code above ([`crate::app`]) hands the
 //! simulation the buffer its particles go into, and asks for the cover's depths and the wind
@@ -18,18 +21,20 @@
 //! ([`outputs`]), the checks ([`Simulation::check`]) and the report ([`SimReport`]) are read
 //! only when due, never on every frame.
 
+pub mod beside;
 pub mod coupling;
 pub mod outputs;
 mod refresh;
 mod report;
 mod setup;
+pub mod shares;
 mod simulation;
 pub mod wind_view;
 
 pub use outputs::{Series, StateOutputs};
 pub use refresh::{RefreshOff, RefreshReport};
 pub use report::{DriftReport, SimReport};
-pub use setup::{Overrides, SimSetup, WindSetup};
+pub use setup::{Overrides, SimSetup, SnowSplit, WindSetup};
 pub use simulation::{DEPTH_STAGE, PARTICLES_STAGE, Simulation};
 pub use wind_view::{WIND_VIEW_SAMPLES, WindSamples};
 
@@ -70,6 +75,16 @@ pub enum Error {
         /// Frames run when it was found.
         frame: u64,
         /// What broke.
+        source: Box<Error>,
+    },
+    /// A device other than the snow's failed (the wind's on its own device, say).
+    #[error("the {role}'s device, {device}: {source}")]
+    OnDevice {
+        /// What runs there: `wind`.
+        role: &'static str,
+        /// The device's index and name.
+        device: String,
+        /// What failed.
         source: Box<Error>,
     },
     /// A simulated state is wrong (what, where).

@@ -25,6 +25,38 @@ pub struct Overrides {
     pub wind_every: Option<u32>,
     /// The wind solver's own device (`--wind-device`).
     pub wind_device: Option<DeviceEntry>,
+    /// The devices beside the snow's own that step a share of the parcels
+    /// (`--snow-devices`' second device on).
+    pub snow_devices: Vec<DeviceEntry>,
+    /// Each snow device's weight in the split (`--snow-shares`), the snow's own first;
+    /// `None`: equal shares.
+    pub snow_shares: Option<Vec<f64>>,
+}
+
+/// The parcels split across devices (`--snow-devices`, [`super::shares`]).
+#[derive(Clone, Debug)]
+pub struct SnowSplit {
+    /// The devices beside the snow's own.
+    pub devices: Vec<DeviceEntry>,
+    /// (first id, parcels) per device, the snow's own first.
+    pub shares: Vec<(u32, usize)>,
+}
+
+impl SnowSplit {
+    /// Every device's share, the snow's own (`snow_device`) first.
+    pub fn report(&self, snow_device: &crate::cl::DeviceInfo) -> Vec<super::shares::ShareReport> {
+        let total: usize = self.shares.iter().map(|s| s.1).sum();
+        std::iter::once(snow_device)
+            .chain(self.devices.iter().map(|d| &d.info))
+            .zip(&self.shares)
+            .map(|(info, &(first, particles))| super::shares::ShareReport {
+                device: format!("{} ({})", info.index, info.name),
+                first,
+                particles,
+                fraction: particles as f64 / total.max(1) as f64,
+            })
+            .collect()
+    }
 }
 
 /// The wind the snow samples.
@@ -67,6 +99,8 @@ pub struct SceneSim {
     pub gravity: f32,
     /// The scene's camera position, m: where the report measures the falling snow.
     pub camera: [f64; 3],
+    /// The parcels split across devices (`None`: all on the snow's device).
+    pub split: Option<SnowSplit>,
 }
 
 /// Everything a run simulates, settled once from the scene and the overrides.
@@ -160,6 +194,41 @@ impl SimSetup {
             }
             false => None,
         };
+        let split = match (&snow, overrides.snow_devices.is_empty()) {
+            (_, true) => {
+                if overrides.snow_shares.is_some() {
+                    return Err(Error::InvalidParameter(
+                        "--snow-shares weighs the devices of --snow-devices, which is not given"
+                            .into(),
+                    ));
+                }
+                None
+            }
+            (None, false) => {
+                return Err(Error::InvalidParameter(
+                    "--snow-devices splits the snow's parcels, but no snow is simulated \
+                     (--simulate wind, or the scene's simulate.snow = false)"
+                        .into(),
+                ));
+            }
+            (Some(config), false) => {
+                let devices = overrides.snow_devices.len() + 1;
+                let weights = match &overrides.snow_shares {
+                    Some(w) if w.len() != devices => {
+                        return Err(Error::InvalidParameter(format!(
+                            "--snow-shares gives {} weights for {devices} snow devices",
+                            w.len()
+                        )));
+                    }
+                    Some(w) => w.clone(),
+                    None => vec![1.0; devices],
+                };
+                Some(SnowSplit {
+                    devices: overrides.snow_devices.clone(),
+                    shares: super::shares::split(config.particles, &weights)?,
+                })
+            }
+        };
         Ok(Self {
             dt,
             scene: Some(SceneSim {
@@ -168,6 +237,7 @@ impl SimSetup {
                 wind,
                 gravity: scene.snow.gravity as f32,
                 camera: scene.camera.position,
+                split,
             }),
             still: Vec::new(),
             still_depth: Vec::new(),

@@ -4,13 +4,14 @@
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
 use crate::particle::Particle;
-use crate::snow::{COVER_STAGE, DRIFT_STAGE, SORT_STAGE, STEP_STAGE, Snow};
+use crate::snow::{COVER_STAGE, DRIFT_STAGE, ParcelShare, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
 use super::refresh::{RefreshClock, RefreshOff, RefreshReport};
 use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
 use super::setup::WindSetup;
+use super::shares::SnowShares;
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
 
@@ -27,6 +28,8 @@ struct SceneState {
     ground_vertices: Vec<u32>,
     wind: WindField,
     snow: Option<Snow>,
+    /// The other devices' shares of the parcels (`--snow-devices`).
+    shares: Option<SnowShares>,
     /// Gravity, for the hydrostatic pressure shown with the fixed profile.
     gravity: f32,
     /// The vertices the wind views sample.
@@ -59,18 +62,35 @@ impl Simulation {
         super::check_time_step(setup.dt)?;
         let scene = match setup.scene {
             Some(s) => {
-                let snow = match s.snow {
-                    Some(config) => Some(Snow::new(context, &s.domain, config)?),
-                    None => None,
+                let (snow, shares) = match (s.snow, &s.split) {
+                    (Some(config), None) => (Some(Snow::new(context, &s.domain, config)?), None),
+                    (Some(config), Some(split)) => {
+                        let total = u32::try_from(config.particles).map_err(|_| {
+                            Error::InvalidParameter(format!(
+                                "{} parcels do not fit 32-bit ids",
+                                config.particles
+                            ))
+                        })?;
+                        let shares = SnowShares::new(context, &s.domain, &config, split)?;
+                        let mut own = config;
+                        own.particles = split.shares[0].1;
+                        let share = ParcelShare { first: 0, total };
+                        let snow = Snow::new_share(context, &s.domain, own, share)?;
+                        (Some(snow), Some(shares))
+                    }
+                    (None, _) => (None, None),
                 };
-                let wind = WindField::new(context, &s.domain, &s.wind, setup.dt)?;
+                let mut wind = WindField::new(context, &s.domain, &s.wind, setup.dt)?;
+                if let Some(shares) = &shares {
+                    wind.attach(&shares.contexts())?;
+                }
                 let every = match &s.wind {
                     WindSetup::Solved { wind, .. } => wind.ground_refresh,
                     WindSetup::Profile { .. } => 0.0,
                 };
                 let off = if snow.is_none() {
                     Some(RefreshOff::NoSnow)
-                } else if !matches!(wind, WindField::Solved { .. }) {
+                } else if !wind.is_solved() {
                     Some(RefreshOff::FixedWind)
                 } else if !wind.can_refresh_ground() {
                     Some(RefreshOff::MeshDomain)
@@ -85,6 +105,7 @@ impl Simulation {
                     mesh: s.domain.mesh,
                     wind,
                     snow,
+                    shares,
                     gravity: s.gravity,
                     view_vertices,
                     camera: s.camera,
@@ -129,10 +150,7 @@ impl Simulation {
 
     /// Whether the wind is solved (its views show the solver's field, refreshed per step).
     pub fn solves_wind(&self) -> bool {
-        matches!(
-            self.scene.as_ref().map(|s| &s.wind),
-            Some(WindField::Solved { .. })
-        )
+        self.scene.as_ref().is_some_and(|s| s.wind.is_solved())
     }
 
     /// Whether the snow sorts its particles now.
@@ -148,6 +166,9 @@ impl Simulation {
             true => crate::scene::SortMode::Partial,
             false => crate::scene::SortMode::Off,
         };
+        if let Some(shares) = self.scene.as_mut().and_then(|s| s.shares.as_mut()) {
+            shares.set_sort(mode)?;
+        }
         match self.scene.as_mut().and_then(|s| s.snow.as_mut()) {
             Some(snow) => {
                 snow.set_sort(mode)?;
@@ -183,9 +204,13 @@ impl Simulation {
     /// The falling snow's density relative to the scene's uniform snowfall, where the parcels
     /// are now (`snow::RelativeDensity`; blocking); `None` without snow.
     pub fn flake_density(&mut self) -> Result<Option<crate::snow::RelativeDensity>> {
-        match self.snow_mut() {
-            Some(snow) => Ok(Some(snow.flake_density()?)),
-            None => Ok(None),
+        let Some(s) = self.scene.as_mut() else {
+            return Ok(None);
+        };
+        match (s.snow.as_mut(), s.shares.as_mut()) {
+            (Some(snow), Some(shares)) => Ok(Some(shares.flake_density(snow.flake_density()?)?)),
+            (Some(snow), None) => Ok(Some(snow.flake_density()?)),
+            (None, _) => Ok(None),
         }
     }
 
@@ -253,6 +278,9 @@ impl Simulation {
                 s.refresh.raised = false;
             }
         }
+        if let Some(shares) = self.scene.as_mut().and_then(|s| s.shares.as_mut()) {
+            shares.reset()?;
+        }
         let written = match self.scene.as_mut().map(|s| s.snow.as_mut()) {
             Some(Some(snow)) => snow
                 .reset(context, &*particles, timeline)
@@ -263,10 +291,13 @@ impl Simulation {
         in_stage(PARTICLES_STAGE, written)
     }
 
-    /// One frame, in order: the last frame's counters checked, the wind steps that are due,
-    /// the field handed to the snow, then the snow's sort, particle step and cover smoothing,
-    /// the particles written into `particles`. Only enqueues (a wind on another device waits
-    /// for its own steps); the frame's counters start on their way back.
+    /// One frame, in order: the last frame's counters checked, the ground refresh when due,
+    /// the field handed to the snow (the wind as it stood at the frame's start), the snow's
+    /// sort, particle step, drift and cover smoothing (the particles written into
+    /// `particles`), the wind steps that are due (after the snow's launches on one device,
+    /// beside them on another: `coupling`). Only enqueues, but for the waits of the wind's
+    /// pressure solve on the snow's device, and, with the wind beside, the wait for the last
+    /// frame's steps; the frame's counters start on their way back.
     pub fn step(
         &mut self,
         context: &Context,
@@ -280,17 +311,28 @@ impl Simulation {
             if let Some(snow) = s.snow.as_mut() {
                 snow.check_counter_read()?;
             }
+            if let Some(shares) = s.shares.as_mut() {
+                shares.check_counter_read()?;
+            }
             // 2. Every `wind.ground_refresh` seconds, the laid snow raises the wind's ground
             //    (a stated hitch: it waits for the device).
             if s.refresh.tick(dt) {
                 refresh_ground(s, context)?;
             }
-            // 3. The wind steps that are due.
-            let stepped = s.wind.step_due(dt, timeline)?;
-            // 4. The field's hand-off to the snow's device.
-            let field = s.wind.hand_off(stepped)?;
-            if let Some(snow) = s.snow.as_mut() {
-                // 5. The snow: sort, particle step (landings lay their parcels), drift,
+            // 3. The coupling's frame (`coupling`'s doc has the order): the field handed to
+            //    the snow (the wind as it stood at the frame's start), the snow's launches,
+            //    and the wind steps that are due, after them on one device, beside them on
+            //    two.
+            let (snow, shares) = (&mut s.snow, &mut s.shares);
+            s.wind.frame(dt, timeline, |field, fields, timeline| {
+                let Some(snow) = snow.as_mut() else {
+                    return Ok(());
+                };
+                // With the parcels split (`shares`), the others' frames go first.
+                if let Some(shares) = shares.as_mut() {
+                    shares.advance(dt, fields)?;
+                }
+                // 4. The snow: sort, particle step (landings lay their parcels), drift,
                 //    smoothing; an error names its stage.
                 let staged =
                     |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
@@ -299,11 +341,17 @@ impl Simulation {
                     STEP_STAGE,
                     snow.advance(context, &field, dt, &*particles, timeline),
                 )?;
+                // The others' landings join the cover before it drifts or is smoothed.
+                if let Some(shares) = shares.as_mut() {
+                    timeline.stage(COVER_STAGE);
+                    shares.gather(context, snow.cover_mut(), timeline)?;
+                }
                 staged(DRIFT_STAGE, snow.drift(context, &field, dt, timeline))?;
                 staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;
                 // This frame's counters start on their way back, without waiting.
                 snow.start_counter_read()?;
-            }
+                Ok(())
+            })?;
         }
         Ok(())
     }
@@ -311,8 +359,14 @@ impl Simulation {
     /// Waits for the last frame's counters and checks them: what [`step`](Self::step) does at
     /// the start of the next frame, for a run that ends here.
     pub fn settle(&mut self) -> Result<()> {
+        if let Some(s) = &mut self.scene {
+            s.wind.settle()?;
+        }
         if let Some(snow) = self.snow_mut() {
             snow.check_counter_read()?;
+        }
+        if let Some(shares) = self.scene.as_mut().and_then(|s| s.shares.as_mut()) {
+            shares.check_counter_read()?;
         }
         Ok(())
     }
@@ -414,11 +468,18 @@ impl Simulation {
             ..SimReport::default()
         };
         if let Some(snow) = s.snow.as_mut() {
-            let counters = snow.counters()?;
+            let mut counters = snow.counters()?;
+            let mut particles = snow.particles().len();
+            if let Some(shares) = &s.shares {
+                for (c, other) in shares.counters()?.iter().zip(shares.snows()) {
+                    counters.add(c);
+                    particles += other.particles().len();
+                }
+            }
             let (deposited_m3, max_depth_m) = snow.cover_summary()?;
             let drift = drift_report(snow)?;
             report = SimReport {
-                particles: snow.particles().len(),
+                particles,
                 landed: counters.landed,
                 respawned: counters.respawned(),
                 wrapped: counters.wrapped,
@@ -428,10 +489,11 @@ impl Simulation {
                 parcel_m3: snow.parcel_volume(),
                 drift,
                 ground_refresh: Some(s.refresh.report(snow.frame())),
-                flake_density_at_camera: Some(snow.flake_density()?.at(s.camera)),
                 ..report
             };
         }
+        let camera = s.camera;
+        report.flake_density_at_camera = self.flake_density()?.map(|d| d.at(camera));
         Ok(report)
     }
 
@@ -442,8 +504,17 @@ impl Simulation {
         self.settle()?;
         if let Some(s) = &mut self.scene {
             s.wind.check()?;
-            if let Some(snow) = &s.snow {
-                snow.check_invariants()?;
+            match (&s.snow, &s.shares) {
+                (Some(snow), Some(shares)) => {
+                    snow.check_ids()?;
+                    for other in shares.snows() {
+                        other.check_ids()?;
+                    }
+                    let particles = shares.snows().map(|o| o.particles().len()).sum();
+                    snow.ledger_with(&shares.counters()?, particles)?.check()?;
+                }
+                (Some(snow), None) => snow.check_invariants()?,
+                (None, _) => {}
             }
         }
         Ok(())
@@ -572,9 +643,12 @@ fn raise_ground(
     let mut moved = (0, 0);
     if !stats.skipped {
         s.refresh.raised = true;
-        if let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices()) {
-            let v = v.to_vec();
+        if let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices()?) {
             moved = snow.regrade(context, &v)?;
+            if let Some(shares) = s.shares.as_mut() {
+                let (up, lost) = shares.regrade(&v)?;
+                moved = (moved.0 + up, moved.1 + lost);
+            }
             s.mesh.vertices = v;
         }
     }

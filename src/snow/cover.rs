@@ -11,8 +11,10 @@
 //! 38°), snow moves only where the surface along an edge climbs more than 0.78 × 10.4 ≈ 8 m:
 //! bare slopes steeper than the angle shed their snow, gentler ground keeps it where it fell.
 
+use opencl3::event::Event;
+
 use crate::cl::{
-    BufferArg, Context, DeviceBuffer, Kernel, OutputBuffer, Program, Source, Timeline,
+    BufferArg, Context, DeviceBuffer, Kernel, OutputBuffer, PinnedBuffer, Program, Source, Timeline,
 };
 use crate::meshio::ElementKind;
 use crate::terrain::GroundSurface;
@@ -172,6 +174,9 @@ pub struct GroundCover {
     ground_area_buffer: DeviceBuffer<f32>,
     kernels: [Kernel; 3],
     depth_kernel: Kernel,
+    add_kernel: Kernel,
+    /// Another device's landings on their way in ([`enqueue_add`](Self::enqueue_add)).
+    incoming: Option<DeviceBuffer<u64>>,
     /// m³ per unit.
     unit: f64,
 }
@@ -266,6 +271,8 @@ impl GroundCover {
                 program.kernel("cover_apply")?,
             ],
             depth_kernel: program.kernel("cover_ground_depth")?,
+            add_kernel: program.kernel("cover_add")?,
+            incoming: None,
             unit: parcel_volume / PARCEL_UNITS as f64,
             ground_area: ground.area,
             geometry,
@@ -299,6 +306,67 @@ impl GroundCover {
     /// Sets every volume to zero.
     pub fn clear(&mut self) -> Result<()> {
         Ok(self.volume.fill(0)?)
+    }
+
+    /// Starts handing the units laid since the last hand-over to another device's cover:
+    /// reads them into `into` (pinned memory of this cover's context, one value per cover
+    /// vertex) and clears them, without waiting. The units are in `into` once the returned
+    /// event completes.
+    ///
+    /// # Safety
+    ///
+    /// `into` must stay alive and untouched by the host until the event completes.
+    pub unsafe fn enqueue_hand_over(&mut self, into: &mut PinnedBuffer<u64>) -> Result<Event> {
+        if into.len() != self.geometry.len() {
+            return Err(Error::InvalidParameter(format!(
+                "a hand-over of {} values for {} cover vertices",
+                into.len(),
+                self.geometry.len()
+            )));
+        }
+        // SAFETY: forwarded to the caller; the read precedes the clear on the in-order queue.
+        let read = unsafe { into.enqueue_read_from(&self.volume) }?;
+        self.volume.enqueue_fill(0)?;
+        Ok(read)
+    }
+
+    /// Adds `units` per cover vertex (another device's landings, [`enqueue_hand_over`]) to
+    /// the volumes, exactly, in order on the queue, without waiting; returns the event of the
+    /// copy out of `units`.
+    ///
+    /// [`enqueue_hand_over`]: Self::enqueue_hand_over
+    ///
+    /// # Safety
+    ///
+    /// `units` must stay alive and unchanged until the returned event completes.
+    pub unsafe fn enqueue_add(
+        &mut self,
+        context: &Context,
+        units: &[u64],
+        timeline: &mut Timeline,
+    ) -> Result<Event> {
+        let n = self.geometry.len();
+        if units.len() != n {
+            return Err(Error::InvalidParameter(format!(
+                "{} units added to {n} cover vertices",
+                units.len()
+            )));
+        }
+        let incoming = match &mut self.incoming {
+            Some(b) => b,
+            None => self.incoming.insert(DeviceBuffer::zeroed(context, n)?),
+        };
+        // SAFETY: forwarded to the caller; the buffer holds n values.
+        let copied = unsafe { incoming.enqueue_write_from(units) }?;
+        let mut call = self.add_kernel.call();
+        // SAFETY: both buffers hold n values; the kernel guards its id.
+        unsafe {
+            call.buffer(&self.volume)?
+                .buffer(&*incoming)?
+                .arg(&(n as u32))?;
+        }
+        call.enqueue_into(context, self.add_kernel.work_size(context, n)?, timeline)?;
+        Ok(copied)
     }
 
     /// Replaces the volumes (units per cover vertex), e.g. to start from a pile.

@@ -140,7 +140,9 @@ pub use flakes::{
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};
-pub use sim::{COVER_STAGE, Counters, DRIFT_STAGE, Ledger, SORT_STAGE, STEP_STAGE, Snow};
+pub use sim::{
+    COVER_STAGE, Counters, DRIFT_STAGE, Ledger, ParcelShare, SORT_STAGE, STEP_STAGE, Snow,
+};
 pub use suspension::{
     REFERENCE_HEIGHT, Suspension, cells_of, concentration, lift_rate, settling_speed,
 };

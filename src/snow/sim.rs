@@ -85,6 +85,22 @@ impl Counters {
         }
     }
 
+    /// Adds `other`'s counts (another device's share of the parcels); the first bad id is the
+    /// smaller.
+    pub fn add(&mut self, other: &Counters) {
+        self.landed += other.landed;
+        self.top += other.top;
+        self.wrapped += other.wrapped;
+        self.closed += other.closed;
+        self.lost += other.lost;
+        self.nonfinite += other.nonfinite;
+        self.other += other.other;
+        self.deposited += other.deposited;
+        self.laid_suspended += other.laid_suspended;
+        self.exited_suspended += other.exited_suspended;
+        self.first_bad = self.first_bad.min(other.first_bad);
+    }
+
     /// Every respawn: after a landing, through the top, a closed side, a lost location or
     /// another boundary.
     pub fn respawned(&self) -> u64 {
@@ -140,8 +156,22 @@ pub struct Snow {
     scratch: Option<Scratch>,
     /// Footprint radius without the flutter, m.
     footprint: f32,
+    /// Which of the run's parcels these are (all of them but where the parcels are split
+    /// across devices).
+    share: ParcelShare,
     frame: u64,
     context: Context,
+}
+
+/// The parcels one device holds of a run whose parcels are split across devices: ids
+/// `first..first + particles` of `total`. The ids, and the strata and random streams keyed by
+/// them and by `total`, are the run's, so a parcel moves the same on any device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParcelShare {
+    /// The first id.
+    pub first: u32,
+    /// The parcels of the whole run.
+    pub total: u32,
 }
 
 /// Counters on the device (`SNOW_C_*` in `kernels/snow.cl`).
@@ -151,7 +181,29 @@ impl Snow {
     /// Builds the kernels, uploads the mesh and allocates the particles of `config` in
     /// `domain` on `context` (then [`reset`](Self::reset) spreads them).
     pub fn new(context: &Context, domain: &DomainMesh, config: SnowConfig) -> Result<Self> {
+        let share = ParcelShare {
+            first: 0,
+            total: u32::try_from(config.particles).unwrap_or(u32::MAX),
+        };
+        Self::new_share(context, domain, config, share)
+    }
+
+    /// As [`new`](Self::new), for `config.particles` parcels that are `share` of a run's
+    /// (`--snow-devices`: each device steps its own share, the covers add up).
+    pub fn new_share(
+        context: &Context,
+        domain: &DomainMesh,
+        config: SnowConfig,
+        share: ParcelShare,
+    ) -> Result<Self> {
         config.validate()?;
+        let fits = u64::from(share.first) + config.particles as u64 <= u64::from(share.total);
+        if !fits {
+            return Err(Error::InvalidParameter(format!(
+                "a share of {} parcels from id {} does not fit in a run of {}",
+                config.particles, share.first, share.total
+            )));
+        }
         let info = context.info();
         if !info.has_extension("cl_khr_int64_base_atomics") {
             return Err(Error::Unsupported {
@@ -164,10 +216,13 @@ impl Snow {
         let cover_mesh = CoverMesh::new(&domain.ground, config.cover_refinement)?;
         // The air the parcels share: all of it, or what lies below the source.
         let air = geometry.source_volume(config.source_height);
-        let real_parcel_volume = config.real_parcel_volume(air);
-        let footprint = config.footprint_radius(air);
+        // A parcel stands for the run's snowfall over all its parcels, on whichever device.
+        let mut whole = config.clone();
+        whole.particles = share.total as usize;
+        let real_parcel_volume = whole.real_parcel_volume(air);
+        let footprint = whole.footprint_radius(air);
         let mut config = config;
-        config.render_scale = config.drawn_scale(air);
+        config.render_scale = whole.drawn_scale(air);
         let mesh = SnowMesh::new(context, geometry)?;
         let density = DensityGrid::new(
             &mesh.geometry,
@@ -236,6 +291,7 @@ impl Snow {
                 DeviceBuffer::zeroed(context, 1)?,
             ),
             footprint,
+            share,
             frame: 0,
             config,
             context: context.clone(),
@@ -391,7 +447,7 @@ impl Snow {
         // SAFETY: the particle arrays and `render` hold n values, the kernel guards i < n; the
         // search stays within tet_count entries of tet_cdf, the tetrahedra index coords.
         unsafe {
-            bind_particles(&mut call, p, render, c.seed)?
+            bind_particles(&mut call, p, render, c.seed, self.share)?
                 .buffer(&m.tets)?
                 .buffer(&m.coords)?
                 .buffer(&m.tet_cdf)?
@@ -695,7 +751,7 @@ impl Snow {
         // `suspend`, `suspended` holds n values and the cell buffers one per coarse ground
         // vertex (the cells a tetrahedron's ground index names), else none is read.
         unsafe {
-            bind_particles(&mut call, p, render, c.seed)?
+            bind_particles(&mut call, p, render, c.seed, self.share)?
                 .buffer(&m.tets)?
                 .buffer(&m.coords)?
                 .buffer(&m.neighbours)?
@@ -905,8 +961,23 @@ impl Snow {
 
     /// The snow's ledger in fixed-point units, from the counters and the cover (blocking).
     pub fn ledger(&self) -> Result<Ledger> {
-        let c = self.counters()?;
-        let mut ledger = Ledger::new(&c, self.deposited_units()?, self.particles.len());
+        self.ledger_with(&[], 0)
+    }
+
+    /// The books of a run whose parcels are split across devices, kept by this snow's
+    /// device, on whose cover the others' landings are added: `others` are the other
+    /// devices' counters, `other_particles` their parcels (they carry nothing in
+    /// suspension).
+    pub fn ledger_with(&self, others: &[Counters], other_particles: usize) -> Result<Ledger> {
+        let mut c = self.counters()?;
+        for o in others {
+            c.add(o);
+        }
+        let mut ledger = Ledger::new(
+            &c,
+            self.deposited_units()?,
+            self.particles.len() + other_particles,
+        );
         ledger.suspended = self
             .particles
             .suspended_units()?
@@ -931,10 +1002,16 @@ impl Snow {
     /// in less what left ([`Ledger`]; smoothing and footprints move snow, never lose or make
     /// it).
     pub fn check_invariants(&self) -> Result<()> {
+        self.check_ids()?;
+        self.ledger()?.check()
+    }
+
+    /// Checks that every id of this snow's share is present exactly once (blocking).
+    pub fn check_ids(&self) -> Result<()> {
         let ids = self.particles.ids.read()?;
         let mut seen = vec![false; ids.len()];
         for (slot, &id) in ids.iter().enumerate() {
-            match seen.get_mut(id as usize) {
+            match seen.get_mut(id.wrapping_sub(self.share.first) as usize) {
                 Some(s) if !*s => *s = true,
                 Some(_) => {
                     return Err(Error::Invariant(format!(
@@ -943,13 +1020,22 @@ impl Snow {
                 }
                 None => {
                     return Err(Error::Invariant(format!(
-                        "stage snow: slot {slot} holds id {id}, beyond the {} particles",
-                        ids.len()
+                        "stage snow: slot {slot} holds id {id}, outside ids {}..{}",
+                        self.share.first,
+                        u64::from(self.share.first) + ids.len() as u64
                     )));
                 }
             }
         }
-        let ledger = self.ledger()?;
+        Ok(())
+    }
+}
+
+impl Ledger {
+    /// Checks the books: the snow in suspension and the whole ledger balance, else an error
+    /// that shows the terms.
+    pub fn check(&self) -> Result<()> {
+        let ledger = self;
         if !ledger.suspension_balances() {
             return Err(Error::Invariant(format!(
                 "stage snow.step: the snow in suspension does not balance: the parcels carry {} \
@@ -974,7 +1060,9 @@ impl Snow {
         }
         Ok(())
     }
+}
 
+impl Snow {
     /// Deposited volume in m³ and the largest depth in m (blocking).
     pub fn cover_summary(&self) -> Result<(f64, f32)> {
         let volumes = self.cover.volumes()?;
@@ -1117,7 +1205,7 @@ fn check_render(render: &impl BufferArg<Particle>, n: usize) -> Result<()> {
 }
 
 /// Binds the arguments every particle kernel of `kernels/snow.cl` starts with: the particle
-/// arrays, the render buffer, the particle count and the seed.
+/// arrays, the render buffer, the particle count, the seed and the share of the run's parcels.
 ///
 /// # Safety
 ///
@@ -1128,6 +1216,7 @@ unsafe fn bind_particles<'c, 'k>(
     p: &Particles,
     render: &impl BufferArg<Particle>,
     seed: u32,
+    share: ParcelShare,
 ) -> cl::Result<&'c mut KernelCall<'k>> {
     // SAFETY: forwarded to the caller.
     unsafe {
@@ -1139,6 +1228,8 @@ unsafe fn bind_particles<'c, 'k>(
             .buffer(&p.respawns)?
             .buffer(render)?
             .arg(&(p.len() as u32))?
-            .arg(&seed)
+            .arg(&seed)?
+            .arg(&share.first)?
+            .arg(&share.total)
     }
 }

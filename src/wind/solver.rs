@@ -763,6 +763,11 @@ impl Solver {
         self.project_star(max_iterations, self.steps, &mut tl, Instant::now())
     }
 
+    /// The OpenCL context the solver runs on.
+    pub fn context(&self) -> &crate::cl::Context {
+        self.gml.context()
+    }
+
     /// The device velocity field, for the snow and the renderer (per vertex, xyz m/s).
     pub fn velocity_buffer(&mut self) -> Result<crate::gml::FieldBuffer<[f32; 4]>> {
         Ok(self.gml.field_buffer(self.fields.vel)?)

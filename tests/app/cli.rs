@@ -641,8 +641,11 @@ fn sampled_profiling_keeps_per_frame_means() {
 }
 
 /// The wind solver on a context of its own (here a second context on the same PoCL device,
-/// through `--wind-device`) gives the very same run: the field crosses once per wind step and
-/// the snow samples the same time level, so the final state files are identical byte for byte.
+/// through `--wind-device`, on a thread of its own) gives the very same run: the snow of frame
+/// n samples the wind of the steps before frame n in both modes, so the final state files are
+/// identical byte for byte. Twice: a light wind, and a strong one whose snow drifts and is
+/// lifted into suspension, with the laid snow raising the wind's ground every 0.2 s (the
+/// refresh waits for the wind's thread).
 #[test]
 fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
     let dir = temp_dir("wind_on_another_device");
@@ -650,14 +653,103 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
             .unwrap();
     // A log profile, so that the wind solver has work: advection and pressure iterations.
-    let scene = dir.join("log.toml");
-    std::fs::write(
-        &scene,
-        text.replace("profile = \"uniform\"", "profile = \"log\""),
-    )
-    .unwrap();
-    let mut reports = Vec::new();
-    for (name, extra) in [("one", None), ("two", Some("0"))] {
+    let light = text.replace("profile = \"uniform\"", "profile = \"log\"");
+    let drifting = light
+        .replace("speed = 3.0", "speed = 12.0")
+        .replace(
+            "pressure_iterations = 20",
+            "pressure_iterations = 20\nground_refresh = 0.2",
+        )
+        .replace(
+            "[time]",
+            "[ground]\ndrift = true\n\n[time]\nacceleration = 2000.0",
+        );
+    for (case, text) in [("light", light), ("drifting", drifting)] {
+        let scene = dir.join(format!("{case}.toml"));
+        std::fs::write(&scene, &text).unwrap();
+        let mut reports = Vec::new();
+        for (name, extra) in [("one", None), ("two", Some("0"))] {
+            let vtu = dir.join(format!("{case}-{name}.vtu"));
+            let mut args = vec![
+                "run",
+                "--scene",
+                scene.to_str().unwrap(),
+                "--render",
+                "off",
+                "--frames",
+                "30",
+                "--particles",
+                "4096",
+                "--simulate",
+                "wind,snow",
+                "--wind-every",
+                "1",
+                "--vtu",
+                vtu.to_str().unwrap(),
+                "--json",
+            ];
+            if let Some(device) = extra {
+                args.extend(["--wind-device", device, "--snow-device", device]);
+            }
+            let o = snowsim(&args);
+            assert!(o.status.success(), "{case}: {}", stderr(&o));
+            let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(report["snow"]["wind_steps"], 30, "{report}");
+            reports.push((report, std::fs::read(&vtu).unwrap()));
+        }
+        let snow = &reports[0].0["snow"];
+        assert!(snow["landed"].as_u64().unwrap() > 0, "{case}: {snow}");
+        assert!(
+            snow["wind_iterations"].as_f64().unwrap() > 0.0,
+            "{case}: {snow}"
+        );
+        if case == "drifting" {
+            assert!(snow["drift"]["eroded_m3"].as_f64().unwrap() > 0.0, "{snow}");
+            assert!(
+                snow["ground_refresh"]["refreshes"].as_u64().unwrap() >= 2,
+                "{snow}"
+            );
+        }
+        // The refreshes' wall times differ, nothing else may.
+        let untimed = |report: &serde_json::Value| {
+            let mut snow = report["snow"].clone();
+            if let Some(refresh) = snow["ground_refresh"].as_object_mut() {
+                refresh.retain(|k, _| !k.contains("_ms") && k != "last_phases");
+            }
+            snow
+        };
+        assert_eq!(untimed(&reports[0].0), untimed(&reports[1].0), "{case}");
+        assert!(
+            reports[0].1 == reports[1].1,
+            "{case}: the two state files differ"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The parcels split across devices (`--snow-devices`, here two and three contexts on the one
+/// PoCL device, with unequal shares, the wind on the snow's device or beside it) give the very
+/// same state as one device, byte for byte: the parcels' ids and streams are the run's, and the
+/// others' landings are added to the snow's cover, exactly, before it drifts and is smoothed.
+/// `--check` holds across the devices (every id once, the ledger over all of them); what is
+/// not split yet is refused with the reason.
+#[test]
+fn parcels_split_across_devices_give_the_same_state_as_one_device() {
+    let dir = temp_dir("snow_devices");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
+            .unwrap();
+    // A solved wind strong enough to drift, no suspension (not split yet).
+    let scene = dir.join("drift.toml");
+    let drifting = text
+        .replace("profile = \"uniform\"", "profile = \"log\"")
+        .replace("speed = 3.0", "speed = 12.0")
+        .replace(
+            "[time]",
+            "[ground]\ndrift = true\nsuspension = false\n\n[time]\nacceleration = 2000.0",
+        );
+    std::fs::write(&scene, &drifting).unwrap();
+    let run = |name: &str, extra: &[&str]| {
         let vtu = dir.join(format!("{name}.vtu"));
         let mut args = vec![
             "run",
@@ -668,32 +760,125 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
             "--frames",
             "30",
             "--particles",
-            "4096",
-            "--simulate",
-            "wind,snow",
+            "5000",
             "--wind-every",
             "1",
+            "--check",
+            "--check-every",
+            "10",
             "--vtu",
             vtu.to_str().unwrap(),
             "--json",
         ];
-        if let Some(device) = extra {
-            args.extend(["--wind-device", device, "--snow-device", device]);
-        }
+        args.extend(extra);
         let o = snowsim(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
         let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(report["snow"]["wind_steps"], 30, "{report}");
-        reports.push((report, std::fs::read(&vtu).unwrap()));
+        (report, std::fs::read(&vtu).unwrap())
+    };
+    let (one, one_vtu) = run("one", &[]);
+    let snow = &one["snow"];
+    assert!(snow["landed"].as_u64().unwrap() > 20, "{snow}");
+    assert!(snow["drift"]["eroded_m3"].as_f64().unwrap() > 0.0, "{snow}");
+    // The falling snow's density is a blend of the devices' in f32: compared apart.
+    let exact = |r: &serde_json::Value| {
+        let mut snow = r["snow"].clone();
+        snow.as_object_mut()
+            .unwrap()
+            .remove("flake_density_at_camera");
+        snow
+    };
+    for (name, extra) in [
+        ("two", &["--snow-devices", "0,0"][..]),
+        (
+            "three",
+            &["--snow-devices", "0,0,0", "--snow-shares", "1,2,3"][..],
+        ),
+        (
+            "beside",
+            &["--snow-devices", "0,0", "--wind-device", "0"][..],
+        ),
+    ] {
+        let (split, split_vtu) = run(name, extra);
+        assert_eq!(exact(&one), exact(&split), "{name}");
+        assert!(one_vtu == split_vtu, "{name}: the state files differ");
+        let shares = split["snow_devices"].as_array().unwrap();
+        let parcels: u64 = shares
+            .iter()
+            .map(|s| s["particles"].as_u64().unwrap())
+            .sum();
+        assert_eq!(parcels, 5000, "{name}: {shares:?}");
+        let density =
+            |r: &serde_json::Value| r["snow"]["flake_density_at_camera"].as_f64().unwrap();
+        assert!((density(&one) - density(&split)).abs() < 1e-4, "{name}");
     }
-    assert!(reports[0].0["snow"]["landed"].as_u64().unwrap() > 0);
-    assert!(
-        reports[0].0["snow"]["wind_iterations"].as_f64().unwrap() > 0.0,
-        "{}",
-        reports[0].0
+    let (three, _) = run(
+        "three-shares",
+        &["--snow-devices", "0,0,0", "--snow-shares", "1,2,3"],
     );
-    assert_eq!(reports[0].0["snow"], reports[1].0["snow"]);
-    assert!(reports[0].1 == reports[1].1, "the two state files differ");
+    let shares: Vec<u64> = three["snow_devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["particles"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shares, [833, 1666, 2501]);
+
+    // Not yet: suspension, drawing; and a weight per device.
+    let refused = |args: &[&str], why: &str| {
+        let o = snowsim(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
+    };
+    let flat = "scenes/flat.toml";
+    let undrawn = [
+        "run",
+        "--render",
+        "off",
+        "--frames",
+        "2",
+        "--snow-devices",
+        "0,0",
+    ];
+    refused(
+        &[
+            &undrawn[..],
+            &["--scene", scene.to_str().unwrap(), "--snow-shares", "1"],
+        ]
+        .concat(),
+        "--snow-shares gives 1 weights for 2 snow devices",
+    );
+    refused(
+        &[
+            &undrawn[..],
+            &["--scene", scene.to_str().unwrap(), "--snow-shares", "1,-1"],
+        ]
+        .concat(),
+        "one positive weight per snow device",
+    );
+    let suspended = dir.join("suspended.toml");
+    std::fs::write(
+        &suspended,
+        drifting.replace("suspension = false", "suspension = true"),
+    )
+    .unwrap();
+    refused(
+        &[&undrawn[..], &["--scene", suspended.to_str().unwrap()]].concat(),
+        "ground.suspension = false",
+    );
+    refused(
+        &[
+            "run",
+            "--headless",
+            "--frames",
+            "2",
+            "--scene",
+            flat,
+            "--snow-devices",
+            "0,0",
+        ],
+        "add --render off",
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -439,6 +439,51 @@ fn uniform_flow_over_flat_ground_stays_uniform() {
     }
 }
 
+/// The solver beside the snow (`sim::beside`, here on a second context of the same device):
+/// its thread's steps, read into pinned memory and written into the mirror, give the field
+/// that the same steps give on the caller's thread, bit for bit, frame after frame; and a
+/// step that fails there comes back as an error naming the wind's device, not a panic or a
+/// hang.
+#[test]
+fn the_wind_beside_the_snow_steps_as_on_one_thread_and_names_its_device_when_it_fails() {
+    use snowsim::sim::beside::WindBeside;
+    let m = reference::hill_mesh([8, 6, 4], [800.0, 600.0, 200.0], 60.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 5.0, true, 200.0);
+    let (mut here, _) = pair(&m, dir, &u_in, settings(200, 1e-2, 10.0));
+    let (mut there, _) = pair(&m, dir, &u_in, settings(200, 1e-2, 10.0));
+    here.startup().unwrap();
+    there.startup().unwrap();
+    let snow = context();
+    let mut beside = WindBeside::new(&snow, there, "9 (a test device)".into()).unwrap();
+    for steps in [1, 3, 1] {
+        beside.request(steps).unwrap();
+        for _ in 0..steps {
+            here.step().unwrap();
+        }
+        beside.settle().unwrap();
+        assert!(
+            beside.mirror().read().unwrap() == here.velocity().unwrap(),
+            "the mirror differs from the field after {steps} more steps"
+        );
+    }
+    let nan = vec![[f32::NAN; 4]; here.velocity().unwrap().len()];
+    beside.solver().unwrap().set_velocity(&nan).unwrap();
+    beside.request(1).unwrap();
+    let e = beside.settle().unwrap_err().to_string();
+    assert!(
+        e.starts_with("the wind's device, 9 (a test device): wind: velocity is not finite"),
+        "{e}"
+    );
+    // The thread is gone: later requests say so rather than hang.
+    let e = beside
+        .request(1)
+        .and_then(|()| beside.settle())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the wind's device, 9 (a test device)"), "{e}");
+}
+
 #[test]
 fn steps_remove_divergence_and_conserve_mass_over_a_hill() {
     let m = reference::hill_mesh([8, 6, 4], [800.0, 600.0, 200.0], 60.0);

@@ -1,0 +1,268 @@
+//! The wind beside the snow: the solver on another device, stepping on a thread of its own
+//! while the snow's device runs the frame.
+//!
+//! Frame `n` on the snow's side: the field of the wind steps due up to frame `n − 1` crosses
+//! into the mirror on the snow's device, the snow of frame `n` samples it, and the wind steps
+//! due in frame `n` are handed to the wind's thread. The thread runs them on its device (the
+//! pressure solve waits for its device there, not on the snow's side) and reads the new field
+//! into pinned host memory; the next frame's hand-off writes that memory into the mirror
+//! without waiting, in order on the snow's queue. So the two devices overlap and the snow
+//! samples the same time level as on one device ([`super::coupling`]'s lag).
+//!
+//! Two pinned buffers take turns: while one is being written into the mirror (its write's
+//! event kept with it), the thread fills the other, and waits for that event before it reuses
+//! the first. Nothing on the snow's side waits for the wind except the hand-off of frame
+//! `n + 1`, for the steps of frame `n`.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use opencl3::event::Event;
+
+use crate::cl::{Context, DeviceBuffer, PinnedBuffer};
+use crate::wind::Solver;
+
+use super::{Error, Result};
+
+/// The field's pinned copies that take turns (one being filled, one being written).
+const STAGING_BUFFERS: usize = 2;
+
+/// A request to the wind's thread: run `steps` wind steps, then read the field into `into`
+/// once `after` (the last writes out of it) have completed.
+struct Request {
+    steps: u32,
+    into: PinnedBuffer<[f32; 4]>,
+    after: Vec<Event>,
+}
+
+/// The wind's thread's answer: the steps' pressure iterations, and the field in `field`.
+struct Answer {
+    iterations: u64,
+    field: PinnedBuffer<[f32; 4]>,
+}
+
+/// The solver on its own device and thread, and the mirror of its field on the snow's device.
+pub struct WindBeside {
+    solver: Arc<Mutex<Solver>>,
+    /// The solver's device, for errors (`1 (NVIDIA H100 …)`).
+    device: String,
+    requests: Option<Sender<Request>>,
+    answers: Receiver<Result<Answer>>,
+    worker: Option<JoinHandle<()>>,
+    /// Whether a request was sent and its answer not yet taken.
+    pending: bool,
+    /// Pressure-solver iterations over the steps whose answer arrived.
+    iterations: u64,
+    /// Fields that arrived and are not yet on their way to the mirror.
+    arrived: VecDeque<PinnedBuffer<[f32; 4]>>,
+    /// Pinned buffers not with the thread, oldest first, each with the events of its last
+    /// writes into the mirrors.
+    idle: VecDeque<(PinnedBuffer<[f32; 4]>, Vec<Event>)>,
+    /// The field on the snow's device, then on each device that steps a share of the
+    /// parcels ([`add_mirror`](Self::add_mirror)).
+    mirrors: Vec<DeviceBuffer<[f32; 4]>>,
+}
+
+impl WindBeside {
+    /// Starts the thread for `solver` (started up: its field is the first the snow reads),
+    /// with the mirror on the snow's `context`. `device` names the solver's device in errors.
+    pub fn new(context: &Context, mut solver: Solver, device: String) -> Result<Self> {
+        let field = solver.velocity()?;
+        let mirror = DeviceBuffer::from_slice(context, &field)?;
+        let mut idle = VecDeque::new();
+        for _ in 0..STAGING_BUFFERS {
+            idle.push_back((
+                PinnedBuffer::new(solver.context(), field.len())?,
+                Vec::new(),
+            ));
+        }
+        let solver = Arc::new(Mutex::new(solver));
+        let (requests, inbox) = channel::<Request>();
+        let (outbox, answers) = channel();
+        let shared = Arc::clone(&solver);
+        let worker = std::thread::Builder::new()
+            .name("snowsim-wind".into())
+            .spawn(move || serve(&shared, &inbox, &outbox))
+            .map_err(|e| Error::Internal(format!("cannot start the wind's thread: {e}")))?;
+        Ok(Self {
+            solver,
+            device,
+            requests: Some(requests),
+            answers,
+            worker: Some(worker),
+            pending: false,
+            iterations: 0,
+            arrived: VecDeque::new(),
+            idle,
+            mirrors: vec![mirror],
+        })
+    }
+
+    /// Adds a mirror of the field on `context` (a device that steps a share of the parcels),
+    /// written with the snow's after each answer; returns its index for
+    /// [`mirror_at`](Self::mirror_at). Blocking.
+    pub fn add_mirror(&mut self, context: &Context) -> Result<usize> {
+        let field = self.solver()?.velocity()?;
+        self.mirrors
+            .push(DeviceBuffer::from_slice(context, &field)?);
+        Ok(self.mirrors.len() - 1)
+    }
+
+    /// Hands `steps` wind steps (at least one) to the thread, without waiting; takes the
+    /// answer to the last request first ([`receive`](Self::receive)).
+    pub fn request(&mut self, steps: u32) -> Result<()> {
+        self.receive()?;
+        let (into, after) = self
+            .idle
+            .pop_front()
+            .ok_or_else(|| Error::Internal("no pinned buffer is free for the wind".into()))?;
+        let sent = self
+            .requests
+            .as_ref()
+            .is_some_and(|r| r.send(Request { steps, into, after }).is_ok());
+        if !sent {
+            return Err(self.stopped());
+        }
+        self.pending = true;
+        Ok(())
+    }
+
+    /// Waits for the answer to the last request, if one is out, and keeps its field for
+    /// [`forward`](Self::forward).
+    pub fn receive(&mut self) -> Result<()> {
+        if !self.pending {
+            return Ok(());
+        }
+        self.pending = false;
+        let answer = match self.answers.recv() {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => return Err(self.on_device(e)),
+            Err(_) => return Err(self.stopped()),
+        };
+        self.iterations += answer.iterations;
+        self.arrived.push_back(answer.field);
+        Ok(())
+    }
+
+    /// Starts writing the fields that arrived into the mirrors, without waiting, in order on
+    /// each device's queue (the newest last, so it is the one the snow reads).
+    pub fn forward(&mut self) -> Result<()> {
+        while let Some(field) = self.arrived.pop_front() {
+            let mut written = Vec::with_capacity(self.mirrors.len());
+            for mirror in &mut self.mirrors {
+                // SAFETY: the pinned buffer stays in `idle` with these events, and is neither
+                // refilled (the thread waits for them first) nor dropped (Drop waits for
+                // them) before the writes complete.
+                written.push(unsafe { mirror.enqueue_write_from(field.as_slice()) }?);
+            }
+            self.idle.push_back((field, written));
+        }
+        Ok(())
+    }
+
+    /// Takes the answer to the last request, if one is out (waiting for the wind's steps),
+    /// and starts writing its field into the mirror.
+    pub fn settle(&mut self) -> Result<()> {
+        self.receive()?;
+        self.forward()
+    }
+
+    /// Pressure-solver iterations over the steps whose answer arrived.
+    pub fn iterations(&self) -> u64 {
+        self.iterations
+    }
+
+    /// The field on the snow's device (what the snow samples after [`settle`](Self::settle)).
+    pub fn mirror(&self) -> &DeviceBuffer<[f32; 4]> {
+        &self.mirrors[0]
+    }
+
+    /// Every mirror: the snow's device's first, then [`add_mirror`](Self::add_mirror)'s.
+    pub fn mirrors(&self) -> &[DeviceBuffer<[f32; 4]>] {
+        &self.mirrors
+    }
+
+    /// The solver, once the thread's steps are done and their field is on its way to the
+    /// mirror (so that a change made through it, such as a ground refresh, is seen by the
+    /// thread's next steps and not raced by them).
+    pub fn solver(&mut self) -> Result<MutexGuard<'_, Solver>> {
+        self.settle()?;
+        self.solver.lock().map_err(|_| self.stopped())
+    }
+
+    /// Rewrites the mirror from the solver's field now (after a change made through
+    /// [`solver`](Self::solver)); blocking.
+    pub fn rewrite_mirror(&mut self) -> Result<()> {
+        let field = self.solver()?.velocity()?;
+        for mirror in &mut self.mirrors {
+            mirror.write(&field)?;
+        }
+        Ok(())
+    }
+
+    /// The error for a wind thread that is gone (it panicked).
+    fn stopped(&self) -> Error {
+        self.on_device(Error::Internal("the wind's thread stopped".into()))
+    }
+
+    /// `e`, naming the wind's device.
+    fn on_device(&self, e: Error) -> Error {
+        Error::OnDevice {
+            role: "wind",
+            device: self.device.clone(),
+            source: Box::new(e),
+        }
+    }
+}
+
+impl Drop for WindBeside {
+    fn drop(&mut self) {
+        // The thread ends when its requests do; the pinned memory outlives every write from it.
+        self.requests = None;
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+        for (_, events) in &self.idle {
+            let _ = crate::cl::wait_for(events);
+        }
+    }
+}
+
+/// The wind's thread: runs each request's steps and reads the field into its pinned buffer,
+/// until the requests end.
+fn serve(solver: &Mutex<Solver>, inbox: &Receiver<Request>, outbox: &Sender<Result<Answer>>) {
+    while let Ok(Request { steps, into, after }) = inbox.recv() {
+        let answer = answer(solver, steps, into, &after);
+        let failed = answer.is_err();
+        if outbox.send(answer).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// Runs `steps` wind steps and reads the field into `into` (after `after`).
+fn answer(
+    solver: &Mutex<Solver>,
+    steps: u32,
+    mut into: PinnedBuffer<[f32; 4]>,
+    after: &[Event],
+) -> Result<Answer> {
+    let Ok(mut solver) = solver.lock() else {
+        return Err(Error::Internal(
+            "the wind solver's lock was poisoned".into(),
+        ));
+    };
+    let mut iterations = 0;
+    for _ in 0..steps {
+        iterations += u64::from(solver.step()?.iterations);
+    }
+    crate::cl::wait_for(after)?;
+    let field = solver.velocity_buffer()?;
+    into.read_from(&field)?;
+    Ok(Answer {
+        iterations,
+        field: into,
+    })
+}

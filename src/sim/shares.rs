@@ -1,0 +1,318 @@
+//! The parcels split across devices (`--snow-devices`): the snow's own device (the one that
+//! draws, holding the cover that is smoothed, drifts and is drawn) steps its share of the
+//! parcels, and every other device steps its own share, reading the same wind field.
+//!
+//! **Bit for bit with one device.** A parcel's id, and the strata and random streams keyed by
+//! it, are the run's ([`ParcelShare`]: ids `first..first + n` of `total`), so a parcel moves
+//! the same on any device; what it lays is an integer number of units, and integer sums do not
+//! depend on their order. So each frame the other devices' landings are handed over (read into
+//! pinned memory, their covers cleared) and added to the snow's cover before it drifts or is
+//! smoothed, and the cover is the one device's, exactly. Respawns and wraps stay on the
+//! parcel's device. Sorting permutes a device's own parcels only, and changes nothing.
+//!
+//! **The frame.** The wind field reaches the others through `coupling` (from the wind's
+//! thread's pinned copy when the wind runs beside the snow, else read on the snow's device
+//! when the wind has stepped since); the others' sort and step are enqueued first, then the
+//! snow's device's; then
+//! the others' landings are waited for (the snow's device is busy with its own share
+//! meanwhile) and added. The others' counters come back without blocking, as the snow's do.
+//!
+//! Not yet: snow in suspension (its per-cell counts and smallest ids would have to be summed
+//! across devices each frame before the hand-out) and drawing the others' parcels; both are
+//! refused with the reason.
+
+use opencl3::event::Event;
+
+use crate::cl::{Context, DeviceBuffer, PinnedBuffer, Timeline, wait_for};
+use crate::particle::Particle;
+use crate::scene::DomainMesh;
+use crate::snow::{Counters, GroundCover, ParcelShare, RelativeDensity, Snow, SnowConfig};
+
+use super::setup::SnowSplit;
+use super::{Error, Result};
+
+/// One device's share in the report (`--json`'s `snow_devices`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ShareReport {
+    /// The device's index and name.
+    pub device: String,
+    /// The first parcel id it holds.
+    pub first: u32,
+    /// The parcels it holds.
+    pub particles: usize,
+    /// Its share of the run's parcels.
+    pub fraction: f64,
+}
+
+/// How the run's `total` parcels are shared out by `weights` (one per device, positive):
+/// consecutive id ranges, rounded down but the last, which takes the rest.
+pub fn split(total: usize, weights: &[f64]) -> Result<Vec<(u32, usize)>> {
+    if weights.is_empty() || weights.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+        return Err(Error::InvalidParameter(format!(
+            "--snow-shares {weights:?}: one positive weight per snow device"
+        )));
+    }
+    let sum: f64 = weights.iter().sum();
+    let mut shares = Vec::with_capacity(weights.len());
+    let mut first = 0usize;
+    for (k, w) in weights.iter().enumerate() {
+        let n = match k + 1 == weights.len() {
+            true => total - first,
+            false => ((total as f64) * w / sum).floor() as usize,
+        }
+        .min(total - first);
+        let start = u32::try_from(first).map_err(|_| {
+            Error::InvalidParameter(format!("{total} parcels do not fit 32-bit ids"))
+        })?;
+        shares.push((start, n));
+        first += n;
+    }
+    Ok(shares)
+}
+
+/// Another device's share.
+struct ShareDevice {
+    device: String,
+    context: Context,
+    snow: Snow,
+    /// Where its parcels are written each step (nothing draws them).
+    render: DeviceBuffer<Particle>,
+    /// Its landings of the frame, handed over.
+    landed: PinnedBuffer<u64>,
+    /// The snow's device's write out of `landed` (the next hand-over waits for it).
+    added: Option<Event>,
+    timeline: Timeline,
+}
+
+/// The other devices' shares of the parcels.
+pub struct SnowShares {
+    others: Vec<ShareDevice>,
+    /// Every device's share, the snow's device first.
+    report: Vec<ShareReport>,
+}
+
+impl SnowShares {
+    /// Builds each other device's snow for its share of `split` (`config` as the snow's
+    /// device's, with no drift: the drift runs on the summed cover); `context` is the snow's
+    /// own.
+    pub fn new(
+        context: &Context,
+        domain: &DomainMesh,
+        config: &SnowConfig,
+        split: &SnowSplit,
+    ) -> Result<Self> {
+        if config.drift.is_some_and(|d| d.suspension) {
+            return Err(Error::InvalidParameter(
+                "--snow-devices: snow in suspension (the scene's ground.suspension, on by \
+                 default with ground.drift) is not split across devices yet; set \
+                 ground.suspension = false in the scene, or run on one device"
+                    .into(),
+            ));
+        }
+        let total: usize = split.shares.iter().map(|s| s.1).sum();
+        let report = split.report(context.info());
+        let mut others = Vec::new();
+        for (entry, &(first, n)) in split.devices.iter().zip(&split.shares[1..]) {
+            let name = format!("{} ({})", entry.info.index, entry.info.name);
+            let on_device = |e: Error| Error::OnDevice {
+                role: "snow share",
+                device: name.clone(),
+                source: Box::new(e),
+            };
+            let build = || -> Result<ShareDevice> {
+                let other = Context::new(entry)?;
+                let mut share_config = config.clone();
+                share_config.particles = n;
+                share_config.drift = None;
+                let share = ParcelShare {
+                    first,
+                    total: total as u32,
+                };
+                let snow = Snow::new_share(&other, domain, share_config, share)?;
+                let landed = PinnedBuffer::new(&other, snow.cover().geometry.len())?;
+                Ok(ShareDevice {
+                    device: name.clone(),
+                    render: DeviceBuffer::zeroed(&other, n)?,
+                    landed,
+                    added: None,
+                    snow,
+                    timeline: Timeline::new(false),
+                    context: other,
+                })
+            };
+            others.push(build().map_err(on_device)?);
+        }
+        Ok(Self { others, report })
+    }
+
+    /// Every device's share, the snow's device first.
+    pub fn report(&self) -> &[ShareReport] {
+        &self.report
+    }
+
+    /// The other devices' snows.
+    pub fn snows(&self) -> impl Iterator<Item = &Snow> {
+        self.others.iter().map(|o| &o.snow)
+    }
+
+    /// Puts the others' parcels at their start and clears their covers (blocking).
+    pub fn reset(&mut self) -> Result<()> {
+        for o in &mut self.others {
+            let r = o.snow.reset(&o.context, &o.render, &mut o.timeline);
+            self::named(&o.device, r.map_err(Error::from))?;
+            o.context.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Switches every other device's sort mode.
+    pub fn set_sort(&mut self, mode: crate::scene::SortMode) -> Result<()> {
+        for o in &mut self.others {
+            o.snow.set_sort(mode)?;
+        }
+        Ok(())
+    }
+
+    /// Moves the others' meshes with a raised ground and finds their parcels again
+    /// (blocking, [`Snow::regrade`]); returns the parcels moved up and lost, summed.
+    pub fn regrade(&mut self, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
+        let mut moved = (0, 0);
+        for o in &mut self.others {
+            let (up, lost) = named(
+                &o.device,
+                o.snow.regrade(&o.context, vertices).map_err(Error::from),
+            )?;
+            moved.0 += up;
+            moved.1 += lost;
+        }
+        Ok(moved)
+    }
+
+    /// The others' contexts, in order (the wind field's copies go there:
+    /// `coupling::WindField::attach`).
+    pub fn contexts(&self) -> Vec<Context> {
+        self.others.iter().map(|o| o.context.clone()).collect()
+    }
+
+    /// Enqueues the others' sort and particle step for `dt` seconds in `fields` (the wind on
+    /// each of them, in order), without waiting.
+    pub fn advance(&mut self, dt: f32, fields: &[DeviceBuffer<[f32; 4]>]) -> Result<()> {
+        if fields.len() != self.others.len() {
+            return Err(Error::Internal(format!(
+                "{} wind fields for {} devices with a share of the parcels",
+                fields.len(),
+                self.others.len()
+            )));
+        }
+        for (o, field) in self.others.iter_mut().zip(fields) {
+            let r = o
+                .snow
+                .sort(&mut o.timeline)
+                .and_then(|()| {
+                    o.snow
+                        .advance(&o.context, field, dt, &o.render, &mut o.timeline)
+                })
+                .map_err(Error::from);
+            named(&o.device, r)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the others' landings of the frame and adds them to `cover` (the snow's
+    /// device's), in order on its queue; the others' counters start on their way back.
+    pub fn gather(
+        &mut self,
+        context: &Context,
+        cover: &mut GroundCover,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let mut reads = Vec::with_capacity(self.others.len());
+        for o in &mut self.others {
+            if let Some(added) = o.added.take() {
+                wait_for(std::slice::from_ref(&added))?;
+            }
+            // SAFETY: `landed` is not touched by the host until the event is waited for
+            // below, and the snow's device's write out of it was waited for above.
+            let read = unsafe { o.snow.cover_mut().enqueue_hand_over(&mut o.landed) };
+            reads.push(named(&o.device, read.map_err(Error::from))?);
+            named(&o.device, o.snow.start_counter_read().map_err(Error::from))?;
+        }
+        for (o, read) in self.others.iter_mut().zip(&reads) {
+            named(
+                &o.device,
+                wait_for(std::slice::from_ref(read)).map_err(Error::from),
+            )?;
+            // SAFETY: `landed` stays alive and untouched until `added` has completed: the
+            // next hand-over waits for it, and Drop finishes the snow's queue first.
+            let added = unsafe { cover.enqueue_add(context, o.landed.as_slice(), timeline) }?;
+            o.added = Some(added);
+        }
+        Ok(())
+    }
+
+    /// Checks the others' counters of the last frame (a non-finite parcel stops the run,
+    /// naming the device).
+    pub fn check_counter_read(&mut self) -> Result<()> {
+        for o in &mut self.others {
+            named(
+                &o.device,
+                o.snow.check_counter_read().map(|_| ()).map_err(Error::from),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The others' counters, read (blocking).
+    pub fn counters(&self) -> Result<Vec<Counters>> {
+        self.others
+            .iter()
+            .map(|o| named(&o.device, o.snow.counters().map_err(Error::from)))
+            .collect()
+    }
+
+    /// The falling snow's density over all the devices' parcels, from the snow's device's
+    /// (`own`, of its share): each device's relative density weighted by its share of the
+    /// parcels (blocking).
+    pub fn flake_density(&mut self, own: RelativeDensity) -> Result<RelativeDensity> {
+        let mut blended = own;
+        let weight = self.report[0].fraction as f32;
+        blended.values.iter_mut().for_each(|v| *v *= weight);
+        for (o, share) in self.others.iter_mut().zip(&self.report[1..]) {
+            let theirs = named(&o.device, o.snow.flake_density().map_err(Error::from))?;
+            let weight = share.fraction as f32;
+            for (v, t) in blended.values.iter_mut().zip(&theirs.values) {
+                *v += weight * t;
+            }
+        }
+        Ok(blended)
+    }
+
+    /// Waits for every other device's queue.
+    pub fn finish(&self) -> Result<()> {
+        for o in &self.others {
+            o.context.finish()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SnowShares {
+    fn drop(&mut self) {
+        // The pinned memory outlives every transfer out of it or into it.
+        for o in &self.others {
+            if let Some(added) = &o.added {
+                let _ = added.wait();
+            }
+            let _ = o.context.finish();
+        }
+    }
+}
+
+/// `r`, naming `device` when it failed.
+fn named<T>(device: &str, r: Result<T>) -> Result<T> {
+    r.map_err(|e| Error::OnDevice {
+        role: "snow share",
+        device: device.to_string(),
+        source: Box::new(e),
+    })
+}
