@@ -56,3 +56,16 @@ __kernel void suspend_erode(__global const float2 *restrict friction,
     // lifting into one counter would queue on one address.
     atom_add(&lifted_slots[v & 63u], lifted);
 }
+
+// Adds another device's next counts and smallest ids to this device's (the parcels split
+// across devices, `--snow-devices`): counts sum, the smallest id wins, so the cells are what
+// one device holding every parcel would have counted.
+__kernel void suspend_merge(__global uint *restrict count, __global uint *restrict first,
+                            __global const uint *restrict other_count,
+                            __global const uint *restrict other_first, const uint cells) {
+    const uint c = get_global_id(0);
+    if (c >= cells)
+        return;
+    count[c] += other_count[c];
+    first[c] = min(first[c], other_first[c]);
+}

@@ -134,9 +134,9 @@ pub struct Args {
     /// Split the snow's parcels across these OpenCL devices (a comma list, as --device
     /// takes; the first is the snow's own and replaces --device): each steps and sorts its
     /// share, reading the same wind field, and their landings are added, exactly, to the
-    /// first's cover each frame, so the run equals one device's bit for bit. Undrawn runs
-    /// (--render off) and ground.suspension = false for now. --json's snow_devices lists the
-    /// shares.
+    /// first's cover each frame (and the drift and the snow in suspension run on that sum),
+    /// so the run equals one device's bit for bit. Undrawn runs (--render off) for now.
+    /// --json's snow_devices lists the shares.
     #[arg(
         long,
         value_name = "LIST",

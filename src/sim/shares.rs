@@ -17,16 +17,20 @@
 //! the others' landings are waited for (the snow's device is busy with its own share
 //! meanwhile) and added. The others' counters come back without blocking, as the snow's do.
 //!
-//! Not yet: snow in suspension (its per-cell counts and smallest ids would have to be summed
-//! across devices each frame before the hand-out) and drawing the others' parcels; both are
-//! refused with the reason.
+//! **Snow in suspension.** The snow's device lifts it (from the summed cover) into per-cell
+//! pools; after its lifting, the frame's cells (parcels per cell, their smallest id, the
+//! pool) are read and written to the others before their steps, so every parcel takes its
+//! share as on one device; after the steps, the others' counts for the next frame are added
+//! to the snow's device's and their smallest ids folded in (both order-free).
+//!
+//! Not yet: drawing the others' parcels (refused with the reason).
 
 use opencl3::event::Event;
 
 use crate::cl::{Context, DeviceBuffer, PinnedBuffer, Timeline, wait_for};
 use crate::particle::Particle;
 use crate::scene::DomainMesh;
-use crate::snow::{Counters, GroundCover, ParcelShare, RelativeDensity, Snow, SnowConfig};
+use crate::snow::{Counters, FrameCellsHost, ParcelShare, RelativeDensity, Snow, SnowConfig};
 
 use super::setup::SnowSplit;
 use super::{Error, Result};
@@ -81,12 +85,18 @@ struct ShareDevice {
     landed: PinnedBuffer<u64>,
     /// The snow's device's write out of `landed` (the next hand-over waits for it).
     added: Option<Event>,
+    /// Its step's next cell counts and smallest ids, handed over (with suspension).
+    cells: FrameCellsHost,
+    /// The snow's device's copies out of `cells` (the next hand-over waits for them).
+    merged: Vec<Event>,
     timeline: Timeline,
 }
 
 /// The other devices' shares of the parcels.
 pub struct SnowShares {
     others: Vec<ShareDevice>,
+    /// The snow's device's cells of the frame, going out to the others (with suspension).
+    cells: Option<FrameCellsHost>,
     /// Every device's share, the snow's device first.
     report: Vec<ShareReport>,
 }
@@ -101,14 +111,8 @@ impl SnowShares {
         config: &SnowConfig,
         split: &SnowSplit,
     ) -> Result<Self> {
-        if config.drift.is_some_and(|d| d.suspension) {
-            return Err(Error::InvalidParameter(
-                "--snow-devices: snow in suspension (the scene's ground.suspension, on by \
-                 default with ground.drift) is not split across devices yet; set \
-                 ground.suspension = false in the scene, or run on one device"
-                    .into(),
-            ));
-        }
+        // The others carry snow in suspension that the snow's device lifts.
+        let suspension = config.drift.is_some_and(|d| d.suspension);
         let total: usize = split.shares.iter().map(|s| s.1).sum();
         let report = split.report(context.info());
         let mut others = Vec::new();
@@ -127,14 +131,18 @@ impl SnowShares {
                 let share = ParcelShare {
                     first,
                     total: total as u32,
+                    lifted_elsewhere: suspension,
                 };
                 let snow = Snow::new_share(&other, domain, share_config, share)?;
                 let landed = PinnedBuffer::new(&other, snow.cover().geometry.len())?;
+                let cells = FrameCellsHost::new(&other, snow.cover().mesh.coarse_vertices)?;
                 Ok(ShareDevice {
                     device: name.clone(),
                     render: DeviceBuffer::zeroed(&other, n)?,
                     landed,
                     added: None,
+                    cells,
+                    merged: Vec::new(),
                     snow,
                     timeline: Timeline::new(false),
                     context: other,
@@ -142,7 +150,20 @@ impl SnowShares {
             };
             others.push(build().map_err(on_device)?);
         }
-        Ok(Self { others, report })
+        let cells = match suspension {
+            true => {
+                let n = others
+                    .first()
+                    .map_or(0, |o| o.snow.cover().mesh.coarse_vertices);
+                Some(FrameCellsHost::new(context, n)?)
+            }
+            false => None,
+        };
+        Ok(Self {
+            others,
+            cells,
+            report,
+        })
     }
 
     /// Every device's share, the snow's device first.
@@ -194,8 +215,51 @@ impl SnowShares {
         self.others.iter().map(|o| o.context.clone()).collect()
     }
 
-    /// Enqueues the others' sort and particle step for `dt` seconds in `fields` (the wind on
-    /// each of them, in order), without waiting.
+    /// Sends the frame's cells of the snow in suspension (the snow's device's counts, smallest
+    /// ids and pools, after its lifting: `snow`) to the others, before their steps: a
+    /// blocking read there, writes that do not wait. Nothing without suspension.
+    pub fn send_cells(&mut self, snow: &Snow) -> Result<()> {
+        let Some(cells) = self.cells.as_mut() else {
+            return Ok(());
+        };
+        if !snow.read_cells(cells)? {
+            return Ok(());
+        }
+        for o in &mut self.others {
+            // SAFETY: `self.cells` is read into again only at the next frame's send, after
+            // this frame's gather waited for each other's hand-over, which its queue runs
+            // after these writes.
+            let r = unsafe { o.snow.enqueue_cells(cells) };
+            named(&o.device, r.map_err(Error::from))?;
+        }
+        Ok(())
+    }
+
+    /// The units the others' parcels carry in suspension (blocking).
+    pub fn suspended_units(&self) -> Result<u128> {
+        let mut units = 0u128;
+        for o in &self.others {
+            let carried = o.snow.particles().suspended_units();
+            units += named(&o.device, carried.map_err(Error::from))?
+                .iter()
+                .map(|&u| u128::from(u))
+                .sum::<u128>();
+        }
+        Ok(units)
+    }
+
+    /// Enqueues the others' sorts, without waiting (they need nothing of the frame's: call it
+    /// first, so that they sort while the snow's device lifts).
+    pub fn sort(&mut self) -> Result<()> {
+        for o in &mut self.others {
+            let r = o.snow.sort(&mut o.timeline).map_err(Error::from);
+            named(&o.device, r)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the others' particle steps for `dt` seconds in `fields` (the wind on each of
+    /// them, in order), after [`sort`](Self::sort), without waiting.
     pub fn advance(&mut self, dt: f32, fields: &[DeviceBuffer<[f32; 4]>]) -> Result<()> {
         if fields.len() != self.others.len() {
             return Err(Error::Internal(format!(
@@ -207,45 +271,61 @@ impl SnowShares {
         for (o, field) in self.others.iter_mut().zip(fields) {
             let r = o
                 .snow
-                .sort(&mut o.timeline)
-                .and_then(|()| {
-                    o.snow
-                        .advance(&o.context, field, dt, &o.render, &mut o.timeline)
-                })
+                .advance(&o.context, field, dt, &o.render, &mut o.timeline)
                 .map_err(Error::from);
             named(&o.device, r)?;
         }
         Ok(())
     }
 
-    /// Waits for the others' landings of the frame and adds them to `cover` (the snow's
-    /// device's), in order on its queue; the others' counters start on their way back.
+    /// Waits for the others' landings of the frame and adds them to `snow`'s cover (the
+    /// snow's device's), and their next cells to its suspension's, in order on its queue
+    /// after its own step; the others' counters start on their way back.
     pub fn gather(
         &mut self,
         context: &Context,
-        cover: &mut GroundCover,
+        snow: &mut Snow,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let mut reads = Vec::with_capacity(self.others.len());
         for o in &mut self.others {
-            if let Some(added) = o.added.take() {
-                wait_for(std::slice::from_ref(&added))?;
-            }
-            // SAFETY: `landed` is not touched by the host until the event is waited for
-            // below, and the snow's device's write out of it was waited for above.
-            let read = unsafe { o.snow.cover_mut().enqueue_hand_over(&mut o.landed) };
-            reads.push(named(&o.device, read.map_err(Error::from))?);
+            let earlier: Vec<Event> = o
+                .added
+                .take()
+                .into_iter()
+                .chain(o.merged.drain(..))
+                .collect();
+            wait_for(&earlier)?;
+            // SAFETY: `landed` and `cells` are not touched by the host until the events are
+            // waited for below, and the snow's device's copies out of them were waited for
+            // above.
+            let mut events = vec![named(
+                &o.device,
+                unsafe { o.snow.cover_mut().enqueue_hand_over(&mut o.landed) }.map_err(Error::from),
+            )?];
+            let next = unsafe { o.snow.enqueue_read_next_cells(&mut o.cells) };
+            events.extend(
+                named(&o.device, next.map_err(Error::from))?
+                    .into_iter()
+                    .flatten(),
+            );
+            reads.push(events);
             named(&o.device, o.snow.start_counter_read().map_err(Error::from))?;
         }
-        for (o, read) in self.others.iter_mut().zip(&reads) {
-            named(
-                &o.device,
-                wait_for(std::slice::from_ref(read)).map_err(Error::from),
-            )?;
-            // SAFETY: `landed` stays alive and untouched until `added` has completed: the
-            // next hand-over waits for it, and Drop finishes the snow's queue first.
-            let added = unsafe { cover.enqueue_add(context, o.landed.as_slice(), timeline) }?;
+        for (o, events) in self.others.iter_mut().zip(&reads) {
+            named(&o.device, wait_for(events).map_err(Error::from))?;
+            // SAFETY: `landed` and `cells` stay alive and untouched until `added` and
+            // `merged` have completed: the next hand-over waits for them, and Drop finishes
+            // the snow's queue first.
+            let added = unsafe {
+                snow.cover_mut()
+                    .enqueue_add(context, o.landed.as_slice(), timeline)
+            }?;
             o.added = Some(added);
+            if let Some(copies) = unsafe { snow.enqueue_merge_cells(context, &o.cells, timeline) }?
+            {
+                o.merged.extend(copies);
+            }
         }
         Ok(())
     }
@@ -303,6 +383,7 @@ impl Drop for SnowShares {
             if let Some(added) = &o.added {
                 let _ = added.wait();
             }
+            let _ = wait_for(&o.merged);
             let _ = o.context.finish();
         }
     }

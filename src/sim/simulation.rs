@@ -74,7 +74,11 @@ impl Simulation {
                         let shares = SnowShares::new(context, &s.domain, &config, split)?;
                         let mut own = config;
                         own.particles = split.shares[0].1;
-                        let share = ParcelShare { first: 0, total };
+                        let share = ParcelShare {
+                            first: 0,
+                            total,
+                            lifted_elsewhere: false,
+                        };
                         let snow = Snow::new_share(context, &s.domain, own, share)?;
                         (Some(snow), Some(shares))
                     }
@@ -328,23 +332,29 @@ impl Simulation {
                 let Some(snow) = snow.as_mut() else {
                     return Ok(());
                 };
-                // With the parcels split (`shares`), the others' frames go first.
-                if let Some(shares) = shares.as_mut() {
-                    shares.advance(dt, fields)?;
-                }
-                // 4. The snow: sort, particle step (landings lay their parcels), drift,
-                //    smoothing; an error names its stage.
+                // 4. The snow: lifting (with drift), sort, particle step (landings lay their
+                //    parcels), drift, smoothing; an error names its stage. With the parcels
+                //    split (`shares`), the others' steps go between the lifting, whose cells
+                //    they share, and the snow's device's sort and step.
                 let staged =
                     |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
+                if let Some(shares) = shares.as_mut() {
+                    shares.sort()?;
+                }
+                staged(DRIFT_STAGE, snow.lift(context, &field, dt, timeline))?;
+                if let Some(shares) = shares.as_mut() {
+                    shares.send_cells(snow)?;
+                    shares.advance(dt, fields)?;
+                }
                 staged(SORT_STAGE, snow.sort(timeline))?;
                 staged(
                     STEP_STAGE,
-                    snow.advance(context, &field, dt, &*particles, timeline),
+                    snow.advance_parcels(context, &field, dt, &*particles, timeline),
                 )?;
                 // The others' landings join the cover before it drifts or is smoothed.
                 if let Some(shares) = shares.as_mut() {
                     timeline.stage(COVER_STAGE);
-                    shares.gather(context, snow.cover_mut(), timeline)?;
+                    shares.gather(context, snow, timeline)?;
                 }
                 staged(DRIFT_STAGE, snow.drift(context, &field, dt, timeline))?;
                 staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;
@@ -477,7 +487,11 @@ impl Simulation {
                 }
             }
             let (deposited_m3, max_depth_m) = snow.cover_summary()?;
-            let drift = drift_report(snow)?;
+            let elsewhere = match &s.shares {
+                Some(shares) => shares.suspended_units()?,
+                None => 0,
+            };
+            let drift = drift_report(snow, elsewhere)?;
             report = SimReport {
                 particles,
                 landed: counters.landed,
@@ -511,7 +525,9 @@ impl Simulation {
                         other.check_ids()?;
                     }
                     let particles = shares.snows().map(|o| o.particles().len()).sum();
-                    snow.ledger_with(&shares.counters()?, particles)?.check()?;
+                    let suspended = shares.suspended_units()?;
+                    snow.ledger_with(&shares.counters()?, particles, suspended)?
+                        .check()?;
                 }
                 (Some(snow), None) => snow.check_invariants()?,
                 (None, _) => {}
@@ -655,8 +671,9 @@ fn raise_ground(
     Ok(Some((stats, moved)))
 }
 
-/// What the drift did (`None` without drifting snow; blocking).
-fn drift_report(snow: &Snow) -> Result<Option<DriftReport>> {
+/// What the drift did (`None` without drifting snow; blocking); `elsewhere` is what the
+/// parcels of other devices carry in suspension.
+fn drift_report(snow: &Snow, elsewhere: u128) -> Result<Option<DriftReport>> {
     let Some(drift) = snow.drifting() else {
         return Ok(None);
     };
@@ -668,7 +685,8 @@ fn drift_report(snow: &Snow) -> Result<Option<DriftReport>> {
         .suspended_units()?
         .iter()
         .map(|&u| u128::from(u))
-        .sum();
+        .sum::<u128>()
+        + elsewhere;
     Ok(Some(DriftReport {
         eroded_m3: counts.eroded as f64 * unit,
         blown_out_m3: counts.blown as f64 * unit,

@@ -144,5 +144,6 @@ pub use sim::{
     COVER_STAGE, Counters, DRIFT_STAGE, Ledger, ParcelShare, SORT_STAGE, STEP_STAGE, Snow,
 };
 pub use suspension::{
-    REFERENCE_HEIGHT, Suspension, cells_of, concentration, lift_rate, settling_speed,
+    FrameCellsHost, REFERENCE_HEIGHT, SharedCells, Suspension, cells_of, concentration, lift_rate,
+    settling_speed,
 };

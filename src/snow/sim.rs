@@ -19,7 +19,7 @@ use super::drift::Drift;
 use super::mesh::{SnowGeometry, SnowMesh};
 use super::particles::Particles;
 use super::refine::CoverMesh;
-use super::suspension::Suspension;
+use super::suspension::{FrameCellsHost, SharedCells, Suspension};
 use super::{Error, Result};
 
 /// Stage name of the particle update.
@@ -135,6 +135,8 @@ pub struct Snow {
     drift: Option<Drift>,
     /// Snow lifted into the parcels (`None` without drift or with `ground.suspension` off).
     suspension: Option<Suspension>,
+    /// The cells another device's snow lifts into (`ParcelShare::lifted_elsewhere`).
+    shared_cells: Option<SharedCells>,
     /// One-entry stand-ins for the suspension's cell buffers when there is none.
     no_cells: (DeviceBuffer<u32>, DeviceBuffer<u64>),
     counters: DeviceBuffer<u64>,
@@ -172,6 +174,10 @@ pub struct ParcelShare {
     pub first: u32,
     /// The parcels of the whole run.
     pub total: u32,
+    /// Whether another device's snow lifts the snow these parcels carry in suspension (the
+    /// cells come from there each frame, [`Snow::enqueue_cells`]): a device with a share but
+    /// not the cover that drifts.
+    pub lifted_elsewhere: bool,
 }
 
 /// Counters on the device (`SNOW_C_*` in `kernels/snow.cl`).
@@ -184,6 +190,7 @@ impl Snow {
         let share = ParcelShare {
             first: 0,
             total: u32::try_from(config.particles).unwrap_or(u32::MAX),
+            lifted_elsewhere: false,
         };
         Self::new_share(context, domain, config, share)
     }
@@ -257,6 +264,10 @@ impl Snow {
             )?),
             _ => None,
         };
+        let shared_cells = match share.lifted_elsewhere {
+            true => Some(SharedCells::new(context, cover.mesh.coarse_vertices)?),
+            false => None,
+        };
         let n = config.particles;
         let counters = DeviceBuffer::zeroed(context, COUNTERS)?;
         let first_bad = DeviceBuffer::from_slice(context, &[u32::MAX])?;
@@ -266,7 +277,7 @@ impl Snow {
             pending: None,
         };
         let mut snow = Self {
-            particles: Particles::new(context, n, suspension.is_some())?,
+            particles: Particles::new(context, n, suspension.is_some() || shared_cells.is_some())?,
             counters,
             first_bad,
             staging,
@@ -286,6 +297,7 @@ impl Snow {
             cover,
             drift,
             suspension,
+            shared_cells,
             no_cells: (
                 DeviceBuffer::zeroed(context, 1)?,
                 DeviceBuffer::zeroed(context, 1)?,
@@ -418,6 +430,9 @@ impl Snow {
         if let Some(suspension) = self.suspension.as_mut() {
             suspension.reset()?;
         }
+        if let Some(cells) = self.shared_cells.as_mut() {
+            cells.forget()?;
+        }
         self.particles.suspended.fill(0)?;
         self.counters.fill(0)?;
         self.first_bad.fill(u32::MAX)?;
@@ -484,8 +499,20 @@ impl Snow {
         render: &impl BufferArg<Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
-        let n = self.particles.len();
-        check_render(render, n)?;
+        self.lift(context, wind, dt, timeline)?;
+        self.advance_parcels(context, wind, dt, render, timeline)
+    }
+
+    /// The first half of [`advance`](Self::advance): the snow's age at the surface, the
+    /// friction velocity and the suspension's lifting, from the cover as it stands before
+    /// any landing of the frame (nothing without drift). Only enqueues.
+    pub fn lift(
+        &mut self,
+        context: &Context,
+        wind: &impl BufferArg<[f32; 4]>,
+        dt: f32,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
         check_wind(&self.mesh, wind)?;
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(Error::InvalidParameter(format!(
@@ -510,6 +537,23 @@ impl Snow {
                 timeline,
             )?;
         }
+        Ok(())
+    }
+
+    /// The second half of [`advance`](Self::advance), after [`lift`](Self::lift): the
+    /// parcels' step (drag, their shares of the lifted snow, landing, deposit, wraps,
+    /// respawns). Only enqueues.
+    pub fn advance_parcels(
+        &mut self,
+        context: &Context,
+        wind: &impl BufferArg<[f32; 4]>,
+        dt: f32,
+        render: &impl BufferArg<Particle>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let n = self.particles.len();
+        check_render(render, n)?;
+        check_wind(&self.mesh, wind)?;
         if n > 0 {
             timeline.stage(STEP_STAGE);
             self.update_particles(context, wind, dt, render, timeline)?;
@@ -562,6 +606,9 @@ impl Snow {
         if let Some(suspension) = self.suspension.as_mut() {
             suspension.forget_cells()?;
         }
+        if let Some(cells) = self.shared_cells.as_mut() {
+            cells.forget()?;
+        }
         let n = self.particles.len();
         if n == 0 {
             return Ok((0, 0));
@@ -611,6 +658,70 @@ impl Snow {
         timeline.wait()?;
         let counts = counts.read()?;
         Ok((counts[0], counts[1]))
+    }
+
+    /// Reads this frame's cells (counts, smallest ids, pools) into `into`, for the devices
+    /// with a share of the parcels: after [`lift`](Self::lift), blocking. `false` (nothing
+    /// read) without suspension.
+    pub fn read_cells(&self, into: &mut FrameCellsHost) -> Result<bool> {
+        match &self.suspension {
+            Some(s) => {
+                s.read_frame(into)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Starts writing this frame's cells, read on the lifting device, into this share's
+    /// (`ParcelShare::lifted_elsewhere`), in order before its step; nothing for a share
+    /// without suspension.
+    ///
+    /// # Safety
+    ///
+    /// `cells` must stay alive and unchanged until this queue has run the writes.
+    pub unsafe fn enqueue_cells(&mut self, cells: &FrameCellsHost) -> Result<()> {
+        match self.shared_cells.as_mut() {
+            // SAFETY: forwarded to the caller.
+            Some(shared) => unsafe { shared.enqueue_frame(cells) },
+            None => Ok(()),
+        }
+    }
+
+    /// Starts reading the next frame's counts and smallest ids this share's step made into
+    /// `into`; `None` for a share without suspension.
+    ///
+    /// # Safety
+    ///
+    /// `into` must stay alive and untouched by the host until the events complete.
+    pub unsafe fn enqueue_read_next_cells(
+        &self,
+        into: &mut FrameCellsHost,
+    ) -> Result<Option<[opencl3::event::Event; 2]>> {
+        match &self.shared_cells {
+            // SAFETY: forwarded to the caller.
+            Some(shared) => Ok(Some(unsafe { shared.enqueue_read_next(into) }?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Adds another share's next counts and smallest ids (`other`) to this snow's, after
+    /// its step, without waiting (the lifting device); returns the copies' events.
+    ///
+    /// # Safety
+    ///
+    /// `other` must stay alive and unchanged until the events complete.
+    pub unsafe fn enqueue_merge_cells(
+        &mut self,
+        context: &Context,
+        other: &FrameCellsHost,
+        timeline: &mut Timeline,
+    ) -> Result<Option<[opencl3::event::Event; 2]>> {
+        match self.suspension.as_mut() {
+            // SAFETY: forwarded to the caller.
+            Some(s) => Ok(Some(unsafe { s.enqueue_merge(context, other, timeline) }?)),
+            None => Ok(None),
+        }
     }
 
     /// The snow lifted into suspension, when on.
@@ -736,7 +847,11 @@ impl Snow {
         let links = &self.cover.links;
         let landing_units = c.landing_units();
         let (none_u, none_l) = (&self.no_cells.0, &self.no_cells.1);
-        let cells = self.suspension.as_ref().map(Suspension::frame);
+        let cells = self
+            .suspension
+            .as_ref()
+            .map(Suspension::frame)
+            .or_else(|| self.shared_cells.as_ref().map(SharedCells::frame));
         let (count, first, pool, next_count, next_first) = match &cells {
             Some(f) => (f.count, f.first, f.pool, f.next_count, f.next_first),
             None => (none_u, none_u, none_l, none_u, none_u),
@@ -961,14 +1076,19 @@ impl Snow {
 
     /// The snow's ledger in fixed-point units, from the counters and the cover (blocking).
     pub fn ledger(&self) -> Result<Ledger> {
-        self.ledger_with(&[], 0)
+        self.ledger_with(&[], 0, 0)
     }
 
     /// The books of a run whose parcels are split across devices, kept by this snow's
-    /// device, on whose cover the others' landings are added: `others` are the other
-    /// devices' counters, `other_particles` their parcels (they carry nothing in
-    /// suspension).
-    pub fn ledger_with(&self, others: &[Counters], other_particles: usize) -> Result<Ledger> {
+    /// device, on whose cover the others' landings are added and which lifts the snow in
+    /// suspension: `others` are the other devices' counters, `other_particles` their parcels,
+    /// `other_suspended` the units those carry in suspension.
+    pub fn ledger_with(
+        &self,
+        others: &[Counters],
+        other_particles: usize,
+        other_suspended: u128,
+    ) -> Result<Ledger> {
         let mut c = self.counters()?;
         for o in others {
             c.add(o);
@@ -984,6 +1104,7 @@ impl Snow {
             .iter()
             .map(|&u| u128::from(u))
             .sum();
+        ledger.suspended += other_suspended;
         ledger.carried += ledger.suspended;
         if let Some(suspension) = &self.suspension {
             ledger.entrained = suspension.lifted()?;

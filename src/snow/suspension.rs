@@ -144,6 +144,114 @@ pub(crate) struct FrameCells<'a> {
     pub next_first: &'a DeviceBuffer<u32>,
 }
 
+/// The cells of a device that steps a share of the parcels while another device's snow lifts
+/// the snow (`--snow-devices`): this frame's counts, smallest ids and pools, written from
+/// the lifting device before the step, and the counts the step makes for the next frame,
+/// handed back to be summed there.
+pub struct SharedCells {
+    count: DeviceBuffer<u32>,
+    first: DeviceBuffer<u32>,
+    pool: DeviceBuffer<u64>,
+    next_count: DeviceBuffer<u32>,
+    next_first: DeviceBuffer<u32>,
+}
+
+impl SharedCells {
+    /// Cells for `cells` coarse ground vertices, empty (the first frame lifts nothing).
+    pub fn new(context: &Context, cells: usize) -> Result<Self> {
+        let n = cells.max(1);
+        Ok(Self {
+            count: DeviceBuffer::zeroed(context, n)?,
+            first: DeviceBuffer::from_slice(context, &vec![u32::MAX; n])?,
+            pool: DeviceBuffer::zeroed(context, n)?,
+            next_count: DeviceBuffer::zeroed(context, n)?,
+            next_first: DeviceBuffer::from_slice(context, &vec![u32::MAX; n])?,
+        })
+    }
+
+    /// The buffers this frame's particle step reads and writes.
+    pub(crate) fn frame(&self) -> FrameCells<'_> {
+        FrameCells {
+            count: &self.count,
+            first: &self.first,
+            pool: &self.pool,
+            next_count: &self.next_count,
+            next_first: &self.next_first,
+        }
+    }
+
+    /// Starts writing this frame's counts, smallest ids and pools (`cells`, the lifting
+    /// device's, [`Suspension::read_frame`]) and clearing the next frame's counts, without
+    /// waiting; in order before the step on this queue.
+    ///
+    /// # Safety
+    ///
+    /// `cells` must stay alive and unchanged until this queue has run the writes.
+    pub(crate) unsafe fn enqueue_frame(&mut self, cells: &FrameCellsHost) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            self.count.enqueue_write_from(cells.count.as_slice())?;
+            self.first.enqueue_write_from(cells.first.as_slice())?;
+            self.pool.enqueue_write_from(cells.pool.as_slice())?;
+        }
+        self.next_count.enqueue_fill(0)?;
+        self.next_first.enqueue_fill(u32::MAX)?;
+        Ok(())
+    }
+
+    /// Starts reading the counts and smallest ids the step made into `into`, without
+    /// waiting; returns the events.
+    ///
+    /// # Safety
+    ///
+    /// `into` must stay alive and untouched by the host until the events complete.
+    pub(crate) unsafe fn enqueue_read_next(
+        &self,
+        into: &mut FrameCellsHost,
+    ) -> Result<[opencl3::event::Event; 2]> {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            Ok([
+                into.count.enqueue_read_from(&self.next_count)?,
+                into.first.enqueue_read_from(&self.next_first)?,
+            ])
+        }
+    }
+
+    /// Forgets this frame's cells (the parcels moved, or a reset): the next step takes
+    /// nothing.
+    pub fn forget(&mut self) -> Result<()> {
+        self.count.fill(0)?;
+        self.first.fill(u32::MAX)?;
+        self.pool.fill(0)?;
+        Ok(())
+    }
+}
+
+/// A frame's cells in pinned host memory: the lifting device's counts, smallest ids and
+/// pools going out to the devices with a share of the parcels, and their next counts and
+/// smallest ids coming back (the pools unused then).
+pub struct FrameCellsHost {
+    /// Parcels per cell.
+    pub count: crate::cl::PinnedBuffer<u32>,
+    /// Their smallest id.
+    pub first: crate::cl::PinnedBuffer<u32>,
+    /// Units to share out per cell.
+    pub pool: crate::cl::PinnedBuffer<u64>,
+}
+
+impl FrameCellsHost {
+    /// Pinned cells for `cells` coarse ground vertices, on `context`.
+    pub fn new(context: &Context, cells: usize) -> Result<Self> {
+        let n = cells.max(1);
+        Ok(Self {
+            count: crate::cl::PinnedBuffer::new(context, n)?,
+            first: crate::cl::PinnedBuffer::new(context, n)?,
+            pool: crate::cl::PinnedBuffer::new(context, n)?,
+        })
+    }
+}
+
 /// The suspension on the device: each cover vertex's cell and site, the cells' counts and
 /// pools (two of each, this frame's and the next's, in turn) and the lifting kernel.
 pub struct Suspension {
@@ -159,6 +267,9 @@ pub struct Suspension {
     /// Units lifted since the reset, in 64 slots summed on the host.
     lifted: DeviceBuffer<u64>,
     erode: Kernel,
+    merge: Kernel,
+    /// Another device's next counts and smallest ids on their way in.
+    incoming: Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)>,
 }
 
 impl Suspension {
@@ -195,6 +306,8 @@ impl Suspension {
             cells,
             lifted: DeviceBuffer::zeroed(context, 64)?,
             erode: program.kernel("suspend_erode")?,
+            merge: program.kernel("suspend_merge")?,
+            incoming: None,
         };
         s.reset()?;
         Ok(s)
@@ -302,6 +415,60 @@ impl Suspension {
     /// Each cover vertex's cell (its coarse parent of largest numerator).
     pub fn cells(&self) -> Result<Vec<u32>> {
         Ok(self.cell.read()?)
+    }
+
+    /// Reads this frame's counts, smallest ids and pools into `into` (blocking, after this
+    /// frame's lifting), for the devices with a share of the parcels.
+    pub fn read_frame(&self, into: &mut FrameCellsHost) -> Result<()> {
+        let now = self.current;
+        into.count.read_from(&self.count[now])?;
+        into.first.read_from(&self.first[now])?;
+        into.pool.read_from(&self.pool[now])?;
+        Ok(())
+    }
+
+    /// Adds another device's next counts and smallest ids (`other`, its share's step) to
+    /// this device's next ones, in order after this device's step (and its
+    /// [`finish_frame`](Self::finish_frame)): counts sum, the smallest id wins, so the cells
+    /// are the one device's exactly. Without waiting.
+    ///
+    /// # Safety
+    ///
+    /// `other` must stay alive and unchanged until the returned events complete.
+    pub(crate) unsafe fn enqueue_merge(
+        &mut self,
+        context: &Context,
+        other: &FrameCellsHost,
+        timeline: &mut Timeline,
+    ) -> Result<[opencl3::event::Event; 2]> {
+        let n = self.cells.max(1);
+        let scratch = match &mut self.incoming {
+            Some(s) => s,
+            None => self.incoming.insert((
+                DeviceBuffer::zeroed(context, n)?,
+                DeviceBuffer::zeroed(context, n)?,
+            )),
+        };
+        // SAFETY: forwarded to the caller; the scratch buffers hold n values.
+        let copied = unsafe {
+            [
+                scratch.0.enqueue_write_from(other.count.as_slice())?,
+                scratch.1.enqueue_write_from(other.first.as_slice())?,
+            ]
+        };
+        // After this frame's step, which flipped `current` to what it counted.
+        let next = self.current;
+        let mut call = self.merge.call();
+        // SAFETY: every buffer holds n values; the kernel guards its id.
+        unsafe {
+            call.buffer(&self.count[next])?
+                .buffer(&self.first[next])?
+                .buffer(&scratch.0)?
+                .buffer(&scratch.1)?
+                .arg(&(n as u32))?;
+        }
+        call.enqueue_into(context, self.merge.work_size(context, n)?, timeline)?;
+        Ok(copied)
     }
 
     /// After the particle step: the next frame reads what this one counted.

@@ -731,22 +731,23 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
 /// PoCL device, with unequal shares, the wind on the snow's device or beside it) give the very
 /// same state as one device, byte for byte: the parcels' ids and streams are the run's, and the
 /// others' landings are added to the snow's cover, exactly, before it drifts and is smoothed.
-/// `--check` holds across the devices (every id once, the ledger over all of them); what is
-/// not split yet is refused with the reason.
+/// The drift and the snow in suspension run on the summed cover and cells. `--check` holds
+/// across the devices (every id once, the ledger over all of them); drawing is not split yet
+/// and is refused with the reason.
 #[test]
 fn parcels_split_across_devices_give_the_same_state_as_one_device() {
     let dir = temp_dir("snow_devices");
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
             .unwrap();
-    // A solved wind strong enough to drift, no suspension (not split yet).
+    // A solved wind strong enough to drift and lift snow into suspension.
     let scene = dir.join("drift.toml");
     let drifting = text
         .replace("profile = \"uniform\"", "profile = \"log\"")
         .replace("speed = 3.0", "speed = 12.0")
         .replace(
             "[time]",
-            "[ground]\ndrift = true\nsuspension = false\n\n[time]\nacceleration = 2000.0",
+            "[ground]\ndrift = true\nsuspension = true\n\n[time]\nacceleration = 2000.0",
         );
     std::fs::write(&scene, &drifting).unwrap();
     let run = |name: &str, extra: &[&str]| {
@@ -780,6 +781,10 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
     let snow = &one["snow"];
     assert!(snow["landed"].as_u64().unwrap() > 20, "{snow}");
     assert!(snow["drift"]["eroded_m3"].as_f64().unwrap() > 0.0, "{snow}");
+    assert!(
+        snow["drift"]["suspended_m3"].as_f64().unwrap() > 0.0,
+        "{snow}"
+    );
     // The falling snow's density is a blend of the devices' in f32: compared apart.
     let exact = |r: &serde_json::Value| {
         let mut snow = r["snow"].clone();
@@ -824,7 +829,7 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         .collect();
     assert_eq!(shares, [833, 1666, 2501]);
 
-    // Not yet: suspension, drawing; and a weight per device.
+    // Not yet: drawing; and a weight per device.
     let refused = |args: &[&str], why: &str| {
         let o = snowsim(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
@@ -855,16 +860,6 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         ]
         .concat(),
         "one positive weight per snow device",
-    );
-    let suspended = dir.join("suspended.toml");
-    std::fs::write(
-        &suspended,
-        drifting.replace("suspension = false", "suspension = true"),
-    )
-    .unwrap();
-    refused(
-        &[&undrawn[..], &["--scene", suspended.to_str().unwrap()]].concat(),
-        "ground.suspension = false",
     );
     refused(
         &[
