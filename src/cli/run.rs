@@ -493,7 +493,7 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
         )
     });
     let wind_device = match &args.wind_device {
-        Some(selector) => Some(selector.select(devices)?.clone()),
+        Some(selector) => Some(selector.select(devices).context("--wind-device")?.clone()),
         None => None,
     };
     // A device named twice gets two contexts (two shares on one device: tests).
@@ -502,7 +502,8 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
         .iter()
         .skip(1)
         .map(|selector| selector.select(devices).cloned())
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .context("--snow-devices")?;
     Ok(Overrides {
         particles: args.particles,
         seed: args.seed,
@@ -606,7 +607,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
     let devices = list_devices()?;
     let entry = match (&args.snow_device, args.snow_devices.first()) {
-        (Some(selector), _) | (None, Some(selector)) => selector.select(&devices)?,
+        (Some(selector), _) => selector.select(&devices).context("--snow-device")?,
+        (None, Some(selector)) => selector.select(&devices).context("--snow-devices")?,
         (None, None) => args.device.device.select(&devices)?,
     };
     anyhow::ensure!(
