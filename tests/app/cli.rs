@@ -640,6 +640,65 @@ fn sampled_profiling_keeps_per_frame_means() {
     );
 }
 
+/// scenes/flat.toml with a log profile (so that the wind solver has work: advection and
+/// pressure iterations) and, when `drifting`, a 12 m/s wind whose snow drifts and is lifted
+/// into suspension at 2000×, with `extra_wind` lines added to `[wind]`.
+fn flat_scene(drifting: bool, extra_wind: &str) -> String {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
+            .unwrap();
+    let text = text
+        .replace("profile = \"uniform\"", "profile = \"log\"")
+        .replace(
+            "pressure_iterations = 20",
+            &format!("pressure_iterations = 20\n{extra_wind}"),
+        );
+    match drifting {
+        true => text.replace("speed = 3.0", "speed = 12.0").replace(
+            "[time]",
+            "[ground]\ndrift = true\nsuspension = true\n\n[time]\nacceleration = 2000.0",
+        ),
+        false => text,
+    }
+}
+
+/// `snowsim run` of `scene`, undrawn, 30 frames with a wind step each, `particles` parcels,
+/// checked every 10 frames, its state written to `vtu`, with `extra` options: the JSON report
+/// and the state file.
+fn state_run(
+    scene: &Path,
+    vtu: &Path,
+    particles: &str,
+    extra: &[&str],
+) -> (serde_json::Value, Vec<u8>) {
+    let mut args = vec![
+        "run",
+        "--scene",
+        scene.to_str().unwrap(),
+        "--render",
+        "off",
+        "--frames",
+        "30",
+        "--particles",
+        particles,
+        "--simulate",
+        "wind,snow",
+        "--wind-every",
+        "1",
+        "--check",
+        "--check-every",
+        "10",
+        "--vtu",
+        vtu.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend(extra);
+    let o = snowsim(&args);
+    assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    (report, std::fs::read(vtu).unwrap())
+}
+
 /// The wind solver on a context of its own (here a second context on the same PoCL device,
 /// through `--wind-device`, on a thread of its own) gives the very same run: the snow of frame
 /// n samples the wind of the steps before frame n in both modes, so the final state files are
@@ -649,53 +708,18 @@ fn sampled_profiling_keeps_per_frame_means() {
 #[test]
 fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
     let dir = temp_dir("wind_on_another_device");
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
-            .unwrap();
-    // A log profile, so that the wind solver has work: advection and pressure iterations.
-    let light = text.replace("profile = \"uniform\"", "profile = \"log\"");
-    let drifting = light
-        .replace("speed = 3.0", "speed = 12.0")
-        .replace(
-            "pressure_iterations = 20",
-            "pressure_iterations = 20\nground_refresh = 0.2",
-        )
-        .replace(
-            "[time]",
-            "[ground]\ndrift = true\n\n[time]\nacceleration = 2000.0",
-        );
-    for (case, text) in [("light", light), ("drifting", drifting)] {
+    for (case, drifting) in [("light", false), ("drifting", true)] {
         let scene = dir.join(format!("{case}.toml"));
-        std::fs::write(&scene, &text).unwrap();
+        std::fs::write(&scene, flat_scene(drifting, "ground_refresh = 0.2")).unwrap();
         let mut reports = Vec::new();
-        for (name, extra) in [("one", None), ("two", Some("0"))] {
+        for (name, extra) in [
+            ("one", &[][..]),
+            ("two", &["--wind-device", "0", "--snow-device", "0"][..]),
+        ] {
             let vtu = dir.join(format!("{case}-{name}.vtu"));
-            let mut args = vec![
-                "run",
-                "--scene",
-                scene.to_str().unwrap(),
-                "--render",
-                "off",
-                "--frames",
-                "30",
-                "--particles",
-                "4096",
-                "--simulate",
-                "wind,snow",
-                "--wind-every",
-                "1",
-                "--vtu",
-                vtu.to_str().unwrap(),
-                "--json",
-            ];
-            if let Some(device) = extra {
-                args.extend(["--wind-device", device, "--snow-device", device]);
-            }
-            let o = snowsim(&args);
-            assert!(o.status.success(), "{case}: {}", stderr(&o));
-            let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let (report, state) = state_run(&scene, &vtu, "4096", extra);
             assert_eq!(report["snow"]["wind_steps"], 30, "{report}");
-            reports.push((report, std::fs::read(&vtu).unwrap()));
+            reports.push((report, state));
         }
         let snow = &reports[0].0["snow"];
         assert!(snow["landed"].as_u64().unwrap() > 0, "{case}: {snow}");
@@ -703,7 +727,7 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
             snow["wind_iterations"].as_f64().unwrap() > 0.0,
             "{case}: {snow}"
         );
-        if case == "drifting" {
+        if drifting {
             assert!(snow["drift"]["eroded_m3"].as_f64().unwrap() > 0.0, "{snow}");
             assert!(
                 snow["ground_refresh"]["refreshes"].as_u64().unwrap() >= 2,
@@ -737,45 +761,10 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
 #[test]
 fn parcels_split_across_devices_give_the_same_state_as_one_device() {
     let dir = temp_dir("snow_devices");
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
-            .unwrap();
-    // A solved wind strong enough to drift and lift snow into suspension.
     let scene = dir.join("drift.toml");
-    let drifting = text
-        .replace("profile = \"uniform\"", "profile = \"log\"")
-        .replace("speed = 3.0", "speed = 12.0")
-        .replace(
-            "[time]",
-            "[ground]\ndrift = true\nsuspension = true\n\n[time]\nacceleration = 2000.0",
-        );
-    std::fs::write(&scene, &drifting).unwrap();
+    std::fs::write(&scene, flat_scene(true, "")).unwrap();
     let run = |name: &str, extra: &[&str]| {
-        let vtu = dir.join(format!("{name}.vtu"));
-        let mut args = vec![
-            "run",
-            "--scene",
-            scene.to_str().unwrap(),
-            "--render",
-            "off",
-            "--frames",
-            "30",
-            "--particles",
-            "5000",
-            "--wind-every",
-            "1",
-            "--check",
-            "--check-every",
-            "10",
-            "--vtu",
-            vtu.to_str().unwrap(),
-            "--json",
-        ];
-        args.extend(extra);
-        let o = snowsim(&args);
-        assert!(o.status.success(), "{name}: {}", stderr(&o));
-        let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        (report, std::fs::read(&vtu).unwrap())
+        state_run(&scene, &dir.join(format!("{name}.vtu")), "5000", extra)
     };
     let (one, one_vtu) = run("one", &[]);
     let snow = &one["snow"];
