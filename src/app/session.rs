@@ -157,6 +157,7 @@ impl Session {
             ground_area(&config.terrain),
         );
         let mut simulation = Simulation::new(&context, setup)?;
+        simulation.draw_all()?;
         let count = simulation.particle_count();
         let mut renderer = Renderer::new(gl.gl.clone(), &config.terrain)?;
         let mut particle_link = GlLink::new(&context, &gl.gl, &interop, count)?;

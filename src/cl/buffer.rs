@@ -26,6 +26,42 @@ pub trait BufferArg<T: Pod> {
     }
 }
 
+/// Starts copying `data` into `target` (a buffer of `context`: a device buffer, a GL
+/// buffer, a gml field's) from value `first` on, without waiting, in order on `context`'s
+/// queue.
+///
+/// # Safety
+///
+/// `data` must stay alive and unchanged until the returned event completes.
+pub unsafe fn enqueue_write_at<T: Pod>(
+    context: &Context,
+    target: &impl BufferArg<T>,
+    first: usize,
+    data: &[T],
+) -> Result<Event> {
+    check_fits(first.saturating_add(data.len()), target.len())?;
+    let mem = target.cl_mem_checked()?;
+    let bytes = std::mem::size_of_val(data);
+    // SAFETY: the range is inside `target` (checked above); the caller keeps `data` alive
+    // until the event completes.
+    let event = unsafe {
+        cl3::command_queue::enqueue_write_buffer(
+            context.queue().get(),
+            mem,
+            CL_NON_BLOCKING,
+            first * size_of::<T>(),
+            bytes,
+            data.as_ptr().cast(),
+            0,
+            ptr::null(),
+        )
+    }
+    .map_err(opencl3::error_codes::ClError)
+    .during("clEnqueueWriteBuffer (non-blocking, at an offset)")?;
+    context.count_to_device(bytes as u64);
+    Ok(Event::new(event))
+}
+
 /// Refuses to move `values` values into or out of a buffer of `buffer` values.
 pub(super) fn check_fits(values: usize, buffer: usize) -> Result<()> {
     if values > buffer {

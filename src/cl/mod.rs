@@ -19,7 +19,7 @@ mod program;
 mod timeline;
 mod timing;
 
-pub use buffer::{BufferArg, DeviceBuffer, PendingRead, RetainedMem};
+pub use buffer::{BufferArg, DeviceBuffer, PendingRead, RetainedMem, enqueue_write_at};
 pub use context::{Context, ContextOptions, TransferCounters};
 pub use device::{
     DeviceEntry, DeviceInfo, DeviceSelector, DeviceType, list_devices, pci_bus_text, uuid_text,

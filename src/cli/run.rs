@@ -135,8 +135,8 @@ pub struct Args {
     /// takes; the first is the snow's own and replaces --device): each steps and sorts its
     /// share, reading the same wind field, and their landings are added, exactly, to the
     /// first's cover each frame (and the drift and the snow in suspension run on that sum),
-    /// so the run equals one device's bit for bit. Undrawn runs (--render off) for now.
-    /// --json's snow_devices lists the shares.
+    /// so the run equals one device's bit for bit; drawn, the others' parcels cross to the
+    /// first each frame through the host. --json's snow_devices lists the shares.
     #[arg(
         long,
         value_name = "LIST",
@@ -611,10 +611,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(selector)) => selector.select(&devices).context("--snow-devices")?,
         (None, None) => args.device.device.select(&devices)?,
     };
-    anyhow::ensure!(
-        args.snow_devices.len() < 2 || args.render == RenderArg::Off,
-        "--snow-devices: the other devices' parcels are not drawn yet; add --render off"
-    );
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
     // The snow and the wind run on the tetrahedral domain: mesh it only if the host can hold it.

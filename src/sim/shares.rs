@@ -23,11 +23,14 @@
 //! share as on one device; after the steps, the others' counts for the next frame are added
 //! to the snow's device's and their smallest ids folded in (both order-free).
 //!
-//! Not yet: drawing the others' parcels (refused with the reason).
+//! **Drawing.** Where the run draws ([`SnowShares::draw_all`]), the others' parcels as drawn
+//! are read back each frame and written after the snow's device's own into its drawing
+//! buffer: through the host, 16 bytes a parcel each way, the one path between two OpenCL
+//! contexts of any platforms.
 
 use opencl3::event::Event;
 
-use crate::cl::{Context, DeviceBuffer, PinnedBuffer, Timeline, wait_for};
+use crate::cl::{BufferArg, Context, DeviceBuffer, PinnedBuffer, Timeline, wait_for};
 use crate::particle::Particle;
 use crate::scene::DomainMesh;
 use crate::snow::{Counters, FrameCellsHost, ParcelShare, RelativeDensity, Snow, SnowConfig};
@@ -85,6 +88,10 @@ struct ShareDevice {
     landed: PinnedBuffer<u64>,
     /// The snow's device's write out of `landed` (the next hand-over waits for it).
     added: Option<Event>,
+    /// Its parcels as drawn, read back for the snow's device's drawing (when it draws them).
+    drawn: Option<PinnedBuffer<Particle>>,
+    /// The snow's device's write out of `drawn` (the next read waits for it).
+    shown: Option<Event>,
     /// Its step's next cell counts and smallest ids, handed over (with suspension).
     cells: FrameCellsHost,
     /// The snow's device's copies out of `cells` (the next hand-over waits for them).
@@ -143,6 +150,8 @@ impl SnowShares {
                     added: None,
                     cells,
                     merged: Vec::new(),
+                    drawn: None,
+                    shown: None,
                     snow,
                     timeline: Timeline::new(false),
                     context: other,
@@ -207,6 +216,24 @@ impl SnowShares {
             moved.1 += lost;
         }
         Ok(moved)
+    }
+
+    /// Has every frame also bring the others' parcels, as drawn, into the snow's device's
+    /// drawing buffer after its own ([`gather`](Self::gather)): read into pinned memory on
+    /// each, written from there on the snow's device, without waiting (16 bytes a parcel each
+    /// way). The parcels of the snow's own device come first.
+    pub fn draw_all(&mut self) -> Result<()> {
+        for o in &mut self.others {
+            if o.drawn.is_none() {
+                o.drawn = Some(PinnedBuffer::new(&o.context, o.render.len())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The others' parcels.
+    pub fn particles(&self) -> usize {
+        self.others.iter().map(|o| o.snow.particles().len()).sum()
     }
 
     /// The others' contexts, in order (the wind field's copies go there:
@@ -285,6 +312,7 @@ impl SnowShares {
         &mut self,
         context: &Context,
         snow: &mut Snow,
+        drawn: &impl BufferArg<Particle>,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let mut reads = Vec::with_capacity(self.others.len());
@@ -294,6 +322,7 @@ impl SnowShares {
                 .take()
                 .into_iter()
                 .chain(o.merged.drain(..))
+                .chain(o.shown.take())
                 .collect();
             wait_for(&earlier)?;
             // SAFETY: `landed` and `cells` are not touched by the host until the events are
@@ -309,11 +338,27 @@ impl SnowShares {
                     .into_iter()
                     .flatten(),
             );
+            if let Some(pinned) = o.drawn.as_mut() {
+                // SAFETY: as `landed`: untouched until waited for below, its last write out
+                // (`shown`) waited for above.
+                let read = unsafe { pinned.enqueue_read_from(&o.render) };
+                events.push(named(&o.device, read.map_err(Error::from))?);
+            }
             reads.push(events);
             named(&o.device, o.snow.start_counter_read().map_err(Error::from))?;
         }
+        let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
             named(&o.device, wait_for(events).map_err(Error::from))?;
+            if let Some(pinned) = &o.drawn {
+                // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
+                // read waits for it, and Drop finishes the snow's queue first.
+                let shown = unsafe {
+                    crate::cl::enqueue_write_at(context, drawn, first, pinned.as_slice())
+                }?;
+                o.shown = Some(shown);
+                first += pinned.len();
+            }
             // SAFETY: `landed` and `cells` stay alive and untouched until `added` and
             // `merged` have completed: the next hand-over waits for them, and Drop finishes
             // the snow's queue first.
@@ -384,6 +429,7 @@ impl Drop for SnowShares {
                 let _ = added.wait();
             }
             let _ = wait_for(&o.merged);
+            let _ = wait_for(o.shown.as_slice());
             let _ = o.context.finish();
         }
     }

@@ -30,6 +30,8 @@ struct SceneState {
     snow: Option<Snow>,
     /// The other devices' shares of the parcels (`--snow-devices`).
     shares: Option<SnowShares>,
+    /// Whether the others' parcels are drawn too ([`Simulation::draw_all`]).
+    draw_all: bool,
     /// Gravity, for the hydrostatic pressure shown with the fixed profile.
     gravity: f32,
     /// The vertices the wind views sample.
@@ -110,6 +112,7 @@ impl Simulation {
                     wind,
                     snow,
                     shares,
+                    draw_all: false,
                     gravity: s.gravity,
                     view_vertices,
                     camera: s.camera,
@@ -126,10 +129,34 @@ impl Simulation {
         })
     }
 
-    /// Particles written into the drawing's buffer.
+    /// Draws the parcels of every device, not only the snow's device's own, where they are
+    /// split across devices (the drawing's buffer then holds [`particle_count`] of them; call
+    /// it before allocating that buffer). Nothing otherwise.
+    ///
+    /// [`particle_count`]: Self::particle_count
+    pub fn draw_all(&mut self) -> Result<()> {
+        if let Some(s) = self.scene.as_mut()
+            && let Some(shares) = s.shares.as_mut()
+        {
+            shares.draw_all()?;
+            s.draw_all = true;
+        }
+        Ok(())
+    }
+
+    /// Particles written into the drawing's buffer: with the parcels split across devices,
+    /// the snow's device's own, and the others' too once [`draw_all`](Self::draw_all) asked
+    /// for them.
     pub fn particle_count(&self) -> usize {
         match &self.scene {
-            Some(s) => s.snow.as_ref().map_or(0, |snow| snow.particles().len()),
+            Some(s) => {
+                let own = s.snow.as_ref().map_or(0, |snow| snow.particles().len());
+                let others = match &s.shares {
+                    Some(shares) if s.draw_all => shares.particles(),
+                    _ => 0,
+                };
+                own + others
+            }
             None => self.still.len(),
         }
     }
@@ -354,7 +381,7 @@ impl Simulation {
                 // The others' landings join the cover before it drifts or is smoothed.
                 if let Some(shares) = shares.as_mut() {
                     timeline.stage(COVER_STAGE);
-                    shares.gather(context, snow, timeline)?;
+                    shares.gather(context, snow, &*particles, timeline)?;
                 }
                 staged(DRIFT_STAGE, snow.drift(context, &field, dt, timeline))?;
                 staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;

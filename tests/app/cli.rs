@@ -818,13 +818,12 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         .collect();
     assert_eq!(shares, [833, 1666, 2501]);
 
-    // Not yet: drawing; and a weight per device.
+    // A weight per device, each positive.
     let refused = |args: &[&str], why: &str| {
         let o = snowsim(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
     };
-    let flat = "scenes/flat.toml";
     let undrawn = [
         "run",
         "--render",
@@ -834,34 +833,60 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         "--snow-devices",
         "0,0",
     ];
-    refused(
-        &[
-            &undrawn[..],
-            &["--scene", scene.to_str().unwrap(), "--snow-shares", "1"],
-        ]
-        .concat(),
-        "--snow-shares gives 1 weights for 2 snow devices",
-    );
-    refused(
-        &[
-            &undrawn[..],
-            &["--scene", scene.to_str().unwrap(), "--snow-shares", "1,-1"],
-        ]
-        .concat(),
-        "one positive weight per snow device",
-    );
-    refused(
-        &[
+    let scene_arg = ["--scene", scene.to_str().unwrap()];
+    for (shares, why) in [
+        ("1", "--snow-shares gives 1 weights for 2 snow devices"),
+        ("1,-1", "one positive weight per snow device"),
+    ] {
+        refused(
+            &[&undrawn[..], &scene_arg, &["--snow-shares", shares]].concat(),
+            why,
+        );
+    }
+
+    // Drawn, every device's parcels reach the drawing: the picture is one device's, but for
+    // the order the parcels blend in.
+    let picture = |name: &str, particles: &str, extra: &[&str]| {
+        let png = dir.join(format!("{name}.png"));
+        let mut args = vec![
             "run",
+            "--scene",
+            scene.to_str().unwrap(),
             "--headless",
             "--frames",
-            "2",
-            "--scene",
-            flat,
-            "--snow-devices",
-            "0,0",
-        ],
-        "add --render off",
+            "20",
+            "--size",
+            "160x120",
+            "--particles",
+            particles,
+            "--screenshot",
+            png.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend(extra);
+        let o = snowsim(&args);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        (report, image::open(&png).unwrap().to_rgb8())
+    };
+    let (one, one_png) = picture("drawn-one", "5000", &[]);
+    let (two, two_png) = picture("drawn-two", "5000", &["--snow-devices", "0,0"]);
+    assert_eq!(exact(&one), exact(&two));
+    assert_eq!(two["particles"], 5000, "{two}");
+    let differing = |a: &image::RgbImage, b: &image::RgbImage| {
+        a.pixels()
+            .zip(b.pixels())
+            .filter(|(p, q)| p.0.iter().zip(q.0).any(|(x, y)| x.abs_diff(y) > 8))
+            .count()
+    };
+    let (_, sky) = picture("drawn-none", "1", &[]);
+    // The flakes change thousands of pixels of a picture with one parcel; splitting may
+    // change a few (the blending order), not more than 2 % of that.
+    let (flakes, moved) = (differing(&one_png, &sky), differing(&one_png, &two_png));
+    assert!(flakes > 500, "{flakes} pixels show flakes");
+    assert!(
+        moved * 50 <= flakes,
+        "{moved} pixels differ, of {flakes} that show flakes"
     );
     std::fs::remove_dir_all(&dir).ok();
 }
