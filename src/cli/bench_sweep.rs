@@ -69,22 +69,12 @@ pub struct SweepArgs {
     /// list of device selectors (`0,0+1`: device 0 alone, then the parcels split across
     /// devices 0 and 1, passed as `snowsim run --snow-devices 0,1`). A split needs
     /// --render off and a scene with ground.suspension = false.
-    #[arg(
-        long,
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        conflicts_with = "devices"
-    )]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     snow_devices: Option<String>,
     /// The weights of each --snow-devices item's split: a comma list with one item per
     /// --snow-devices item, each `+`-joined positive weights, one per device (`1,1+3`)
     /// [default: equal shares].
-    #[arg(
-        long,
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        requires = "snow_devices"
-    )]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     snow_shares: Option<String>,
     /// The wind solver's device, one configuration per item: a device selector (passed as
     /// `snowsim run --wind-device`), or `same` for the snow's device (`same,1`)
@@ -204,6 +194,17 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         "--repeats must be 1 to 1000"
     );
     anyhow::ensure!(args.timeout >= 1, "--timeout must be at least 1 second");
+    // Checked here, not by clap: its `requires` and `conflicts_with` are not enforced for
+    // options flattened beside the sub-commands.
+    anyhow::ensure!(
+        args.snow_devices.is_none() || args.devices.is_none(),
+        "--snow-devices replaces --devices: give one of them (--snow-devices 0,1 runs device 0 \
+         alone and device 1 alone, as --devices 0,1 does)"
+    );
+    anyhow::ensure!(
+        args.snow_shares.is_none() || args.snow_devices.is_some(),
+        "--snow-shares needs --snow-devices: the weights are those of each split"
+    );
     let some = |list: Vec<u64>| list.into_iter().map(Some).collect::<Vec<_>>();
     let particles = match &args.particles {
         Some(text) => some(parse_counts("--particles", text, 0..=62)?),
@@ -331,8 +332,21 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints one line per row: the settings that identify it, FPS mean ± std, or why it failed.
 fn table(rows: &[Row]) -> anyhow::Result<()> {
+    let setups: Vec<String> = rows
+        .iter()
+        .map(|r| match r.setup().as_str() {
+            "one device" => "-".to_string(),
+            setup => setup.to_string(),
+        })
+        .collect();
+    let width = setups
+        .iter()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     outln!(
-        "{:<24} {:<20} {:>10} {:>9} {:>8} {:>9} {:>9} {:>7} {:>18} {:>9}",
+        "{:<24} {:<width$} {:>10} {:>9} {:>8} {:>9} {:>9} {:>7} {:>18} {:>9}",
         "device",
         "setup",
         "particles",
@@ -344,14 +358,8 @@ fn table(rows: &[Row]) -> anyhow::Result<()> {
         "FPS (mean ± std)",
         "frame ms"
     )?;
-    for r in rows {
+    for (r, setup) in rows.iter().zip(&setups) {
         let device: String = r.device_names().chars().take(24).collect();
-        let setup = r.setup();
-        let setup = if setup == "one device" {
-            "-".to_string()
-        } else {
-            setup
-        };
         let tets = r
             .tets
             .map_or_else(|| "scene".to_string(), |t| t.to_string());
@@ -365,7 +373,7 @@ fn table(rows: &[Row]) -> anyhow::Result<()> {
             _ => r.error.chars().take(80).collect(),
         };
         outln!(
-            "{device:<24} {setup:<20} {:>10} {tets:>9} {:>8} {:>9} {render:>9} {:>7} {result}",
+            "{device:<24} {setup:<width$} {:>10} {tets:>9} {:>8} {:>9} {render:>9} {:>7} {result}",
             r.particles,
             r.sort,
             r.interop,
