@@ -399,6 +399,12 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>, RecordError> {
     Ok(parse_rows(path, &bytes)?.rows)
 }
 
+/// Reads a sweep's CSV as [`read_rows`] does, with its header's columns.
+pub fn read_sweep(path: &Path) -> Result<Sweep, RecordError> {
+    let bytes = crate::input::read(path, CSV_LIMIT)?;
+    parse_rows(path, &bytes)
+}
+
 /// Parses the bytes of a sweep's CSV read from `path` (named in errors), checking the schema
 /// version of each row.
 pub fn parse_rows(path: &Path, bytes: &[u8]) -> Result<Sweep, RecordError> {

@@ -228,12 +228,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     plan.check()?;
     let baseline = match &args.compare {
-        Some(path) => Some(snowsim::bench::record::read_rows(path).with_context(|| {
-            format!(
-                "--compare: {} is not a sweep CSV to compare with",
-                path.display()
-            )
-        })?),
+        Some(path) => Some(read_baseline(path)?),
         None => None,
     };
     let csv = match &args.csv {
@@ -328,6 +323,30 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rows of `--compare`'s sweep CSV: a file whose header lacks a sweep's columns (a
+/// header alone parses as a CSV without rows) is refused, naming it.
+fn read_baseline(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let not_a_sweep = || {
+        format!(
+            "--compare: {} is not a sweep CSV to compare with",
+            path.display()
+        )
+    };
+    let sweep = snowsim::bench::record::read_sweep(path).with_context(not_a_sweep)?;
+    let missing: Vec<&str> = ["schema", "device", "particles", "status", "fps_mean"]
+        .into_iter()
+        .filter(|c| !sweep.has_column(c))
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{}: its header has no column {} (a CSV written by `snowsim bench --csv`)",
+            not_a_sweep(),
+            missing.join(", ")
+        );
+    }
+    Ok(sweep.rows)
 }
 
 /// Prints one line per row: the settings that identify it, FPS mean ± std, or why it failed.

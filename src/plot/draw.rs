@@ -471,7 +471,8 @@ fn draw_devices<DB: DrawingBackend>(
         chart
             .draw_series(std::iter::once(Text::new(
                 value,
-                (end + x_max * 0.01, y + 0.12),
+                // Within the axis: beyond it the position would not map to a pixel.
+                ((end + x_max * 0.01).min(x_max), y + 0.12),
                 (FAMILY, 15),
             )))
             .map_err(text)?;

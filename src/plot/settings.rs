@@ -64,14 +64,7 @@ pub fn settings(row: &Row) -> [Setting; 19] {
         ("particle_render", or_scene(&row.particle_render_requested)),
         ("sort", or_scene(&row.sort)),
         ("simulate", row.simulate.clone()),
-        (
-            "wind_device",
-            if row.wind_device.is_empty() {
-                "same".to_string()
-            } else {
-                row.wind_device.clone()
-            },
-        ),
+        ("wind_device", wind_device(row)),
         (
             "wind_every",
             row.wind_every.map_or("scene".into(), |k| k.to_string()),
@@ -81,6 +74,20 @@ pub fn settings(row: &Row) -> [Setting; 19] {
         ("warmup", row.warmup.to_string()),
         ("repeats", row.repeats.to_string()),
     ]
+}
+
+/// The wind's own device as a setting: `same` where it is the snow's; its index alone where
+/// it has the snow's device's name (two GPUs of one model: the name is in `device` already),
+/// else `INDEX NAME`.
+fn wind_device(row: &Row) -> String {
+    if row.wind_device.is_empty() {
+        return "same".to_string();
+    }
+    let snow = row.device.split(';').next().unwrap_or("");
+    match (row.wind_device_index, row.wind_device.split_once(' ')) {
+        (Some(i), Some((_, name))) if name == snow => i.to_string(),
+        _ => row.wind_device.clone(),
+    }
 }
 
 /// The fraction of the parcels each device of a split held, from `snow_shares` (`292;732`
@@ -153,5 +160,13 @@ mod tests {
         assert_eq!(get("wind_device"), "same");
         assert_eq!(get("wind_every"), "3");
         assert_eq!(fractions("a;b"), "a;b");
+        let beside = |name: &str| Row {
+            device: "gpu".into(),
+            wind_device: format!("1 {name}"),
+            wind_device_index: Some(1),
+            ..Row::default()
+        };
+        assert_eq!(wind_device(&beside("gpu")), "1");
+        assert_eq!(wind_device(&beside("cpu x")), "1 cpu x");
     }
 }

@@ -551,6 +551,8 @@ fn bad_device_axes_and_baselines_are_refused_before_anything_runs() {
     let csv = dir.join("sweep.csv");
     let notes = dir.join("notes.csv");
     std::fs::write(&notes, "a,b\n1,2\n").unwrap();
+    let header = dir.join("header.csv");
+    std::fs::write(&header, "my own notes: no command wrote this file\n").unwrap();
     let scene = drifting_scene(&dir);
     let scene = scene.to_str().unwrap();
     for (args, code, expected) in [
@@ -630,6 +632,11 @@ fn bad_device_axes_and_baselines_are_refused_before_anything_runs() {
             &["--snow-shares", "1"][..],
             1,
             "--snow-shares needs --snow-devices",
+        ),
+        (
+            &["--compare", header.to_str().unwrap()][..],
+            1,
+            "header.csv is not a sweep CSV to compare with: its header has no column schema",
         ),
         (
             &["--compare", notes.to_str().unwrap()][..],
