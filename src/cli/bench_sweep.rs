@@ -43,8 +43,10 @@ asked for (empty: the scene's).
 each configuration's FPS against the baseline's row of the same configuration (the devices \
 by index and name, scene, particles, tets, size, render, interop, particle render, sort, \
 simulate, wind device, snow devices, wind every): `base → new FPS (ratio×, ±%)`, or that it \
-has no baseline. `snowsim plot` draws the CSVs: FPS, stages, the devices' headline FPS, the \
-speed-up of several devices over one, and a markdown summary.
+has no baseline. `snowsim plot` draws the CSVs: FPS and stages, devices.png (the headline FPS \
+of each device and setup), speedup.png (each run on several devices over the same \
+configuration on its snow's device alone) and summary.md (a markdown table of the headline \
+numbers).
 
 Example (4 configurations × 2 runs on PoCL, small and quick):
   snowsim bench --devices pocl --scene scenes/flat.toml --particles 2^10,2^12 \\

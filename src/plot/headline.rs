@@ -262,7 +262,7 @@ mod tests {
         lonely.snow_shares = "2048;2048".into();
         let mut split = row("gpu;gpu", vec![0, 1], 1024, 180.0);
         split.snow_shares = "512;512".into();
-        let rows = vec![
+        let rows = [
             row("gpu", vec![0], 1024, 100.0),
             row("gpu", vec![1], 1024, 10.0),
             split,
@@ -311,7 +311,7 @@ mod tests {
                     4096,
                     40.0
                 ),
-                ("gpu [0] (wind_device=1 gpu)", 1024, 150.0),
+                ("gpu [0] (wind_device=1)", 1024, 150.0),
             ]
         );
 

@@ -360,6 +360,9 @@ fn help_names_the_inputs_and_every_output() {
         "fps_particles.png",
         "fps_tets.png",
         "stages.png",
+        "devices.png",
+        "speedup.png",
+        "summary.md",
         "JSON",
         "status 1",
     ] {

@@ -182,6 +182,12 @@ fn bad_sweep_options_fail_before_running_anything() {
         "Example",
         "wind",
         "snow",
+        "--wind-device",
+        "--snow-devices",
+        "--snow-shares",
+        "--wind-every",
+        "--compare",
+        "speedup.png",
     ] {
         assert!(help.contains(needed), "`{needed}` missing from:\n{help}");
     }
