@@ -1,6 +1,7 @@
 //! Benchmarks that `snowsim bench` and `cargo bench` run: measured on the device with OpenCL
 //! profiling, reported as ratios to the device's own copy bandwidth.
 
+pub mod compare;
 pub mod copy;
 pub mod counts;
 pub mod gml_bandwidth;

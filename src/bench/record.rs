@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 use crate::input::InputError;
 
 /// The version of the columns below. Bump it when a column changes meaning or moves.
-/// Version 2 added `device_index`, `device_uuid` and `device_pci_bus`; files of version 1 are
-/// still read (those columns empty).
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 2 added `device_index`, `device_uuid` and `device_pci_bus`; version 3 made the
+/// device columns `;`-lists for a run split across devices and added `wind_device`,
+/// `wind_device_index`, `wind_every` and `snow_shares`. Files of versions 1 and 2 are still read
+/// (the columns they lack empty).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version this snowsim reads.
 pub const OLDEST_SCHEMA: u32 = 1;
@@ -31,7 +33,8 @@ pub struct Row {
     pub snowsim_version: String,
     /// The git commit it was built from (`unknown` outside a checkout).
     pub git_commit: String,
-    /// The OpenCL device's name.
+    /// The OpenCL device's name; for a run whose parcels are split across devices
+    /// (`--snow-devices`), their names as a `;`-list, the snow's own device first.
     pub device: String,
     /// Its platform's name.
     pub platform: String,
@@ -45,15 +48,17 @@ pub struct Row {
     pub compute_units: u32,
     /// `CL_DEVICE_MAX_CLOCK_FREQUENCY` in MHz where the driver reports it.
     pub clock_mhz: Option<u32>,
-    /// The device's index in `snowsim devices` (`None` in files of schema 1): two devices of
-    /// one name are told apart by it.
-    #[serde(default)]
-    pub device_index: Option<usize>,
-    /// The device's UUID where the driver reports it (`cl_khr_device_uuid`), else empty.
+    /// The device's index in `snowsim devices` (empty in files of schema 1): two devices of
+    /// one name are told apart by it. A split run lists every device's, as `device` does
+    /// (written `0;1`).
+    #[serde(default, with = "index_list")]
+    pub device_index: Vec<usize>,
+    /// The device's UUID where the driver reports it (`cl_khr_device_uuid`), else empty; a
+    /// `;`-list for a split run.
     #[serde(default)]
     pub device_uuid: String,
     /// The device's PCI address where the driver reports it (`cl_khr_pci_bus_info`), else
-    /// empty.
+    /// empty; a `;`-list for a split run.
     #[serde(default)]
     pub device_pci_bus: String,
     /// The scene file.
@@ -80,6 +85,20 @@ pub struct Row {
     pub sort: String,
     /// What was simulated: `wind+snow`, `wind` or `snow`.
     pub simulate: String,
+    /// The wind solver's own device (`--wind-device`) as `INDEX NAME`; empty when the wind
+    /// runs on the snow's device (and in files before schema 3).
+    #[serde(default)]
+    pub wind_device: String,
+    /// The index of [`Row::wind_device`] in `snowsim devices`.
+    #[serde(default)]
+    pub wind_device_index: Option<usize>,
+    /// `--wind-every`: a wind step every K frames (empty: the scene's own).
+    #[serde(default)]
+    pub wind_every: Option<u32>,
+    /// The parcels each device of a split run held (`snowsim run --json`'s `snow_devices`), as
+    /// a `;`-list in the order of `device`; empty when the parcels are not split.
+    #[serde(default)]
+    pub snow_shares: String,
     /// Measured frames per repeat.
     pub frames: u32,
     /// Warm-up frames per repeat, left out of every time.
@@ -164,6 +183,84 @@ impl Row {
     }
 }
 
+impl Row {
+    /// Whether the run used more than one device: its parcels split (`;` in `device_index`)
+    /// or the wind on a device of its own.
+    pub fn several_devices(&self) -> bool {
+        self.device_index.len() > 1 || !self.wind_device.is_empty()
+    }
+
+    /// The device names, compactly: `NAME` for one device, `NAME ×N` for N devices of one
+    /// name, else the names joined by ` + `.
+    pub fn device_names(&self) -> String {
+        let names: Vec<&str> = self.device.split(';').collect();
+        match names.as_slice() {
+            [one] => (*one).to_string(),
+            [first, rest @ ..] if rest.iter().all(|n| n == first) => {
+                format!("{first} ×{}", names.len())
+            }
+            _ => names.join(" + "),
+        }
+    }
+
+    /// The setup beyond one device, compactly (`snowsim bench`'s table, the plots' summary):
+    /// `snow 0+1` for the parcels split over devices 0 and 1, `shares 2500+2500` their parcels,
+    /// `wind 2` for the wind on device 2, `wind every 4`; `one device` when none applies.
+    pub fn setup(&self) -> String {
+        let mut parts = Vec::new();
+        if self.device_index.len() > 1 {
+            let indices: Vec<String> = self.device_index.iter().map(usize::to_string).collect();
+            parts.push(format!("snow {}", indices.join("+")));
+        }
+        if !self.snow_shares.is_empty() {
+            parts.push(format!("shares {}", self.snow_shares.replace(';', "+")));
+        }
+        if !self.wind_device.is_empty() {
+            match self.wind_device_index {
+                Some(i) => parts.push(format!("wind {i}")),
+                None => parts.push(format!("wind {}", self.wind_device)),
+            }
+        }
+        if let Some(k) = self.wind_every {
+            parts.push(format!("wind every {k}"));
+        }
+        if parts.is_empty() {
+            "one device".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// `device_index` as a `;`-list of indices (`0`, `0;1`, empty for none).
+mod index_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `indices` as `0;1`.
+    pub fn serialize<S: Serializer>(indices: &[usize], serializer: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = indices.iter().map(usize::to_string).collect();
+        serializer.serialize_str(&text.join(";"))
+    }
+
+    /// Reads `0;1` (or a lone index, or nothing), refusing anything else.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<usize>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        text.split(';')
+            .map(|i| {
+                i.trim().parse::<usize>().map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "device_index {text:?}: device indices separated by ';' expected"
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
 /// The longest field of a sweep CSV, in bytes (a path's limit, `PATH_MAX`): readers refuse a
 /// longer one, naming its line and column, and [`write_rows`] shortens longer text (a child's
 /// error line) to it, so that every CSV it writes can be read back.
@@ -171,12 +268,16 @@ pub const TEXT_FIELD_LIMIT: usize = 4096;
 
 impl Row {
     /// The text columns, to shorten ([`Row::clamp_text`]).
-    fn texts_mut(&mut self) -> [&mut String; 17] {
+    fn texts_mut(&mut self) -> [&mut String; 21] {
         [
             &mut self.date,
             &mut self.snowsim_version,
             &mut self.git_commit,
             &mut self.device,
+            &mut self.device_uuid,
+            &mut self.device_pci_bus,
+            &mut self.wind_device,
+            &mut self.snow_shares,
             &mut self.platform,
             &mut self.device_type,
             &mut self.driver_version,
@@ -296,6 +397,12 @@ impl Sweep {
 pub fn read_rows(path: &Path) -> Result<Vec<Row>, RecordError> {
     let bytes = crate::input::read(path, CSV_LIMIT)?;
     Ok(parse_rows(path, &bytes)?.rows)
+}
+
+/// Reads a sweep's CSV as [`read_rows`] does, with its header's columns.
+pub fn read_sweep(path: &Path) -> Result<Sweep, RecordError> {
+    let bytes = crate::input::read(path, CSV_LIMIT)?;
+    parse_rows(path, &bytes)
 }
 
 /// Parses the bytes of a sweep's CSV read from `path` (named in errors), checking the schema
@@ -433,7 +540,7 @@ mod tests {
         assert!(!rows.is_empty());
         assert!(
             rows.iter()
-                .all(|r| r.schema == 1 && r.device_index.is_none())
+                .all(|r| r.schema == 1 && r.device_index.is_empty())
         );
         assert!(
             rows.iter()
@@ -490,5 +597,42 @@ mod tests {
         assert_eq!(r.ms_splat, None);
         assert_eq!(r.ms_transfer, Some(2.0));
         assert_eq!(r.ms_draw, Some(3.0));
+    }
+
+    #[test]
+    fn a_split_run_round_trips_its_lists_and_reads_compactly() {
+        let dir = std::env::temp_dir().join(format!("snowsim-record-split-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sweep.csv");
+        let mut split = row("gpu;gpu", 1 << 12, Some(50.0));
+        split.device_index = vec![0, 2];
+        split.snow_shares = "2048;2048".into();
+        split.wind_device = "1 cpu".into();
+        split.wind_device_index = Some(1);
+        split.wind_every = Some(2);
+        let mut plain = row("gpu", 1 << 12, Some(30.0));
+        plain.device_index = vec![3];
+        write_rows(&path, &[split.clone(), plain.clone()]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(",0;2,") && text.contains(",2048;2048,"),
+            "{text}"
+        );
+        assert_eq!(read_rows(&path).unwrap(), [split.clone(), plain.clone()]);
+        assert_eq!(split.device_names(), "gpu ×2");
+        assert_eq!(
+            split.setup(),
+            "snow 0+2, shares 2048+2048, wind 1, wind every 2"
+        );
+        assert!(split.several_devices() && !plain.several_devices());
+        assert_eq!(plain.setup(), "one device");
+        // An index list that is not one is refused, naming the line.
+        std::fs::write(&path, text.replacen(",0;2,", ",0;x,", 1)).unwrap();
+        let err = read_rows(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("line 2") && err.contains("device_index"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-pub use child::{Outcome, RunReport, StageReport, reason, run_child};
+pub use child::{Outcome, RunReport, ShareReport, StageReport, reason, run_child};
 pub use date::rfc3339_utc;
 pub use stats::{distinct, mean_stages, mean_std};
 
@@ -41,6 +41,17 @@ pub enum SweepError {
     /// A `--devices` entry that is not a selector.
     #[error("--devices: {0}")]
     Selector(String),
+    /// An item of a list option (`--wind-device`, `--snow-devices`, `--snow-shares`) that is
+    /// not what the option takes, or names no device.
+    #[error("{option} {value:?}: {error}")]
+    Item {
+        /// The option.
+        option: &'static str,
+        /// The item as given.
+        value: String,
+        /// What is wrong with it.
+        error: String,
+    },
     /// Writing the CSV failed.
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -77,12 +88,55 @@ impl SceneDefaults {
     }
 }
 
+/// The snow's devices of a configuration: one (`--devices`, passed as `--device`), or its
+/// parcels split across several (`--snow-devices`, the snow's own device first).
+#[derive(Clone, Debug)]
+pub struct SnowSetup {
+    /// The devices, the snow's own first; never empty.
+    pub devices: Vec<DeviceInfo>,
+    /// The weights of the split (`--snow-shares`), one per device; empty: equal shares.
+    pub shares: Vec<f64>,
+}
+
+impl SnowSetup {
+    /// The snow on `device` alone.
+    pub fn one(device: DeviceInfo) -> Self {
+        Self {
+            devices: vec![device],
+            shares: Vec::new(),
+        }
+    }
+
+    /// Whether the parcels are split across several devices.
+    pub fn is_split(&self) -> bool {
+        self.devices.len() > 1
+    }
+
+    /// The devices' indices joined by `sep`.
+    fn indices(&self, sep: &str) -> String {
+        let text: Vec<String> = self.devices.iter().map(|d| d.index.to_string()).collect();
+        text.join(sep)
+    }
+
+    /// A `;`-list of one text of each device (the CSV's device columns).
+    fn list(&self, of: impl Fn(&DeviceInfo) -> String) -> String {
+        let text: Vec<String> = self.devices.iter().map(of).collect();
+        text.join(";")
+    }
+}
+
 /// A sweep: every list of settings (`None` in a list: the child's default, the option not
 /// passed), the frames, repeats and timeout of each run.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// The devices, each run through `--device INDEX`.
-    pub devices: Vec<DeviceInfo>,
+    /// The snow's devices of each configuration: one each from `--devices` (run through
+    /// `--device INDEX`), or the splits of `--snow-devices` (run through `--snow-devices`).
+    pub devices: Vec<SnowSetup>,
+    /// `--wind-device`: the wind solver's own device (`None`: the snow's, the option not
+    /// passed).
+    pub wind_devices: Vec<Option<DeviceInfo>>,
+    /// `--wind-every`.
+    pub wind_every: Vec<Option<u32>>,
     /// The scene file, as given to the child.
     pub scene: PathBuf,
     /// What the scene says for the settings left to it.
@@ -118,6 +172,10 @@ pub struct Plan {
 pub struct Configuration {
     /// Position in [`Plan::devices`].
     pub device: usize,
+    /// Position in [`Plan::wind_devices`] of the wind's own device (`None`: the snow's).
+    pub wind_device: Option<usize>,
+    /// `--wind-every`.
+    pub wind_every: Option<u32>,
     /// `--particles`.
     pub particles: Option<u64>,
     /// `--tets`.
@@ -144,11 +202,27 @@ fn or_default<T: Clone>(list: &[Option<T>]) -> Vec<Option<T>> {
 }
 
 impl Plan {
-    /// Every configuration: devices × particles × tets × interop × particle-render × sort ×
-    /// simulate × render, the last varying fastest. An empty list counts as one default.
+    /// Every configuration: devices (or snow devices) × wind device × wind every × particles
+    /// × tets × interop × particle-render × sort × simulate × render, the last varying
+    /// fastest. An empty list counts as one default.
     pub fn configurations(&self) -> Vec<Configuration> {
-        let mut all = Vec::new();
+        let winds: Vec<Option<usize>> = if self.wind_devices.is_empty() {
+            vec![None]
+        } else {
+            (0..self.wind_devices.len())
+                .map(|i| self.wind_devices[i].as_ref().map(|_| i))
+                .collect()
+        };
+        let mut heads = Vec::new();
         for device in 0..self.devices.len() {
+            for &wind_device in &winds {
+                for &wind_every in &or_default(&self.wind_every) {
+                    heads.push((device, wind_device, wind_every));
+                }
+            }
+        }
+        let mut all = Vec::new();
+        for (device, wind_device, wind_every) in heads {
             for &particles in &or_default(&self.particles) {
                 for &tets in &or_default(&self.tets) {
                     for interop in or_default(&self.interop) {
@@ -158,6 +232,8 @@ impl Plan {
                                     for &render in &or_default(&self.render) {
                                         all.push(Configuration {
                                             device,
+                                            wind_device,
+                                            wind_every,
                                             particles,
                                             tets,
                                             interop: interop.clone(),
@@ -184,10 +260,22 @@ impl Plan {
             args.push(name.into());
             args.push(value);
         };
-        pair(
-            "--device",
-            self.devices[config.device].index.to_string().into(),
-        );
+        let snow = &self.devices[config.device];
+        if snow.is_split() {
+            pair("--snow-devices", snow.indices(",").into());
+            if !snow.shares.is_empty() {
+                let weights: Vec<String> = snow.shares.iter().map(f64::to_string).collect();
+                pair("--snow-shares", weights.join(",").into());
+            }
+        } else {
+            pair("--device", snow.indices(",").into());
+        }
+        if let Some(wind) = self.wind_device(config) {
+            pair("--wind-device", wind.index.to_string().into());
+        }
+        if let Some(k) = config.wind_every {
+            pair("--wind-every", k.to_string().into());
+        }
         pair("--scene", self.scene.clone().into_os_string());
         pair(
             "--frames",
@@ -225,7 +313,13 @@ impl Plan {
 
     /// A short description of `config`, naming only the settings that vary or were given.
     pub fn label(&self, config: &Configuration) -> String {
-        let mut parts = vec![format!("[{}]", self.devices[config.device].index)];
+        let mut parts = vec![format!("[{}]", self.devices[config.device].indices("+"))];
+        if let Some(wind) = self.wind_device(config) {
+            parts.push(format!("wind [{}]", wind.index));
+        }
+        if let Some(k) = config.wind_every {
+            parts.push(format!("wind every {k}"));
+        }
         if let Some(n) = config.particles {
             parts.push(format!("{n} particles"));
         }
@@ -248,19 +342,31 @@ impl Plan {
         parts.join(", ")
     }
 
-    /// The row of `config` before it runs: the date, versions, device and settings columns.
+    /// The wind's own device of `config`, if it has one.
+    pub fn wind_device(&self, config: &Configuration) -> Option<&DeviceInfo> {
+        config
+            .wind_device
+            .and_then(|i| self.wind_devices.get(i))
+            .and_then(Option::as_ref)
+    }
+
+    /// The row of `config` before it runs: the date, versions, device and settings columns
+    /// (the device columns `;`-lists for a split, the snow's own device first; the platform,
+    /// driver and the like are the snow's own device's).
     pub fn row(&self, config: &Configuration, date: SystemTime) -> Row {
-        let d = &self.devices[config.device];
+        let snow = &self.devices[config.device];
+        let d = &snow.devices[0];
+        let wind = self.wind_device(config);
         let (width, height) = self.size.unwrap_or(self.defaults.size);
         Row {
             schema: SCHEMA_VERSION,
             date: rfc3339_utc(date),
             snowsim_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: GIT_COMMIT.to_string(),
-            device: d.name.clone(),
-            device_index: Some(d.index),
-            device_uuid: d.uuid.clone().unwrap_or_default(),
-            device_pci_bus: d.pci_bus.clone().unwrap_or_default(),
+            device: snow.list(|d| d.name.clone()),
+            device_index: snow.devices.iter().map(|d| d.index).collect(),
+            device_uuid: snow.list(|d| d.uuid.clone().unwrap_or_default()),
+            device_pci_bus: snow.list(|d| d.pci_bus.clone().unwrap_or_default()),
             platform: d.platform.clone(),
             device_type: d.device_type.to_string(),
             driver_version: d.driver_version.clone(),
@@ -286,6 +392,9 @@ impl Plan {
                 .simulate
                 .clone()
                 .unwrap_or_else(|| self.defaults.simulate.clone()),
+            wind_device: wind.map_or_else(String::new, |w| format!("{} {}", w.index, w.name)),
+            wind_device_index: wind.map(|w| w.index),
+            wind_every: config.wind_every,
             frames: self.frames,
             warmup: self.warmup,
             repeats: 0,
@@ -319,6 +428,12 @@ pub fn finish_row(row: &mut Row, runs: &[RunReport], failure: Option<(&str, Stri
     row.set_stages(&mean_stages(runs));
     if let Some(first) = runs.first() {
         row.particles = first.particles;
+        let shares: Vec<String> = first
+            .snow_devices
+            .iter()
+            .map(|s| s.particles.to_string())
+            .collect();
+        row.snow_shares = shares.join(";");
         row.frames = runs
             .iter()
             .map(|r| u32::try_from(r.measured_frames).unwrap_or(u32::MAX))
@@ -364,6 +479,114 @@ pub fn select_devices(list: Option<&str>) -> Result<Vec<DeviceInfo>, SweepError>
         }
     }
     Ok(chosen)
+}
+
+/// The device `text` selects among `devices` (an index or part of a name, as `--device`
+/// takes), or an error naming `option` and the item.
+fn select_one(
+    option: &'static str,
+    text: &str,
+    devices: &[crate::cl::DeviceEntry],
+) -> Result<DeviceInfo, SweepError> {
+    let item = |error: String| SweepError::Item {
+        option,
+        value: text.to_string(),
+        error,
+    };
+    let selector: DeviceSelector = text.parse().map_err(item)?;
+    Ok(selector
+        .select(devices)
+        .map_err(|e| item(e.to_string()))?
+        .info
+        .clone())
+}
+
+/// Resolves `--wind-device`: a comma list, each item a device selector (the wind on that
+/// device) or `same` (`None`: on the snow's device, no `--wind-device` passed).
+pub fn select_wind_devices(list: &str) -> Result<Vec<Option<DeviceInfo>>, SweepError> {
+    let devices = crate::cl::list_devices()?;
+    list.split(',')
+        .map(|item| {
+            let item = item.trim();
+            if item.eq_ignore_ascii_case("same") {
+                Ok(None)
+            } else {
+                select_one("--wind-device", item, &devices).map(Some)
+            }
+        })
+        .collect()
+}
+
+/// Resolves `--snow-devices` and `--snow-shares`: a comma list of configurations, each a
+/// `+`-joined list of device selectors (one device: the snow on it alone); the shares, when
+/// given, a comma list of as many items, each as many `+`-joined positive weights as its
+/// configuration has devices.
+pub fn select_snow_devices(list: &str, shares: Option<&str>) -> Result<Vec<SnowSetup>, SweepError> {
+    let devices = crate::cl::list_devices()?;
+    let items: Vec<&str> = list.split(',').map(str::trim).collect();
+    let weights: Vec<Option<&str>> = match shares {
+        Some(text) => {
+            let weights: Vec<Option<&str>> = text.split(',').map(|w| Some(w.trim())).collect();
+            if weights.len() != items.len() {
+                return Err(SweepError::Item {
+                    option: "--snow-shares",
+                    value: text.to_string(),
+                    error: format!(
+                        "{} items for the {} of --snow-devices {list:?}: give one (`+`-joined \
+                         weights) per --snow-devices item",
+                        weights.len(),
+                        items.len()
+                    ),
+                });
+            }
+            weights
+        }
+        None => vec![None; items.len()],
+    };
+    items
+        .iter()
+        .zip(weights)
+        .map(|(item, weights)| {
+            let chosen = item
+                .split('+')
+                .map(|s| select_one("--snow-devices", s.trim(), &devices))
+                .collect::<Result<Vec<_>, _>>()?;
+            let shares = match weights {
+                Some(text) => parse_weights(text, item, chosen.len())?,
+                None => Vec::new(),
+            };
+            Ok(SnowSetup {
+                devices: chosen,
+                shares,
+            })
+        })
+        .collect()
+}
+
+/// One `--snow-shares` item: `n` positive weights joined by `+`, for `--snow-devices` item
+/// `devices`.
+fn parse_weights(text: &str, devices: &str, n: usize) -> Result<Vec<f64>, SweepError> {
+    let error = |error: String| SweepError::Item {
+        option: "--snow-shares",
+        value: text.to_string(),
+        error,
+    };
+    let weights = text
+        .split('+')
+        .map(|w| match w.trim().parse::<f64>() {
+            Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+            _ => Err(error(format!(
+                "{w:?} is not a weight: a positive number expected"
+            ))),
+        })
+        .collect::<Result<Vec<f64>, _>>()?;
+    if weights.len() != n {
+        return Err(error(format!(
+            "{} weights for the {n} devices of --snow-devices item {devices:?}",
+            weights.len()
+        )));
+    }
+    Ok(weights)
 }
 
 /// Runs every configuration of `plan` through `exe` (the snowsim binary), `plan.repeats`
@@ -442,7 +665,9 @@ mod tests {
             extensions: String::new(),
         };
         Plan {
-            devices: vec![device(0), device(3)],
+            devices: vec![SnowSetup::one(device(0)), SnowSetup::one(device(3))],
+            wind_devices: vec![],
+            wind_every: vec![],
             scene: "scenes/flat.toml".into(),
             defaults: SceneDefaults {
                 particles: 4096,
@@ -506,6 +731,7 @@ mod tests {
                 stage: "snow.step".into(),
                 busy_ms: fps / 100.0,
             }],
+            snow_devices: vec![],
         }
     }
 
@@ -547,5 +773,93 @@ mod tests {
             (row.interop.as_str(), row.particle_render.as_str()),
             ("", "")
         );
+    }
+
+    #[test]
+    fn wind_devices_and_splits_multiply_and_reach_the_child_and_the_row() {
+        let mut p = plan();
+        let dev = |i: usize| p.devices[i].devices[0].clone();
+        let (d0, d3) = (dev(0), dev(1));
+        p.devices = vec![
+            SnowSetup::one(d0.clone()),
+            SnowSetup {
+                devices: vec![d0.clone(), d3.clone()],
+                shares: vec![1.0, 2.5],
+            },
+        ];
+        p.wind_devices = vec![None, Some(d3.clone())];
+        p.wind_every = vec![Some(1), Some(2)];
+        p.particles = vec![Some(1024)];
+        p.sort = vec![];
+        p.simulate = vec![];
+        let configs = p.configurations();
+        assert_eq!(configs.len(), 2 * 2 * 2);
+        let heads: Vec<(usize, Option<usize>, Option<u32>)> = configs
+            .iter()
+            .map(|c| (c.device, c.wind_device, c.wind_every))
+            .collect();
+        assert_eq!(heads[0], (0, None, Some(1)));
+        assert_eq!(heads[3], (0, Some(1), Some(2)));
+        assert_eq!(heads[7], (1, Some(1), Some(2)));
+        let args = |c: &Configuration| -> String {
+            let a: Vec<String> = p
+                .child_args(c)
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            a.join(" ")
+        };
+        assert!(
+            args(&configs[0]).starts_with("run --headless --json --device 0 --wind-every 1 "),
+            "{}",
+            args(&configs[0])
+        );
+        assert!(
+            args(&configs[7]).starts_with(
+                "run --headless --json --snow-devices 0,3 --snow-shares 1,2.5 \
+                 --wind-device 3 --wind-every 2 "
+            ),
+            "{}",
+            args(&configs[7])
+        );
+        assert_eq!(
+            p.label(&configs[7]),
+            "[0+3], wind [3], wind every 2, 1024 particles"
+        );
+        let row = p.row(&configs[7], SystemTime::UNIX_EPOCH);
+        assert_eq!(row.device, "dev0;dev3");
+        assert_eq!(row.device_index, [0, 3]);
+        assert_eq!(row.device_uuid, ";");
+        assert_eq!(row.platform, "P");
+        assert_eq!(
+            (
+                row.wind_device.as_str(),
+                row.wind_device_index,
+                row.wind_every
+            ),
+            ("3 dev3", Some(3), Some(2))
+        );
+        let row = p.row(&configs[0], SystemTime::UNIX_EPOCH);
+        assert_eq!(
+            (row.device.as_str(), row.wind_device.as_str()),
+            ("dev0", "")
+        );
+        assert_eq!((row.wind_device_index, row.wind_every), (None, Some(1)));
+
+        // The parcels each device held come from the run's report.
+        let mut row = p.row(&configs[7], SystemTime::UNIX_EPOCH);
+        let mut split = report(10.0, "none");
+        split.snow_devices = vec![
+            ShareReport {
+                device: "0 (dev0)".into(),
+                particles: 292,
+            },
+            ShareReport {
+                device: "3 (dev3)".into(),
+                particles: 732,
+            },
+        ];
+        finish_row(&mut row, &[split], None);
+        assert_eq!(row.snow_shares, "292;732");
     }
 }

@@ -10,7 +10,7 @@ use super::console::outln;
 /// What `snowsim plot --help` explains: inputs, outputs, series, failures, exit status.
 pub const LONG_ABOUT: &str = "Draw the results of benchmark sweeps.
 
-Inputs: one or more CSV files written by `snowsim bench` (schema version 1), regular files \
+Inputs: one or more CSV files written by `snowsim bench` (schema versions 1 to 3), regular files \
 of at most 64 MB together (a FIFO, a device or a directory is refused without being read), \
 each field at most 4096 bytes. Their rows are taken together, so files of different devices \
 from different machines can be plotted on one figure. Every number is checked before \
@@ -25,6 +25,13 @@ Outputs, in --out (created if missing), each PNG with a JSON of the same name be
                      smoothing, splat, transfer, draw), one bar per completed configuration,
                      at most 200: beyond them the first 200 are drawn, the command says so and
                      the JSON lists the others as skipped
+  devices.png        one bar per device and setup (each series below): its FPS at the largest \
+particle count that completed, devices of one name kept apart by their index (`NAME [1]`)
+  speedup.png        for each run on several devices (--wind-device, --snow-devices), its FPS \
+over that of the same configuration on its snow's device alone (one device, no wind device), \
+by particle count; not drawn (and said so) when no such pair is in the CSVs
+  summary.md         a markdown table per CSV of its headline rows: device(s), setup, \
+particles, render, FPS mean ± std, ms per frame (no JSON beside it)
 
 Rows are grouped into series by every setting except the x quantity: one line per device and \
 per combination of settings that varies (interop, particle render, sort, render, simulate, ...), \
@@ -83,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             outln!("note: {note}")?;
         }
     }
+    outln!("wrote {}", report.summary.display())?;
     for note in &report.not_made {
         outln!("not drawn: {note}")?;
     }

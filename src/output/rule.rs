@@ -35,7 +35,12 @@ pub enum FileKind {
     Gif,
     /// An MP4 video (an ISO base media file: `ftyp` after the first box's size).
     Mp4,
+    /// A markdown file that starts with the given line (`snowsim plot`'s `summary.md`).
+    Markdown(&'static str),
 }
+
+/// The first line of `snowsim plot`'s `summary.md`, by which it is recognised.
+pub const SUMMARY_TITLE: &str = "# Sweep summary";
 
 impl FileKind {
     /// What the kind is called in messages.
@@ -48,6 +53,7 @@ impl FileKind {
             Self::Meshb => "mesh or solution file (.mesh, .meshb, .sol, .solb)",
             Self::Gif => "GIF image",
             Self::Mp4 => "MP4 video",
+            Self::Markdown(_) => "markdown file of this command",
         }
     }
 
@@ -59,6 +65,7 @@ impl FileKind {
             "png" => Some(Self::Png),
             "vtu" | "pvd" => Some(Self::Vtk),
             "json" => Some(Self::Json),
+            "md" => Some(Self::Markdown(SUMMARY_TITLE)),
             _ => None,
         }
     }
@@ -72,7 +79,7 @@ impl FileKind {
             Self::Gif => head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a"),
             Self::Mp4 => head.get(4..8) == Some(b"ftyp"),
             Self::Vtk => text.starts_with("<?xml") && text.contains("<VTKFile"),
-            Self::Csv(header) => text.starts_with(header),
+            Self::Csv(header) | Self::Markdown(header) => text.starts_with(header),
             Self::Json => text.starts_with('{') || text.starts_with('['),
             Self::Meshb => {
                 let code = head.get(..4);
@@ -312,11 +319,12 @@ pub fn cover_path(state: &Path) -> PathBuf {
     state.with_file_name(format!("{stem}.cover.vtu"))
 }
 
-/// The names `snowsim plot --out DIR` writes: each figure's PNG and JSON.
+/// The names `snowsim plot --out DIR` writes: each figure's PNG and JSON, and `summary.md`.
 pub fn plot_name(name: &str) -> bool {
-    ["fps_particles", "fps_tets", "stages"]
-        .iter()
-        .any(|f| name == format!("{f}.png") || name == format!("{f}.json"))
+    name == "summary.md"
+        || ["fps_particles", "fps_tets", "stages", "speedup", "devices"]
+            .iter()
+            .any(|f| name == format!("{f}.png") || name == format!("{f}.json"))
 }
 
 /// Whether `name` is `prefix`, five digits or more, `suffix`.

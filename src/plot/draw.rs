@@ -7,6 +7,7 @@ use plotters::prelude::*;
 use super::axis::{TickedAxis, axis_end, number_label, value_ticks};
 use super::figure::{LineFigure, MAX_BARS, STAGES, StageFigure};
 use super::font::{FAMILY, register};
+use super::headline::DeviceFigure;
 
 /// Width of every image, pixels.
 pub const WIDTH: u32 = 1280;
@@ -43,13 +44,29 @@ fn text<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-/// The FPS plot of `figure` as a PNG, [`WIDTH`]×[`LINE_HEIGHT`].
-pub fn line_png(figure: &LineFigure, title: &str, x_desc: &str) -> DrawResult<Vec<u8>> {
+/// What a line plot's y axis shows.
+#[derive(Clone, Copy, Debug)]
+pub struct YAxis<'a> {
+    /// The axis' description.
+    pub desc: &'a str,
+    /// A value drawn as a dashed horizontal line (1 on a speed-up plot: no gain), if any.
+    pub reference: Option<f64>,
+}
+
+/// The y axis of an FPS plot.
+pub const FPS_AXIS: YAxis<'static> = YAxis {
+    desc: "frames per second",
+    reference: None,
+};
+
+/// The FPS plot of `figure` as a PNG, [`WIDTH`]×[`LINE_HEIGHT`]; `y` says what its y values
+/// are.
+pub fn line_png(figure: &LineFigure, title: &str, x_desc: &str, y: YAxis) -> DrawResult<Vec<u8>> {
     register()?;
     let mut rgb = vec![0u8; WIDTH as usize * LINE_HEIGHT as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, LINE_HEIGHT)).into_drawing_area();
-        draw_lines(&root, figure, title, x_desc)?;
+        draw_lines(&root, figure, title, x_desc, y)?;
         root.present().map_err(text)?;
     }
     png(rgb, WIDTH, LINE_HEIGHT)
@@ -105,6 +122,7 @@ fn draw_lines<DB: DrawingBackend>(
     figure: &LineFigure,
     title: &str,
     x_desc: &str,
+    y: YAxis,
 ) -> DrawResult<()> {
     root.fill(&WHITE).map_err(text)?;
     let log2 = |x: u64| (x.max(1) as f64).log2();
@@ -138,7 +156,7 @@ fn draw_lines<DB: DrawingBackend>(
         .iter()
         .flat_map(|s| &s.points)
         .map(|p| p.y + p.y_std.unwrap_or(0.0))
-        .fold(0.0, f64::max);
+        .fold(y.reference.unwrap_or(0.0), f64::max);
     let y_max = axis_end(y_top, 1.1);
     let (y_ticks, y_step) = value_ticks(y_max);
 
@@ -161,7 +179,7 @@ fn draw_lines<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .y_desc("frames per second")
+        .y_desc(y.desc)
         .x_label_formatter(&|v| format!("2^{}", v.round() as i64))
         .y_label_formatter(&|v| number_label(*v, y_step))
         .label_style((FAMILY, 18))
@@ -169,6 +187,16 @@ fn draw_lines<DB: DrawingBackend>(
         .draw()
         .map_err(text)?;
 
+    if let Some(level) = y.reference {
+        let grey = RGBColor(90, 90, 90);
+        let (a, b) = (lo - 0.3, hi + 0.3);
+        let dashes = (0..60).map(|i| {
+            let x0 = a + (b - a) * f64::from(i) / 60.0;
+            let x1 = x0 + (b - a) / 120.0;
+            PathElement::new(vec![(x0, level), (x1, level)], grey.stroke_width(2))
+        });
+        chart.draw_series(dashes).map_err(text)?;
+    }
     let cap = 0.06 * step;
     for (i, series) in figure.series.iter().enumerate() {
         let c = colour(i);
@@ -335,4 +363,119 @@ pub fn power_of_two(x: u64) -> String {
     } else {
         x.to_string()
     }
+}
+
+/// The height of the device plot for `bars` bars, pixels.
+pub fn device_height(bars: usize) -> u32 {
+    (160 + 40 * bars.min(MAX_BARS) as u32).max(360)
+}
+
+/// The headline bars of `figure` as a PNG, [`WIDTH`] wide: one horizontal bar per device and
+/// setup, its FPS written at its end, an error bar of one standard deviation.
+pub fn device_png(figure: &DeviceFigure, title: &str) -> DrawResult<Vec<u8>> {
+    register()?;
+    let height = device_height(figure.bars.len());
+    let mut rgb = vec![0u8; WIDTH as usize * height as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, height)).into_drawing_area();
+        draw_devices(&root, figure, title)?;
+        root.present().map_err(text)?;
+    }
+    png(rgb, WIDTH, height)
+}
+
+fn draw_devices<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    figure: &DeviceFigure,
+    title: &str,
+) -> DrawResult<()> {
+    root.fill(&WHITE).map_err(text)?;
+    let labels: Vec<String> = figure
+        .bars
+        .iter()
+        .map(|b| format!("{} · {}", shown(&b.label), power_of_two(b.particles)))
+        .collect();
+    let n = labels.len();
+    // Finite: every FPS and FPS + std was checked (`check::check_row`).
+    let x_top = figure
+        .bars
+        .iter()
+        .map(|b| b.fps + b.fps_std.unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    // Room on the right for the values written at the bars' ends.
+    let x_max = axis_end(x_top, 1.25);
+    let (x_ticks, x_step) = value_ticks(x_max);
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let label_area = (longest as u32 * 9 + 20).clamp(120, WIDTH / 2);
+    let row = |i: usize| (n - 1 - i) as f64;
+    let ticks: Vec<f64> = (0..n).map(row).collect();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FAMILY, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(label_area)
+        .build_cartesian_2d(
+            TickedAxis {
+                range: 0.0..x_max,
+                ticks: x_ticks,
+            },
+            TickedAxis {
+                range: -0.6..n as f64 - 0.4,
+                ticks,
+            },
+        )
+        .map_err(text)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc("frames per second (the largest particle count that completed)")
+        .x_label_formatter(&|v| number_label(*v, x_step))
+        .y_label_formatter(&|v| {
+            let i = n as i64 - 1 - v.round() as i64;
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| labels.get(i))
+                .map_or(String::new(), |l| l.to_string())
+        })
+        .label_style((FAMILY, 15))
+        .axis_desc_style((FAMILY, 20))
+        .draw()
+        .map_err(text)?;
+    for (i, bar) in figure.bars.iter().enumerate() {
+        let c = colour(i);
+        let y = row(i);
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.35), (bar.fps, y + 0.35)],
+                c.filled(),
+            )))
+            .map_err(text)?;
+        let end = match bar.fps_std.filter(|s| *s > 0.0) {
+            Some(std) => {
+                let (low, high) = ((bar.fps - std).max(0.0), bar.fps + std);
+                chart
+                    .draw_series([
+                        PathElement::new(vec![(low, y), (high, y)], BLACK.stroke_width(1)),
+                        PathElement::new(vec![(low, y - 0.15), (low, y + 0.15)], BLACK),
+                        PathElement::new(vec![(high, y - 0.15), (high, y + 0.15)], BLACK),
+                    ])
+                    .map_err(text)?;
+                high
+            }
+            None => bar.fps,
+        };
+        let value = match bar.fps_std {
+            Some(std) => format!("{:.1} ± {:.1}", bar.fps, std),
+            None => format!("{:.1}", bar.fps),
+        };
+        chart
+            .draw_series(std::iter::once(Text::new(
+                value,
+                // Within the axis: beyond it the position would not map to a pixel.
+                ((end + x_max * 0.01).min(x_max), y + 0.12),
+                (FAMILY, 15),
+            )))
+            .map_err(text)?;
+    }
+    Ok(())
 }

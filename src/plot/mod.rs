@@ -1,7 +1,8 @@
 //! `snowsim plot`: figures from the CSVs of benchmark sweeps (`snowsim bench`), like the
 //! thesis's Figures 6.1–6.6. FPS against particle count and against mesh size (log2 x axis,
 //! one line per device and per setting that varies, error bars of one standard deviation), and
-//! stacked bars of the time per stage; each PNG has a JSON beside it naming its series and
+//! stacked bars of the time per stage, the headline FPS of each device and setup, the speed-up
+//! of several devices over one, and a markdown summary; each PNG has a JSON beside it naming its series and
 //! their points exactly as drawn, the failed rows of each series and the rows left out. The
 //! CSVs are read through [`crate::input`], every number is checked before anything is drawn
 //! ([`check`]), the figures' sizes are capped ([`figure::MAX_BARS`]) and the files are
@@ -12,6 +13,7 @@ pub mod check;
 pub mod draw;
 pub mod figure;
 pub mod font;
+pub mod headline;
 pub mod series;
 pub mod settings;
 
@@ -25,6 +27,7 @@ use crate::budget::{Budget, ByteSize, Estimate};
 use crate::input::InputError;
 use crate::output::{AtomicFile, OutputError};
 use figure::{LineFigure, MAX_BARS, StageFigure};
+use headline::DeviceFigure;
 use series::{Origin, Sourced, group};
 
 /// Errors making the plots.
@@ -230,6 +233,8 @@ pub struct Report {
     pub written: Vec<Written>,
     /// Plots not made, and why (e.g. no row has a mesh size).
     pub not_made: Vec<String>,
+    /// The markdown summary ([`SUMMARY`]).
+    pub summary: PathBuf,
 }
 
 /// The base names of the plots (`NAME.png` and `NAME.json` in the output folder).
@@ -238,6 +243,12 @@ pub const FPS_PARTICLES: &str = "fps_particles";
 pub const FPS_TETS: &str = "fps_tets";
 /// See [`FPS_PARTICLES`].
 pub const STAGES: &str = "stages";
+/// See [`FPS_PARTICLES`].
+pub const SPEEDUP: &str = "speedup";
+/// See [`FPS_PARTICLES`].
+pub const DEVICES: &str = "devices";
+/// The markdown summary's file name.
+pub const SUMMARY: &str = "summary.md";
 
 /// A figure drawn, not yet written.
 struct Drawn<'a> {
@@ -253,6 +264,7 @@ struct Drawn<'a> {
 enum Figure<'a> {
     Line(&'a LineFigure),
     Stages(&'a StageFigure),
+    Devices(&'a DeviceFigure),
 }
 
 impl Figure<'_> {
@@ -260,13 +272,16 @@ impl Figure<'_> {
         match self {
             Figure::Line(f) => serde_json::to_writer_pretty(writer, f),
             Figure::Stages(f) => serde_json::to_writer_pretty(writer, f),
+            Figure::Devices(f) => serde_json::to_writer_pretty(writer, f),
         }
     }
 }
 
 /// Draws the plots of the rows of `inputs` (all files together) into `out`, creating it if
 /// missing: [`FPS_PARTICLES`] always, [`FPS_TETS`] when rows have a mesh size, [`STAGES`] when
-/// rows have stage times (at most [`MAX_BARS`] bars). Every figure is drawn before anything
+/// rows have stage times (at most [`MAX_BARS`] bars), [`DEVICES`] and [`SUMMARY`] always,
+/// [`SPEEDUP`] when a run on several devices has the same configuration on its snow's device
+/// alone to compare with. Every figure is drawn before anything
 /// is written, then all files are written as temporaries and renamed into place only when
 /// every one is complete: an error leaves `out` as it was (and removes it if this call
 /// created it). Nothing is written when no row completed.
@@ -338,6 +353,39 @@ pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
         None
     };
     let stages = StageFigure::new(&by_particles);
+    let devices = DeviceFigure::new(&by_particles);
+    let (speedup_rows, no_base) = headline::speedup_rows(&rows);
+    let speedup_sourced: Vec<Sourced> = speedup_rows
+        .iter()
+        .map(|(row, s)| Sourced {
+            origin: s.origin,
+            row,
+        })
+        .collect();
+    let speedup = {
+        let mut figure = LineFigure::new(&group(
+            &speedup_sourced,
+            "particles",
+            |r| Some(r.particles),
+            "",
+        ));
+        figure.y = "speedup";
+        figure.skipped.extend(no_base);
+        figure
+    };
+    let mut start = 0;
+    let per_file: Vec<(String, series::Grouping)> = inputs
+        .iter()
+        .map(|input| {
+            let own = &rows[start..start + input.rows.len()];
+            start += input.rows.len();
+            (
+                input.path.display().to_string(),
+                group(own, "particles", |r| Some(r.particles), ""),
+            )
+        })
+        .collect();
+    let summary = headline::summary(&per_file);
 
     let mut drawn = vec![Drawn {
         name: FPS_PARTICLES,
@@ -346,6 +394,7 @@ pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
                 &particles,
                 "Frames per second by particle count",
                 "particles",
+                draw::FPS_AXIS,
             )
         })?,
         figure: Figure::Line(&particles),
@@ -361,6 +410,7 @@ pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
                     tets,
                     "Frames per second by mesh size",
                     "tetrahedra of the wind's mesh",
+                    draw::FPS_AXIS,
                 )
             })?,
             figure: Figure::Line(tets),
@@ -393,8 +443,54 @@ pub fn plot(inputs: &[Input], out: &Path) -> Result<Report, PlotError> {
             .not_made
             .push(format!("{STAGES}: no completed row has stage times"));
     }
+    drawn.push(Drawn {
+        name: DEVICES,
+        png: draw_png(out, DEVICES, || {
+            draw::device_png(&devices, "Frames per second by device and setup")
+        })?,
+        figure: Figure::Devices(&devices),
+        series: devices.bars.len(),
+        points: devices.bars.len(),
+        note: (!devices.skipped.is_empty()).then(|| {
+            format!(
+                "{} bars not drawn: {DEVICES}.png draws at most {}; see {DEVICES}.json's skipped",
+                devices.skipped.len(),
+                headline::MAX_DEVICE_BARS
+            )
+        }),
+    });
+    if speedup.has_points() {
+        drawn.push(Drawn {
+            name: SPEEDUP,
+            png: draw_png(out, SPEEDUP, || {
+                draw::line_png(
+                    &speedup,
+                    "Speed-up of several devices over the snow's device alone",
+                    "particles",
+                    draw::YAxis {
+                        desc: "speed-up (FPS over one device's)",
+                        reference: Some(1.0),
+                    },
+                )
+            })?,
+            figure: Figure::Line(&speedup),
+            series: speedup.series.len(),
+            points: points_of(&speedup),
+            note: None,
+        });
+    } else if rows.iter().any(|s| s.row.several_devices()) {
+        report.not_made.push(format!(
+            "{SPEEDUP}: no completed run on several devices has the same configuration on its \
+             snow's device alone to compare with"
+        ));
+    } else {
+        report.not_made.push(format!(
+            "{SPEEDUP}: no run on several devices (--wind-device, --snow-devices) to compare"
+        ));
+    }
 
-    report.written = write_all(out, &drawn)?;
+    report.written = write_all(out, &drawn, &[(SUMMARY, summary.as_bytes())])?;
+    report.summary = out.join(SUMMARY);
     Ok(report)
 }
 
@@ -435,14 +531,18 @@ impl Write for Counter {
 /// written and synced ([`crate::output::commit_all`]: a rename that fails puts back those
 /// already made). On an error the temporaries are removed, and `out` too when this call
 /// created it (and it is still empty).
-fn write_all(out: &Path, drawn: &[Drawn]) -> Result<Vec<Written>, PlotError> {
+fn write_all(
+    out: &Path,
+    drawn: &[Drawn],
+    texts: &[(&str, &[u8])],
+) -> Result<Vec<Written>, PlotError> {
     let created = !out.exists();
     std::fs::create_dir_all(out).map_err(|error| PlotError::OutDir {
         path: out.to_path_buf(),
         error,
     })?;
-    let result =
-        write_temporaries(out, drawn).and_then(|files| Ok(crate::output::commit_all(files)?));
+    let result = write_temporaries(out, drawn, texts)
+        .and_then(|files| Ok(crate::output::commit_all(files)?));
     match result {
         Ok(()) => Ok(drawn
             .iter()
@@ -464,9 +564,14 @@ fn write_all(out: &Path, drawn: &[Drawn]) -> Result<Vec<Written>, PlotError> {
     }
 }
 
-/// Checks the disk for every file, then writes each into a temporary beside it (flushed and
-/// synced), returning them uncommitted.
-fn write_temporaries(out: &Path, drawn: &[Drawn]) -> Result<Vec<AtomicFile>, PlotError> {
+/// Checks the disk for every file, then writes each (the figures' JSON and PNG, and `texts`,
+/// named files of bytes) into a temporary beside it (flushed and synced), returning them
+/// uncommitted.
+fn write_temporaries(
+    out: &Path,
+    drawn: &[Drawn],
+    texts: &[(&str, &[u8])],
+) -> Result<Vec<AtomicFile>, PlotError> {
     let json_error = |path: &Path, error: serde_json::Error| {
         PlotError::Output(OutputError::Io {
             path: path.to_path_buf(),
@@ -481,6 +586,9 @@ fn write_temporaries(out: &Path, drawn: &[Drawn]) -> Result<Vec<AtomicFile>, Plo
             .write_json(&mut counter)
             .map_err(|e| json_error(&json_path, e))?;
         bytes = bytes.saturating_add(counter.0 + 1 + d.png.len() as u64);
+    }
+    for (_, text) in texts {
+        bytes = bytes.saturating_add(text.len() as u64);
     }
     if let Ok(disk) = Budget::disk(&out.join(format!("{FPS_PARTICLES}.png"))) {
         let estimate = Estimate::new(out.display().to_string(), "the plots", bytes);
@@ -509,6 +617,14 @@ fn write_temporaries(out: &Path, drawn: &[Drawn]) -> Result<Vec<AtomicFile>, Plo
         })?;
         png.sync()?;
         files.push(png);
+    }
+    for (name, text) in texts {
+        let path = out.join(name);
+        let mut file = AtomicFile::create(&path)?;
+        file.write_all(text)
+            .map_err(|error| OutputError::Io { path, error })?;
+        file.sync()?;
+        files.push(file);
     }
     Ok(files)
 }

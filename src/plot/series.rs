@@ -210,8 +210,9 @@ fn varying_settings(groups: &[Group]) -> Vec<&'static str> {
         .collect()
 }
 
-/// `device (name=value, …)` for the varying settings other than the device; the device alone
-/// when nothing else varies.
+/// `device (name=value, …)` for the varying settings other than the device (those empty in
+/// this series left out: `split` of a run on one device); the device alone when nothing else
+/// varies.
 fn label(key: &[Setting], varying: &[&str]) -> String {
     let value = |name: &str| {
         key.iter()
@@ -226,7 +227,9 @@ fn label(key: &[Setting], varying: &[&str]) -> String {
     };
     let differing: Vec<String> = key
         .iter()
-        .filter(|(n, _)| *n != "device" && *n != "device_index" && varying.contains(n))
+        .filter(|(n, v)| {
+            *n != "device" && *n != "device_index" && varying.contains(n) && !v.is_empty()
+        })
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
     if differing.is_empty() {
@@ -326,7 +329,7 @@ mod tests {
             row("NVIDIA H100", 1 << 21, "", true, "ok"),
         ];
         for (r, index) in rows.iter_mut().zip([1, 1, 2, 2]) {
-            r.device_index = Some(index);
+            r.device_index = vec![index];
         }
         let o = origins(rows.len());
         let g = group(&sourced(&rows, &o), "particles", |r| Some(r.particles), "");

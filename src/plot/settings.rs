@@ -8,7 +8,7 @@ use crate::bench::record::Row;
 pub type Setting = (&'static str, String);
 
 /// The names of the settings [`settings`] returns, in its order.
-pub const SETTING_NAMES: [&str; 16] = [
+pub const SETTING_NAMES: [&str; 19] = [
     "device",
     "device_index",
     "platform",
@@ -22,6 +22,9 @@ pub const SETTING_NAMES: [&str; 16] = [
     "particle_render",
     "sort",
     "simulate",
+    "wind_device",
+    "wind_every",
+    "split",
     "frames",
     "warmup",
     "repeats",
@@ -32,8 +35,11 @@ pub const SETTING_NAMES: [&str; 16] = [
 /// The interop and particle-render modes are the ones asked for (`interop_requested`,
 /// `particle_render_requested`): the modes actually used are empty on a failed row, which
 /// would otherwise put it in a series of its own. An empty `sort` reads `scene` (the scene's
-/// own), as does a missing `tets`.
-pub fn settings(row: &Row) -> [Setting; 16] {
+/// own), as does a missing `tets`. The devices of a split run read compactly (`NAME ×2`,
+/// indices `0+1`, [`Row::device_names`]); `split` is the fraction of the parcels each held
+/// (the parcels themselves grow with the particle count, the fractions do not); the wind's
+/// device reads `same` where it is the snow's.
+pub fn settings(row: &Row) -> [Setting; 19] {
     let or_scene = |s: &str| {
         if s.is_empty() {
             "scene".to_string()
@@ -42,11 +48,11 @@ pub fn settings(row: &Row) -> [Setting; 16] {
         }
     };
     [
-        ("device", row.device.clone()),
-        (
-            "device_index",
-            row.device_index.map_or(String::new(), |i| i.to_string()),
-        ),
+        ("device", row.device_names()),
+        ("device_index", {
+            let indices: Vec<String> = row.device_index.iter().map(usize::to_string).collect();
+            indices.join("+")
+        }),
         ("platform", row.platform.clone()),
         ("scene", row.scene.clone()),
         ("particles", row.particles.to_string()),
@@ -58,10 +64,51 @@ pub fn settings(row: &Row) -> [Setting; 16] {
         ("particle_render", or_scene(&row.particle_render_requested)),
         ("sort", or_scene(&row.sort)),
         ("simulate", row.simulate.clone()),
+        ("wind_device", wind_device(row)),
+        (
+            "wind_every",
+            row.wind_every.map_or("scene".into(), |k| k.to_string()),
+        ),
+        ("split", fractions(&row.snow_shares)),
         ("frames", row.frames.to_string()),
         ("warmup", row.warmup.to_string()),
         ("repeats", row.repeats.to_string()),
     ]
+}
+
+/// The wind's own device as a setting: `same` where it is the snow's; its index alone where
+/// it has the snow's device's name (two GPUs of one model: the name is in `device` already),
+/// else `INDEX NAME`.
+fn wind_device(row: &Row) -> String {
+    if row.wind_device.is_empty() {
+        return "same".to_string();
+    }
+    let snow = row.device.split(';').next().unwrap_or("");
+    match (row.wind_device_index, row.wind_device.split_once(' ')) {
+        (Some(i), Some((_, name))) if name == snow => i.to_string(),
+        _ => row.wind_device.clone(),
+    }
+}
+
+/// The fraction of the parcels each device of a split held, from `snow_shares` (`292;732`
+/// reads `0.29+0.71`); empty when not split, the text itself where it is not a `;`-list of
+/// counts.
+fn fractions(shares: &str) -> String {
+    if shares.is_empty() {
+        return String::new();
+    }
+    let counts: Option<Vec<u64>> = shares.split(';').map(|c| c.trim().parse().ok()).collect();
+    match counts {
+        Some(counts) if counts.iter().sum::<u64>() > 0 => {
+            let total = counts.iter().sum::<u64>() as f64;
+            let parts: Vec<String> = counts
+                .iter()
+                .map(|&c| format!("{:.2}", c as f64 / total))
+                .collect();
+            parts.join("+")
+        }
+        _ => shares.to_string(),
+    }
 }
 
 /// The settings of `row` without the one named `x` (the quantity a plot puts on its x axis):
@@ -94,5 +141,32 @@ mod tests {
         assert!(key.iter().all(|(n, _)| *n != "particles"));
         assert!(key.contains(&("tets", "77".to_string())));
         assert_eq!(key.len(), SETTING_NAMES.len() - 1);
+    }
+
+    #[test]
+    fn a_split_reads_compactly_and_by_fractions() {
+        let row = Row {
+            device: "gpu;gpu".into(),
+            device_index: vec![1, 2],
+            snow_shares: "250;750".into(),
+            wind_every: Some(3),
+            ..Row::default()
+        };
+        let all = settings(&row);
+        let get = |n: &str| all.iter().find(|(k, _)| *k == n).unwrap().1.clone();
+        assert_eq!(get("device"), "gpu ×2");
+        assert_eq!(get("device_index"), "1+2");
+        assert_eq!(get("split"), "0.25+0.75");
+        assert_eq!(get("wind_device"), "same");
+        assert_eq!(get("wind_every"), "3");
+        assert_eq!(fractions("a;b"), "a;b");
+        let beside = |name: &str| Row {
+            device: "gpu".into(),
+            wind_device: format!("1 {name}"),
+            wind_device_index: Some(1),
+            ..Row::default()
+        };
+        assert_eq!(wind_device(&beside("gpu")), "1");
+        assert_eq!(wind_device(&beside("cpu x")), "1 cpu x");
     }
 }

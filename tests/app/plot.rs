@@ -360,6 +360,9 @@ fn help_names_the_inputs_and_every_output() {
         "fps_particles.png",
         "fps_tets.png",
         "stages.png",
+        "devices.png",
+        "speedup.png",
+        "summary.md",
         "JSON",
         "status 1",
     ] {
@@ -865,12 +868,161 @@ fn an_error_while_writing_leaves_every_figure_as_it_was() {
     assert_eq!(
         left,
         [
+            "devices.json",
+            "devices.png",
             "fps_particles.json",
             "fps_particles.png",
             "stages.json",
-            "stages.png"
+            "stages.png",
+            "summary.md"
         ],
         "no temporary is left"
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A run of `ok_row(0, 0, particles)`'s configuration on several devices of one machine: the
+/// wind on device `wind` and/or the parcels split over `snow` (indices), at `fps`.
+fn several_devices(particles: u64, snow: &[usize], wind: Option<usize>, fps: f64) -> Row {
+    let name = DEVICES[0].0;
+    let mut row = ok_row(0, 0, particles);
+    row.device = vec![name; snow.len()].join(";");
+    row.device_index = snow.to_vec();
+    if snow.len() > 1 {
+        let each = particles / snow.len() as u64;
+        row.snow_shares = vec![each.to_string(); snow.len()].join(";");
+    }
+    if let Some(w) = wind {
+        row.wind_device = format!("{w} {name}");
+        row.wind_device_index = Some(w);
+    }
+    row.render = false;
+    row.fps_mean = Some(fps);
+    row.fps_std = Some(fps / 20.0);
+    row.ms_frame = Some(1000.0 / fps);
+    row
+}
+
+#[test]
+fn several_devices_get_a_speed_up_plot_a_bar_each_and_a_summary() {
+    let dir = temp_dir("speedup");
+    let path = dir.join("two-gpus.csv");
+    // Device 0 alone at two counts, device 1 alone at one (the same name: kept apart), the
+    // wind beside on device 1, the parcels split over 0 and 1 (one count failed).
+    let mut rows = Vec::new();
+    for (p, fps) in [(1u64 << 16, 200.0), (1 << 18, 100.0)] {
+        rows.push(several_devices(p, &[0], None, fps));
+        rows.push(several_devices(p, &[0], Some(1), fps * 1.5));
+        rows.push(several_devices(p, &[0, 1], None, fps * 1.8));
+    }
+    rows.push(several_devices(1 << 18, &[1], None, 90.0));
+    let mut failed = several_devices(1 << 20, &[0, 1], None, 1.0);
+    (
+        failed.status,
+        failed.fps_mean,
+        failed.fps_std,
+        failed.ms_frame,
+    ) = ("timeout".into(), None, None, None);
+    rows.push(failed);
+    write_rows(&path, &rows).unwrap();
+    let out = dir.join("plots");
+    let o = snowsim(&["plot", s(&path), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        said.contains("speedup.png") && said.contains("summary.md"),
+        "{said}"
+    );
+
+    // Speed-up: each run on several devices over device 0 alone at its particle count.
+    assert_eq!(png_size(&out.join("speedup.png")), (1280, 800));
+    let speedup = read_json(&out.join("speedup.json"));
+    assert_eq!(speedup["y"], "speedup");
+    let mut ratios: Vec<(String, u64, f64)> = Vec::new();
+    for series in speedup["series"].as_array().unwrap() {
+        for p in series["points"].as_array().unwrap() {
+            ratios.push((
+                series["label"].as_str().unwrap().to_string(),
+                p["x"].as_u64().unwrap(),
+                p["y"].as_f64().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(ratios.len(), 4, "{speedup:#}");
+    for (label, _, ratio) in &ratios {
+        let expected = if label.contains("wind_device=1") {
+            1.5
+        } else {
+            1.8
+        };
+        assert!((ratio - expected).abs() < 1e-9, "{label}: {ratio}");
+    }
+    let failed: usize = speedup["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["failed"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(failed, 1, "the timed-out split is drawn as a failure");
+
+    // One bar per device and setup: its FPS at the largest count that completed.
+    let devices = read_json(&out.join("devices.json"));
+    let bars: Vec<(String, u64, f64)> = devices["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["label"].as_str().unwrap().to_string(),
+                b["particles"].as_u64().unwrap(),
+                b["fps"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let name = DEVICES[0].0;
+    assert_eq!(bars.len(), 4, "{bars:?}");
+    assert_eq!(bars[0].0, format!("{name} [0] (wind_device=same)"));
+    assert_eq!((bars[0].1, bars[0].2), (1 << 18, 100.0));
+    assert!(bars[1].0.contains("wind_device=1"), "{bars:?}");
+    assert_eq!(
+        bars[2].0,
+        format!("{name} ×2 [0+1] (wind_device=same, split=0.50+0.50)")
+    );
+    assert_eq!((bars[2].1, bars[2].2), (1 << 18, 180.0));
+    assert_eq!(bars[3].0, format!("{name} [1] (wind_device=same)"));
+    let (w, h) = png_size(&out.join("devices.png"));
+    assert_eq!((w, h), (1280, snowsim::plot::draw::device_height(4)));
+
+    // The summary: the same headline rows as a markdown table.
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.starts_with("# Sweep summary"), "{md}");
+    assert!(md.contains(&format!("## {}", path.display())), "{md}");
+    let lines: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with(&format!("| {name}")))
+        .collect();
+    assert_eq!(lines.len(), 4, "{md}");
+    assert!(
+        lines[2]
+            .contains("×2 [0+1] | snow 0+1, shares 131072+131072 | 262144 | off | 180.0 ± 9.0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| one device | 262144 | off | 100.0 ± 5.0 | 10.000 |"),
+        "{md}"
+    );
+
+    // Nothing on several devices: no speed-up plot, and the report says why.
+    let alone = dir.join("alone.csv");
+    write_rows(&alone, &rows[..1]).unwrap();
+    let out = dir.join("alone");
+    let o = snowsim(&["plot", s(&alone), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        said.contains("not drawn: speedup: no run on several devices"),
+        "{said}"
+    );
+    assert!(!out.join("speedup.png").exists() && out.join("devices.png").exists());
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -15,6 +15,15 @@ fn temp_dir(test: &str) -> PathBuf {
 /// `snowsim bench ARGS` from the repository's root on PoCL, small frames, writing `csv`; `args`
 /// replace the defaults of the same options.
 fn sweep(csv: &Path, args: &[&str]) -> Output {
+    sweep_with(csv, args, true)
+}
+
+/// [`sweep`] without its default `--devices` (which `--snow-devices` replaces).
+fn sweep_without_devices(csv: &Path, args: &[&str]) -> Output {
+    sweep_with(csv, args, false)
+}
+
+fn sweep_with(csv: &Path, args: &[&str], devices: bool) -> Output {
     let defaults = [
         ("--devices", "pocl"),
         ("--scene", "scenes/flat.toml"),
@@ -27,7 +36,9 @@ fn sweep(csv: &Path, args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_snowsim"));
     command.current_dir(env!("CARGO_MANIFEST_DIR")).arg("bench");
     for (option, value) in defaults {
-        if !args.contains(&option) {
+        let replaced = args.contains(&option)
+            || (option == "--devices" && (!devices || args.contains(&"--snow-devices")));
+        if !replaced {
             command.args([option, value]);
         }
     }
@@ -47,7 +58,7 @@ fn text(bytes: &[u8]) -> String {
 fn check_common(r: &Row) {
     assert_eq!(r.schema, snowsim::bench::record::SCHEMA_VERSION);
     // The device's index in `snowsim devices` (PoCL's is 0 here: the only device).
-    assert_eq!(r.device_index, Some(0), "{r:?}");
+    assert_eq!(r.device_index, [0], "{r:?}");
     assert_eq!(r.date.len(), 20, "{}", r.date);
     assert!(r.date.starts_with("20") && r.date.ends_with('Z') && r.date.contains('T'));
     assert_eq!(r.snowsim_version, env!("CARGO_PKG_VERSION"));
@@ -171,6 +182,12 @@ fn bad_sweep_options_fail_before_running_anything() {
         "Example",
         "wind",
         "snow",
+        "--wind-device",
+        "--snow-devices",
+        "--snow-shares",
+        "--wind-every",
+        "--compare",
+        "speedup.png",
     ] {
         assert!(help.contains(needed), "`{needed}` missing from:\n{help}");
     }
@@ -329,5 +346,332 @@ fn append_keeps_the_rows_already_in_the_csv() {
         text(&out.stderr)
     );
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "a,b\n1,2\n");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A copy of scenes/flat.toml in `dir` whose snow drifts without suspension: what a split of
+/// the parcels across devices (`--snow-devices`) takes for now.
+fn drifting_scene(dir: &Path) -> PathBuf {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
+            .unwrap();
+    let scene = dir.join("drift.toml");
+    std::fs::write(
+        &scene,
+        text.replace(
+            "[time]",
+            "[ground]\ndrift = true\nsuspension = false\n\n[time]",
+        ),
+    )
+    .unwrap();
+    scene
+}
+
+#[test]
+fn wind_device_and_wind_every_items_reach_the_runs_and_their_columns() {
+    let dir = temp_dir("wind_device");
+    let csv = dir.join("sweep.csv");
+    let out = sweep(
+        &csv,
+        &[
+            "--wind-device",
+            "same,0",
+            "--wind-every",
+            "1,2",
+            "--render",
+            "off",
+            "--particles",
+            "1024",
+            "--frames",
+            "4",
+            "--repeats",
+            "1",
+            "--verbose",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = read_rows(&csv).unwrap();
+    let columns: Vec<(&str, Option<usize>, Option<u32>)> = rows
+        .iter()
+        .map(|r| (r.wind_device.as_str(), r.wind_device_index, r.wind_every))
+        .collect();
+    let name = format!("0 {}", rows[0].device);
+    assert_eq!(
+        columns,
+        [
+            ("", None, Some(1)),
+            ("", None, Some(2)),
+            (name.as_str(), Some(0), Some(1)),
+            (name.as_str(), Some(0), Some(2)),
+        ]
+    );
+    for r in &rows {
+        assert_eq!(r.status, "ok", "{r:?}");
+        assert_eq!(
+            (r.device_index.as_slice(), r.snow_shares.as_str()),
+            (&[0][..], "")
+        );
+        // The wind's kernels are timed on the snow's device only where the wind runs there:
+        // the runs beside it really had a wind device of their own.
+        assert_eq!(r.ms_wind.is_some(), r.wind_device.is_empty(), "{r:?}");
+    }
+    // Every other frame steps the wind: half the steps of every frame, so less wind time per
+    // frame (4 measured frames: 2 steps against 4).
+    let (every_1, every_2) = (rows[0].ms_wind.unwrap(), rows[1].ms_wind.unwrap());
+    assert!(
+        every_2 < every_1,
+        "{every_2} ms with --wind-every 2, {every_1} ms with 1"
+    );
+    // The runs told what they ran on (their stderr, echoed by --verbose).
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("| wind device: [0]").count(), 2, "{err}");
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("wind 0, wind every 2") && table.contains("wind every 1"),
+        "{table}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn split_snow_devices_write_lists_compare_with_a_baseline_and_plot() {
+    let dir = temp_dir("snow_devices");
+    let scene = drifting_scene(&dir);
+    let quick = |csv: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "--scene",
+            scene.to_str().unwrap(),
+            "--snow-devices",
+            "0,0+0",
+            "--snow-shares",
+            "1,1+3",
+            "--render",
+            "off",
+            "--frames",
+            "2",
+            "--repeats",
+            "1",
+        ];
+        args.extend(extra);
+        let out = sweep_without_devices(csv, &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        out
+    };
+    let base = dir.join("base.csv");
+    quick(&base, &["--particles", "1024"]);
+    let rows = read_rows(&base).unwrap();
+    assert_eq!(rows.len(), 2);
+    let one = &rows[0];
+    assert_eq!(
+        (one.status.as_str(), one.device_index.as_slice()),
+        ("ok", &[0][..])
+    );
+    assert!(
+        !one.device.contains(';') && one.snow_shares.is_empty(),
+        "{one:?}"
+    );
+    let split = &rows[1];
+    assert_eq!(split.status, "ok", "{split:?}");
+    assert_eq!(split.device, format!("{0};{0}", one.device));
+    assert_eq!(split.device_index, [0, 0]);
+    assert_eq!(split.device_uuid.matches(';').count(), 1, "{split:?}");
+    assert_eq!(split.device_pci_bus.matches(';').count(), 1, "{split:?}");
+    // The parcels each device held, from the run's own report: weights 1 and 3.
+    assert_eq!(split.snow_shares, "256;768");
+    assert_eq!(split.particles, 1024);
+
+    // The same configurations and two new ones against that baseline.
+    let new = dir.join("new.csv");
+    let out = quick(
+        &new,
+        &[
+            "--particles",
+            "1024,2048",
+            "--compare",
+            base.to_str().unwrap(),
+        ],
+    );
+    let table = text(&out.stdout);
+    assert!(
+        table.contains(&format!("against {}:", base.display())),
+        "{table}"
+    );
+    let ratios: Vec<&str> = table.lines().filter(|l| l.contains(" → ")).collect();
+    assert_eq!(ratios.len(), 2, "{table}");
+    assert!(
+        ratios.iter().all(|l| l.contains("×, ") && l.contains("%)")),
+        "{table}"
+    );
+    assert!(ratios[1].contains("snow 0+0, shares 256+768"), "{table}");
+    assert_eq!(table.matches(": no baseline").count(), 2, "{table}");
+    assert!(
+        table.contains(&format!(
+            "2 of 4 configurations have no baseline in {}",
+            base.display()
+        )),
+        "{table}"
+    );
+
+    // The plots of both: the split's speed-up over device 0 alone, at 1024 and 2048 particles.
+    let plots = dir.join("plots");
+    let plot = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args([
+            "plot",
+            base.to_str().unwrap(),
+            new.to_str().unwrap(),
+            "--out",
+        ])
+        .arg(&plots)
+        .output()
+        .unwrap();
+    assert!(plot.status.success(), "{}", text(&plot.stderr));
+    let speedup: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(plots.join("speedup.json")).unwrap()).unwrap();
+    let xs: Vec<u64> = speedup["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["points"].as_array().unwrap().iter())
+        .map(|p| p["x"].as_u64().unwrap())
+        .collect();
+    // Two series (the two files' repeats differ in nothing: one series per configuration
+    // key, the 1024 run twice).
+    assert!(xs.contains(&1024) && xs.contains(&2048), "{speedup}");
+    assert!(plots.join("speedup.png").exists() && plots.join("devices.png").exists());
+    let md = std::fs::read_to_string(plots.join("summary.md")).unwrap();
+    assert_eq!(md.matches("## ").count(), 2, "{md}");
+    assert!(
+        md.contains("| snow 0+0, shares 256+768 | 1024 | off |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| snow 0+0, shares 512+1536 | 2048 | off |"),
+        "{md}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_device_axes_and_baselines_are_refused_before_anything_runs() {
+    let dir = temp_dir("bad_axes");
+    let csv = dir.join("sweep.csv");
+    let notes = dir.join("notes.csv");
+    std::fs::write(&notes, "a,b\n1,2\n").unwrap();
+    let header = dir.join("header.csv");
+    std::fs::write(&header, "my own notes: no command wrote this file\n").unwrap();
+    let scene = drifting_scene(&dir);
+    let scene = scene.to_str().unwrap();
+    for (args, code, expected) in [
+        (&["--wind-every", "0"][..], 2, "'0'"),
+        (&["--wind-every", "1,x"][..], 2, "'x'"),
+        (
+            &["--wind-device", "same,nosuchdevice"][..],
+            1,
+            "--wind-device \"nosuchdevice\"",
+        ),
+        (&["--wind-device", "same,"][..], 1, "--wind-device \"\""),
+        (
+            &[
+                "--snow-devices",
+                "0+nosuchdevice",
+                "--render",
+                "off",
+                "--scene",
+                scene,
+            ][..],
+            1,
+            "--snow-devices \"nosuchdevice\"",
+        ),
+        (
+            &[
+                "--snow-devices",
+                "0,0+0",
+                "--snow-shares",
+                "1+1",
+                "--render",
+                "off",
+                "--scene",
+                scene,
+            ][..],
+            1,
+            "--snow-shares \"1+1\": 1 items for the 2",
+        ),
+        (
+            &[
+                "--snow-devices",
+                "0+0",
+                "--snow-shares",
+                "1+0",
+                "--render",
+                "off",
+                "--scene",
+                scene,
+            ][..],
+            1,
+            "\"0\" is not a weight",
+        ),
+        (
+            &[
+                "--snow-devices",
+                "0+0",
+                "--snow-shares",
+                "1+1+1",
+                "--render",
+                "off",
+                "--scene",
+                scene,
+            ][..],
+            1,
+            "3 weights for the 2 devices",
+        ),
+        (
+            &["--snow-devices", "0+0", "--scene", scene][..],
+            1,
+            "add --render off",
+        ),
+        (
+            &["--snow-devices", "0+0", "--render", "off"][..],
+            1,
+            "ground.suspension = false",
+        ),
+        (
+            &["--snow-shares", "1"][..],
+            1,
+            "--snow-shares needs --snow-devices",
+        ),
+        (
+            &["--compare", header.to_str().unwrap()][..],
+            1,
+            "header.csv is not a sweep CSV to compare with: its header has no column schema",
+        ),
+        (
+            &["--compare", notes.to_str().unwrap()][..],
+            1,
+            "notes.csv is not a sweep CSV",
+        ),
+    ] {
+        let out = sweep(&csv, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: `{expected}` not in {err}"
+        );
+        assert!(!csv.exists(), "{args:?} ran");
+    }
+    // --devices and --snow-devices both: which devices would be meant is unclear.
+    let out = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["bench", "--devices", "0", "--snow-devices", "0", "--csv"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--snow-devices replaces --devices: give one of them"),
+        "{err}"
+    );
+    assert!(!csv.exists());
     std::fs::remove_dir_all(&dir).ok();
 }

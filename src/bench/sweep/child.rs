@@ -30,6 +30,19 @@ pub struct RunReport {
     pub particle_render: String,
     /// Every stage, as a mean per measured frame.
     pub stages: Vec<StageReport>,
+    /// The parcels' split across devices (`--snow-devices`), the snow's own device first;
+    /// empty when not split.
+    #[serde(default)]
+    pub snow_devices: Vec<ShareReport>,
+}
+
+/// One device of [`RunReport::snow_devices`].
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ShareReport {
+    /// The device's index and name.
+    pub device: String,
+    /// The parcels it held.
+    pub particles: u64,
 }
 
 /// One stage of [`RunReport::stages`].

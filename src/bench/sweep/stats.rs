@@ -80,6 +80,7 @@ mod tests {
                     busy_ms: *ms,
                 })
                 .collect(),
+            snow_devices: Vec::new(),
         }
     }
 
