@@ -31,8 +31,7 @@ to `snowsim run`: the scene's or run's defaults apply.
 Several devices: --wind-device same,1 runs each configuration with the wind on the snow's \
 device and with the wind solver on device 1 (`snowsim run --wind-device 1`); --snow-devices \
 0,0+1 runs it on device 0 alone and with the parcels split across devices 0 and 1 \
-(`snowsim run --snow-devices 0,1`, which needs --render off and a scene with \
-ground.suspension = false; both are checked before anything runs), in place of --devices; \
+(`snowsim run --snow-devices 0,1`), in place of --devices; \
 --snow-shares 1,1+3 gives each split's weights (one item per --snow-devices item); \
 --wind-every 1,4 a wind step every K frames. A split row lists its devices in the device \
 columns separated by `;` (the snow's own first) and the parcels each held in snow_shares; \
@@ -69,8 +68,7 @@ pub struct SweepArgs {
     devices: Option<String>,
     /// Snow devices, in place of --devices: a comma list of configurations, each a `+`-joined
     /// list of device selectors (`0,0+1`: device 0 alone, then the parcels split across
-    /// devices 0 and 1, passed as `snowsim run --snow-devices 0,1`). A split needs
-    /// --render off and a scene with ground.suspension = false.
+    /// devices 0 and 1, passed as `snowsim run --snow-devices 0,1`).
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     snow_devices: Option<String>,
     /// The weights of each --snow-devices item's split: a comma list with one item per
@@ -244,21 +242,6 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
             .map(sweep::SnowSetup::one)
             .collect(),
     };
-    if let Some(split) = devices.iter().find(|d| d.is_split()) {
-        let indices: Vec<String> = split.devices.iter().map(|d| d.index.to_string()).collect();
-        let indices = indices.join("+");
-        anyhow::ensure!(
-            !args.render.is_empty() && args.render.iter().all(|r| r == "off"),
-            "--snow-devices {indices}: the parcels of a split are not drawn yet; add --render off"
-        );
-        anyhow::ensure!(
-            !(scene.ground.drift && scene.ground.suspension),
-            "--snow-devices {indices}: {} has snow in suspension (ground.suspension, on by \
-             default with ground.drift), which is not split across devices yet; set \
-             ground.suspension = false in the scene",
-            args.scene.display()
-        );
-    }
     let wind_devices = match &args.wind_device {
         Some(list) => sweep::select_wind_devices(list)?,
         None => Vec::new(),

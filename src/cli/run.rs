@@ -416,7 +416,10 @@ fn describe(scene: &Scene, ground: &SceneGround, setup: &SimSetup) -> String {
             frozen_after: Some(n),
             ..
         } => format!("solved, frozen after {n} steps"),
-        WindSetup::Solved { .. } => "solved, stepping with the frames".to_string(),
+        WindSetup::Solved { settings, .. } => match settings.step {
+            Some(step) => format!("solved, stepping with the frames, a step every {step} s"),
+            None => "solved, stepping with the frames".to_string(),
+        },
     };
     format!(
         "ground: {surface}, {} triangles; air [{:.0}, {:.0}, {:.0}] .. [{:.0}, {:.0}, {:.0}] m, \
