@@ -6,7 +6,7 @@ use crate::bench::record::Row;
 
 /// What makes two sweep rows the same configuration: the devices (index and name, the snow's
 /// own first), the scene, the sizes, every setting asked for, the wind's device and its
-/// steps. The date, the versions and the measured values are not part of it.
+/// steps, the parcels each device of a split held. The date, the versions and the measured values are not part of it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ConfigKey {
     device: String,
@@ -23,6 +23,7 @@ pub struct ConfigKey {
     wind_device: Option<usize>,
     wind_device_name: String,
     wind_every: Option<u32>,
+    snow_shares: String,
 }
 
 impl ConfigKey {
@@ -43,6 +44,7 @@ impl ConfigKey {
             wind_device: row.wind_device_index,
             wind_device_name: row.wind_device.clone(),
             wind_every: row.wind_every,
+            snow_shares: row.snow_shares.clone(),
         }
     }
 }

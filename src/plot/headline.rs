@@ -103,7 +103,7 @@ fn is_alone_of(base: &Row, row: &Row) -> bool {
 }
 
 /// The rows of `speedup.png`: every row run on several devices (a wind device or a split)
-/// that has the same configuration on its snow's device alone ([`is_alone_of`], the last such
+/// that has the same configuration on its snow's device alone (`is_alone_of`, the last such
 /// row), as a copy whose `fps_mean` is the speed-up (its FPS over the one device's) and whose
 /// `fps_std` is that ratio's, the two rows' relative deviations added in quadrature; a failed
 /// row with several devices is kept as it is (drawn as a failure). Rows with several devices

@@ -102,7 +102,7 @@ impl WindBeside {
 
     /// Adds a mirror of the field on `context` (a device that steps a share of the parcels),
     /// written with the snow's after each answer; returns its index for
-    /// [`mirror_at`](Self::mirror_at). Blocking.
+    /// [`mirrors`](Self::mirrors). Blocking.
     pub fn add_mirror(&mut self, context: &Context) -> Result<usize> {
         let field = self.solver()?.velocity()?;
         self.mirrors
