@@ -283,50 +283,9 @@ fn draw_stages<DB: DrawingBackend>(
     let x_top = bars.iter().map(|(_, b)| b.total()).fold(0.0, f64::max);
     // Room on the right for the legend.
     let x_max = axis_end(x_top, 1.3);
-    let (x_ticks, x_step) = value_ticks(x_max);
-    let longest = bars
-        .iter()
-        .map(|(l, _)| l.chars().count())
-        .max()
-        .unwrap_or(0);
-    let label_area = (longest as u32 * 9 + 20).clamp(120, WIDTH / 2);
-    // Bar i is drawn at y = n - 1 - i, so the first bar is at the top.
+    let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
     let row = |i: usize| (n - 1 - i) as f64;
-    let ticks: Vec<f64> = (0..n).map(row).collect();
-    let labels: Vec<&str> = bars.iter().map(|(l, _)| l.as_str()).collect();
-
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, (FAMILY, 28))
-        .margin(20)
-        .x_label_area_size(60)
-        .y_label_area_size(label_area)
-        .build_cartesian_2d(
-            TickedAxis {
-                range: 0.0..x_max,
-                ticks: x_ticks,
-            },
-            TickedAxis {
-                range: -0.6..n as f64 - 0.4,
-                ticks,
-            },
-        )
-        .map_err(text)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc("milliseconds per frame")
-        .x_label_formatter(&|v| number_label(*v, x_step))
-        .y_label_formatter(&|v| {
-            let i = n as i64 - 1 - v.round() as i64;
-            usize::try_from(i)
-                .ok()
-                .and_then(|i| labels.get(i))
-                .map_or(String::new(), |l| l.to_string())
-        })
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 20))
-        .draw()
-        .map_err(text)?;
+    let mut chart = bar_chart(root, title, &labels, x_max, "milliseconds per frame")?;
 
     for (s, stage) in STAGES.iter().enumerate() {
         let c = colour(s);
@@ -354,6 +313,56 @@ fn draw_stages<DB: DrawingBackend>(
         .draw()
         .map_err(text)?;
     Ok(())
+}
+
+/// A chart of horizontal bars, one row per label (the first at the top), its x axis from 0
+/// to `x_max` described by `x_desc`: what the stage and device plots share.
+fn bar_chart<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    labels: &[String],
+    x_max: f64,
+    x_desc: &str,
+) -> DrawResult<ChartContext<'a, DB, Cartesian2d<TickedAxis, TickedAxis>>> {
+    let n = labels.len();
+    let (x_ticks, x_step) = value_ticks(x_max);
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let label_area = (longest as u32 * 9 + 20).clamp(120, WIDTH / 2);
+    // Bar i is drawn at y = n - 1 - i, so the first bar is at the top.
+    let ticks: Vec<f64> = (0..n).map(|i| (n - 1 - i) as f64).collect();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FAMILY, 28))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(label_area)
+        .build_cartesian_2d(
+            TickedAxis {
+                range: 0.0..x_max,
+                ticks: x_ticks,
+            },
+            TickedAxis {
+                range: -0.6..n as f64 - 0.4,
+                ticks,
+            },
+        )
+        .map_err(text)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(x_desc)
+        .x_label_formatter(&|v| number_label(*v, x_step))
+        .y_label_formatter(&|v| {
+            let i = n as i64 - 1 - v.round() as i64;
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| labels.get(i))
+                .map_or(String::new(), |l| l.to_string())
+        })
+        .label_style((FAMILY, 15))
+        .axis_desc_style((FAMILY, 20))
+        .draw()
+        .map_err(text)?;
+    Ok(chart)
 }
 
 /// `2^N` when `x` is a power of two, else `x` itself.
@@ -404,43 +413,14 @@ fn draw_devices<DB: DrawingBackend>(
         .fold(0.0, f64::max);
     // Room on the right for the values written at the bars' ends.
     let x_max = axis_end(x_top, 1.25);
-    let (x_ticks, x_step) = value_ticks(x_max);
-    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    let label_area = (longest as u32 * 9 + 20).clamp(120, WIDTH / 2);
     let row = |i: usize| (n - 1 - i) as f64;
-    let ticks: Vec<f64> = (0..n).map(row).collect();
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, (FAMILY, 28))
-        .margin(20)
-        .x_label_area_size(60)
-        .y_label_area_size(label_area)
-        .build_cartesian_2d(
-            TickedAxis {
-                range: 0.0..x_max,
-                ticks: x_ticks,
-            },
-            TickedAxis {
-                range: -0.6..n as f64 - 0.4,
-                ticks,
-            },
-        )
-        .map_err(text)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc("frames per second (the largest particle count that completed)")
-        .x_label_formatter(&|v| number_label(*v, x_step))
-        .y_label_formatter(&|v| {
-            let i = n as i64 - 1 - v.round() as i64;
-            usize::try_from(i)
-                .ok()
-                .and_then(|i| labels.get(i))
-                .map_or(String::new(), |l| l.to_string())
-        })
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 20))
-        .draw()
-        .map_err(text)?;
+    let mut chart = bar_chart(
+        root,
+        title,
+        &labels,
+        x_max,
+        "frames per second (the largest particle count that completed)",
+    )?;
     for (i, bar) in figure.bars.iter().enumerate() {
         let c = colour(i);
         let y = row(i);
