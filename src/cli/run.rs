@@ -1017,6 +1017,18 @@ fn report(
                 s.parcel_m3,
                 s.max_depth_m
             )?;
+            if let Some(t) = &s.split_traffic {
+                let mb = |b: u64| b as f64 / 1e6;
+                outln!(
+                    "split: {:.2} MB a frame between the devices (landings {:.2}, suspension \
+                     cells {:.2}, parcels drawn {:.2}; the wind field {:.2} when it stepped)",
+                    mb(t.landings + t.cells + t.drawn_parcels),
+                    mb(t.landings),
+                    mb(t.cells),
+                    mb(t.drawn_parcels),
+                    mb(t.wind_field)
+                )?;
+            }
         }
     }
     Ok(())

@@ -30,6 +30,9 @@ pub struct SimReport {
     pub wind_steps: u64,
     /// Mean pressure-solver iterations per wind step.
     pub wind_iterations: f64,
+    /// What the parcels split across devices moved between them each frame (`None` on one
+    /// device).
+    pub split_traffic: Option<super::shares::SplitTraffic>,
     /// The falling snow's density at the scene's camera relative to the uniform snowfall of
     /// the scene's real rate (`snow::RelativeDensity`): the flakes there are this times
     /// `snow::Snowfall::number_density`; `None` without snow.

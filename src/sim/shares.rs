@@ -51,6 +51,22 @@ pub struct ShareReport {
     pub fraction: f64,
 }
 
+/// What the split moves between the devices each frame, bytes, summed over the devices beside
+/// the snow's own (`--json`'s `snow.split_traffic`): it crosses inside the frame, on the
+/// path that does not overlap (`benches/RESULTS.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SplitTraffic {
+    /// Their landings, handed over: 8 bytes per cover vertex each.
+    pub landings: u64,
+    /// The snow in suspension's cells: out (count, smallest id, pool: 16 bytes per cell) and
+    /// back (count and smallest id: 8 bytes), each; 0 without suspension.
+    pub cells: u64,
+    /// Their parcels as drawn, to the drawing device: 16 bytes each (0 undrawn).
+    pub drawn_parcels: u64,
+    /// The wind field, once per frame that stepped the wind: 16 bytes per vertex each.
+    pub wind_field: u64,
+}
+
 /// How the run's `total` parcels are shared out by `weights` (one per device, positive):
 /// consecutive id ranges, rounded down but the last, which takes the rest.
 pub fn split(total: usize, weights: &[f64]) -> Result<Vec<(u32, usize)>> {
@@ -229,6 +245,24 @@ impl SnowShares {
             }
         }
         Ok(())
+    }
+
+    /// What the split moves between the devices each frame, for a wind field of
+    /// `field_len` vertices.
+    pub fn traffic(&self, field_len: usize) -> SplitTraffic {
+        let mut t = SplitTraffic::default();
+        for o in &self.others {
+            let cells = o.snow.cover().mesh.coarse_vertices as u64;
+            t.landings += 8 * o.snow.cover().geometry.len() as u64;
+            if self.cells.is_some() {
+                t.cells += 24 * cells;
+            }
+            if o.drawn.is_some() {
+                t.drawn_parcels += 16 * o.render.len() as u64;
+            }
+            t.wind_field += 16 * field_len as u64;
+        }
+        t
     }
 
     /// The others' parcels.

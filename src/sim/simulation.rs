@@ -533,6 +533,9 @@ impl Simulation {
                 ..report
             };
         }
+        if let Some(shares) = &s.shares {
+            report.split_traffic = Some(shares.traffic(s.mesh.vertices.len()));
+        }
         let camera = s.camera;
         report.flake_density_at_camera = self.flake_density()?.map(|d| d.at(camera));
         Ok(report)

@@ -777,9 +777,10 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
     // The falling snow's density is a blend of the devices' in f32: compared apart.
     let exact = |r: &serde_json::Value| {
         let mut snow = r["snow"].clone();
-        snow.as_object_mut()
-            .unwrap()
-            .remove("flake_density_at_camera");
+        let fields = snow.as_object_mut().unwrap();
+        fields.remove("flake_density_at_camera");
+        // What crossed between the devices: only a split has it.
+        fields.remove("split_traffic");
         snow
     };
     for (name, extra) in [
@@ -796,6 +797,14 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         let (split, split_vtu) = run(name, extra);
         assert_eq!(exact(&one), exact(&split), "{name}");
         assert!(one_vtu == split_vtu, "{name}: the state files differ");
+        // Each other device's wind field once per step (the flat scene's 9 × 9 × 7 vertices),
+        // its landings and the suspension's cells each frame.
+        let traffic = &split["snow"]["split_traffic"];
+        let others = if name == "three" { 2 } else { 1 };
+        assert_eq!(traffic["wind_field"], 16 * 567 * others, "{traffic}");
+        assert!(traffic["landings"].as_u64().unwrap() > 0, "{traffic}");
+        assert!(traffic["cells"].as_u64().unwrap() > 0, "{traffic}");
+        assert_eq!(traffic["drawn_parcels"], 0, "{traffic}");
         let shares = split["snow_devices"].as_array().unwrap();
         let parcels: u64 = shares
             .iter()
@@ -873,6 +882,8 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
     let (two, two_png) = picture("drawn-two", "5000", &["--snow-devices", "0,0"]);
     assert_eq!(exact(&one), exact(&two));
     assert_eq!(two["particles"], 5000, "{two}");
+    // The other device's 2 500 parcels cross to the drawing, 16 bytes each.
+    assert_eq!(two["snow"]["split_traffic"]["drawn_parcels"], 16 * 2500);
     let differing = |a: &image::RgbImage, b: &image::RgbImage| {
         a.pixels()
             .zip(b.pixels())
