@@ -145,7 +145,9 @@ pub struct Args {
     )]
     snow_devices: Vec<snowsim::cl::DeviceSelector>,
     /// Each --snow-devices device's weight in the split (a comma list of positive numbers,
-    /// one per device) [default: equal shares]. Give a device that also runs the wind less.
+    /// one per device) [default: measured: a short calibration run with equal shares times
+    /// each device's snow and the wind where it runs, and the shares are set so that all
+    /// finish their frame together; the device that also runs the wind takes fewer].
     #[arg(
         long,
         value_name = "LIST",
@@ -487,6 +489,48 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
     plan
 }
 
+/// Sets the shares of a split (`--snow-devices` without `--snow-shares`) from each device's
+/// measured cost (`snowsim::sim::balance`: a short calibration run with equal shares on a
+/// context of the snow's device `entry`), and says what was measured. Nothing without a
+/// split. `say` prints a line where the run's log goes.
+fn balance_shares(
+    setup: &mut SimSetup,
+    entry: &DeviceEntry,
+    say: &dyn Fn(&str) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    use snowsim::sim::balance;
+    let Some(total) = setup
+        .scene
+        .as_ref()
+        .and_then(|s| s.split.as_ref())
+        .map(|split| split.shares.iter().map(|s| s.1).sum::<usize>())
+    else {
+        return Ok(());
+    };
+    let context = snowsim::cl::Context::new(entry)?;
+    let costs = balance::measure(&context, setup)
+        .context("measuring each snow device's cost for its share (--snow-shares sets them)")?;
+    let Some(costs) = costs else {
+        return Ok(());
+    };
+    let shares = snowsim::sim::shares::split(total, &balance::balanced(total, &costs))?;
+    for (cost, (_, n)) in costs.iter().zip(&shares) {
+        say(&format!(
+            "snow share: {:.3} ms of snow for {} parcels and {:.3} ms of wind a frame \
+             measured ({} + {} frames) → {n} parcels",
+            cost.snow_ms,
+            cost.parcels,
+            cost.wind_ms,
+            balance::WARM_FRAMES,
+            balance::TIMED_FRAMES
+        ))?;
+    }
+    if let Some(split) = setup.scene.as_mut().and_then(|s| s.split.as_mut()) {
+        split.shares = shares;
+    }
+    Ok(())
+}
+
 /// The command line's changes to the scene's simulation.
 fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> {
     let simulate = (!args.simulate.is_empty()).then(|| {
@@ -621,7 +665,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let overrides = overrides(&args, &devices)?;
     let preparing = || format!("preparing scene {}", args.scene.display());
     let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
-    let setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
+    let mut setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
+    if args.snow_shares.is_empty() {
+        balance_shares(&mut setup, entry, &say)?;
+    }
     let snow_devices = setup
         .scene
         .as_ref()

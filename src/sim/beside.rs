@@ -37,9 +37,11 @@ struct Request {
     after: Vec<Event>,
 }
 
-/// The wind's thread's answer: the steps' pressure iterations, and the field in `field`.
+/// The wind's thread's answer: the steps' pressure iterations and wall time, and the field in
+/// `field`.
 struct Answer {
     iterations: u64,
+    seconds: f64,
     field: PinnedBuffer<[f32; 4]>,
 }
 
@@ -55,6 +57,8 @@ pub struct WindBeside {
     pending: bool,
     /// Pressure-solver iterations over the steps whose answer arrived.
     iterations: u64,
+    /// The wall time of those steps on the wind's thread, s.
+    step_seconds: f64,
     /// Fields that arrived and are not yet on their way to the mirror.
     arrived: VecDeque<PinnedBuffer<[f32; 4]>>,
     /// Pinned buffers not with the thread, oldest first, each with the events of its last
@@ -94,6 +98,7 @@ impl WindBeside {
             worker: Some(worker),
             pending: false,
             iterations: 0,
+            step_seconds: 0.0,
             arrived: VecDeque::new(),
             idle,
             mirrors: vec![mirror],
@@ -142,6 +147,7 @@ impl WindBeside {
             Err(_) => return Err(self.stopped()),
         };
         self.iterations += answer.iterations;
+        self.step_seconds += answer.seconds;
         self.arrived.push_back(answer.field);
         Ok(())
     }
@@ -172,6 +178,12 @@ impl WindBeside {
     /// Pressure-solver iterations over the steps whose answer arrived.
     pub fn iterations(&self) -> u64 {
         self.iterations
+    }
+
+    /// The wall time of the steps whose answer arrived, on the wind's thread, s (its waits
+    /// for its device included: what the wind costs the device it runs on).
+    pub fn step_seconds(&self) -> f64 {
+        self.step_seconds
     }
 
     /// The field on the snow's device (what the snow samples after [`settle`](Self::settle)).
@@ -255,14 +267,17 @@ fn answer(
         ));
     };
     let mut iterations = 0;
+    let start = std::time::Instant::now();
     for _ in 0..steps {
         iterations += u64::from(solver.step()?.iterations);
     }
+    let seconds = start.elapsed().as_secs_f64();
     crate::cl::wait_for(after)?;
     let field = solver.velocity_buffer()?;
     into.read_from(&field)?;
     Ok(Answer {
         iterations,
+        seconds,
         field: into,
     })
 }

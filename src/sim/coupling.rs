@@ -128,6 +128,8 @@ pub enum WindField {
         dt: f64,
         /// Whether the solver has a terrain's columns (the ground can be refreshed).
         columns: bool,
+        /// The solver's device's OpenCL index.
+        device: usize,
         /// Simulated seconds not yet stepped.
         clock: f64,
         /// Wind steps run (or handed to the thread).
@@ -259,6 +261,7 @@ impl WindField {
                     Some(device) => Ok(Self::Beside {
                         dt: solver.dt(),
                         columns: solver.has_ground_columns(),
+                        device: device.info.index,
                         wind: Box::new(WindBeside::new(
                             context,
                             solver,
@@ -449,6 +452,16 @@ impl WindField {
             Self::Fixed { pressure, .. } => Ok(pressure.clone()),
             Self::Solved { solver, .. } => Ok(Some(solver.pressure()?)),
             Self::Beside { wind, .. } => Ok(Some(wind.solver()?.pressure()?)),
+        }
+    }
+
+    /// The wind's own device (its OpenCL index) and the wall time its steps took there so far,
+    /// s, where the wind runs beside the snow; `None` otherwise (on the snow's device its
+    /// launches are in the frame's timeline).
+    pub fn beside_cost(&self) -> Option<(usize, f64)> {
+        match self {
+            Self::Beside { wind, device, .. } => Some((*device, wind.step_seconds())),
+            _ => None,
         }
     }
 

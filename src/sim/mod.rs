@@ -21,6 +21,7 @@
 //! ([`outputs`]), the checks ([`Simulation::check`]) and the report ([`SimReport`]) are read
 //! only when due, never on every frame.
 
+pub mod balance;
 pub mod beside;
 pub mod coupling;
 pub mod outputs;

@@ -96,6 +96,8 @@ pub fn split(total: usize, weights: &[f64]) -> Result<Vec<(u32, usize)>> {
 /// Another device's share.
 struct ShareDevice {
     device: String,
+    /// Its OpenCL index.
+    index: usize,
     context: Context,
     snow: Snow,
     /// Where its parcels are written each step (nothing draws them).
@@ -161,6 +163,7 @@ impl SnowShares {
                 let cells = FrameCellsHost::new(&other, snow.cover().mesh.coarse_vertices)?;
                 Ok(ShareDevice {
                     device: name.clone(),
+                    index: entry.info.index,
                     render: DeviceBuffer::zeroed(&other, n)?,
                     landed,
                     added: None,
@@ -268,6 +271,39 @@ impl SnowShares {
     /// The others' parcels.
     pub fn particles(&self) -> usize {
         self.others.iter().map(|o| o.snow.particles().len()).sum()
+    }
+
+    /// Starts timing the others' launches afresh (their timelines record events from now on),
+    /// or stops.
+    pub fn set_timing(&mut self, on: bool) {
+        for o in &mut self.others {
+            o.timeline = Timeline::new(on);
+        }
+    }
+
+    /// The device time of the others' launches since [`set_timing`](Self::set_timing),
+    /// ms per device, in order (blocking).
+    pub fn device_ms(&self) -> Result<Vec<f64>> {
+        self.others
+            .iter()
+            .map(|o| {
+                let t = o.timeline.device_time().map_err(Error::from);
+                named(&o.device, t).map(|d| d.as_secs_f64() * 1e3)
+            })
+            .collect()
+    }
+
+    /// The others' parcels, each, in order.
+    pub fn particle_counts(&self) -> Vec<usize> {
+        self.others
+            .iter()
+            .map(|o| o.snow.particles().len())
+            .collect()
+    }
+
+    /// The others' OpenCL device indices, in order.
+    pub fn device_indices(&self) -> Vec<usize> {
+        self.others.iter().map(|o| o.index).collect()
     }
 
     /// The others' contexts, in order (the wind field's copies go there:

@@ -393,6 +393,75 @@ impl Simulation {
         Ok(())
     }
 
+    /// Runs `frames` frames into `particles`, timing every snow device's launches and the
+    /// wind's, for [`super::balance`]: per snow device (the snow's own first) its parcels, its
+    /// snow's device time per frame and the wind's time per frame on it. `None` unless the
+    /// parcels are split across devices. Blocking.
+    pub(super) fn device_costs(
+        &mut self,
+        context: &Context,
+        particles: &mut OutputBuffer<'_, Particle>,
+        frames: u32,
+    ) -> Result<Option<Vec<super::balance::DeviceCost>>> {
+        let Some(before) = self.scene.as_mut().and_then(|s| {
+            let shares = s.shares.as_mut()?;
+            shares.set_timing(true);
+            Some(s.wind.beside_cost())
+        }) else {
+            return Ok(None);
+        };
+        let mut timeline = Timeline::new(true);
+        for _ in 0..frames {
+            self.step(context, particles, &mut timeline)?;
+        }
+        self.settle()?;
+        timeline.wait()?;
+        let stages = timeline.stage_times()?;
+        let busy = |of: &dyn Fn(&str) -> bool| -> f64 {
+            stages
+                .iter()
+                .filter(|t| of(&t.stage))
+                .map(|t| t.busy.as_secs_f64() * 1e3)
+                .sum::<f64>()
+                / f64::from(frames.max(1))
+        };
+        let own_snow = busy(&|s| s.starts_with("snow.") || s.starts_with("sort."));
+        let own_wind = busy(&|s| s.starts_with("wind."));
+        let Some(s) = self.scene.as_mut() else {
+            return Ok(None);
+        };
+        let (Some(snow), Some(shares)) = (s.snow.as_ref(), s.shares.as_mut()) else {
+            return Ok(None);
+        };
+        let others = shares.device_ms()?;
+        shares.set_timing(false);
+        // The wind beside the snow: its thread's wall time per frame, on its device.
+        let beside = match (before, s.wind.beside_cost()) {
+            (Some((device, t0)), Some((_, t1))) => {
+                Some((device, (t1 - t0) * 1e3 / f64::from(frames.max(1))))
+            }
+            _ => None,
+        };
+        let wind_on = |index: usize| match beside {
+            Some((device, ms)) if device == index => ms,
+            _ => 0.0,
+        };
+        let mut costs = vec![super::balance::DeviceCost {
+            parcels: snow.particles().len(),
+            snow_ms: own_snow,
+            wind_ms: own_wind + wind_on(context.info().index),
+        }];
+        let counts = shares.particle_counts();
+        for ((ms, index), parcels) in others.iter().zip(shares.device_indices()).zip(counts) {
+            costs.push(super::balance::DeviceCost {
+                parcels,
+                snow_ms: ms / f64::from(frames.max(1)),
+                wind_ms: wind_on(index),
+            });
+        }
+        Ok(Some(costs))
+    }
+
     /// Waits for the last frame's counters and checks them: what [`step`](Self::step) does at
     /// the start of the next frame, for a run that ends here.
     pub fn settle(&mut self) -> Result<()> {
