@@ -144,18 +144,18 @@ pub struct Args {
         conflicts_with = "snow_device"
     )]
     snow_devices: Vec<snowsim::cl::DeviceSelector>,
-    /// Each --snow-devices device's weight in the split (a comma list of positive numbers,
-    /// one per device) [default: measured: a short calibration run with equal shares times
-    /// each device's snow and the wind where it runs, and the shares are set so that all
-    /// finish their frame together; the device that also runs the wind takes fewer].
+    /// Each --snow-devices device's weight in the split: a comma list of positive numbers,
+    /// one per device, or `auto`: a calibration run of a few frames with equal shares times
+    /// each device's snow and the wind where it runs, and sets the shares so that all finish
+    /// their frame together (the wind's cost it sees is that of its first steps, higher than
+    /// later on) [default: equal shares]. Give a device that also runs the wind less.
     #[arg(
         long,
-        value_name = "LIST",
-        value_delimiter = ',',
+        value_name = "LIST|auto",
         allow_hyphen_values = true,
         requires = "snow_devices"
     )]
-    snow_shares: Vec<f64>,
+    snow_shares: Option<String>,
     /// Write the state every K frames into DIR as a ParaView time series (`state_00000.vtu`,
     /// … and `states.pvd`, which plays them with their simulated times); the disk is checked
     /// for the whole series once the first state is written.
@@ -489,7 +489,7 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
     plan
 }
 
-/// Sets the shares of a split (`--snow-devices` without `--snow-shares`) from each device's
+/// Sets the shares of a split (`--snow-shares auto`) from each device's
 /// measured cost (`snowsim::sim::balance`: a short calibration run with equal shares on a
 /// context of the snow's device `entry`), and says what was measured. Nothing without a
 /// split. `say` prints a line where the run's log goes.
@@ -509,7 +509,7 @@ fn balance_shares(
     };
     let context = snowsim::cl::Context::new(entry)?;
     let costs = balance::measure(&context, setup)
-        .context("measuring each snow device's cost for its share (--snow-shares sets them)")?;
+        .context("measuring each snow device's cost for its share (--snow-shares auto)")?;
     let Some(costs) = costs else {
         return Ok(());
     };
@@ -559,7 +559,18 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
         wind_every: args.wind_every,
         wind_device,
         snow_devices,
-        snow_shares: (!args.snow_shares.is_empty()).then(|| args.snow_shares.clone()),
+        snow_shares: match args.snow_shares.as_deref() {
+            None | Some("auto") => None,
+            Some(list) => Some(
+                list.split(',')
+                    .map(|w| {
+                        w.trim().parse::<f64>().map_err(|_| {
+                            anyhow::anyhow!("--snow-shares: `{w}` is not a number (or say auto)")
+                        })
+                    })
+                    .collect::<anyhow::Result<Vec<f64>>>()?,
+            ),
+        },
     })
 }
 
@@ -666,7 +677,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let preparing = || format!("preparing scene {}", args.scene.display());
     let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
     let mut setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
-    if args.snow_shares.is_empty() {
+    if args.snow_shares.as_deref() == Some("auto") {
         balance_shares(&mut setup, entry, &say)?;
     }
     let snow_devices = setup

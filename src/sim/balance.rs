@@ -1,9 +1,13 @@
-//! Shares of the parcels that follow each device's measured cost (`--snow-devices` without
-//! `--snow-shares`): a short run with equal shares times each device's snow and the wind on
-//! the device it runs on, and the shares are set so that every device would finish its frame
-//! at the same time. The run itself then starts afresh with them: the shares change where the
-//! parcels are, not what they do (the split equals one device's bit for bit whatever they
-//! are).
+//! Shares of the parcels that follow each device's measured cost (`--snow-shares auto`): a
+//! short run with equal shares times each device's snow and the wind on the device it runs
+//! on, and the shares are set so that every device would finish its frame at the same time.
+//! The run itself then starts afresh with them: the shares change where the parcels are, not
+//! what they do (the split equals one device's bit for bit whatever they are).
+//!
+//! The calibration sees the wind's first steps after its start-up solve, whose pressure
+//! solves take several times the iterations of later ones (on the valley its wind cost 3.6–5.3
+//! ms a frame there against about 1 ms later): it gives the wind's device too few parcels
+//! there, which is why it is not the default.
 
 use crate::cl::{Context, DeviceBuffer, OutputBuffer, Timeline};
 use crate::particle::Particle;

@@ -753,7 +753,7 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
 
 /// The parcels split across devices (`--snow-devices`, here two and three contexts on the one
 /// PoCL device, with shares given or measured, the wind on the snow's device or beside it;
-/// without `--snow-shares` the device that also runs the wind takes fewer) give the very
+/// with `--snow-shares auto` the device that also runs the wind takes fewer) give the very
 /// same state as one device, byte for byte: the parcels' ids and streams are the run's, and the
 /// others' landings are added to the snow's cover, exactly, before it drifts and is smoothed.
 /// The drift and the snow in suspension run on the summed cover and cells. `--check` holds
@@ -785,7 +785,10 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         snow
     };
     for (name, extra) in [
-        ("two", &["--snow-devices", "0,0"][..]),
+        (
+            "two",
+            &["--snow-devices", "0,0", "--snow-shares", "auto"][..],
+        ),
         (
             "three",
             &["--snow-devices", "0,0,0", "--snow-shares", "1,2,3"][..],
@@ -808,7 +811,7 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         assert_eq!(traffic["drawn_parcels"], 0, "{traffic}");
         let shares = split["snow_devices"].as_array().unwrap();
         if name == "two" {
-            // No --snow-shares: the shares follow the measured costs, and the snow's device,
+            // --snow-shares auto: the shares follow the measured costs, and the snow's device,
             // which also runs the wind here, takes fewer parcels.
             let held = |k: usize| shares[k]["particles"].as_u64().unwrap();
             assert!(held(0) < held(1), "{shares:?}");
