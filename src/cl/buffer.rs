@@ -158,19 +158,9 @@ impl<T: Pod> DeviceBuffer<T> {
         if !(size.is_power_of_two() && size <= 128) {
             return self.write(&vec![value; self.len]);
         }
-        // SAFETY: the pattern is one value of the buffer's type, copied by OpenCL before the
-        // call returns; the range is the whole buffer.
-        let event = unsafe {
-            self.context.queue().enqueue_fill_buffer(
-                &mut self.buffer,
-                &[value],
-                0,
-                self.len * size,
-                &[],
-            )
-        }
-        .during("clEnqueueFillBuffer")?;
-        event.wait().during("clWaitForEvents(fill)")
+        self.enqueue_fill(value)?
+            .wait()
+            .during("clWaitForEvents(fill)")
     }
 
     /// Number of values.
@@ -291,22 +281,8 @@ impl<T: Pod> DeviceBuffer<T> {
     /// `data` must stay alive and unchanged until the event completes (pinned memory held by
     /// its owner until then, say).
     pub unsafe fn enqueue_write_from(&mut self, data: &[T]) -> Result<Event> {
-        check_fits(data.len(), self.len)?;
-        // SAFETY: `data` fits in the buffer (checked above); the caller keeps it alive until
-        // the event completes.
-        let event = unsafe {
-            self.context.queue().enqueue_write_buffer(
-                &mut self.buffer,
-                CL_NON_BLOCKING,
-                0,
-                data,
-                &[],
-            )
-        }
-        .during("clEnqueueWriteBuffer (non-blocking)")?;
-        self.context
-            .count_to_device(std::mem::size_of_val(data) as u64);
-        Ok(event)
+        // SAFETY: forwarded to the caller.
+        unsafe { enqueue_write_at(&self.context, self, 0, data) }
     }
 
     /// Copies `data` to the start of the buffer, blocking until done.

@@ -99,45 +99,18 @@ impl<T: Pod> PinnedBuffer<T> {
         Ok((len * size_of::<T>()) as f64 / best)
     }
 
-    /// Starts copying the first [`len`](Self::len) values of `source` (a buffer of the same
-    /// context) into this memory without waiting: on GPU drivers the DMA lands here directly,
-    /// with no staging copy by a driver thread. The values are there once the returned event
-    /// has completed.
+    /// Starts copying the first [`len`](Self::len) values of `source` (any buffer of the
+    /// same context: a device buffer, a gml field's) into this memory without waiting, in
+    /// order after the launches already on the queue: on GPU drivers the DMA lands here
+    /// directly, with no staging copy by a driver thread. The values are there once the
+    /// returned event has completed.
     ///
     /// # Safety
     ///
     /// Until the event completes, the host must not read or write this memory
     /// ([`as_slice`](Self::as_slice)) and the buffer must not be dropped (dropping waits for
     /// the queue, so a drop on the same queue is safe).
-    pub unsafe fn enqueue_read_from(&mut self, source: &super::DeviceBuffer<T>) -> Result<Event> {
-        if source.len() < self.len {
-            return Err(Error::WriteTooLong {
-                data: self.len,
-                buffer: source.len(),
-            });
-        }
-        // SAFETY: the mapping holds `len` values, alive while `self` is (the caller keeps it
-        // untouched until the event completes); the range is inside `source`.
-        let out = unsafe { std::slice::from_raw_parts_mut(self.mapped, self.len) };
-        let event = unsafe {
-            self.context.queue().enqueue_read_buffer(
-                source.cl_buffer(),
-                CL_NON_BLOCKING,
-                0,
-                out,
-                &[],
-            )
-        }
-        .during("clEnqueueReadBuffer (non-blocking, into pinned memory)")?;
-        self.context
-            .count_to_host((self.len * size_of::<T>()) as u64);
-        Ok(event)
-    }
-
-    /// Reads the first [`len`](Self::len) values of `source` (any buffer of the same context:
-    /// a gml field's, say) into this memory, blocking until done; the read is in order after
-    /// the launches already on the queue.
-    pub fn read_from(&mut self, source: &impl super::BufferArg<T>) -> Result<()> {
+    pub unsafe fn enqueue_read_from(&mut self, source: &impl super::BufferArg<T>) -> Result<Event> {
         if source.len() < self.len {
             return Err(Error::WriteTooLong {
                 data: self.len,
@@ -146,16 +119,13 @@ impl<T: Pod> PinnedBuffer<T> {
         }
         let mem = source.cl_mem_checked()?;
         let bytes = self.len * size_of::<T>();
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: the mapping holds `len` values, alive while `self` is; the range is inside
-        // `source`; the read is blocking.
+        // SAFETY: the mapping holds `len` values, alive while `self` is (the caller keeps it
+        // untouched until the event completes); the range is inside `source`.
         let event = unsafe {
             cl3::command_queue::enqueue_read_buffer(
                 self.context.queue().get(),
                 mem,
-                CL_BLOCKING,
+                CL_NON_BLOCKING,
                 0,
                 bytes,
                 self.mapped.cast(),
@@ -164,10 +134,19 @@ impl<T: Pod> PinnedBuffer<T> {
             )
         }
         .map_err(opencl3::error_codes::ClError)
-        .during("clEnqueueReadBuffer (into pinned memory)")?;
-        drop(Event::new(event));
+        .during("clEnqueueReadBuffer (non-blocking, into pinned memory)")?;
         self.context.count_to_host(bytes as u64);
-        Ok(())
+        Ok(Event::new(event))
+    }
+
+    /// As [`enqueue_read_from`](Self::enqueue_read_from), blocking until the values are here.
+    pub fn read_from(&mut self, source: &impl super::BufferArg<T>) -> Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: `&mut self` keeps the host off this memory until the wait below returns.
+        let event = unsafe { self.enqueue_read_from(source) }?;
+        wait_for(std::slice::from_ref(&event))
     }
 
     /// Number of values.
