@@ -127,27 +127,22 @@ pub struct SnowShares {
 }
 
 impl SnowShares {
-    /// Builds each other device's snow for its share of `split` (`config` as the snow's
-    /// device's, with no drift: the drift runs on the summed cover); `context` is the snow's
-    /// own.
+    /// Builds each other device's snow for its share of `split` of the run's `total` parcels
+    /// (`config` as the snow's device's, with no drift: the drift runs on the summed cover);
+    /// `context` is the snow's own.
     pub fn new(
         context: &Context,
         domain: &DomainMesh,
         config: &SnowConfig,
         split: &SnowSplit,
+        total: u32,
     ) -> Result<Self> {
         // The others carry snow in suspension that the snow's device lifts.
         let suspension = config.drift.is_some_and(|d| d.suspension);
-        let total: usize = split.shares.iter().map(|s| s.1).sum();
         let report = split.report(context.info());
         let mut others = Vec::new();
         for (entry, &(first, n)) in split.devices.iter().zip(&split.shares[1..]) {
             let name = format!("{} ({})", entry.info.index, entry.info.name);
-            let on_device = |e: Error| Error::OnDevice {
-                role: "snow share",
-                device: name.clone(),
-                source: Box::new(e),
-            };
             let build = || -> Result<ShareDevice> {
                 let other = Context::new(entry)?;
                 let mut share_config = config.clone();
@@ -155,7 +150,7 @@ impl SnowShares {
                 share_config.drift = None;
                 let share = ParcelShare {
                     first,
-                    total: total as u32,
+                    total,
                     lifted_elsewhere: suspension,
                 };
                 let snow = Snow::new_share(&other, domain, share_config, share)?;
@@ -176,7 +171,7 @@ impl SnowShares {
                     context: other,
                 })
             };
-            others.push(build().map_err(on_device)?);
+            others.push(named(&name, build())?);
         }
         let cells = match suspension {
             true => {
@@ -194,11 +189,6 @@ impl SnowShares {
         })
     }
 
-    /// Every device's share, the snow's device first.
-    pub fn report(&self) -> &[ShareReport] {
-        &self.report
-    }
-
     /// The other devices' snows.
     pub fn snows(&self) -> impl Iterator<Item = &Snow> {
         self.others.iter().map(|o| &o.snow)
@@ -208,7 +198,7 @@ impl SnowShares {
     pub fn reset(&mut self) -> Result<()> {
         for o in &mut self.others {
             let r = o.snow.reset(&o.context, &o.render, &mut o.timeline);
-            self::named(&o.device, r.map_err(Error::from))?;
+            named(&o.device, r)?;
             o.context.finish()?;
         }
         Ok(())
@@ -227,10 +217,7 @@ impl SnowShares {
     pub fn regrade(&mut self, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
         let mut moved = (0, 0);
         for o in &mut self.others {
-            let (up, lost) = named(
-                &o.device,
-                o.snow.regrade(&o.context, vertices).map_err(Error::from),
-            )?;
+            let (up, lost) = named(&o.device, o.snow.regrade(&o.context, vertices))?;
             moved.0 += up;
             moved.1 += lost;
         }
@@ -281,29 +268,16 @@ impl SnowShares {
         }
     }
 
-    /// The device time of the others' launches since [`set_timing`](Self::set_timing),
-    /// ms per device, in order (blocking).
-    pub fn device_ms(&self) -> Result<Vec<f64>> {
+    /// Per other device, in order: its OpenCL index, its parcels and the device time of its
+    /// launches since [`set_timing`](Self::set_timing), ms (blocking).
+    pub fn timed(&self) -> Result<Vec<(usize, usize, f64)>> {
         self.others
             .iter()
             .map(|o| {
-                let t = o.timeline.device_time().map_err(Error::from);
-                named(&o.device, t).map(|d| d.as_secs_f64() * 1e3)
+                let t = named(&o.device, o.timeline.device_time())?;
+                Ok((o.index, o.snow.particles().len(), t.as_secs_f64() * 1e3))
             })
             .collect()
-    }
-
-    /// The others' parcels, each, in order.
-    pub fn particle_counts(&self) -> Vec<usize> {
-        self.others
-            .iter()
-            .map(|o| o.snow.particles().len())
-            .collect()
-    }
-
-    /// The others' OpenCL device indices, in order.
-    pub fn device_indices(&self) -> Vec<usize> {
-        self.others.iter().map(|o| o.index).collect()
     }
 
     /// The others' contexts, in order (the wind field's copies go there:
@@ -327,7 +301,7 @@ impl SnowShares {
             // this frame's gather waited for each other's hand-over, which its queue runs
             // after these writes.
             let r = unsafe { o.snow.enqueue_cells(cells) };
-            named(&o.device, r.map_err(Error::from))?;
+            named(&o.device, r)?;
         }
         Ok(())
     }
@@ -337,7 +311,7 @@ impl SnowShares {
         let mut units = 0u128;
         for o in &self.others {
             let carried = o.snow.particles().suspended_units();
-            units += named(&o.device, carried.map_err(Error::from))?
+            units += named(&o.device, carried)?
                 .iter()
                 .map(|&u| u128::from(u))
                 .sum::<u128>();
@@ -349,7 +323,7 @@ impl SnowShares {
     /// first, so that they sort while the snow's device lifts).
     pub fn sort(&mut self) -> Result<()> {
         for o in &mut self.others {
-            let r = o.snow.sort(&mut o.timeline).map_err(Error::from);
+            let r = o.snow.sort(&mut o.timeline);
             named(&o.device, r)?;
         }
         Ok(())
@@ -368,8 +342,7 @@ impl SnowShares {
         for (o, field) in self.others.iter_mut().zip(fields) {
             let r = o
                 .snow
-                .advance(&o.context, field, dt, &o.render, &mut o.timeline)
-                .map_err(Error::from);
+                .advance(&o.context, field, dt, &o.render, &mut o.timeline);
             named(&o.device, r)?;
         }
         Ok(())
@@ -398,28 +371,23 @@ impl SnowShares {
             // SAFETY: `landed` and `cells` are not touched by the host until the events are
             // waited for below, and the snow's device's copies out of them were waited for
             // above.
-            let mut events = vec![named(
-                &o.device,
-                unsafe { o.snow.cover_mut().enqueue_hand_over(&mut o.landed) }.map_err(Error::from),
-            )?];
+            let mut events = vec![named(&o.device, unsafe {
+                o.snow.cover_mut().enqueue_hand_over(&mut o.landed)
+            })?];
             let next = unsafe { o.snow.enqueue_read_next_cells(&mut o.cells) };
-            events.extend(
-                named(&o.device, next.map_err(Error::from))?
-                    .into_iter()
-                    .flatten(),
-            );
+            events.extend(named(&o.device, next)?.into_iter().flatten());
             if let Some(pinned) = o.drawn.as_mut() {
                 // SAFETY: as `landed`: untouched until waited for below, its last write out
                 // (`shown`) waited for above.
                 let read = unsafe { pinned.enqueue_read_from(&o.render) };
-                events.push(named(&o.device, read.map_err(Error::from))?);
+                events.push(named(&o.device, read)?);
             }
             reads.push(events);
-            named(&o.device, o.snow.start_counter_read().map_err(Error::from))?;
+            named(&o.device, o.snow.start_counter_read())?;
         }
         let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
-            named(&o.device, wait_for(events).map_err(Error::from))?;
+            named(&o.device, wait_for(events))?;
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
                 // read waits for it, and Drop finishes the snow's queue first.
@@ -449,10 +417,7 @@ impl SnowShares {
     /// naming the device).
     pub fn check_counter_read(&mut self) -> Result<()> {
         for o in &mut self.others {
-            named(
-                &o.device,
-                o.snow.check_counter_read().map(|_| ()).map_err(Error::from),
-            )?;
+            named(&o.device, o.snow.check_counter_read().map(|_| ()))?;
         }
         Ok(())
     }
@@ -461,7 +426,7 @@ impl SnowShares {
     pub fn counters(&self) -> Result<Vec<Counters>> {
         self.others
             .iter()
-            .map(|o| named(&o.device, o.snow.counters().map_err(Error::from)))
+            .map(|o| named(&o.device, o.snow.counters()))
             .collect()
     }
 
@@ -473,21 +438,13 @@ impl SnowShares {
         let weight = self.report[0].fraction as f32;
         blended.values.iter_mut().for_each(|v| *v *= weight);
         for (o, share) in self.others.iter_mut().zip(&self.report[1..]) {
-            let theirs = named(&o.device, o.snow.flake_density().map_err(Error::from))?;
+            let theirs = named(&o.device, o.snow.flake_density())?;
             let weight = share.fraction as f32;
             for (v, t) in blended.values.iter_mut().zip(&theirs.values) {
                 *v += weight * t;
             }
         }
         Ok(blended)
-    }
-
-    /// Waits for every other device's queue.
-    pub fn finish(&self) -> Result<()> {
-        for o in &self.others {
-            o.context.finish()?;
-        }
-        Ok(())
     }
 }
 
@@ -506,10 +463,10 @@ impl Drop for SnowShares {
 }
 
 /// `r`, naming `device` when it failed.
-fn named<T>(device: &str, r: Result<T>) -> Result<T> {
+fn named<T, E: Into<Error>>(device: &str, r: std::result::Result<T, E>) -> Result<T> {
     r.map_err(|e| Error::OnDevice {
         role: "snow share",
         device: device.to_string(),
-        source: Box::new(e),
+        source: Box::new(e.into()),
     })
 }

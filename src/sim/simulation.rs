@@ -73,7 +73,7 @@ impl Simulation {
                                 config.particles
                             ))
                         })?;
-                        let shares = SnowShares::new(context, &s.domain, &config, split)?;
+                        let shares = SnowShares::new(context, &s.domain, &config, split, total)?;
                         let mut own = config;
                         own.particles = split.shares[0].1;
                         let share = ParcelShare {
@@ -433,7 +433,7 @@ impl Simulation {
         let (Some(snow), Some(shares)) = (s.snow.as_ref(), s.shares.as_mut()) else {
             return Ok(None);
         };
-        let others = shares.device_ms()?;
+        let others = shares.timed()?;
         shares.set_timing(false);
         // The wind beside the snow: its thread's wall time per frame, on its device.
         let beside = match (before, s.wind.beside_cost()) {
@@ -451,8 +451,7 @@ impl Simulation {
             snow_ms: own_snow,
             wind_ms: own_wind + wind_on(context.info().index),
         }];
-        let counts = shares.particle_counts();
-        for ((ms, index), parcels) in others.iter().zip(shares.device_indices()).zip(counts) {
+        for (index, parcels, ms) in others {
             costs.push(super::balance::DeviceCost {
                 parcels,
                 snow_ms: ms / f64::from(frames.max(1)),
@@ -577,10 +576,8 @@ impl Simulation {
             let mut counters = snow.counters()?;
             let mut particles = snow.particles().len();
             if let Some(shares) = &s.shares {
-                for (c, other) in shares.counters()?.iter().zip(shares.snows()) {
-                    counters.add(c);
-                    particles += other.particles().len();
-                }
+                shares.counters()?.iter().for_each(|c| counters.add(c));
+                particles += shares.particles();
             }
             let (deposited_m3, max_depth_m) = snow.cover_summary()?;
             let elsewhere = match &s.shares {
@@ -623,7 +620,7 @@ impl Simulation {
                     for other in shares.snows() {
                         other.check_ids()?;
                     }
-                    let particles = shares.snows().map(|o| o.particles().len()).sum();
+                    let particles = shares.particles();
                     let suspended = shares.suspended_units()?;
                     snow.ledger_with(&shares.counters()?, particles, suspended)?
                         .check()?;

@@ -221,11 +221,21 @@ impl SharedCells {
     /// Forgets this frame's cells (the parcels moved, or a reset): the next step takes
     /// nothing.
     pub fn forget(&mut self) -> Result<()> {
-        self.count.fill(0)?;
-        self.first.fill(u32::MAX)?;
-        self.pool.fill(0)?;
-        Ok(())
+        empty_cells(&mut self.count, &mut self.first, &mut self.pool)
     }
+}
+
+/// Empties a frame's cells: no parcel counted (count 0, no smallest id), nothing to share
+/// out (blocking).
+fn empty_cells(
+    count: &mut DeviceBuffer<u32>,
+    first: &mut DeviceBuffer<u32>,
+    pool: &mut DeviceBuffer<u64>,
+) -> Result<()> {
+    count.fill(0)?;
+    first.fill(u32::MAX)?;
+    pool.fill(0)?;
+    Ok(())
 }
 
 /// A frame's cells in pinned host memory: the lifting device's counts, smallest ids and
@@ -399,9 +409,7 @@ impl Suspension {
     /// nothing; what was lifted so far stays counted.
     pub fn forget_cells(&mut self) -> Result<()> {
         for k in 0..2 {
-            self.count[k].fill(0)?;
-            self.first[k].fill(u32::MAX)?;
-            self.pool[k].fill(0)?;
+            empty_cells(&mut self.count[k], &mut self.first[k], &mut self.pool[k])?;
         }
         Ok(())
     }
