@@ -252,15 +252,7 @@ fn draw_lines<DB: DrawingBackend>(
             ))
             .legend(|(x, y)| EmptyElement::at((x, y)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FAMILY, 16))
-        .draw()
-        .map_err(text)?;
-    Ok(())
+    draw_legend(&mut chart)
 }
 
 fn draw_stages<DB: DrawingBackend>(
@@ -304,6 +296,13 @@ fn draw_stages<DB: DrawingBackend>(
             .label(*stage)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
     }
+    draw_legend(&mut chart)
+}
+
+/// The series' legend in the upper right corner, as every plot draws it.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> DrawResult<()> {
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -311,8 +310,7 @@ fn draw_stages<DB: DrawingBackend>(
         .border_style(BLACK)
         .label_font((FAMILY, 16))
         .draw()
-        .map_err(text)?;
-    Ok(())
+        .map_err(text)
 }
 
 /// A chart of horizontal bars, one row per label (the first at the top), its x axis from 0
