@@ -145,10 +145,10 @@ pub struct Args {
     )]
     snow_devices: Vec<snowsim::cl::DeviceSelector>,
     /// Each --snow-devices device's weight in the split: a comma list of positive numbers,
-    /// one per device, or `auto`: a calibration run of a few frames with equal shares times
-    /// each device's snow and the wind where it runs, and sets the shares so that all finish
-    /// their frame together (the wind's cost it sees is that of its first steps, higher than
-    /// later on) [default: equal shares]. Give a device that also runs the wind less.
+    /// one per device, or `auto` (the default): a calibration run with equal shares times
+    /// each device's snow and the wind where it runs, window after window (8 frames, or two
+    /// wind steps) until the wind's cost settles, and sets the shares so that all finish their frame together
+    /// (`snow share:` lines say what it measured).
     #[arg(
         long,
         value_name = "LIST|auto",
@@ -489,7 +489,7 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
     plan
 }
 
-/// Sets the shares of a split (`--snow-shares auto`) from each device's
+/// Sets the shares of a split (`--snow-shares auto`, the default) from each device's
 /// measured cost (`snowsim::sim::balance`: a short calibration run with equal shares on a
 /// context of the snow's device `entry`), and says what was measured. Nothing without a
 /// split. `say` prints a line where the run's log goes.
@@ -508,21 +508,18 @@ fn balance_shares(
         return Ok(());
     };
     let context = snowsim::cl::Context::new(entry)?;
-    let costs = balance::measure(&context, setup)
+    let calibration = balance::measure(&context, setup)
         .context("measuring each snow device's cost for its share (--snow-shares auto)")?;
-    let Some(costs) = costs else {
+    let Some(calibration) = calibration else {
         return Ok(());
     };
-    let shares = snowsim::sim::shares::split(total, &balance::balanced(total, &costs))?;
+    let costs = &calibration.costs;
+    let shares = snowsim::sim::shares::split(total, &balance::balanced(total, costs))?;
     for (cost, (_, n)) in costs.iter().zip(&shares) {
         say(&format!(
             "snow share: {:.3} ms of snow for {} parcels and {:.3} ms of wind a frame \
-             measured ({} + {} frames) → {n} parcels",
-            cost.snow_ms,
-            cost.parcels,
-            cost.wind_ms,
-            balance::WARM_FRAMES,
-            balance::TIMED_FRAMES
+             measured (the last {} of {} frames) → {n} parcels",
+            cost.snow_ms, cost.parcels, cost.wind_ms, calibration.window, calibration.frames
         ))?;
     }
     if let Some(split) = setup.scene.as_mut().and_then(|s| s.split.as_mut()) {
@@ -677,7 +674,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let preparing = || format!("preparing scene {}", args.scene.display());
     let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
     let mut setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
-    if args.snow_shares.as_deref() == Some("auto") {
+    // Measured shares unless given (nothing without a split).
+    if args.snow_shares.as_deref().is_none_or(|s| s == "auto") {
         balance_shares(&mut setup, entry, &say)?;
     }
     let snow_devices = setup

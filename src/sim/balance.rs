@@ -1,13 +1,15 @@
-//! Shares of the parcels that follow each device's measured cost (`--snow-shares auto`): a
-//! short run with equal shares times each device's snow and the wind on the device it runs
-//! on, and the shares are set so that every device would finish its frame at the same time.
-//! The run itself then starts afresh with them: the shares change where the parcels are, not
-//! what they do (the split equals one device's bit for bit whatever they are).
+//! Shares of the parcels that follow each device's measured cost (`--snow-shares auto`, the
+//! default of a split): a short run with equal shares times each device's snow and the wind on
+//! the device it runs on, and the shares are set so that every device would finish its frame
+//! at the same time. The run itself then starts afresh with them: the shares change where the
+//! parcels are, not what they do (the split equals one device's bit for bit whatever they are).
 //!
-//! The calibration sees the wind's first steps after its start-up solve, whose pressure
-//! solves take several times the iterations of later ones (on the valley its wind cost 3.6–5.3
-//! ms a frame there against about 1 ms later): it gives the wind's device too few parcels
-//! there, which is why it is not the default.
+//! The wind's first steps after its start-up solve take several times the pressure iterations
+//! of later ones (on the valley 3.6–5.3 ms a frame against about 1 ms later): timed there, the
+//! wind's device would get too few parcels. So the calibration times window after window (of
+//! [`TIMED_FRAMES`] frames, or two wind steps' worth where the wind steps less often than every
+//! fourth frame) until the wind's cost of two windows in a row agrees within [`SETTLED`], and
+//! keeps the last.
 
 use crate::cl::{Context, DeviceBuffer, OutputBuffer, Timeline};
 use crate::particle::Particle;
@@ -17,8 +19,36 @@ use super::{Result, Simulation};
 
 /// Frames the calibration runs before it times anything (first launches, first touches).
 pub const WARM_FRAMES: u32 = 4;
-/// Frames it times.
+/// Frames in one timed window, at least.
 pub const TIMED_FRAMES: u32 = 8;
+/// Frames in one timed window, at most (a wind that steps this rarely costs little a frame).
+pub const MAX_WINDOW_FRAMES: u32 = 256;
+/// Windows timed at most, should the wind's cost never settle.
+pub const MAX_WINDOWS: u32 = 24;
+/// How close the wind's cost per frame of two windows in a row must be (relative) for the
+/// later one to stand.
+pub const SETTLED: f64 = 0.1;
+
+/// What the calibration measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// Per snow device, the snow's own first, its cost in the last window.
+    pub costs: Vec<DeviceCost>,
+    /// The frames run, the warm ones included.
+    pub frames: u32,
+    /// The frames of each timed window.
+    pub window: u32,
+}
+
+/// The frames of a timed window: [`TIMED_FRAMES`], or two wind steps' worth when a wind step
+/// spans more than four frames (`frames_per_step`), at most [`MAX_WINDOW_FRAMES`].
+pub fn window_frames(frames_per_step: Option<f64>) -> u32 {
+    let steps = frames_per_step.map_or(0.0, |f| (2.0 * f).ceil());
+    match steps.is_finite() && steps > f64::from(TIMED_FRAMES) {
+        true => (steps as u32).min(MAX_WINDOW_FRAMES),
+        false => TIMED_FRAMES,
+    }
+}
 
 /// What one device's frame cost in the calibration.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,8 +95,9 @@ pub fn balanced(total: usize, costs: &[DeviceCost]) -> Vec<f64> {
 
 /// Measures what each snow device of `setup`'s split costs, on `context` (the snow's own
 /// device): the simulation built with the setup's shares runs [`WARM_FRAMES`] frames, then
-/// [`TIMED_FRAMES`] timed ones, undrawn. `None` without a split.
-pub fn measure(context: &Context, setup: &SimSetup) -> Result<Option<Vec<DeviceCost>>> {
+/// timed windows ([`window_frames`]) until the wind's cost settles ([`settled`]), undrawn.
+/// `None` without a split.
+pub fn measure(context: &Context, setup: &SimSetup) -> Result<Option<Calibration>> {
     if setup
         .scene
         .as_ref()
@@ -85,7 +116,33 @@ pub fn measure(context: &Context, setup: &SimSetup) -> Result<Option<Vec<DeviceC
     }
     sim.settle()?;
     untimed.wait()?;
-    sim.device_costs(context, &mut particles, TIMED_FRAMES)
+    let window = window_frames(sim.frames_per_wind_step());
+    let mut frames = WARM_FRAMES;
+    let mut last: Option<Vec<DeviceCost>> = None;
+    for _ in 0..MAX_WINDOWS {
+        let Some(costs) = sim.device_costs(context, &mut particles, window)? else {
+            return Ok(None);
+        };
+        frames += window;
+        let done = last.as_deref().is_some_and(|l| settled(l, &costs));
+        last = Some(costs);
+        if done {
+            break;
+        }
+    }
+    Ok(last.map(|costs| Calibration {
+        costs,
+        frames,
+        window,
+    }))
+}
+
+/// Whether the wind's cost per frame, summed over the devices, of window `now` is within
+/// [`SETTLED`] of window `before`'s.
+pub fn settled(before: &[DeviceCost], now: &[DeviceCost]) -> bool {
+    let wind = |c: &[DeviceCost]| c.iter().map(|d| d.wind_ms).sum::<f64>();
+    let (a, b) = (wind(before), wind(now));
+    (a - b).abs() <= SETTLED * a.max(b)
 }
 
 #[cfg(test)]
@@ -137,6 +194,27 @@ mod tests {
         );
         let f = frames(&costs, &shares);
         assert!(f.windows(2).all(|w| (w[0] - w[1]).abs() < 1e-9), "{f:?}");
+    }
+
+    #[test]
+    fn the_calibration_waits_for_the_winds_cost_to_settle() {
+        let start = [cost(500, 1.0, 4.0), cost(500, 1.0, 0.0)];
+        let later = [cost(500, 1.1, 1.2), cost(500, 0.9, 0.0)];
+        let steady = [cost(500, 1.0, 1.1), cost(500, 1.0, 0.0)];
+        assert!(!settled(&start, &later));
+        assert!(settled(&later, &steady));
+        // No wind at all (a fixed field) settles at once.
+        let still = [cost(500, 1.0, 0.0), cost(500, 1.0, 0.0)];
+        assert!(settled(&still, &still));
+    }
+
+    #[test]
+    fn a_window_spans_two_wind_steps_where_the_wind_steps_rarely() {
+        assert_eq!(window_frames(None), TIMED_FRAMES);
+        assert_eq!(window_frames(Some(1.0)), TIMED_FRAMES);
+        assert_eq!(window_frames(Some(0.2)), TIMED_FRAMES);
+        assert_eq!(window_frames(Some(24.3)), 49);
+        assert_eq!(window_frames(Some(1e6)), MAX_WINDOW_FRAMES);
     }
 
     #[test]

@@ -134,6 +134,9 @@ pub enum WindField {
         clock: f64,
         /// Wind steps run (or handed to the thread).
         steps: u64,
+        /// Whether the wind's device also steps a share of the parcels: the frame's steps
+        /// are then handed over after the snow's frame ([`WindField::frame`]).
+        after_snow: bool,
     },
 }
 
@@ -269,6 +272,7 @@ impl WindField {
                         )?),
                         clock: 0.0,
                         steps: 0,
+                        after_snow: false,
                     }),
                     None => Ok(Self::Solved {
                         solver: Box::new(solver),
@@ -293,7 +297,11 @@ impl WindField {
     ///   the wind's thread at once (they need nothing the snow's side holds), and only then
     ///   does the last frame's field start crossing into the mirror, in order on the snow's
     ///   queue, ahead of the snow's launches: the crossing and the snow's frame overlap the
-    ///   wind's next steps.
+    ///   wind's next steps. Where the wind's device also steps a share of the parcels, the
+    ///   steps are handed over after the snow's frame instead, whose end waits for that
+    ///   share's landings: that device runs the share, which the snow's device waits for,
+    ///   and then the wind, which only the next frame needs, rather than both at once taking
+    ///   turns (two OpenCL contexts on one GPU do not run side by side).
     ///
     /// `snow` is also given the field on each device that steps a share of the parcels
     /// ([`attach`](Self::attach)), in their order: from the thread's pinned copy beside the
@@ -331,17 +339,21 @@ impl WindField {
                 dt: wind_dt,
                 clock,
                 steps,
+                after_snow,
                 ..
             } => {
                 wind.receive()?;
                 let due = due_steps(clock, dt, *wind_dt);
-                if due > 0 {
+                if due > 0 && !*after_snow {
                     wind.request(due)?;
-                    *steps += u64::from(due);
                 }
                 wind.forward()?;
                 let (own, shares) = wind.mirrors().split_at(1);
                 snow(FieldRef::Device(&own[0]), shares, timeline)?;
+                if due > 0 && *after_snow {
+                    wind.request(due)?;
+                }
+                *steps += u64::from(due);
                 Ok(due)
             }
         }
@@ -374,9 +386,15 @@ impl WindField {
                 copies.staging = Some(PinnedBuffer::new(solver.context(), velocity.len())?);
                 copies.at_step = Some(*steps);
             }
-            Self::Beside { wind, .. } => {
+            Self::Beside {
+                wind,
+                device,
+                after_snow,
+                ..
+            } => {
                 for c in contexts {
                     wind.add_mirror(c)?;
+                    *after_snow |= c.info().index == *device;
                 }
             }
         }
@@ -390,6 +408,15 @@ impl WindField {
             wind.settle()?;
         }
         Ok(())
+    }
+
+    /// The wind's own time step while it steps with the frames, s; `None` for a fixed field.
+    pub fn step_dt(&self) -> Option<f64> {
+        match self {
+            Self::Fixed { .. } => None,
+            Self::Solved { solver, .. } => Some(solver.dt()),
+            Self::Beside { dt, .. } => Some(*dt),
+        }
     }
 
     /// Whether the wind is solved as the frames go (on the snow's device or beside it).

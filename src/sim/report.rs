@@ -33,6 +33,8 @@ pub struct SimReport {
     /// What the parcels split across devices moved between them each frame (`None` on one
     /// device).
     pub split_traffic: Option<super::shares::SplitTraffic>,
+    /// Where the host waited for the split each frame (`None` on one device).
+    pub split_waits: Option<super::shares::SplitWaits>,
     /// The falling snow's density at the scene's camera relative to the uniform snowfall of
     /// the scene's real rate (`snow::RelativeDensity`): the flakes there are this times
     /// `snow::Snowfall::number_density`; `None` without snow.

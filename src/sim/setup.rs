@@ -29,7 +29,7 @@ pub struct Overrides {
     /// (`--snow-devices`' second device on).
     pub snow_devices: Vec<DeviceEntry>,
     /// Each snow device's weight in the split (`--snow-shares`), the snow's own first;
-    /// `None`: equal shares.
+    /// `None`: equal shares (the command line measures them first: `balance`).
     pub snow_shares: Option<Vec<f64>>,
 }
 

@@ -12,11 +12,15 @@
 //!
 //! **The frame.** The wind field reaches the others through `coupling` (from the wind's
 //! thread's pinned copy when the wind runs beside the snow, else read on the snow's device
-//! when the wind has stepped since); the others' sort and step are enqueued first, then the
-//! snow's device's; then
-//! the others' landings are waited for (the snow's device is busy with its own share
-//! meanwhile) and added. The others' counters come back without blocking, as the snow's do.
-//!
+//! when the wind has stepped since). The others' sorts are enqueued first (they need nothing
+//! of the frame's), then the snow's device's lifting, the read of its cells, its sort and
+//! step, all without waiting; then the cells are waited for and sent, and the others' steps
+//! enqueued; then the others' landings are waited for (the snow's device is busy with its own
+//! share meanwhile) and added. The host waits twice a frame, each time with the snow's
+//! device's queue full (`--json`'s `snow.split_waits` says how long). Where the wind runs on
+//! a device that also steps a share, its steps start after that share's frame (`coupling`).
+//! The others' counters come back without blocking, as the snow's do.
+
 //! **Snow in suspension.** The snow's device lifts it (from the summed cover) into per-cell
 //! pools; after its lifting, the frame's cells (parcels per cell, their smallest id, the
 //! pool) are read and written to the others before their steps, so every parcel takes its
@@ -65,6 +69,19 @@ pub struct SplitTraffic {
     pub drawn_parcels: u64,
     /// The wind field, once per frame that stepped the wind: 16 bytes per vertex each.
     pub wind_field: u64,
+}
+
+/// Where the host waited for the split each frame, ms, means over the frames since the run
+/// started (`--json`'s `snow.split_waits`): what stands between the devices' overlap and
+/// the frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SplitWaits {
+    /// For the snow's device's cells to be read, before they go out (0 without suspension).
+    pub cells_ms: f64,
+    /// For the others' landings (and cells) to arrive in pinned memory.
+    pub landings_ms: f64,
+    /// The frames counted.
+    pub frames: u64,
 }
 
 /// How the run's `total` parcels are shared out by `weights` (one per device, positive):
@@ -124,6 +141,10 @@ pub struct SnowShares {
     cells: Option<FrameCellsHost>,
     /// Every device's share, the snow's device first.
     report: Vec<ShareReport>,
+    /// The reads of the frame's cells on the snow's device, on their way.
+    reading: Vec<Event>,
+    /// The host's waits for the cells and the landings, summed, s, and the frames.
+    waited: (f64, f64, u64),
 }
 
 impl SnowShares {
@@ -186,6 +207,8 @@ impl SnowShares {
             others,
             cells,
             report,
+            reading: Vec::new(),
+            waited: (0.0, 0.0, 0),
         })
     }
 
@@ -286,18 +309,35 @@ impl SnowShares {
         self.others.iter().map(|o| o.context.clone()).collect()
     }
 
-    /// Sends the frame's cells of the snow in suspension (the snow's device's counts, smallest
-    /// ids and pools, after its lifting: `snow`) to the others, before their steps: a
-    /// blocking read there, writes that do not wait. Nothing without suspension.
-    pub fn send_cells(&mut self, snow: &Snow) -> Result<()> {
+    /// Starts reading the frame's cells of the snow in suspension (the snow's device's counts,
+    /// smallest ids and pools, after its lifting: `snow`) into pinned memory, without
+    /// waiting: enqueue it right after the lifting, then the snow's device's own sort and
+    /// step, then [`send_cells`](Self::send_cells). Nothing without suspension.
+    pub fn start_cells(&mut self, snow: &Snow) -> Result<()> {
         let Some(cells) = self.cells.as_mut() else {
             return Ok(());
         };
-        if !snow.read_cells(cells)? {
+        // SAFETY: the host touches `cells` again only in `send_cells`, after waiting for
+        // these reads, and at the next frame's start, after this frame's gather waited for
+        // each other's hand-over, which its queue runs after the writes out of `cells`.
+        self.reading = unsafe { snow.enqueue_read_cells(cells) }?;
+        Ok(())
+    }
+
+    /// Waits for the cells [`start_cells`](Self::start_cells) read, and starts writing them
+    /// to the others, before their steps (writes that do not wait).
+    pub fn send_cells(&mut self) -> Result<()> {
+        let Some(cells) = self.cells.as_ref() else {
+            return Ok(());
+        };
+        if self.reading.is_empty() {
             return Ok(());
         }
+        let start = std::time::Instant::now();
+        wait_for(&std::mem::take(&mut self.reading))?;
+        self.waited.0 += start.elapsed().as_secs_f64();
         for o in &mut self.others {
-            // SAFETY: `self.cells` is read into again only at the next frame's send, after
+            // SAFETY: `self.cells` is read into again only at the next frame's start, after
             // this frame's gather waited for each other's hand-over, which its queue runs
             // after these writes.
             let r = unsafe { o.snow.enqueue_cells(cells) };
@@ -387,7 +427,9 @@ impl SnowShares {
         }
         let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
+            let start = std::time::Instant::now();
             named(&o.device, wait_for(events))?;
+            self.waited.1 += start.elapsed().as_secs_f64();
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
                 // read waits for it, and Drop finishes the snow's queue first.
@@ -410,7 +452,19 @@ impl SnowShares {
                 o.merged.extend(copies);
             }
         }
+        self.waited.2 += 1;
         Ok(())
+    }
+
+    /// Where the host waited for the split, per frame.
+    pub fn waits(&self) -> SplitWaits {
+        let (cells, landings, frames) = self.waited;
+        let per = 1e3 / frames.max(1) as f64;
+        SplitWaits {
+            cells_ms: cells * per,
+            landings_ms: landings * per,
+            frames,
+        }
     }
 
     /// Checks the others' counters of the last frame (a non-finite parcel stops the run,
@@ -451,6 +505,7 @@ impl SnowShares {
 impl Drop for SnowShares {
     fn drop(&mut self) {
         // The pinned memory outlives every transfer out of it or into it.
+        let _ = wait_for(&self.reading);
         for o in &self.others {
             if let Some(added) = &o.added {
                 let _ = added.wait();

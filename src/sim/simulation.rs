@@ -361,8 +361,8 @@ impl Simulation {
                 };
                 // 4. The snow: lifting (with drift), sort, particle step (landings lay their
                 //    parcels), drift, smoothing; an error names its stage. With the parcels
-                //    split (`shares`), the others' steps go between the lifting, whose cells
-                //    they share, and the snow's device's sort and step.
+                //    split (`shares`), the others sort first; their steps, which take the
+                //    cells of the lifting, go after the snow's device's sort and step.
                 let staged =
                     |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
                 if let Some(shares) = shares.as_mut() {
@@ -370,14 +370,17 @@ impl Simulation {
                 }
                 staged(DRIFT_STAGE, snow.lift(context, &field, dt, timeline))?;
                 if let Some(shares) = shares.as_mut() {
-                    shares.send_cells(snow)?;
-                    shares.advance(dt, fields)?;
+                    shares.start_cells(snow)?;
                 }
                 staged(SORT_STAGE, snow.sort(timeline))?;
                 staged(
                     STEP_STAGE,
                     snow.advance_parcels(context, &field, dt, &*particles, timeline),
                 )?;
+                if let Some(shares) = shares.as_mut() {
+                    shares.send_cells()?;
+                    shares.advance(dt, fields)?;
+                }
                 // The others' landings join the cover before it drifts or is smoothed.
                 if let Some(shares) = shares.as_mut() {
                     timeline.stage(COVER_STAGE);
@@ -391,6 +394,13 @@ impl Simulation {
             })?;
         }
         Ok(())
+    }
+
+    /// Frames per wind step while the wind steps with the frames (its step over the frame's),
+    /// `None` without a solved wind.
+    pub fn frames_per_wind_step(&self) -> Option<f64> {
+        let step = self.scene.as_ref()?.wind.step_dt()?;
+        Some(step / f64::from(self.dt))
     }
 
     /// Runs `frames` frames into `particles`, timing every snow device's launches and the
@@ -601,6 +611,7 @@ impl Simulation {
         }
         if let Some(shares) = &s.shares {
             report.split_traffic = Some(shares.traffic(s.mesh.vertices.len()));
+            report.split_waits = Some(shares.waits());
         }
         let camera = s.camera;
         report.flake_density_at_camera = self.flake_density()?.map(|d| d.at(camera));

@@ -660,16 +660,22 @@ impl Snow {
         Ok((counts[0], counts[1]))
     }
 
-    /// Reads this frame's cells (counts, smallest ids, pools) into `into`, for the devices
-    /// with a share of the parcels: after [`lift`](Self::lift), blocking. `false` (nothing
-    /// read) without suspension.
-    pub fn read_cells(&self, into: &mut FrameCellsHost) -> Result<bool> {
+    /// Starts reading this frame's cells (counts, smallest ids, pools) into `into`, for the
+    /// devices with a share of the parcels: after [`lift`](Self::lift), before
+    /// [`advance_parcels`](Self::advance_parcels) (which reads them as they are), without
+    /// waiting; returns the reads' events, none without suspension.
+    ///
+    /// # Safety
+    ///
+    /// `into` must stay alive and untouched by the host until the events complete.
+    pub unsafe fn enqueue_read_cells(
+        &self,
+        into: &mut FrameCellsHost,
+    ) -> Result<Vec<opencl3::event::Event>> {
         match &self.suspension {
-            Some(s) => {
-                s.read_frame(into)?;
-                Ok(true)
-            }
-            None => Ok(false),
+            // SAFETY: forwarded to the caller.
+            Some(s) => Ok(unsafe { s.enqueue_read_frame(into) }?.into()),
+            None => Ok(Vec::new()),
         }
     }
 

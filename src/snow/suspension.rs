@@ -181,7 +181,7 @@ impl SharedCells {
     }
 
     /// Starts writing this frame's counts, smallest ids and pools (`cells`, the lifting
-    /// device's, [`Suspension::read_frame`]) and clearing the next frame's counts, without
+    /// device's, [`Suspension::enqueue_read_frame`]) and clearing the next frame's counts, without
     /// waiting; in order before the step on this queue.
     ///
     /// # Safety
@@ -425,14 +425,26 @@ impl Suspension {
         Ok(self.cell.read()?)
     }
 
-    /// Reads this frame's counts, smallest ids and pools into `into` (blocking, after this
-    /// frame's lifting), for the devices with a share of the parcels.
-    pub fn read_frame(&self, into: &mut FrameCellsHost) -> Result<()> {
+    /// Starts reading this frame's counts, smallest ids and pools into `into` (after this
+    /// frame's lifting, before its step), for the devices with a share of the parcels;
+    /// returns the reads' events.
+    ///
+    /// # Safety
+    ///
+    /// `into` must stay alive and untouched by the host until the events complete.
+    pub(crate) unsafe fn enqueue_read_frame(
+        &self,
+        into: &mut FrameCellsHost,
+    ) -> Result<[opencl3::event::Event; 3]> {
         let now = self.current;
-        into.count.read_from(&self.count[now])?;
-        into.first.read_from(&self.first[now])?;
-        into.pool.read_from(&self.pool[now])?;
-        Ok(())
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            Ok([
+                into.count.enqueue_read_from(&self.count[now])?,
+                into.first.enqueue_read_from(&self.first[now])?,
+                into.pool.enqueue_read_from(&self.pool[now])?,
+            ])
+        }
     }
 
     /// Adds another device's next counts and smallest ids (`other`, its share's step) to

@@ -782,6 +782,7 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         fields.remove("flake_density_at_camera");
         // What crossed between the devices: only a split has it.
         fields.remove("split_traffic");
+        fields.remove("split_waits");
         snow
     };
     for (name, extra) in [
