@@ -29,6 +29,9 @@ pub struct Stepper {
     checks: u64,
     check_time: Duration,
     outputs: StateOutputs,
+    /// The end of the last untimed frame on the queue (a marker), which the next frame waits
+    /// for instead of its own end.
+    last_end: Option<opencl3::event::Event>,
 }
 
 impl Stepper {
@@ -57,6 +60,7 @@ impl Stepper {
             checks: 0,
             check_time: Duration::ZERO,
             outputs: StateOutputs::default(),
+            last_end: None,
         })
     }
 
@@ -101,18 +105,29 @@ impl Stepper {
         &self.context
     }
 
-    /// One frame: the simulation's step, one wait, and every stage's time.
+    /// One frame: the simulation's step, one wait, and every stage's time. A timed frame
+    /// (`profile_every`) waits for its own end, whose launches' times are read then; any
+    /// other waits for the last frame's end only, so that the host queues this frame while
+    /// the device finishes the last (at most two frames on the queue).
     pub fn step(&mut self) -> Result<StageTimes> {
         let start = Instant::now();
-        self.timeline.set_records_events(
-            self.context.profiling() && self.frame.is_multiple_of(self.profile_every),
-        );
+        let timed = self.context.profiling() && self.frame.is_multiple_of(self.profile_every);
+        self.timeline.set_records_events(timed);
         self.simulation.step(
             &self.context,
             &mut OutputBuffer::Device(&mut self.particles),
             &mut self.timeline,
         )?;
-        self.context.finish()?;
+        if timed {
+            self.context.finish()?;
+            self.last_end = None;
+        } else {
+            let end = self.context.enqueue_marker()?;
+            self.context.flush()?;
+            if let Some(last) = self.last_end.replace(end) {
+                crate::cl::wait_for(std::slice::from_ref(&last))?;
+            }
+        }
         let mut times = vec![StageTime::host(stage::KERNELS, start.elapsed())];
         times.extend(self.timeline.resolve()?);
         self.frame += 1;

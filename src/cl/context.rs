@@ -164,6 +164,15 @@ impl Context {
         self.inner.queue.finish().during("clFinish")
     }
 
+    /// An event that completes once every command enqueued so far has (a marker on the
+    /// queue), without waiting: a frame's end that the next frame can wait for instead of
+    /// draining the queue.
+    pub fn enqueue_marker(&self) -> Result<opencl3::event::Event> {
+        // SAFETY: an empty wait list; the event is owned by the returned value.
+        unsafe { self.inner.queue.enqueue_marker_with_wait_list(&[]) }
+            .during("clEnqueueMarkerWithWaitList")
+    }
+
     /// Submits every command enqueued so far to the device, without waiting.
     pub fn flush(&self) -> Result<()> {
         self.inner.queue.flush().during("clFlush")

@@ -522,6 +522,14 @@ fn balance_shares(
             cost.snow_ms, cost.parcels, cost.wind_ms, calibration.window, calibration.frames
         ))?;
     }
+    // A device that takes almost nothing still costs the split's hand-overs every frame.
+    if let Some((_, n)) = shares.iter().find(|(_, n)| *n * 50 < total) {
+        say(&format!(
+            "snow share: a device takes {n} of {total} parcels (under 2 %): the split's \
+             hand-over costs more than it saves here; without --snow-devices (the wind beside \
+             the snow with --wind-device) runs faster"
+        ))?;
+    }
     if let Some(split) = setup.scene.as_mut().and_then(|s| s.split.as_mut()) {
         split.shares = shares;
     }

@@ -9,6 +9,10 @@
 //! without waiting, in order on the snow's queue. So the two devices overlap and the snow
 //! samples the same time level as on one device ([`super::coupling`]'s lag).
 //!
+//! Where the wind's device also steps a share of the parcels, the steps wait behind a gate
+//! ([`WindGate`]) until that share's frame is done: two OpenCL contexts on one GPU take turns
+//! rather than run side by side, and the share is what the snow's frame waits for.
+//!
 //! Two pinned buffers take turns: while one is being written into the mirror (its write's
 //! event kept with it), the thread fills the other, and waits for that event before it reuses
 //! the first. Nothing on the snow's side waits for the wind except the hand-off of frame
@@ -29,12 +33,37 @@ use super::{Error, Result};
 /// The field's pinned copies that take turns (one being filled, one being written).
 const STAGING_BUFFERS: usize = 2;
 
-/// A request to the wind's thread: run `steps` wind steps, then read the field into `into`
-/// once `after` (the last writes out of it) have completed.
+/// A request to the wind's thread: run `steps` wind steps (once `gate` passes the events to
+/// start after, or is dropped), then read the field into `into` once `after` (the last writes
+/// out of it) have completed.
 struct Request {
     steps: u32,
     into: PinnedBuffer<[f32; 4]>,
     after: Vec<Event>,
+    gate: Option<Receiver<Vec<Event>>>,
+}
+
+/// Holds the start of wind steps handed over with [`WindBeside::request_gated`]: they wait
+/// until [`open`](Self::open) names what they start after, or until the gate is dropped.
+#[derive(Default)]
+pub struct WindGate {
+    sender: Option<Sender<Vec<Event>>>,
+    device: usize,
+}
+
+impl WindGate {
+    /// The OpenCL index of the wind's device while steps wait behind the gate.
+    pub fn device(&self) -> Option<usize> {
+        self.sender.as_ref().map(|_| self.device)
+    }
+
+    /// Lets the steps start once `after` (events of one context) have completed.
+    pub fn open(&mut self, after: Vec<Event>) {
+        if let Some(sender) = self.sender.take() {
+            // A thread that is gone says so at the next answer.
+            let _ = sender.send(after);
+        }
+    }
 }
 
 /// The wind's thread's answer: the steps' pressure iterations and wall time, and the field in
@@ -118,15 +147,38 @@ impl WindBeside {
     /// Hands `steps` wind steps (at least one) to the thread, without waiting; takes the
     /// answer to the last request first ([`receive`](Self::receive)).
     pub fn request(&mut self, steps: u32) -> Result<()> {
+        self.send(steps, None)
+    }
+
+    /// As [`request`](Self::request), but the steps wait behind the returned gate (the
+    /// wind's device is `device`): until it is opened with the events they start after, or
+    /// dropped. Drop it before anything waits for the steps.
+    pub fn request_gated(&mut self, steps: u32, device: usize) -> Result<WindGate> {
+        let (sender, gate) = channel();
+        self.send(steps, Some(gate))?;
+        Ok(WindGate {
+            sender: Some(sender),
+            device,
+        })
+    }
+
+    /// Hands a request to the thread.
+    fn send(&mut self, steps: u32, gate: Option<Receiver<Vec<Event>>>) -> Result<()> {
         self.receive()?;
         let (into, after) = self
             .idle
             .pop_front()
             .ok_or_else(|| Error::Internal("no pinned buffer is free for the wind".into()))?;
+        let request = Request {
+            steps,
+            into,
+            after,
+            gate,
+        };
         let sent = self
             .requests
             .as_ref()
-            .is_some_and(|r| r.send(Request { steps, into, after }).is_ok());
+            .is_some_and(|r| r.send(request).is_ok());
         if !sent {
             return Err(self.stopped());
         }
@@ -245,8 +297,18 @@ impl Drop for WindBeside {
 /// The wind's thread: runs each request's steps and reads the field into its pinned buffer,
 /// until the requests end.
 fn serve(solver: &Mutex<Solver>, inbox: &Receiver<Request>, outbox: &Sender<Result<Answer>>) {
-    while let Ok(Request { steps, into, after }) = inbox.recv() {
-        let answer = answer(solver, steps, into, &after);
+    while let Ok(Request {
+        steps,
+        into,
+        after,
+        gate,
+    }) = inbox.recv()
+    {
+        // Behind a gate, the steps start after what it names (nothing once it is dropped).
+        let opened = gate.and_then(|g| g.recv().ok()).unwrap_or_default();
+        let answer = crate::cl::wait_for(&opened)
+            .map_err(Error::from)
+            .and_then(|()| answer(solver, steps, into, &after));
         let failed = answer.is_err();
         if outbox.send(answer).is_err() || failed {
             return;

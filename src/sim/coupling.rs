@@ -25,7 +25,7 @@ use crate::scene::Number;
 use crate::scene::limits::check_wind_steps;
 use crate::wind::Solver;
 
-use super::beside::WindBeside;
+use super::beside::{WindBeside, WindGate};
 use super::setup::WindSetup;
 use super::{Error, Result};
 
@@ -298,10 +298,10 @@ impl WindField {
     ///   does the last frame's field start crossing into the mirror, in order on the snow's
     ///   queue, ahead of the snow's launches: the crossing and the snow's frame overlap the
     ///   wind's next steps. Where the wind's device also steps a share of the parcels, the
-    ///   steps are handed over after the snow's frame instead, whose end waits for that
-    ///   share's landings: that device runs the share, which the snow's device waits for,
-    ///   and then the wind, which only the next frame needs, rather than both at once taking
-    ///   turns (two OpenCL contexts on one GPU do not run side by side).
+    ///   steps wait behind a gate ([`WindGate`]) that the snow opens with that share's
+    ///   frame's end (its step and hand-over): that device runs the share, which the snow's
+    ///   device waits for, and then the wind, which only the next frame needs, rather than
+    ///   both at once taking turns (two OpenCL contexts on one GPU do not run side by side).
     ///
     /// `snow` is also given the field on each device that steps a share of the parcels
     /// ([`attach`](Self::attach)), in their order: from the thread's pinned copy beside the
@@ -310,11 +310,22 @@ impl WindField {
         &mut self,
         dt: f32,
         timeline: &mut Timeline,
-        snow: impl FnOnce(FieldRef<'_>, &[DeviceBuffer<[f32; 4]>], &mut Timeline) -> Result<()>,
+        snow: impl FnOnce(
+            FieldRef<'_>,
+            &[DeviceBuffer<[f32; 4]>],
+            &mut WindGate,
+            &mut Timeline,
+        ) -> Result<()>,
     ) -> Result<u32> {
+        let mut open = WindGate::default();
         match self {
             Self::Fixed { buffer, copies, .. } => {
-                snow(FieldRef::Device(buffer), &copies.buffers, timeline)?;
+                snow(
+                    FieldRef::Device(buffer),
+                    &copies.buffers,
+                    &mut open,
+                    timeline,
+                )?;
                 Ok(0)
             }
             Self::Solved {
@@ -326,7 +337,12 @@ impl WindField {
             } => {
                 let field = solver.velocity_buffer()?;
                 copies.refresh(&field, *steps)?;
-                snow(FieldRef::Solver(field), &copies.buffers, timeline)?;
+                snow(
+                    FieldRef::Solver(field),
+                    &copies.buffers,
+                    &mut open,
+                    timeline,
+                )?;
                 let due = due_steps(clock, dt, solver.dt());
                 for _ in 0..due {
                     *iterations += u64::from(solver.step_in(timeline)?.iterations);
@@ -340,20 +356,25 @@ impl WindField {
                 clock,
                 steps,
                 after_snow,
+                device,
                 ..
             } => {
                 wind.receive()?;
                 let due = due_steps(clock, dt, *wind_dt);
-                if due > 0 && !*after_snow {
-                    wind.request(due)?;
-                }
+                // The gate is dropped when this returns, whatever the snow did: nothing waits
+                // for the steps before then.
+                let mut gate = match (due > 0, *after_snow) {
+                    (true, true) => wind.request_gated(due, *device)?,
+                    (true, false) => {
+                        wind.request(due)?;
+                        open
+                    }
+                    (false, _) => open,
+                };
+                *steps += u64::from(due);
                 wind.forward()?;
                 let (own, shares) = wind.mirrors().split_at(1);
-                snow(FieldRef::Device(&own[0]), shares, timeline)?;
-                if due > 0 && *after_snow {
-                    wind.request(due)?;
-                }
-                *steps += u64::from(due);
+                snow(FieldRef::Device(&own[0]), shares, &mut gate, timeline)?;
                 Ok(due)
             }
         }

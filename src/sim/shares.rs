@@ -12,9 +12,9 @@
 //!
 //! **The frame.** The wind field reaches the others through `coupling` (from the wind's
 //! thread's pinned copy when the wind runs beside the snow, else read on the snow's device
-//! when the wind has stepped since). The others' sorts are enqueued first (they need nothing
-//! of the frame's), then the snow's device's lifting, the read of its cells, its sort and
-//! step, all without waiting; then the cells are waited for and sent, and the others' steps
+//! when the wind has stepped since). The snow's device's lifting and the read of its cells
+//! are enqueued first, then the others' sorts (they need nothing of the frame's), the snow's
+//! device's sort and step, all without waiting; then the cells are waited for and sent, and the others' steps
 //! enqueued; then the others' landings are waited for (the snow's device is busy with its own
 //! share meanwhile) and added. The host waits twice a frame, each time with the snow's
 //! device's queue full (`--json`'s `snow.split_waits` says how long). Where the wind runs on
@@ -143,6 +143,8 @@ pub struct SnowShares {
     report: Vec<ShareReport>,
     /// The reads of the frame's cells on the snow's device, on their way.
     reading: Vec<Event>,
+    /// Per other device, the reads of its hand-over, on their way.
+    handing: Vec<Vec<Event>>,
     /// The host's waits for the cells and the landings, summed, s, and the frames.
     waited: (f64, f64, u64),
 }
@@ -208,6 +210,7 @@ impl SnowShares {
             cells,
             report,
             reading: Vec::new(),
+            handing: Vec::new(),
             waited: (0.0, 0.0, 0),
         })
     }
@@ -215,6 +218,11 @@ impl SnowShares {
     /// The other devices' snows.
     pub fn snows(&self) -> impl Iterator<Item = &Snow> {
         self.others.iter().map(|o| &o.snow)
+    }
+
+    /// The other devices' snows, to change (tests, tools).
+    pub fn snows_mut(&mut self) -> impl Iterator<Item = &mut Snow> {
+        self.others.iter_mut().map(|o| &mut o.snow)
     }
 
     /// Puts the others' parcels at their start and clears their covers (blocking).
@@ -360,7 +368,7 @@ impl SnowShares {
     }
 
     /// Enqueues the others' sorts, without waiting (they need nothing of the frame's: call it
-    /// first, so that they sort while the snow's device lifts).
+    /// early, so that they sort while the snow's device lifts).
     pub fn sort(&mut self) -> Result<()> {
         for o in &mut self.others {
             let r = o.snow.sort(&mut o.timeline);
@@ -388,17 +396,11 @@ impl SnowShares {
         Ok(())
     }
 
-    /// Waits for the others' landings of the frame and adds them to `snow`'s cover (the
-    /// snow's device's), and their next cells to its suspension's, in order on its queue
-    /// after its own step; the others' counters start on their way back.
-    pub fn gather(
-        &mut self,
-        context: &Context,
-        snow: &mut Snow,
-        drawn: &impl BufferArg<Particle>,
-        timeline: &mut Timeline,
-    ) -> Result<()> {
-        let mut reads = Vec::with_capacity(self.others.len());
+    /// Starts reading the others' landings of the frame (and their next cells, and their
+    /// parcels as drawn) into pinned memory, after their steps, and their counters on their
+    /// way back, without waiting; [`gather`](Self::gather) waits for them.
+    pub fn hand_over(&mut self) -> Result<()> {
+        self.handing.clear();
         for o in &mut self.others {
             let earlier: Vec<Event> = o
                 .added
@@ -409,21 +411,52 @@ impl SnowShares {
                 .collect();
             wait_for(&earlier)?;
             // SAFETY: `landed` and `cells` are not touched by the host until the events are
-            // waited for below, and the snow's device's copies out of them were waited for
-            // above.
+            // waited for in `gather`, and the snow's device's copies out of them were waited
+            // for above.
             let mut events = vec![named(&o.device, unsafe {
                 o.snow.cover_mut().enqueue_hand_over(&mut o.landed)
             })?];
             let next = unsafe { o.snow.enqueue_read_next_cells(&mut o.cells) };
             events.extend(named(&o.device, next)?.into_iter().flatten());
             if let Some(pinned) = o.drawn.as_mut() {
-                // SAFETY: as `landed`: untouched until waited for below, its last write out
-                // (`shown`) waited for above.
+                // SAFETY: as `landed`: untouched until waited for in `gather`, its last write
+                // out (`shown`) waited for above.
                 let read = unsafe { pinned.enqueue_read_from(&o.render) };
                 events.push(named(&o.device, read)?);
             }
-            reads.push(events);
+            self.handing.push(events);
             named(&o.device, o.snow.start_counter_read())?;
+        }
+        Ok(())
+    }
+
+    /// Markers after the frame's work on the others with OpenCL index `device` (their steps
+    /// and hand-overs, queued by [`hand_over`](Self::hand_over)), submitted: what the wind's
+    /// steps on that device start after (`coupling`).
+    pub fn frame_ends_on(&self, device: usize) -> Result<Vec<Event>> {
+        let mut ends = Vec::new();
+        for o in self.others.iter().filter(|o| o.index == device) {
+            ends.push(named(&o.device, o.context.enqueue_marker())?);
+            named(&o.device, o.context.flush())?;
+        }
+        Ok(ends)
+    }
+
+    /// Waits for the others' landings of the frame ([`hand_over`](Self::hand_over)) and adds
+    /// them to `snow`'s cover (the snow's device's), and their next cells to its
+    /// suspension's, in order on its queue after its own step.
+    pub fn gather(
+        &mut self,
+        context: &Context,
+        snow: &mut Snow,
+        drawn: &impl BufferArg<Particle>,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let reads = std::mem::take(&mut self.handing);
+        if reads.len() != self.others.len() {
+            return Err(Error::Internal(
+                "the others' landings gathered before they were handed over".into(),
+            ));
         }
         let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
@@ -506,6 +539,9 @@ impl Drop for SnowShares {
     fn drop(&mut self) {
         // The pinned memory outlives every transfer out of it or into it.
         let _ = wait_for(&self.reading);
+        for events in &self.handing {
+            let _ = wait_for(events);
+        }
         for o in &self.others {
             if let Some(added) = &o.added {
                 let _ = added.wait();

@@ -214,6 +214,11 @@ impl Simulation {
         self.scene.as_ref().and_then(|s| s.snow.as_ref())
     }
 
+    /// The other devices' shares of the parcels, where they are split (tests, tools).
+    pub fn shares_mut(&mut self) -> Option<&mut SnowShares> {
+        self.scene.as_mut()?.shares.as_mut()
+    }
+
     /// The snow, to change its state by hand (tests, tools).
     pub fn snow_mut(&mut self) -> Option<&mut Snow> {
         self.scene.as_mut().and_then(|s| s.snow.as_mut())
@@ -355,43 +360,47 @@ impl Simulation {
             //    and the wind steps that are due, after them on one device, beside them on
             //    two.
             let (snow, shares) = (&mut s.snow, &mut s.shares);
-            s.wind.frame(dt, timeline, |field, fields, timeline| {
-                let Some(snow) = snow.as_mut() else {
-                    return Ok(());
-                };
-                // 4. The snow: lifting (with drift), sort, particle step (landings lay their
-                //    parcels), drift, smoothing; an error names its stage. With the parcels
-                //    split (`shares`), the others sort first; their steps, which take the
-                //    cells of the lifting, go after the snow's device's sort and step.
-                let staged =
-                    |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
-                if let Some(shares) = shares.as_mut() {
-                    shares.sort()?;
-                }
-                staged(DRIFT_STAGE, snow.lift(context, &field, dt, timeline))?;
-                if let Some(shares) = shares.as_mut() {
-                    shares.start_cells(snow)?;
-                }
-                staged(SORT_STAGE, snow.sort(timeline))?;
-                staged(
-                    STEP_STAGE,
-                    snow.advance_parcels(context, &field, dt, &*particles, timeline),
-                )?;
-                if let Some(shares) = shares.as_mut() {
-                    shares.send_cells()?;
-                    shares.advance(dt, fields)?;
-                }
-                // The others' landings join the cover before it drifts or is smoothed.
-                if let Some(shares) = shares.as_mut() {
-                    timeline.stage(COVER_STAGE);
-                    shares.gather(context, snow, &*particles, timeline)?;
-                }
-                staged(DRIFT_STAGE, snow.drift(context, &field, dt, timeline))?;
-                staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;
-                // This frame's counters start on their way back, without waiting.
-                snow.start_counter_read()?;
-                Ok(())
-            })?;
+            s.wind
+                .frame(dt, timeline, |field, fields, gate, timeline| {
+                    let Some(snow) = snow.as_mut() else {
+                        return Ok(());
+                    };
+                    // 4. The snow: lifting (with drift), sort, particle step (landings lay their
+                    //    parcels), drift, smoothing; an error names its stage. With the parcels
+                    //    split (`shares`), the others sort after the lifting is queued; their
+                    //    steps, which take its cells, go after the snow's device's sort and step.
+                    let staged =
+                        |stage, r: crate::snow::Result<()>| in_stage(stage, r.map_err(Error::from));
+                    staged(DRIFT_STAGE, snow.lift(context, &field, dt, timeline))?;
+                    if let Some(shares) = shares.as_mut() {
+                        shares.start_cells(snow)?;
+                        shares.sort()?;
+                    }
+                    staged(SORT_STAGE, snow.sort(timeline))?;
+                    staged(
+                        STEP_STAGE,
+                        snow.advance_parcels(context, &field, dt, &*particles, timeline),
+                    )?;
+                    if let Some(shares) = shares.as_mut() {
+                        shares.send_cells()?;
+                        shares.advance(dt, fields)?;
+                    }
+                    // The others' landings join the cover before it drifts or is smoothed; the
+                    // wind's steps on a device with a share start after that share's frame.
+                    if let Some(shares) = shares.as_mut() {
+                        shares.hand_over()?;
+                        if let Some(device) = gate.device() {
+                            gate.open(shares.frame_ends_on(device)?);
+                        }
+                        timeline.stage(COVER_STAGE);
+                        shares.gather(context, snow, &*particles, timeline)?;
+                    }
+                    staged(DRIFT_STAGE, snow.drift(context, &field, dt, timeline))?;
+                    staged(COVER_STAGE, snow.smooth_cover(context, timeline))?;
+                    // This frame's counters start on their way back, without waiting.
+                    snow.start_counter_read()?;
+                    Ok(())
+                })?;
         }
         Ok(())
     }

@@ -84,6 +84,57 @@ fn a_nan_parcel_stops_the_run_one_frame_late_naming_frame_and_id() {
     assert!(text.contains("frame 1"), "the frame that made it: {text}");
 }
 
+/// A device with a share of the parcels (`--snow-devices`, here a second context on the one
+/// device) whose parcel goes non-finite mid-run stops the run one frame late, as the snow's
+/// own does, with the error naming that device, its frame and the parcel's id (the run's, not
+/// the share's index); the snow's own device's parcels stay clean.
+#[test]
+fn a_nan_parcel_on_another_device_stops_the_run_naming_that_device() {
+    let ctx = context();
+    let scene = flat("\n[simulate]\nwind = false\n");
+    let devices = snowsim::cl::list_devices().unwrap();
+    let entry = snowsim::cl::DeviceSelector::Default
+        .select(&devices)
+        .unwrap()
+        .clone();
+    let overrides = Overrides {
+        particles: Some(300),
+        sort: Some(SortMode::Off),
+        snow_devices: vec![entry.clone()],
+        snow_shares: Some(vec![1.0, 2.0]),
+        ..Default::default()
+    };
+    let (mut sim, mut particles) = start(&ctx, &scene, &overrides);
+    step(&ctx, &mut sim, &mut particles).expect("a clean first frame");
+    let other = sim
+        .shares_mut()
+        .expect("a split")
+        .snows_mut()
+        .next()
+        .expect("another device");
+    let state = other.particles().read().unwrap();
+    // The other device holds ids 100..300: the run's ids, not its own indices.
+    assert_eq!(state.len(), 200);
+    assert!(state.iter().all(|p| (100..300).contains(&p.id)));
+    let id = state[17].id;
+    let mut vel: Vec<[f32; 4]> = state.iter().map(|p| p.vel).collect();
+    vel[17][2] = f32::NAN;
+    other.particles_mut().write_velocities(&vel).unwrap();
+    step(&ctx, &mut sim, &mut particles).expect("the poisoned frame is only enqueued");
+    let err = step(&ctx, &mut sim, &mut particles).expect_err("a NaN parcel stops the run");
+    let text = err.to_string();
+    let device = format!("{} ({})", entry.info.index, entry.info.name);
+    assert!(
+        text.starts_with(&format!("the snow share's device, {device}: ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("snow.step") && text.contains(&format!("particle {id}")),
+        "{text}"
+    );
+    assert!(text.contains("frame 1"), "the frame that made it: {text}");
+}
+
 #[test]
 fn the_wind_steps_at_its_own_step_and_the_report_counts_what_ran() {
     let ctx = context();
