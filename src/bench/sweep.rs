@@ -94,7 +94,8 @@ impl SceneDefaults {
 pub struct SnowSetup {
     /// The devices, the snow's own first; never empty.
     pub devices: Vec<DeviceInfo>,
-    /// The weights of the split (`--snow-shares`), one per device; empty: equal shares.
+    /// The weights of the split (`--snow-shares`), one per device; empty: measured by each
+    /// run (`snowsim run --snow-shares auto`).
     pub shares: Vec<f64>,
 }
 

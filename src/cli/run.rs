@@ -147,8 +147,8 @@ pub struct Args {
     /// Each --snow-devices device's weight in the split: a comma list of positive numbers,
     /// one per device, or `auto` (the default): a calibration run with equal shares times
     /// each device's snow and the wind where it runs, window after window (8 frames, or two
-    /// wind steps) until the wind's cost settles, and sets the shares so that all finish their frame together
-    /// (`snow share:` lines say what it measured).
+    /// wind steps) until the wind's cost settles, and sets the shares so that all finish
+    /// their frame together (`snow share:` lines say what it measured).
     #[arg(
         long,
         value_name = "LIST|auto",
@@ -508,8 +508,9 @@ fn balance_shares(
         return Ok(());
     };
     let context = snowsim::cl::Context::new(entry)?;
-    let calibration = balance::measure(&context, setup)
-        .context("measuring each snow device's cost for its share (--snow-shares auto)")?;
+    let calibration = balance::measure(&context, setup).context(
+        "measuring each snow device's cost for its share (--snow-shares auto, the default)",
+    )?;
     let Some(calibration) = calibration else {
         return Ok(());
     };
@@ -523,11 +524,21 @@ fn balance_shares(
         ))?;
     }
     // A device that takes almost nothing still costs the split's hand-overs every frame.
-    if let Some((_, n)) = shares.iter().find(|(_, n)| *n * 50 < total) {
+    let devices = setup
+        .scene
+        .as_ref()
+        .and_then(|s| s.split.as_ref())
+        .map(|split| split.report(&entry.info))
+        .unwrap_or_default();
+    if let Some((share, (_, n))) = devices
+        .iter()
+        .zip(&shares)
+        .find(|(_, (_, n))| *n * 50 < total)
+    {
         say(&format!(
-            "snow share: a device takes {n} of {total} parcels (under 2 %): the split's \
-             hand-over costs more than it saves here; without --snow-devices (the wind beside \
-             the snow with --wind-device) runs faster"
+            "snow share: device {} takes {n} of {total} parcels (under 2 %): the split's \
+             hand-over costs more than it saves here, and the run is faster without it",
+            share.device
         ))?;
     }
     if let Some(split) = setup.scene.as_mut().and_then(|s| s.split.as_mut()) {

@@ -9,7 +9,9 @@
 //! wind's device would get too few parcels. So the calibration times window after window (of
 //! [`TIMED_FRAMES`] frames, or two wind steps' worth where the wind steps less often than every
 //! fourth frame) until the wind's cost of two windows in a row agrees within [`SETTLED`], and
-//! keeps the last.
+//! keeps the last. The wind's cost a frame is its cost per step run in the window times the
+//! steps a frame makes due on average, so a window that holds one step more or less than the
+//! average does not skew it.
 
 use crate::cl::{Context, DeviceBuffer, OutputBuffer, Timeline};
 use crate::particle::Particle;

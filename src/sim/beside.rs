@@ -304,11 +304,14 @@ fn serve(solver: &Mutex<Solver>, inbox: &Receiver<Request>, outbox: &Sender<Resu
         gate,
     }) = inbox.recv()
     {
-        // Behind a gate, the steps start after what it names (nothing once it is dropped).
+        // The writes out of `into` are done before anything here can fail and drop it (they
+        // have long been); behind a gate, the steps start after what it names (nothing once
+        // it is dropped).
         let opened = gate.and_then(|g| g.recv().ok()).unwrap_or_default();
-        let answer = crate::cl::wait_for(&opened)
+        let answer = crate::cl::wait_for(&after)
+            .and_then(|()| crate::cl::wait_for(&opened))
             .map_err(Error::from)
-            .and_then(|()| answer(solver, steps, into, &after));
+            .and_then(|()| answer(solver, steps, into));
         let failed = answer.is_err();
         if outbox.send(answer).is_err() || failed {
             return;
@@ -316,13 +319,8 @@ fn serve(solver: &Mutex<Solver>, inbox: &Receiver<Request>, outbox: &Sender<Resu
     }
 }
 
-/// Runs `steps` wind steps and reads the field into `into` (after `after`).
-fn answer(
-    solver: &Mutex<Solver>,
-    steps: u32,
-    mut into: PinnedBuffer<[f32; 4]>,
-    after: &[Event],
-) -> Result<Answer> {
+/// Runs `steps` wind steps and reads the field into `into` (no write out of it in flight).
+fn answer(solver: &Mutex<Solver>, steps: u32, mut into: PinnedBuffer<[f32; 4]>) -> Result<Answer> {
     let Ok(mut solver) = solver.lock() else {
         return Err(Error::Internal(
             "the wind solver's lock was poisoned".into(),
@@ -334,7 +332,6 @@ fn answer(
         iterations += u64::from(solver.step()?.iterations);
     }
     let seconds = start.elapsed().as_secs_f64();
-    crate::cl::wait_for(after)?;
     let field = solver.velocity_buffer()?;
     into.read_from(&field)?;
     Ok(Answer {

@@ -16,7 +16,8 @@
 //! launches on one device (in order on its queue, so they overwrite the field the snow has
 //! read), and beside it on two. Both modes sample the same time level, so one device and two
 //! give the same state bit for bit; on two, the wind of frame `n` and the snow of frame `n`
-//! run at once.
+//! run at once (on a device that also steps a share of the parcels, after that share's part
+//! of the frame: [`WindGate`]).
 
 use crate::cl::{BufferArg, Context, DeviceBuffer, PinnedBuffer, Timeline};
 use crate::gml::FieldBuffer;
@@ -135,8 +136,9 @@ pub enum WindField {
         /// Wind steps run (or handed to the thread).
         steps: u64,
         /// Whether the wind's device also steps a share of the parcels: the frame's steps
-        /// are then handed over after the snow's frame ([`WindField::frame`]).
-        after_snow: bool,
+        /// are then handed over behind a gate that opens after that share's frame
+        /// ([`WindField::frame`]).
+        gated: bool,
     },
 }
 
@@ -272,7 +274,7 @@ impl WindField {
                         )?),
                         clock: 0.0,
                         steps: 0,
-                        after_snow: false,
+                        gated: false,
                     }),
                     None => Ok(Self::Solved {
                         solver: Box::new(solver),
@@ -355,7 +357,7 @@ impl WindField {
                 dt: wind_dt,
                 clock,
                 steps,
-                after_snow,
+                gated,
                 device,
                 ..
             } => {
@@ -363,7 +365,7 @@ impl WindField {
                 let due = due_steps(clock, dt, *wind_dt);
                 // The gate is dropped when this returns, whatever the snow did: nothing waits
                 // for the steps before then.
-                let mut gate = match (due > 0, *after_snow) {
+                let mut gate = match (due > 0, *gated) {
                     (true, true) => wind.request_gated(due, *device)?,
                     (true, false) => {
                         wind.request(due)?;
@@ -410,12 +412,12 @@ impl WindField {
             Self::Beside {
                 wind,
                 device,
-                after_snow,
+                gated,
                 ..
             } => {
                 for c in contexts {
                     wind.add_mirror(c)?;
-                    *after_snow |= c.info().index == *device;
+                    *gated |= c.info().index == *device;
                 }
             }
         }

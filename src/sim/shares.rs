@@ -14,12 +14,15 @@
 //! thread's pinned copy when the wind runs beside the snow, else read on the snow's device
 //! when the wind has stepped since). The snow's device's lifting and the read of its cells
 //! are enqueued first, then the others' sorts (they need nothing of the frame's), the snow's
-//! device's sort and step, all without waiting; then the cells are waited for and sent, and the others' steps
-//! enqueued; then the others' landings are waited for (the snow's device is busy with its own
-//! share meanwhile) and added. The host waits twice a frame, each time with the snow's
-//! device's queue full (`--json`'s `snow.split_waits` says how long). Where the wind runs on
-//! a device that also steps a share, its steps start after that share's frame (`coupling`).
-//! The others' counters come back without blocking, as the snow's do.
+//! device's sort and step, all without waiting; then the cells are waited for and sent, and
+//! the others' steps enqueued; then their hand-overs (which first wait for the snow's device
+//! to have added the last frame's, long done), and their landings are waited for (the snow's
+//! device is busy with its own share meanwhile) and added. The waits for the cells and the
+//! landings come with the snow's device's queue full (`--json`'s `snow.split_waits` says how
+//! long). Where the wind runs on a device that also steps a share, its steps start after that
+//! share's frame (`coupling`). The others' counters come back without blocking, as the
+//! snow's do.
+//!
 
 //! **Snow in suspension.** The snow's device lifts it (from the summed cover) into per-cell
 //! pools; after its lifting, the frame's cells (parcels per cell, their smallest id, the
@@ -145,8 +148,8 @@ pub struct SnowShares {
     reading: Vec<Event>,
     /// Per other device, the reads of its hand-over, on their way.
     handing: Vec<Vec<Event>>,
-    /// The host's waits for the cells and the landings, summed, s, and the frames.
-    waited: (f64, f64, u64),
+    /// The host's waits for the cells and the landings, summed.
+    waited: Waited,
 }
 
 impl SnowShares {
@@ -211,7 +214,7 @@ impl SnowShares {
             report,
             reading: Vec::new(),
             handing: Vec::new(),
-            waited: (0.0, 0.0, 0),
+            waited: Waited::default(),
         })
     }
 
@@ -339,11 +342,12 @@ impl SnowShares {
             return Ok(());
         };
         if self.reading.is_empty() {
-            return Ok(());
+            return Err(Error::Internal(
+                "the cells of the snow in suspension sent before they were read".into(),
+            ));
         }
-        let start = std::time::Instant::now();
-        wait_for(&std::mem::take(&mut self.reading))?;
-        self.waited.0 += start.elapsed().as_secs_f64();
+        let reading = std::mem::take(&mut self.reading);
+        timed_wait(&mut self.waited.cells, || wait_for(&reading))?;
         for o in &mut self.others {
             // SAFETY: `self.cells` is read into again only at the next frame's start, after
             // this frame's gather waited for each other's hand-over, which its queue runs
@@ -460,9 +464,8 @@ impl SnowShares {
         }
         let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
-            let start = std::time::Instant::now();
-            named(&o.device, wait_for(events))?;
-            self.waited.1 += start.elapsed().as_secs_f64();
+            let landed = timed_wait(&mut self.waited.landings, || wait_for(events));
+            named(&o.device, landed)?;
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
                 // read waits for it, and Drop finishes the snow's queue first.
@@ -485,18 +488,18 @@ impl SnowShares {
                 o.merged.extend(copies);
             }
         }
-        self.waited.2 += 1;
+        self.waited.frames += 1;
         Ok(())
     }
 
     /// Where the host waited for the split, per frame.
     pub fn waits(&self) -> SplitWaits {
-        let (cells, landings, frames) = self.waited;
-        let per = 1e3 / frames.max(1) as f64;
+        let w = self.waited;
+        let per = 1e3 / w.frames.max(1) as f64;
         SplitWaits {
-            cells_ms: cells * per,
-            landings_ms: landings * per,
-            frames,
+            cells_ms: w.cells * per,
+            landings_ms: w.landings * per,
+            frames: w.frames,
         }
     }
 
@@ -551,6 +554,25 @@ impl Drop for SnowShares {
             let _ = o.context.finish();
         }
     }
+}
+
+/// The host's waits for the split since the run started.
+#[derive(Clone, Copy, Debug, Default)]
+struct Waited {
+    /// For the snow's device's cells, s.
+    cells: f64,
+    /// For the others' landings, s.
+    landings: f64,
+    /// Frames gathered.
+    frames: u64,
+}
+
+/// Runs `wait`, adding the seconds it took to `total`.
+fn timed_wait<T>(total: &mut f64, wait: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let r = wait();
+    *total += start.elapsed().as_secs_f64();
+    r
 }
 
 /// `r`, naming `device` when it failed.

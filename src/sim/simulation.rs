@@ -26,10 +26,11 @@ struct SceneState {
     mesh: Mesh,
     /// For each ground vertex of the cover, its vertex of `mesh`.
     ground_vertices: Vec<u32>,
+    /// The other devices' shares of the parcels (`--snow-devices`); dropped before the wind,
+    /// whose pinned copies of the field they may still be reading.
+    shares: Option<SnowShares>,
     wind: WindField,
     snow: Option<Snow>,
-    /// The other devices' shares of the parcels (`--snow-devices`).
-    shares: Option<SnowShares>,
     /// Whether the others' parcels are drawn too ([`Simulation::draw_all`]).
     draw_all: bool,
     /// Gravity, for the hydrostatic pressure shown with the fixed profile.
@@ -44,8 +45,9 @@ struct SceneState {
 
 /// One scene's wind and snow on one OpenCL context.
 ///
-/// [`step`](Self::step) enqueues a frame and never waits; the counters of a frame are read
-/// without blocking and checked at the start of the next one. [`report`](Self::report),
+/// [`step`](Self::step) enqueues a frame and never waits for its end; the counters of a frame
+/// are read without blocking and checked once the next one's launches are queued.
+/// [`report`](Self::report),
 /// [`check`](Self::check), [`save_state`](Self::save_state) and
 /// [`wind_samples`](Self::wind_samples) read the device (blocking) and are for when they are
 /// due.
@@ -327,13 +329,14 @@ impl Simulation {
         in_stage(PARTICLES_STAGE, written)
     }
 
-    /// One frame, in order: the last frame's counters checked, the ground refresh when due,
-    /// the field handed to the snow (the wind as it stood at the frame's start), the snow's
-    /// sort, particle step, drift and cover smoothing (the particles written into
-    /// `particles`), the wind steps that are due (after the snow's launches on one device,
-    /// beside them on another: `coupling`). Only enqueues, but for the waits of the wind's
-    /// pressure solve on the snow's device, and, with the wind beside, the wait for the last
-    /// frame's steps; the frame's counters start on their way back.
+    /// One frame, in order: the ground refresh when due, the field handed to the snow (the
+    /// wind as it stood at the frame's start), the snow's sort, particle step, drift and cover
+    /// smoothing (the particles written into `particles`), the wind steps that are due (after
+    /// the snow's launches on one device, beside them on another: `coupling`); then the last
+    /// frame's counters are checked and this frame's start on their way back. Only enqueues,
+    /// but for the waits of the wind's pressure solve on the snow's device, with the wind
+    /// beside the wait for the last frame's steps, and with the parcels split the waits for
+    /// the others' landings.
     pub fn step(
         &mut self,
         context: &Context,
@@ -342,20 +345,16 @@ impl Simulation {
     ) -> Result<()> {
         let dt = self.dt;
         if let Some(s) = &mut self.scene {
-            // 1. The last frame's counters, long arrived in pinned memory: a non-finite parcel
-            //    stops the run here, one frame late.
-            if let Some(snow) = s.snow.as_mut() {
-                snow.check_counter_read()?;
-            }
-            if let Some(shares) = s.shares.as_mut() {
-                shares.check_counter_read()?;
-            }
-            // 2. Every `wind.ground_refresh` seconds, the laid snow raises the wind's ground
+            // The last frame's counters are checked when this frame's start on their way,
+            // after its launches (`start_counter_read`, on every device): a non-finite parcel
+            // stops the run one frame late, and the host queues this frame without waiting
+            // for the last one's end.
+            // 1. Every `wind.ground_refresh` seconds, the laid snow raises the wind's ground
             //    (a stated hitch: it waits for the device).
             if s.refresh.tick(dt) {
                 refresh_ground(s, context)?;
             }
-            // 3. The coupling's frame (`coupling`'s doc has the order): the field handed to
+            // 2. The coupling's frame (`coupling`'s doc has the order): the field handed to
             //    the snow (the wind as it stood at the frame's start), the snow's launches,
             //    and the wind steps that are due, after them on one device, beside them on
             //    two.
@@ -365,7 +364,7 @@ impl Simulation {
                     let Some(snow) = snow.as_mut() else {
                         return Ok(());
                     };
-                    // 4. The snow: lifting (with drift), sort, particle step (landings lay their
+                    // 3. The snow: lifting (with drift), sort, particle step (landings lay their
                     //    parcels), drift, smoothing; an error names its stage. With the parcels
                     //    split (`shares`), the others sort after the lifting is queued; their
                     //    steps, which take its cells, go after the snow's device's sort and step.
@@ -422,13 +421,16 @@ impl Simulation {
         particles: &mut OutputBuffer<'_, Particle>,
         frames: u32,
     ) -> Result<Option<Vec<super::balance::DeviceCost>>> {
-        let Some(before) = self.scene.as_mut().and_then(|s| {
+        let Some((before, steps_before)) = self.scene.as_mut().and_then(|s| {
             let shares = s.shares.as_mut()?;
             shares.set_timing(true);
-            Some(s.wind.beside_cost())
+            Some((s.wind.beside_cost(), s.wind.steps()))
         }) else {
             return Ok(None);
         };
+        // The wind's cost a frame: per step run in the window, times the steps a frame makes
+        // due on average (a window of 8 frames holds 2 or 3 steps of one every third frame).
+        let steps_per_frame = self.frames_per_wind_step().map_or(0.0, |f| 1.0 / f);
         let mut timeline = Timeline::new(true);
         for _ in 0..frames {
             self.step(context, particles, &mut timeline)?;
@@ -445,10 +447,15 @@ impl Simulation {
                 / f64::from(frames.max(1))
         };
         let own_snow = busy(&|s| s.starts_with("snow.") || s.starts_with("sort."));
-        let own_wind = busy(&|s| s.starts_with("wind."));
         let Some(s) = self.scene.as_mut() else {
             return Ok(None);
         };
+        let steps = s.wind.steps() - steps_before;
+        let per_frame = |ms: f64| match steps {
+            0 => 0.0,
+            n => ms * f64::from(frames.max(1)) / n as f64 * steps_per_frame,
+        };
+        let own_wind = per_frame(busy(&|s| s.starts_with("wind.")));
         let (Some(snow), Some(shares)) = (s.snow.as_ref(), s.shares.as_mut()) else {
             return Ok(None);
         };
@@ -456,9 +463,10 @@ impl Simulation {
         shares.set_timing(false);
         // The wind beside the snow: its thread's wall time per frame, on its device.
         let beside = match (before, s.wind.beside_cost()) {
-            (Some((device, t0)), Some((_, t1))) => {
-                Some((device, (t1 - t0) * 1e3 / f64::from(frames.max(1))))
-            }
+            (Some((device, t0)), Some((_, t1))) => Some((
+                device,
+                per_frame((t1 - t0) * 1e3 / f64::from(frames.max(1))),
+            )),
             _ => None,
         };
         let wind_on = |index: usize| match beside {
@@ -480,8 +488,8 @@ impl Simulation {
         Ok(Some(costs))
     }
 
-    /// Waits for the last frame's counters and checks them: what [`step`](Self::step) does at
-    /// the start of the next frame, for a run that ends here.
+    /// Waits for the last frame's counters and checks them: what the next frame's
+    /// [`step`](Self::step) does once queued, for a run that ends here.
     pub fn settle(&mut self) -> Result<()> {
         if let Some(s) = &mut self.scene {
             s.wind.settle()?;
