@@ -1104,6 +1104,14 @@ fn report(
                     mb(t.wind_field)
                 )?;
             }
+            if let Some(w) = &s.split_waits {
+                outln!(
+                    "split: the host waited {:.3} ms a frame for the cells and {:.3} ms for the \
+                     others' landings",
+                    w.cells_ms,
+                    w.landings_ms
+                )?;
+            }
         }
     }
     Ok(())

@@ -864,6 +864,18 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         );
     }
 
+    // Without --snow-shares the shares are measured (and said), and the run says where the
+    // host waited for the split.
+    let o = snowsim(&[&undrawn[..], &scene_arg].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert_eq!(said.matches("snow share: ").count(), 2, "{said}");
+    assert!(said.contains("ms of wind a frame measured"), "{said}");
+    assert!(
+        said.contains("split: the host waited") && said.contains("for the others' landings"),
+        "{said}"
+    );
+
     // Drawn, every device's parcels reach the drawing: the picture is one device's, but for
     // the order the parcels blend in.
     let picture = |name: &str, particles: &str, extra: &[&str]| {
