@@ -32,7 +32,8 @@ Several devices: --wind-device same,1 runs each configuration with the wind on t
 device and with the wind solver on device 1 (`snowsim run --wind-device 1`); --snow-devices \
 0,0+1 runs it on device 0 alone and with the parcels split across devices 0 and 1 \
 (`snowsim run --snow-devices 0,1`), in place of --devices; \
---snow-shares 1,1+3 gives each split's weights (one item per --snow-devices item; without it each run measures its shares, as `snowsim run --snow-shares auto` does); \
+--snow-shares 1,1+3 gives each split's weights (one item per --snow-devices item; without \
+it each run measures its shares, as `snowsim run --snow-shares auto` does); \
 --wind-every 1,4 a wind step every K frames. A split row lists its devices in the device \
 columns separated by `;` (the snow's own first) and the parcels each held in snow_shares; \
 wind_device names the wind's own device (`INDEX NAME`, empty: the snow's), wind_every the K \

@@ -380,13 +380,12 @@ impl Simulation {
                         STEP_STAGE,
                         snow.advance_parcels(context, &field, dt, &*particles, timeline),
                     )?;
+                    // The others step on the cells, and their landings join the cover before
+                    // it drifts or is smoothed; the wind's steps on a device with a share start
+                    // after that share's frame.
                     if let Some(shares) = shares.as_mut() {
                         shares.send_cells()?;
                         shares.advance(dt, fields)?;
-                    }
-                    // The others' landings join the cover before it drifts or is smoothed; the
-                    // wind's steps on a device with a share start after that share's frame.
-                    if let Some(shares) = shares.as_mut() {
                         shares.hand_over()?;
                         if let Some(device) = gate.device() {
                             gate.open(shares.frame_ends_on(device)?);
@@ -438,22 +437,24 @@ impl Simulation {
         self.settle()?;
         timeline.wait()?;
         let stages = timeline.stage_times()?;
+        // Device time of the window's launches whose stage `of` picks, ms.
         let busy = |of: &dyn Fn(&str) -> bool| -> f64 {
             stages
                 .iter()
                 .filter(|t| of(&t.stage))
                 .map(|t| t.busy.as_secs_f64() * 1e3)
                 .sum::<f64>()
-                / f64::from(frames.max(1))
         };
-        let own_snow = busy(&|s| s.starts_with("snow.") || s.starts_with("sort."));
+        let frames_f = f64::from(frames.max(1));
+        let own_snow = busy(&|s| s.starts_with("snow.") || s.starts_with("sort.")) / frames_f;
         let Some(s) = self.scene.as_mut() else {
             return Ok(None);
         };
+        // The wind's window total, ms, as a cost a frame.
         let steps = s.wind.steps() - steps_before;
-        let per_frame = |ms: f64| match steps {
+        let per_frame = |total: f64| match steps {
             0 => 0.0,
-            n => ms * f64::from(frames.max(1)) / n as f64 * steps_per_frame,
+            n => total / n as f64 * steps_per_frame,
         };
         let own_wind = per_frame(busy(&|s| s.starts_with("wind.")));
         let (Some(snow), Some(shares)) = (s.snow.as_ref(), s.shares.as_mut()) else {
@@ -463,10 +464,7 @@ impl Simulation {
         shares.set_timing(false);
         // The wind beside the snow: its thread's wall time per frame, on its device.
         let beside = match (before, s.wind.beside_cost()) {
-            (Some((device, t0)), Some((_, t1))) => Some((
-                device,
-                per_frame((t1 - t0) * 1e3 / f64::from(frames.max(1))),
-            )),
+            (Some((device, t0)), Some((_, t1))) => Some((device, per_frame((t1 - t0) * 1e3))),
             _ => None,
         };
         let wind_on = |index: usize| match beside {
@@ -481,7 +479,7 @@ impl Simulation {
         for (index, parcels, ms) in others {
             costs.push(super::balance::DeviceCost {
                 parcels,
-                snow_ms: ms / f64::from(frames.max(1)),
+                snow_ms: ms / frames_f,
                 wind_ms: wind_on(index),
             });
         }

@@ -61,27 +61,37 @@ fn a_nan_parcel_stops_the_run_one_frame_late_naming_frame_and_id() {
     };
     let (mut sim, mut particles) = start(&ctx, &scene, &overrides);
     step(&ctx, &mut sim, &mut particles).expect("a clean first frame");
-    let snow = sim.snow_mut().expect("the snow");
-    let mut vel: Vec<[f32; 4]> = snow
-        .particles()
-        .read()
-        .unwrap()
-        .iter()
-        .map(|p| p.vel)
-        .collect();
-    let id = snow.particles().read().unwrap()[17].id;
-    vel[17][2] = f32::NAN;
+    let id = poison(sim.snow_mut().expect("the snow"), 17);
+    stopped_by(&ctx, &mut sim, &mut particles, id);
+}
+
+/// Makes parcel `k` of `snow` non-finite (its vertical velocity NaN); returns its id.
+fn poison(snow: &mut snowsim::snow::Snow, k: usize) -> u32 {
+    let state = snow.particles().read().unwrap();
+    let mut vel: Vec<[f32; 4]> = state.iter().map(|p| p.vel).collect();
+    vel[k][2] = f32::NAN;
     snow.particles_mut().write_velocities(&vel).unwrap();
-    // The frame that computes the NaN only enqueues: it does not wait to find out.
-    step(&ctx, &mut sim, &mut particles).expect("the poisoned frame is only enqueued");
-    // The next frame reads the last one's counters first and stops.
-    let err = step(&ctx, &mut sim, &mut particles).expect_err("a NaN parcel stops the run");
+    state[k].id
+}
+
+/// Runs the frame that computes a NaN for parcel `id` (it only enqueues: it does not wait to
+/// find out) and the next, which checks the last one's counters once its launches are queued
+/// and stops the run; the error names the step, the parcel and the frame that made it.
+fn stopped_by(
+    ctx: &Context,
+    sim: &mut Simulation,
+    particles: &mut DeviceBuffer<Particle>,
+    id: u32,
+) -> String {
+    step(ctx, sim, particles).expect("the poisoned frame is only enqueued");
+    let err = step(ctx, sim, particles).expect_err("a NaN parcel stops the run");
     let text = err.to_string();
     assert!(
         text.contains("snow.step") && text.contains(&format!("particle {id}")),
         "{text}"
     );
     assert!(text.contains("frame 1"), "the frame that made it: {text}");
+    text
 }
 
 /// A device with a share of the parcels (`--snow-devices`, here a second context on the one
@@ -116,23 +126,13 @@ fn a_nan_parcel_on_another_device_stops_the_run_naming_that_device() {
     // The other device holds ids 100..300: the run's ids, not its own indices.
     assert_eq!(state.len(), 200);
     assert!(state.iter().all(|p| (100..300).contains(&p.id)));
-    let id = state[17].id;
-    let mut vel: Vec<[f32; 4]> = state.iter().map(|p| p.vel).collect();
-    vel[17][2] = f32::NAN;
-    other.particles_mut().write_velocities(&vel).unwrap();
-    step(&ctx, &mut sim, &mut particles).expect("the poisoned frame is only enqueued");
-    let err = step(&ctx, &mut sim, &mut particles).expect_err("a NaN parcel stops the run");
-    let text = err.to_string();
+    let id = poison(other, 17);
+    let text = stopped_by(&ctx, &mut sim, &mut particles, id);
     let device = format!("{} ({})", entry.info.index, entry.info.name);
     assert!(
         text.starts_with(&format!("the snow share's device, {device}: ")),
         "{text}"
     );
-    assert!(
-        text.contains("snow.step") && text.contains(&format!("particle {id}")),
-        "{text}"
-    );
-    assert!(text.contains("frame 1"), "the frame that made it: {text}");
 }
 
 #[test]
