@@ -147,12 +147,41 @@ __kernel void cover_ground_depth(__global const uint *restrict offsets,
     depth[i] = (float4)(d[0], d[1], d[2], d[3]);
 }
 
-// Adds another device's landings (units per cover vertex) to the cover: the parcels split
-// across devices (`--snow-devices`) lay on their own devices' covers, whose units are summed
-// here, exactly, before the cover is smoothed or drifts.
-__kernel void cover_add(__global ulong *restrict volume, __global const ulong *restrict units,
-                        const uint n) {
+// Another device's landings, handed over packed (`src/snow/handover.rs`): the parcels split
+// across devices (`--snow-devices`) lay on their own devices' covers, of which only the few
+// vertices that received snow in a frame are non-zero. `cover_pack` writes those as (vertex,
+// units) pairs after `count` (zeroed before the launch; one atomic per work-group) and clears
+// them; `cover_add_packed` adds the pairs to the snow's device's cover, exactly, before it is
+// smoothed or drifts. Every vertex appears at most once per hand-over, so the pairs' order,
+// which the atomics choose, changes nothing.
+__kernel void cover_pack(__global ulong *restrict volume, const uint n,
+                         __global ulong2 *restrict packed, __global uint *restrict count) {
+    __local uint group_count;
+    __local uint group_first;
     const uint i = get_global_id(0);
-    if (i < n)
-        volume[i] += units[i];
+    if (get_local_id(0) == 0)
+        group_count = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong units = i < n ? volume[i] : 0;
+    uint slot = 0;
+    if (units != 0)
+        slot = atomic_inc(&group_count);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && group_count != 0)
+        group_first = atomic_add(count, group_count);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (units != 0) {
+        packed[group_first + slot] = (ulong2)((ulong)i, units);
+        volume[i] = 0;
+    }
+}
+
+__kernel void cover_add_packed(__global ulong *restrict volume, const uint n,
+                               __global const ulong2 *restrict packed, const uint count) {
+    const uint k = get_global_id(0);
+    if (k < count) {
+        const ulong2 p = packed[k];
+        if (p.x < n)
+            volume[p.x] += p.y;
+    }
 }

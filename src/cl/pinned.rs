@@ -111,24 +111,42 @@ impl<T: Pod> PinnedBuffer<T> {
     /// ([`as_slice`](Self::as_slice)) and the buffer must not be dropped (dropping waits for
     /// the queue, so a drop on the same queue is safe).
     pub unsafe fn enqueue_read_from(&mut self, source: &impl super::BufferArg<T>) -> Result<Event> {
-        if source.len() < self.len {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.enqueue_read_range(source, 0, self.len) }
+    }
+
+    /// As [`enqueue_read_from`](Self::enqueue_read_from) for the `len` values of `source`
+    /// from `first` on, into the same places here (the rest of this memory untouched).
+    ///
+    /// # Safety
+    ///
+    /// As [`enqueue_read_from`](Self::enqueue_read_from).
+    pub unsafe fn enqueue_read_range(
+        &mut self,
+        source: &impl super::BufferArg<T>,
+        first: usize,
+        len: usize,
+    ) -> Result<Event> {
+        let end = first.saturating_add(len);
+        if end > self.len || end > source.len() {
             return Err(Error::WriteTooLong {
-                data: self.len,
-                buffer: source.len(),
+                data: end,
+                buffer: self.len.min(source.len()),
             });
         }
         let mem = source.cl_mem_checked()?;
-        let bytes = self.len * size_of::<T>();
-        // SAFETY: the mapping holds `len` values, alive while `self` is (the caller keeps it
-        // untouched until the event completes); the range is inside `source`.
+        let offset = first * size_of::<T>();
+        let bytes = len * size_of::<T>();
+        // SAFETY: the range is inside the mapping, alive while `self` is (the caller keeps it
+        // untouched until the event completes), and inside `source`.
         let event = unsafe {
             cl3::command_queue::enqueue_read_buffer(
                 self.context.queue().get(),
                 mem,
                 CL_NON_BLOCKING,
-                0,
+                offset,
                 bytes,
-                self.mapped.cast(),
+                self.mapped.add(first).cast(),
                 0,
                 ptr::null(),
             )

@@ -1039,6 +1039,14 @@ impl Gml {
         kernel::enqueue(self, kernel, timeline)
     }
 
+    /// Does now what the next [`enqueue`](Self::enqueue) of `kernel` would do before its
+    /// launches (links built, data changed on the host uploaded, sum buffers made), so that
+    /// a kernel first run on a latency-sensitive path (a ground refresh) does not pay for it
+    /// there. Nothing runs on the device.
+    pub fn prepare(&mut self, kernel: KernelId) -> Result<()> {
+        kernel::prepare(self, kernel)
+    }
+
     /// How many times the programs of `kernel` were built: 1 at compilation, plus one each
     /// time the tables of its uplink were rebuilt (the mesh changed) before a launch.
     pub fn kernel_builds(&self, kernel: KernelId) -> Result<usize> {

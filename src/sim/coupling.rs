@@ -456,6 +456,17 @@ impl WindField {
         }
     }
 
+    /// Makes the ground refresh's device data and kernels now ([`Solver::prepare_ground_refresh`]),
+    /// so that the first refresh costs what the later ones do; nothing for a fixed field.
+    pub fn prepare_ground_refresh(&mut self) -> Result<()> {
+        match self {
+            Self::Fixed { .. } => {}
+            Self::Solved { solver, .. } => solver.prepare_ground_refresh()?,
+            Self::Beside { wind, .. } => wind.solver()?.prepare_ground_refresh()?,
+        }
+        Ok(())
+    }
+
     /// Raises the wind's ground by `raise` metres per column over the bare ground
     /// ([`Solver::refresh_ground`]: the columns regraded, the geometry and operator rebuilt on
     /// the device, the field re-projected), then rewrites the field's mirror on the snow's

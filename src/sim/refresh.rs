@@ -51,10 +51,21 @@ pub struct RefreshReport {
     pub refreshes: u64,
     /// Refreshes that found the ground unchanged (nothing rebuilt).
     pub skipped: u64,
-    /// The last refresh's host wall time, ms (its waits included).
+    /// The last refresh's host wall time, ms (its waits included, the frames queued before it
+    /// apart: `last_drain_ms`).
     pub last_ms: f64,
-    /// The longest, ms (the first compiles the refresh's kernels).
+    /// The wait for the frames queued before the last refresh, ms (their own work).
+    pub last_drain_ms: f64,
+    /// Of `last_ms`, moving the snow's mesh and parcels with the raised ground, ms.
+    pub last_snow_ms: f64,
+    /// The longest, ms.
     pub max_ms: f64,
+    /// The wind's phases of the longest, ms.
+    pub max_phases: RefreshTimes,
+    /// Of `max_ms`, moving the snow's mesh and parcels, ms.
+    pub max_snow_ms: f64,
+    /// Which refresh was the longest (1: the first that rebuilt the ground).
+    pub max_refresh: u64,
     /// All of them, ms.
     pub total_ms: f64,
     /// Their cost spread over the frames run, ms per frame.
@@ -71,6 +82,17 @@ pub struct RefreshReport {
     pub buried_parcels: u64,
     /// Parcels not found under their column after a refresh, moved to its top.
     pub lost_parcels: u64,
+}
+
+/// What a refresh cost the host, ms.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RefreshCost {
+    /// The refresh, from the depths read to the snow moved.
+    pub ms: f64,
+    /// The wait for the frames queued before it.
+    pub drain_ms: f64,
+    /// Moving the snow's mesh and parcels.
+    pub snow_ms: f64,
 }
 
 /// The refresh's clock and running books.
@@ -126,9 +148,10 @@ impl RefreshClock {
         };
     }
 
-    /// Books a refresh that took `ms` (host wall), with the wind's `stats` and the parcels
-    /// moved up and lost.
-    pub fn book(&mut self, stats: &RefreshStats, ms: f64, moved: (u64, u64)) {
+    /// Books a refresh that cost `cost`, with the wind's `stats` and the parcels moved up and
+    /// lost.
+    pub fn book(&mut self, stats: &RefreshStats, cost: RefreshCost, moved: (u64, u64)) {
+        let ms = cost.ms;
         let r = &mut self.report;
         if stats.skipped {
             r.skipped += 1;
@@ -138,9 +161,16 @@ impl RefreshClock {
             r.last_converged = stats.converged;
             r.clamped_columns = stats.clamped;
             r.last_phases = stats.times;
+            r.last_snow_ms = cost.snow_ms;
         }
+        r.last_drain_ms = cost.drain_ms;
         r.last_ms = ms;
-        r.max_ms = r.max_ms.max(ms);
+        if ms > r.max_ms {
+            r.max_ms = ms;
+            r.max_phases = stats.times;
+            r.max_snow_ms = cost.snow_ms;
+            r.max_refresh = r.refreshes;
+        }
         r.total_ms += ms;
         r.buried_parcels += moved.0;
         r.lost_parcels += moved.1;

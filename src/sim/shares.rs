@@ -40,7 +40,10 @@ use opencl3::event::Event;
 use crate::cl::{BufferArg, Context, DeviceBuffer, PinnedBuffer, Timeline, wait_for};
 use crate::particle::Particle;
 use crate::scene::DomainMesh;
-use crate::snow::{Counters, FrameCellsHost, ParcelShare, RelativeDensity, Snow, SnowConfig};
+use crate::snow::{
+    Counters, FrameCellsHost, LandingsIn, LandingsOut, MIN_PAIRS, ParcelShare, RelativeDensity,
+    Snow, SnowConfig,
+};
 
 use super::setup::SnowSplit;
 use super::{Error, Result};
@@ -63,7 +66,9 @@ pub struct ShareReport {
 /// path that does not overlap (`benches/RESULTS.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct SplitTraffic {
-    /// Their landings, handed over: 8 bytes per cover vertex each.
+    /// Their landings, handed over packed (`snow::LandingsOut`): a 4-byte count and
+    /// 16 bytes per cover vertex read (those that received snow, and the guess's slack), each;
+    /// the mean over the frames so far.
     pub landings: u64,
     /// The snow in suspension's cells: out (count, smallest id, pool: 16 bytes per cell) and
     /// back (count and smallest id: 8 bytes), each; 0 without suspension.
@@ -122,8 +127,8 @@ struct ShareDevice {
     snow: Snow,
     /// Where its parcels are written each step (nothing draws them).
     render: DeviceBuffer<Particle>,
-    /// Its landings of the frame, handed over.
-    landed: PinnedBuffer<u64>,
+    /// Its landings of the frame, handed over packed.
+    landed: LandingsOut,
     /// The snow's device's write out of `landed` (the next hand-over waits for it).
     added: Option<Event>,
     /// Its parcels as drawn, read back for the snow's device's drawing (when it draws them).
@@ -148,6 +153,8 @@ pub struct SnowShares {
     reading: Vec<Event>,
     /// Per other device, the reads of its hand-over, on their way.
     handing: Vec<Vec<Event>>,
+    /// The snow's device's buffer for the others' landings on their way to its cover.
+    incoming: LandingsIn,
     /// The host's waits for the cells and the landings, summed.
     waited: Waited,
 }
@@ -180,7 +187,7 @@ impl SnowShares {
                     lifted_elsewhere: suspension,
                 };
                 let snow = Snow::new_share(&other, domain, share_config, share)?;
-                let landed = PinnedBuffer::new(&other, snow.cover().geometry.len())?;
+                let landed = LandingsOut::new(&other, snow.cover(), MIN_PAIRS)?;
                 let cells = FrameCellsHost::new(&other, snow.cover().mesh.coarse_vertices)?;
                 Ok(ShareDevice {
                     device: name.clone(),
@@ -208,7 +215,9 @@ impl SnowShares {
             }
             false => None,
         };
+        let vertices = others.first().map_or(0, |o| o.snow.cover().geometry.len());
         Ok(Self {
+            incoming: LandingsIn::new(context, vertices)?,
             others,
             cells,
             report,
@@ -277,7 +286,7 @@ impl SnowShares {
         let mut t = SplitTraffic::default();
         for o in &self.others {
             let cells = o.snow.cover().mesh.coarse_vertices as u64;
-            t.landings += 8 * o.snow.cover().geometry.len() as u64;
+            t.landings += o.landed.bytes() / self.waited.frames.max(1);
             if self.cells.is_some() {
                 t.cells += 24 * cells;
             }
@@ -417,9 +426,10 @@ impl SnowShares {
             // SAFETY: `landed` and `cells` are not touched by the host until the events are
             // waited for in `gather`, and the snow's device's copies out of them were waited
             // for above.
-            let mut events = vec![named(&o.device, unsafe {
-                o.snow.cover_mut().enqueue_hand_over(&mut o.landed)
-            })?];
+            let mut events = named(&o.device, unsafe {
+                let (snow, timeline) = (&mut o.snow, &mut o.timeline);
+                o.landed.enqueue(&o.context, snow.cover_mut(), timeline)
+            })?;
             let next = unsafe { o.snow.enqueue_read_next_cells(&mut o.cells) };
             events.extend(named(&o.device, next)?.into_iter().flatten());
             if let Some(pinned) = o.drawn.as_mut() {
@@ -464,7 +474,10 @@ impl SnowShares {
         }
         let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
-            let landed = timed_wait(&mut self.waited.landings, || wait_for(events));
+            let landed = timed_wait(&mut self.waited.landings, || {
+                wait_for(events)?;
+                o.landed.finish()
+            });
             named(&o.device, landed)?;
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
@@ -478,11 +491,10 @@ impl SnowShares {
             // SAFETY: `landed` and `cells` stay alive and untouched until `added` and
             // `merged` have completed: the next hand-over waits for them, and Drop finishes
             // the snow's queue first.
-            let added = unsafe {
-                snow.cover_mut()
-                    .enqueue_add(context, o.landed.as_slice(), timeline)
+            o.added = unsafe {
+                self.incoming
+                    .enqueue_add(context, snow.cover_mut(), o.landed.pairs(), timeline)
             }?;
-            o.added = Some(added);
             if let Some(copies) = unsafe { snow.enqueue_merge_cells(context, &o.cells, timeline) }?
             {
                 o.merged.extend(copies);

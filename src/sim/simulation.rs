@@ -7,7 +7,7 @@ use crate::particle::Particle;
 use crate::snow::{COVER_STAGE, DRIFT_STAGE, ParcelShare, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
-use super::refresh::{RefreshClock, RefreshOff, RefreshReport};
+use super::refresh::{RefreshClock, RefreshCost, RefreshOff, RefreshReport};
 use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
 use super::setup::WindSetup;
@@ -105,6 +105,9 @@ impl Simulation {
                 } else {
                     None
                 };
+                if every > 0.0 && off.is_none() {
+                    wind.prepare_ground_refresh()?;
+                }
                 let refresh = RefreshClock::new(every, off);
                 let view_vertices =
                     wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
@@ -751,6 +754,11 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
     let Some(snow) = s.snow.as_mut() else {
         return Ok(false);
     };
+    // The frames queued before the refresh finish first: their work is theirs, not the
+    // refresh's (reported apart).
+    let drain = std::time::Instant::now();
+    context.finish()?;
+    let drain_ms = drain.elapsed().as_secs_f64() * 1e3;
     let start = std::time::Instant::now();
     let raise: Vec<f64> = snow
         .cover()
@@ -762,33 +770,52 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
         return Ok(false);
     };
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    s.refresh.book(&stats, ms, moved);
+    s.refresh.book(
+        &stats,
+        RefreshCost {
+            ms,
+            drain_ms,
+            snow_ms: moved.snow_ms,
+        },
+        (moved.up, moved.lost),
+    );
     Ok(!stats.skipped)
+}
+
+/// What moving the snow with a raised ground did: parcels moved up onto it and lost, and
+/// the host's wall time, ms.
+#[derive(Clone, Copy, Debug, Default)]
+struct SnowMoved {
+    up: u64,
+    lost: u64,
+    snow_ms: f64,
 }
 
 /// Raises `s`'s wind ground by `raise` m per column over the bare ground and moves the snow's
 /// mesh and parcels with it (blocking); `None` for a fixed wind. Marks the ground raised as
-/// soon as the wind moved, before the snow follows. Returns the wind's stats and the parcels
-/// moved up and lost.
+/// soon as the wind moved, before the snow follows. Returns the wind's stats and what moving
+/// the snow did.
 fn raise_ground(
     s: &mut SceneState,
     context: &Context,
     raise: &[f64],
-) -> Result<Option<(crate::wind::RefreshStats, (u64, u64))>> {
+) -> Result<Option<(crate::wind::RefreshStats, SnowMoved)>> {
     let Some(stats) = s.wind.refresh_ground(raise)? else {
         return Ok(None);
     };
-    let mut moved = (0, 0);
+    let mut moved = SnowMoved::default();
     if !stats.skipped {
         s.refresh.raised = true;
+        let start = std::time::Instant::now();
         if let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices()?) {
-            moved = snow.regrade(context, &v)?;
+            (moved.up, moved.lost) = snow.regrade(context, &v)?;
             if let Some(shares) = s.shares.as_mut() {
                 let (up, lost) = shares.regrade(&v)?;
-                moved = (moved.0 + up, moved.1 + lost);
+                (moved.up, moved.lost) = (moved.up + up, moved.lost + lost);
             }
             s.mesh.vertices = v;
         }
+        moved.snow_ms = start.elapsed().as_secs_f64() * 1e3;
     }
     Ok(Some((stats, moved)))
 }

@@ -11,10 +11,8 @@
 //! 38°), snow moves only where the surface along an edge climbs more than 0.78 × 10.4 ≈ 8 m:
 //! bare slopes steeper than the angle shed their snow, gentler ground keeps it where it fell.
 
-use opencl3::event::Event;
-
 use crate::cl::{
-    BufferArg, Context, DeviceBuffer, Kernel, OutputBuffer, PinnedBuffer, Program, Source, Timeline,
+    BufferArg, Context, DeviceBuffer, Kernel, OutputBuffer, Program, Source, Timeline,
 };
 use crate::meshio::ElementKind;
 use crate::terrain::GroundSurface;
@@ -174,9 +172,9 @@ pub struct GroundCover {
     ground_area_buffer: DeviceBuffer<f32>,
     kernels: [Kernel; 3],
     depth_kernel: Kernel,
-    add_kernel: Kernel,
-    /// Another device's landings on their way in ([`enqueue_add`](Self::enqueue_add)).
-    incoming: Option<DeviceBuffer<u64>>,
+    /// `cover_pack` and `cover_add_packed`: landings handed between devices
+    /// ([`handover`](super::handover)).
+    pack_kernels: [Kernel; 2],
     /// m³ per unit.
     unit: f64,
 }
@@ -271,8 +269,10 @@ impl GroundCover {
                 program.kernel("cover_apply")?,
             ],
             depth_kernel: program.kernel("cover_ground_depth")?,
-            add_kernel: program.kernel("cover_add")?,
-            incoming: None,
+            pack_kernels: [
+                program.kernel("cover_pack")?,
+                program.kernel("cover_add_packed")?,
+            ],
             unit: parcel_volume / PARCEL_UNITS as f64,
             ground_area: ground.area,
             geometry,
@@ -308,65 +308,65 @@ impl GroundCover {
         Ok(self.volume.fill(0)?)
     }
 
-    /// Starts handing the units laid since the last hand-over to another device's cover:
-    /// reads them into `into` (pinned memory of this cover's context, one value per cover
-    /// vertex) and clears them, without waiting. The units are in `into` once the returned
-    /// event completes.
+    /// Enqueues the packing of the non-zero volumes as (vertex, units) pairs into `packed`
+    /// after `count` (which must be zero), clearing them ([`handover`](super::handover)).
     ///
     /// # Safety
     ///
-    /// `into` must stay alive and untouched by the host until the event completes.
-    pub unsafe fn enqueue_hand_over(&mut self, into: &mut PinnedBuffer<u64>) -> Result<Event> {
-        if into.len() != self.geometry.len() {
-            return Err(Error::InvalidParameter(format!(
-                "a hand-over of {} values for {} cover vertices",
-                into.len(),
-                self.geometry.len()
-            )));
-        }
-        // SAFETY: forwarded to the caller; the read precedes the clear on the in-order queue.
-        let read = unsafe { into.enqueue_read_from(&self.volume) }?;
-        self.volume.enqueue_fill(0)?;
-        Ok(read)
-    }
-
-    /// Adds `units` per cover vertex (another device's landings, [`enqueue_hand_over`]) to
-    /// the volumes, exactly, in order on the queue, without waiting; returns the event of the
-    /// copy out of `units`.
-    ///
-    /// [`enqueue_hand_over`]: Self::enqueue_hand_over
-    ///
-    /// # Safety
-    ///
-    /// `units` must stay alive and unchanged until the returned event completes.
-    pub unsafe fn enqueue_add(
+    /// `packed` must hold a pair per cover vertex and `count` one value, both of `context`.
+    pub(crate) unsafe fn enqueue_pack(
         &mut self,
         context: &Context,
-        units: &[u64],
+        packed: &DeviceBuffer<[u64; 2]>,
+        count: &DeviceBuffer<u32>,
         timeline: &mut Timeline,
-    ) -> Result<Event> {
+    ) -> Result<()> {
         let n = self.geometry.len();
-        if units.len() != n {
-            return Err(Error::InvalidParameter(format!(
-                "{} units added to {n} cover vertices",
-                units.len()
-            )));
-        }
-        let incoming = match &mut self.incoming {
-            Some(b) => b,
-            None => self.incoming.insert(DeviceBuffer::zeroed(context, n)?),
-        };
-        // SAFETY: forwarded to the caller; the buffer holds n values.
-        let copied = unsafe { incoming.enqueue_write_from(units) }?;
-        let mut call = self.add_kernel.call();
-        // SAFETY: both buffers hold n values; the kernel guards its id.
+        let kernel = &self.pack_kernels[0];
+        let mut call = kernel.call();
+        // SAFETY: `volume` holds n values and `packed` (the caller's promise) n pairs, so the
+        // at most n non-zero volumes fit; the kernel guards its id.
         unsafe {
             call.buffer(&self.volume)?
-                .buffer(&*incoming)?
-                .arg(&(n as u32))?;
+                .arg(&(n as u32))?
+                .buffer(packed)?
+                .buffer(count)?;
         }
-        call.enqueue_into(context, self.add_kernel.work_size(context, n)?, timeline)?;
-        Ok(copied)
+        call.enqueue_into(context, kernel.work_size(context, n)?, timeline)?;
+        Ok(())
+    }
+
+    /// Enqueues the adding of the first `count` (vertex, units) pairs of `packed` to the
+    /// volumes, exactly, in order on the queue ([`handover`](super::handover)).
+    pub(crate) fn enqueue_add_packed(
+        &mut self,
+        context: &Context,
+        packed: &DeviceBuffer<[u64; 2]>,
+        count: usize,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        if count > packed.len() {
+            return Err(Error::InvalidParameter(format!(
+                "{count} landings added from a buffer of {}",
+                packed.len()
+            )));
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let n = self.geometry.len();
+        let kernel = &self.pack_kernels[1];
+        let mut call = kernel.call();
+        // SAFETY: `count` pairs are in `packed` (checked above); the kernel guards its id and
+        // every pair's vertex against n.
+        unsafe {
+            call.buffer(&self.volume)?
+                .arg(&(n as u32))?
+                .buffer(packed)?
+                .arg(&(count as u32))?;
+        }
+        call.enqueue_into(context, kernel.work_size(context, count)?, timeline)?;
+        Ok(())
     }
 
     /// Replaces the volumes (units per cover vertex), e.g. to start from a pile.

@@ -122,6 +122,7 @@ mod density;
 mod drift;
 mod error;
 mod flakes;
+mod handover;
 mod mesh;
 mod particles;
 mod refine;
@@ -137,6 +138,7 @@ pub use flakes::{
     DEFAULT_DENSITY, EXTINCTION_EFFICIENCY, FlakeError, KOSCHMIEDER, Snowfall, flake_mass,
     visibility,
 };
+pub use handover::{LandingsIn, LandingsOut, MIN_PAIRS};
 pub use mesh::{SnowGeometry, SnowMesh};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};

@@ -1,5 +1,6 @@
 //! The snow simulation: particles, mesh, cover, sort and kernels, one step per frame.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use opencl3::event::Event;
@@ -584,9 +585,10 @@ impl Snow {
                 g.coords.len()
             )));
         }
-        for (c, v) in g.coords.iter_mut().zip(vertices) {
-            *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
-        }
+        g.coords
+            .par_iter_mut()
+            .zip(vertices)
+            .for_each(|(c, v)| *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]);
         self.mesh.coords.write(&g.coords)?;
         // What is measured from the ground: the source's ground points, the drift's first
         // levels, the heights the lifted snow enters the air at.

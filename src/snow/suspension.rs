@@ -48,6 +48,8 @@
 //! snow about ten times more briefly than real grains would, and their hops (`U(z_e) z_e / v_t`,
 //! about 100 m at `u* = 1`) still reach beyond saltation's 20 m.
 
+use rayon::prelude::*;
+
 use crate::cl::{Context, DeviceBuffer, Kernel, Program, Timeline};
 
 use super::Result;
@@ -109,10 +111,11 @@ pub fn cells_of(parents: &[([u32; 3], [u8; 3])]) -> Vec<u32> {
 /// (mixed from its coarse parents' `level_height` by their numerators), `A` its area.
 fn sites(cover: &GroundCover, level_height: &[f32]) -> Vec<[f32; 2]> {
     let r = f64::from(cover.mesh.refinement.max(1));
+    // In parallel: three powers per cover vertex, on the ground refresh's path.
     cover
         .mesh
         .parents
-        .iter()
+        .par_iter()
         .zip(&cover.geometry.area)
         .map(|((p, n), &area)| {
             let z1: f64 = p

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use snowsim::cl::{Context, DeviceBuffer, OutputBuffer};
+use snowsim::cl::{Context, DeviceBuffer, OutputBuffer, Timeline};
 use snowsim::cl::{Program, Source, WorkSize};
 use snowsim::particle::Particle;
 use snowsim::scene::{BoundaryRefs, DomainMesh, Scene, SortKey, SortMode};
 use snowsim::snow::{
-    Counters, CoverGeometry, CoverMesh, Error, GroundCover, PARCEL_UNITS, ParticleState, Snow,
-    SnowConfig,
+    Counters, CoverGeometry, CoverMesh, Error, GroundCover, LandingsIn, LandingsOut, MIN_PAIRS,
+    PARCEL_UNITS, ParticleState, Snow, SnowConfig,
 };
 use snowsim::terrain::{Terrain, TerrainSpec};
 
@@ -356,6 +356,81 @@ fn respawns_are_stratified_over_the_top_and_drawn_afresh_within_their_stratum() 
         "{:.2} % of respawns within 1 mm of the particle's last one: the point repeats",
         100.0 * fraction
     );
+}
+
+/// Landings handed from one device's cover to another's (`snow::LandingsOut` /
+/// `LandingsIn`, two contexts as in a split): after each hand-over the receiving cover holds
+/// its own volumes plus the giver's, summed on the host in 128-bit integers, and the giver's
+/// cover is empty; this holds whether the pairs read with the count are too few for the
+/// frame (the rest read once the count is known) or enough, and a frame with nothing laid
+/// hands over nothing.
+#[test]
+fn landings_handed_over_packed_add_up_exactly_on_the_other_device() {
+    let (giver_ctx, taker_ctx) = (context(), context());
+    let flat = domain([20.0, 20.0, 10.0], 12, 1, |x, y| 0.1 * x - 0.05 * y);
+    let mesh = CoverMesh::new(&flat.ground, 3).unwrap();
+    let n = mesh.len();
+    let mut giver = GroundCover::new(&giver_ctx, mesh.clone(), 0.3).unwrap();
+    let mut taker = GroundCover::new(&taker_ctx, mesh.clone(), 0.3).unwrap();
+    let base: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 1013).collect();
+    taker.set_volumes(&base).unwrap();
+    let mut out = LandingsOut::new(&giver_ctx, &giver, 4).unwrap();
+    let mut incoming = LandingsIn::new(&taker_ctx, n).unwrap();
+    let mut expected: Vec<u128> = base.iter().map(|&v| u128::from(v)).collect();
+    let mut giver_timeline = Timeline::new(false);
+    let mut taker_timeline = Timeline::new(false);
+    // Frame 0: 40 vertices laid on (more than the 4 pairs guessed: the rest is read once the
+    // count is known), one near the u64 limit; frame 1: every third vertex; frame 2: none.
+    let frames: [Vec<(usize, u64)>; 3] = [
+        (0..40)
+            .map(|k| {
+                (
+                    (k * 41) % n,
+                    if k == 5 { u64::MAX / 4 } else { k as u64 + 1 },
+                )
+            })
+            .collect(),
+        (0..n).step_by(3).map(|v| (v, 3 * v as u64 + 11)).collect(),
+        Vec::new(),
+    ];
+    for (frame, laid) in frames.iter().enumerate() {
+        let mut volumes = vec![0u64; n];
+        for &(v, units) in laid {
+            volumes[v] = units;
+            expected[v] += u128::from(units);
+        }
+        giver.set_volumes(&volumes).unwrap();
+        let events = unsafe { out.enqueue(&giver_ctx, &mut giver, &mut giver_timeline) }.unwrap();
+        snowsim::cl::wait_for(&events).unwrap();
+        out.finish().unwrap();
+        assert_eq!(out.pairs().len(), laid.len(), "frame {frame}");
+        let copied = unsafe {
+            incoming.enqueue_add(&taker_ctx, &mut taker, out.pairs(), &mut taker_timeline)
+        }
+        .unwrap();
+        if let Some(copied) = copied {
+            copied.wait().unwrap();
+        }
+        let got: Vec<u128> = taker
+            .volumes()
+            .unwrap()
+            .iter()
+            .map(|&v| u128::from(v))
+            .collect();
+        assert!(got == expected, "frame {frame}: the sums differ");
+        assert!(
+            giver.volumes().unwrap().iter().all(|&v| v == 0),
+            "frame {frame}: the giver's cover is not cleared"
+        );
+    }
+    // Four bytes of count per frame and 16 per pair read: frame 0 its 4 guessed pairs and the
+    // 36 others; frame 1 its guess (twice 40, at least MIN_PAIRS) or, if more, every third
+    // vertex; frame 2 its guess (twice frame 1's count, at least MIN_PAIRS, at most n).
+    let (n64, min) = (n as u64, MIN_PAIRS as u64);
+    let third = n64.div_ceil(3);
+    let frame1 = min.min(n64).max(third);
+    let frame2 = (2 * third).clamp(min, n64);
+    assert_eq!(out.bytes(), 3 * 4 + 16 * (40 + frame1 + frame2));
 }
 
 /// The depths the device writes for the terrain drawn (four per float4, one per vertex of the

@@ -339,6 +339,27 @@ fn zero_change_leaves_everything_bit_for_bit() {
     );
 }
 
+/// The refresh's device data made ahead (`prepare_ground_refresh`, as a simulation with
+/// refreshes on does at set-up) change nothing: a refresh after them leaves the same state, bit
+/// for bit, as one that makes them itself; preparing twice is harmless.
+#[test]
+fn preparing_the_refresh_ahead_changes_nothing() {
+    let (mesh, columns, _, mut late) = started_on_bare();
+    let (_, _, _, mut early) = started_on_bare();
+    early.prepare_ground_refresh().unwrap();
+    early.prepare_ground_refresh().unwrap();
+    let raise = bump(&columns, &mesh, 3.0);
+    for solver in [&mut late, &mut early] {
+        solver.step().unwrap();
+        assert!(!solver.refresh_ground(&raise).unwrap().skipped);
+        solver.step().unwrap();
+    }
+    assert!(
+        state(&mut early) == state(&mut late),
+        "preparing ahead changed the refresh"
+    );
+}
+
 #[test]
 fn a_snow_bump_is_projected_divergence_free() {
     let (mesh, columns, _, mut solver) = started_on_bare();
@@ -455,6 +476,10 @@ fn a_refresh_without_columns_or_with_bad_input_is_an_error() {
     let none = vec![0.0; columns.ground.len()];
     assert!(matches!(
         solver.refresh_ground(&none),
+        Err(WindError::Refresh(_))
+    ));
+    assert!(matches!(
+        solver.prepare_ground_refresh(),
         Err(WindError::Refresh(_))
     ));
     // Columns that are not the mesh's are refused.

@@ -29,7 +29,7 @@ fn work_size(rows: usize, variant: &CompiledVariant, user: Option<usize>) -> Wor
 /// Brings everything `id` reads up to date on the device: links (rebuilt, and the kernel
 /// recompiled, if the mesh changed), data changed on the host, the parameter block. Skipped
 /// when nothing changed since the kernel was last prepared.
-pub(super) fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
+pub(crate) fn prepare(gml: &mut Gml, id: KernelId) -> Result<()> {
     gml.kernel(id)?;
     if gml.kernels[id.index].prepared == Some(gml.generation) {
         return Ok(());

@@ -20,5 +20,5 @@ mod spec;
 
 pub use build::KernelId;
 pub(crate) use build::{Compiled, compile};
-pub(crate) use launch::{enqueue, launch};
+pub(crate) use launch::{enqueue, launch, prepare};
 pub use spec::{Access, KernelSpec, MAX_SUMS, Mode};
