@@ -862,7 +862,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                         })
                     })
                     .transpose()?;
-                let report = session.report_handle().borrow().unwrap_or_default();
+                let report = session.report_handle().borrow().clone().unwrap_or_default();
                 (
                     summary,
                     headless.setup().info.clone(),
@@ -893,7 +893,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 let (interop, render, report) =
                     interop.context("the window closed before the session started")?;
                 let render = render.borrow().clone();
-                let report = report.borrow().unwrap_or_default();
+                let report = report.borrow().clone().unwrap_or_default();
                 (
                     summary,
                     info.unwrap_or_default(),
@@ -1028,7 +1028,7 @@ fn report(
             width: run.size.0,
             height: run.size.1,
             headless: args.headless,
-            snow: run.snow,
+            snow: run.snow.clone(),
             snow_devices: run.snow_devices.clone(),
             flakes: Flakes::of(run.scene, run.snow.flake_density_at_camera)
                 .filter(|_| run.particles > 0),
@@ -1110,6 +1110,16 @@ fn report(
                      others' landings",
                     w.cells_ms,
                     w.landings_ms
+                )?;
+            }
+            if let Some(busy) = &s.split_device_ms {
+                let each: Vec<String> = busy
+                    .iter()
+                    .map(|ms| ms.map_or("not timed".into(), |ms| format!("{ms:.3} ms")))
+                    .collect();
+                outln!(
+                    "split: the other devices' launches took {} a timed frame",
+                    each.join(", ")
                 )?;
             }
         }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// The snow's counts and cover, and the wind's steps, at the end of a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SimReport {
     /// Particles (parcels) simulated: zero when the wind runs alone.
     pub particles: usize,
@@ -35,6 +35,10 @@ pub struct SimReport {
     pub split_traffic: Option<super::shares::SplitTraffic>,
     /// Where the host waited for the split each frame (`None` on one device).
     pub split_waits: Option<super::shares::SplitWaits>,
+    /// Per device beside the snow's own (in `snow_devices`' order), the device time of its
+    /// launches per timed frame, ms (`None` on one device; a device's `None` before a timed
+    /// frame): the snow's own is in `stages`.
+    pub split_device_ms: Option<Vec<Option<f64>>>,
     /// The falling snow's density at the scene's camera relative to the uniform snowfall of
     /// the scene's real rate (`snow::RelativeDensity`): the flakes there are this times
     /// `snow::Snowfall::number_density`; `None` without snow.

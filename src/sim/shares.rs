@@ -139,7 +139,11 @@ struct ShareDevice {
     cells: FrameCellsHost,
     /// The snow's device's copies out of `cells` (the next hand-over waits for them).
     merged: Vec<Event>,
+    /// Its launches of the frame (events recorded on timed frames).
     timeline: Timeline,
+    /// The device time of its launches on the timed frames since the start, ms, and those
+    /// frames.
+    busy: (f64, u64),
 }
 
 /// The other devices' shares of the parcels.
@@ -155,6 +159,8 @@ pub struct SnowShares {
     handing: Vec<Vec<Event>>,
     /// The snow's device's buffer for the others' landings on their way to its cover.
     incoming: LandingsIn,
+    /// Every frame's launches timed (the shares' calibration), not only the timed frames'.
+    timing: bool,
     /// The host's waits for the cells and the landings, summed.
     waited: Waited,
 }
@@ -201,6 +207,7 @@ impl SnowShares {
                     shown: None,
                     snow,
                     timeline: Timeline::new(false),
+                    busy: (0.0, 0),
                     context: other,
                 })
             };
@@ -218,6 +225,7 @@ impl SnowShares {
         let vertices = others.first().map_or(0, |o| o.snow.cover().geometry.len());
         Ok(Self {
             incoming: LandingsIn::new(context, vertices)?,
+            timing: false,
             others,
             cells,
             report,
@@ -303,23 +311,39 @@ impl SnowShares {
         self.others.iter().map(|o| o.snow.particles().len()).sum()
     }
 
-    /// Starts timing the others' launches afresh (their timelines record events from now on),
-    /// or stops.
+    /// Starts timing every frame's launches on the others afresh, or stops (then only the
+    /// frames [`begin_frame`](Self::begin_frame) says are timed are).
     pub fn set_timing(&mut self, on: bool) {
+        self.timing = on;
         for o in &mut self.others {
             o.timeline = Timeline::new(on);
+            o.busy = (0.0, 0);
+        }
+    }
+
+    /// Starts a frame whose launches are timed on the snow's device when `timed`: the
+    /// others' are timed then too (`--profile-every`).
+    pub fn begin_frame(&mut self, timed: bool) {
+        for o in &mut self.others {
+            o.timeline.set_records_events(timed || self.timing);
         }
     }
 
     /// Per other device, in order: its OpenCL index, its parcels and the device time of its
-    /// launches since [`set_timing`](Self::set_timing), ms (blocking).
-    pub fn timed(&self) -> Result<Vec<(usize, usize, f64)>> {
+    /// launches since [`set_timing`](Self::set_timing), ms.
+    pub fn timed(&self) -> Vec<(usize, usize, f64)> {
         self.others
             .iter()
-            .map(|o| {
-                let t = named(&o.device, o.timeline.device_time())?;
-                Ok((o.index, o.snow.particles().len(), t.as_secs_f64() * 1e3))
-            })
+            .map(|o| (o.index, o.snow.particles().len(), o.busy.0))
+            .collect()
+    }
+
+    /// Per other device, in order: the device time of its launches per timed frame, ms
+    /// (`None` before a timed frame, or on a queue without profiling).
+    pub fn device_ms(&self) -> Vec<Option<f64>> {
+        self.others
+            .iter()
+            .map(|o| (o.busy.1 > 0).then(|| o.busy.0 / o.busy.1 as f64))
             .collect()
     }
 
@@ -479,6 +503,12 @@ impl SnowShares {
                 o.landed.finish()
             });
             named(&o.device, landed)?;
+            // Its launches of the frame are done (the hand-over's reads came after them).
+            if o.timeline.records_events() {
+                let busy = named(&o.device, o.timeline.device_time())?;
+                o.busy = (o.busy.0 + busy.as_secs_f64() * 1e3, o.busy.1 + 1);
+                o.timeline = Timeline::new(true);
+            }
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
                 // read waits for it, and Drop finishes the snow's queue first.

@@ -361,6 +361,9 @@ impl Simulation {
             //    the snow (the wind as it stood at the frame's start), the snow's launches,
             //    and the wind steps that are due, after them on one device, beside them on
             //    two.
+            if let Some(shares) = s.shares.as_mut() {
+                shares.begin_frame(timeline.records_events());
+            }
             let (snow, shares) = (&mut s.snow, &mut s.shares);
             s.wind
                 .frame(dt, timeline, |field, fields, gate, timeline| {
@@ -463,7 +466,7 @@ impl Simulation {
         let (Some(snow), Some(shares)) = (s.snow.as_ref(), s.shares.as_mut()) else {
             return Ok(None);
         };
-        let others = shares.timed()?;
+        let others = shares.timed();
         shares.set_timing(false);
         // The wind beside the snow: its thread's wall time per frame, on its device.
         let beside = match (before, s.wind.beside_cost()) {
@@ -630,6 +633,7 @@ impl Simulation {
         if let Some(shares) = &s.shares {
             report.split_traffic = Some(shares.traffic(s.mesh.vertices.len()));
             report.split_waits = Some(shares.waits());
+            report.split_device_ms = Some(shares.device_ms());
         }
         let camera = s.camera;
         report.flake_density_at_camera = self.flake_density()?.map(|d| d.at(camera));

@@ -785,6 +785,7 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         // What crossed between the devices: only a split has it.
         fields.remove("split_traffic");
         fields.remove("split_waits");
+        fields.remove("split_device_ms");
         snow
     };
     for (name, extra) in [
@@ -812,6 +813,13 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
         assert!(traffic["landings"].as_u64().unwrap() > 0, "{traffic}");
         assert!(traffic["cells"].as_u64().unwrap() > 0, "{traffic}");
         assert_eq!(traffic["drawn_parcels"], 0, "{traffic}");
+        // Each other device's launches are timed on the timed frames (every frame here).
+        let busy = split["snow"]["split_device_ms"].as_array().unwrap();
+        assert_eq!(busy.len() as u64, others, "{busy:?}");
+        for ms in busy {
+            let ms = ms.as_f64().expect("a timed device");
+            assert!(ms.is_finite() && ms > 0.0, "{busy:?}");
+        }
         let shares = split["snow_devices"].as_array().unwrap();
         if name == "two" {
             // --snow-shares auto: the shares follow the measured costs, and the snow's device,
@@ -874,7 +882,9 @@ fn parcels_split_across_devices_give_the_same_state_as_one_device() {
     assert_eq!(said.matches("snow share: ").count(), 2, "{said}");
     assert!(said.contains("ms of wind a frame measured"), "{said}");
     assert!(
-        said.contains("split: the host waited") && said.contains("for the others' landings"),
+        said.contains("split: the host waited")
+            && said.contains("for the others' landings")
+            && said.contains("split: the other devices' launches took"),
         "{said}"
     );
 
