@@ -1,5 +1,6 @@
 // Helpers of the ground refresh's gml kernels (src/wind/refresh.rs), pasted before each
-// kernel compiled after the first refresh, after kernels/wind.cl.
+// kernel compiled for the refresh (at set-up when refreshes are on, else at the first), after
+// kernels/wind.cl.
 //
 // The geometry repeats the host's `tet_terms` (src/wind/geometry.rs) operation for operation,
 // in the same order, with explicit cross and dot products (glam's order, not the builtins)

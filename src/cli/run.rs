@@ -1112,7 +1112,11 @@ fn report(
                     w.landings_ms
                 )?;
             }
-            if let Some(busy) = &s.split_device_ms {
+            if let Some(busy) = s
+                .split_device_ms
+                .as_ref()
+                .filter(|b| b.iter().any(Option::is_some))
+            {
                 let each: Vec<String> = busy
                     .iter()
                     .map(|ms| ms.map_or("not timed".into(), |ms| format!("{ms:.3} ms")))

@@ -1042,7 +1042,7 @@ impl Gml {
     /// Does now what the next [`enqueue`](Self::enqueue) of `kernel` would do before its
     /// launches (links built, data changed on the host uploaded, sum buffers made), so that
     /// a kernel first run on a latency-sensitive path (a ground refresh) does not pay for it
-    /// there. Nothing runs on the device.
+    /// there. No kernel runs; data may be uploaded and programs rebuilt (a changed mesh).
     pub fn prepare(&mut self, kernel: KernelId) -> Result<()> {
         kernel::prepare(self, kernel)
     }

@@ -64,7 +64,8 @@ pub struct RefreshReport {
     pub max_phases: RefreshTimes,
     /// Of `max_ms`, moving the snow's mesh and parcels, ms.
     pub max_snow_ms: f64,
-    /// Which refresh was the longest (1: the first that rebuilt the ground).
+    /// Which refresh was the longest (1: the first that rebuilt the ground; 0: one that found
+    /// nothing to rebuild, before any that did).
     pub max_refresh: u64,
     /// All of them, ms.
     pub total_ms: f64,

@@ -5,8 +5,9 @@
 //! **Bit for bit with one device.** A parcel's id, and the strata and random streams keyed by
 //! it, are the run's ([`ParcelShare`]: ids `first..first + n` of `total`), so a parcel moves
 //! the same on any device; what it lays is an integer number of units, and integer sums do not
-//! depend on their order. So each frame the other devices' landings are handed over (read into
-//! pinned memory, their covers cleared) and added to the snow's cover before it drifts or is
+//! depend on their order. So each frame the other devices' landings are handed over (packed as
+//! (vertex, units) pairs and read into pinned memory, their covers cleared: `snow::handover`)
+//! and added to the snow's cover before it drifts or is
 //! smoothed, and the cover is the one device's, exactly. Respawns and wraps stay on the
 //! parcel's device. Sorting permutes a device's own parcels only, and changes nothing.
 //!
@@ -322,10 +323,10 @@ impl SnowShares {
     }
 
     /// Starts a frame whose launches are timed on the snow's device when `timed`: the
-    /// others' are timed then too (`--profile-every`).
+    /// others' are timed then too (`--profile-every`), from a fresh timeline.
     pub fn begin_frame(&mut self, timed: bool) {
         for o in &mut self.others {
-            o.timeline.set_records_events(timed || self.timing);
+            o.timeline = Timeline::new(timed || self.timing);
         }
     }
 
@@ -339,7 +340,7 @@ impl SnowShares {
     }
 
     /// Per other device, in order: the device time of its launches per timed frame, ms
-    /// (`None` before a timed frame, or on a queue without profiling).
+    /// (`None` before a timed frame: none is when the snow's own queue does not profile).
     pub fn device_ms(&self) -> Vec<Option<f64>> {
         self.others
             .iter()
@@ -498,16 +499,13 @@ impl SnowShares {
         }
         let mut first = snow.particles().len();
         for (o, events) in self.others.iter_mut().zip(&reads) {
-            let landed = timed_wait(&mut self.waited.landings, || {
-                wait_for(events)?;
-                o.landed.finish()
-            });
+            let landed = timed_wait(&mut self.waited.landings, || o.landed.finish(events));
             named(&o.device, landed)?;
             // Its launches of the frame are done (the hand-over's reads came after them).
             if o.timeline.records_events() {
                 let busy = named(&o.device, o.timeline.device_time())?;
                 o.busy = (o.busy.0 + busy.as_secs_f64() * 1e3, o.busy.1 + 1);
-                o.timeline = Timeline::new(true);
+                o.timeline = Timeline::new(false);
             }
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next

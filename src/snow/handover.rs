@@ -16,7 +16,7 @@ use opencl3::event::Event;
 
 use crate::cl::{Context, DeviceBuffer, PinnedBuffer, Timeline, wait_for};
 
-use super::{GroundCover, Result};
+use super::{Error, GroundCover, Result};
 
 /// The fewest pairs read with the count each frame.
 pub const MIN_PAIRS: usize = 1024;
@@ -33,6 +33,8 @@ pub struct LandingsOut {
     reading: usize,
     /// The pairs of the last hand-over, once [`finish`](Self::finish)ed.
     ready: usize,
+    /// Whether a hand-over is on its way (enqueued, not finished).
+    pending: bool,
     /// Bytes read back since the start.
     bytes: u64,
 }
@@ -49,18 +51,19 @@ impl LandingsOut {
             expected: expected.clamp(1, n.max(1)),
             reading: 0,
             ready: 0,
+            pending: false,
             bytes: 0,
         })
     }
 
     /// Starts handing over what `cover` holds: packs and clears its non-zero volumes and
     /// starts reading the count and the expected pairs, without waiting; the pairs are
-    /// [`finish`](Self::finish)ed once the returned events complete.
+    /// [`finish`](Self::finish)ed with the returned events.
     ///
     /// # Safety
     ///
     /// The pinned memory must stay untouched until the events complete: no
-    /// [`pairs`](Self::pairs) until then.
+    /// [`pairs`](Self::pairs) until [`finish`](Self::finish) has waited for them.
     pub unsafe fn enqueue(
         &mut self,
         context: &Context,
@@ -72,6 +75,7 @@ impl LandingsOut {
         unsafe { cover.enqueue_pack(context, &self.packed, &self.count, timeline) }?;
         self.reading = self.expected.min(self.packed.len());
         self.ready = 0;
+        self.pending = true;
         // SAFETY: forwarded to the caller.
         let events = unsafe {
             vec![
@@ -84,9 +88,17 @@ impl LandingsOut {
         Ok(events)
     }
 
-    /// After the events of [`enqueue`](Self::enqueue): reads the pairs past the expected ones
-    /// (waiting for them) when the count exceeds them, and sets the next guess.
-    pub fn finish(&mut self) -> Result<()> {
+    /// Waits for `events` (those [`enqueue`](Self::enqueue) returned), reads the pairs past
+    /// the expected ones (waiting for them) when the count exceeds them, and sets the next
+    /// guess. An error when no hand-over is on its way.
+    pub fn finish(&mut self, events: &[Event]) -> Result<()> {
+        if !self.pending {
+            return Err(Error::InvalidParameter(
+                "landings finished without a hand-over on its way".into(),
+            ));
+        }
+        wait_for(events)?;
+        self.pending = false;
         let count = self.host_count.as_slice()[0] as usize;
         let count = count.min(self.packed.len());
         if count > self.reading {
@@ -100,7 +112,8 @@ impl LandingsOut {
             self.bytes += 16 * rest as u64;
         }
         self.ready = count;
-        self.expected = (2 * count).clamp(MIN_PAIRS, self.packed.len());
+        // `max` then `min`: a cover may have fewer vertices than MIN_PAIRS.
+        self.expected = (2 * count).max(MIN_PAIRS).min(self.packed.len());
         Ok(())
     }
 

@@ -91,7 +91,8 @@ pub struct RefreshTimes {
 }
 
 /// What the solver keeps for ground refreshes: the mesh's columns, the wind profile the inflow
-/// is sampled from, and (after the first refresh) the device data and kernels.
+/// is sampled from, and (once prepared: at set-up when refreshes are on, else at the first
+/// refresh) the device data and kernels.
 #[derive(Debug)]
 pub struct GroundRefresh {
     columns: Columns,
@@ -457,7 +458,8 @@ impl Solver {
 }
 
 impl GroundRefresh {
-    /// The device data, kernels and host tables, made at the first refresh.
+    /// The device data, kernels and host tables, made once: at set-up when refreshes are on
+    /// (`Solver::prepare_ground_refresh`), else at the first refresh.
     fn prepare(&mut self, solver: &mut Solver) -> Result<Device> {
         if let Some(device) = self.device {
             return Ok(device);

@@ -401,8 +401,7 @@ fn landings_handed_over_packed_add_up_exactly_on_the_other_device() {
         }
         giver.set_volumes(&volumes).unwrap();
         let events = unsafe { out.enqueue(&giver_ctx, &mut giver, &mut giver_timeline) }.unwrap();
-        snowsim::cl::wait_for(&events).unwrap();
-        out.finish().unwrap();
+        out.finish(&events).unwrap();
         assert_eq!(out.pairs().len(), laid.len(), "frame {frame}");
         let copied = unsafe {
             incoming.enqueue_add(&taker_ctx, &mut taker, out.pairs(), &mut taker_timeline)
@@ -429,8 +428,36 @@ fn landings_handed_over_packed_add_up_exactly_on_the_other_device() {
     let (n64, min) = (n as u64, MIN_PAIRS as u64);
     let third = n64.div_ceil(3);
     let frame1 = min.min(n64).max(third);
-    let frame2 = (2 * third).clamp(min, n64);
+    let frame2 = (2 * third).max(min).min(n64);
     assert_eq!(out.bytes(), 3 * 4 + 16 * (40 + frame1 + frame2));
+    // Finished twice: an error, not a second read.
+    assert!(out.finish(&[]).is_err());
+
+    // A cover of fewer vertices than MIN_PAIRS: every vertex laid on, twice.
+    let small = CoverMesh::new(&flat.ground, 1).unwrap();
+    let m = small.len();
+    assert!(m < MIN_PAIRS, "{m} vertices");
+    let mut giver = GroundCover::new(&giver_ctx, small.clone(), 0.3).unwrap();
+    let mut taker = GroundCover::new(&taker_ctx, small, 0.3).unwrap();
+    let mut out = LandingsOut::new(&giver_ctx, &giver, MIN_PAIRS).unwrap();
+    let mut incoming = LandingsIn::new(&taker_ctx, m).unwrap();
+    for frame in 1..=2u64 {
+        giver
+            .set_volumes(&(0..m as u64).map(|v| v + frame).collect::<Vec<_>>())
+            .unwrap();
+        let events = unsafe { out.enqueue(&giver_ctx, &mut giver, &mut giver_timeline) }.unwrap();
+        out.finish(&events).unwrap();
+        assert_eq!(out.pairs().len(), m);
+        let copied = unsafe {
+            incoming.enqueue_add(&taker_ctx, &mut taker, out.pairs(), &mut taker_timeline)
+        }
+        .unwrap();
+        if let Some(copied) = copied {
+            copied.wait().unwrap();
+        }
+    }
+    let want: Vec<u64> = (0..m as u64).map(|v| 2 * v + 3).collect();
+    assert_eq!(taker.volumes().unwrap(), want);
 }
 
 /// The depths the device writes for the terrain drawn (four per float4, one per vertex of the
