@@ -92,7 +92,17 @@ pub(crate) struct RefreshCost {
     pub ms: f64,
     /// The wait for the frames queued before it.
     pub drain_ms: f64,
-    /// Moving the snow's mesh and parcels.
+}
+
+/// What moving the snow with a raised ground did: parcels moved up onto it and lost, and
+/// the host's wall time, ms.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SnowMoved {
+    /// Parcels the raised ground buried, moved up onto it.
+    pub up: u64,
+    /// Parcels not found under their column, moved to its top.
+    pub lost: u64,
+    /// The host's wall time of moving the snow, ms.
     pub snow_ms: f64,
 }
 
@@ -149,9 +159,8 @@ impl RefreshClock {
         };
     }
 
-    /// Books a refresh that cost `cost`, with the wind's `stats` and the parcels moved up and
-    /// lost.
-    pub fn book(&mut self, stats: &RefreshStats, cost: RefreshCost, moved: (u64, u64)) {
+    /// Books a refresh that cost `cost`, with the wind's `stats` and what moving the snow did.
+    pub fn book(&mut self, stats: &RefreshStats, cost: RefreshCost, moved: SnowMoved) {
         let ms = cost.ms;
         let r = &mut self.report;
         if stats.skipped {
@@ -162,19 +171,19 @@ impl RefreshClock {
             r.last_converged = stats.converged;
             r.clamped_columns = stats.clamped;
             r.last_phases = stats.times;
-            r.last_snow_ms = cost.snow_ms;
+            r.last_snow_ms = moved.snow_ms;
         }
         r.last_drain_ms = cost.drain_ms;
         r.last_ms = ms;
         if ms > r.max_ms {
             r.max_ms = ms;
             r.max_phases = stats.times;
-            r.max_snow_ms = cost.snow_ms;
+            r.max_snow_ms = moved.snow_ms;
             r.max_refresh = r.refreshes;
         }
         r.total_ms += ms;
-        r.buried_parcels += moved.0;
-        r.lost_parcels += moved.1;
+        r.buried_parcels += moved.up;
+        r.lost_parcels += moved.lost;
     }
 
     /// The books, with the cost spread over `frames`.

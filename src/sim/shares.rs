@@ -501,12 +501,6 @@ impl SnowShares {
         for (o, events) in self.others.iter_mut().zip(&reads) {
             let landed = timed_wait(&mut self.waited.landings, || o.landed.finish(events));
             named(&o.device, landed)?;
-            // Its launches of the frame are done (the hand-over's reads came after them).
-            if o.timeline.records_events() {
-                let busy = named(&o.device, o.timeline.device_time())?;
-                o.busy = (o.busy.0 + busy.as_secs_f64() * 1e3, o.busy.1 + 1);
-                o.timeline = Timeline::new(false);
-            }
             if let Some(pinned) = &o.drawn {
                 // SAFETY: `drawn` stays alive and untouched until `shown` completes: the next
                 // read waits for it, and Drop finishes the snow's queue first.
@@ -529,6 +523,17 @@ impl SnowShares {
             }
         }
         self.waited.frames += 1;
+        // On a timed frame, the others' launches of the frame (done: the hand-overs' reads,
+        // waited for above, came after them), read once the adds are queued.
+        for o in self
+            .others
+            .iter_mut()
+            .filter(|o| o.timeline.records_events())
+        {
+            let busy = named(&o.device, o.timeline.device_time())?;
+            o.busy = (o.busy.0 + busy.as_secs_f64() * 1e3, o.busy.1 + 1);
+            o.timeline = Timeline::new(false);
+        }
         Ok(())
     }
 

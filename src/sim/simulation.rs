@@ -7,7 +7,7 @@ use crate::particle::Particle;
 use crate::snow::{COVER_STAGE, DRIFT_STAGE, ParcelShare, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
-use super::refresh::{RefreshClock, RefreshCost, RefreshOff, RefreshReport};
+use super::refresh::{RefreshClock, RefreshCost, RefreshOff, RefreshReport, SnowMoved};
 use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
 use super::setup::WindSetup;
@@ -774,25 +774,8 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
         return Ok(false);
     };
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    s.refresh.book(
-        &stats,
-        RefreshCost {
-            ms,
-            drain_ms,
-            snow_ms: moved.snow_ms,
-        },
-        (moved.up, moved.lost),
-    );
+    s.refresh.book(&stats, RefreshCost { ms, drain_ms }, moved);
     Ok(!stats.skipped)
-}
-
-/// What moving the snow with a raised ground did: parcels moved up onto it and lost, and
-/// the host's wall time, ms.
-#[derive(Clone, Copy, Debug, Default)]
-struct SnowMoved {
-    up: u64,
-    lost: u64,
-    snow_ms: f64,
 }
 
 /// Raises `s`'s wind ground by `raise` m per column over the bare ground and moves the snow's

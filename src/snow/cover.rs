@@ -310,11 +310,7 @@ impl GroundCover {
 
     /// Enqueues the packing of the non-zero volumes as (vertex, units) pairs into `packed`
     /// after `count` (which must be zero), clearing them ([`handover`](super::handover)).
-    ///
-    /// # Safety
-    ///
-    /// `packed` must hold a pair per cover vertex and `count` one value, both of `context`.
-    pub(crate) unsafe fn enqueue_pack(
+    pub(crate) fn enqueue_pack(
         &mut self,
         context: &Context,
         packed: &DeviceBuffer<[u64; 2]>,
@@ -322,10 +318,17 @@ impl GroundCover {
         timeline: &mut Timeline,
     ) -> Result<()> {
         let n = self.geometry.len();
+        if packed.len() < n || count.is_empty() {
+            return Err(Error::InvalidParameter(format!(
+                "landings of {n} cover vertices packed into {} pairs and {} counts",
+                packed.len(),
+                count.len()
+            )));
+        }
         let kernel = &self.pack_kernels[0];
         let mut call = kernel.call();
-        // SAFETY: `volume` holds n values and `packed` (the caller's promise) n pairs, so the
-        // at most n non-zero volumes fit; the kernel guards its id.
+        // SAFETY: `volume` holds n values and `packed` at least n pairs (checked above), so
+        // the at most n non-zero volumes fit; `count` one value; the kernel guards its id.
         unsafe {
             call.buffer(&self.volume)?
                 .arg(&(n as u32))?

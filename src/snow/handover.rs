@@ -3,7 +3,7 @@
 //! every frame those units join the snow's device's cover before it drifts or is smoothed.
 //!
 //! A frame's landings touch few of the cover's vertices (about a thousand parcels land per
-//! frame on the valley at 2^24, each over a footprint of a few vertices, against 617 000 cover
+//! frame on the valley at 2^24, each over a footprint of a few vertices, against 148 225 cover
 //! vertices), so the giving device packs the non-zero ones as (vertex, units) pairs and clears
 //! them (`cover_pack`), the host reads the pair count and the first pairs into pinned memory
 //! without waiting, and the snow's device adds the pairs (`cover_add_packed`): 16 bytes per
@@ -71,8 +71,7 @@ impl LandingsOut {
         timeline: &mut Timeline,
     ) -> Result<Vec<Event>> {
         self.count.enqueue_fill(0)?;
-        // SAFETY: `packed` holds a pair per cover vertex (`new`), `count` one value.
-        unsafe { cover.enqueue_pack(context, &self.packed, &self.count, timeline) }?;
+        cover.enqueue_pack(context, &self.packed, &self.count, timeline)?;
         self.reading = self.expected.min(self.packed.len());
         self.ready = 0;
         self.pending = true;

@@ -331,13 +331,7 @@ impl Solver {
         // boundary kernel writes `Bns`, which the lumped kernel copies into `Bnd` with `1/m`,
         // which the rows kernel reads.
         let phase = Instant::now();
-        for kernel in [
-            device.geometry,
-            device.move_vertices,
-            device.boundary,
-            device.lumped_volumes,
-            device.rows,
-        ] {
+        for kernel in device.geometry_kernels() {
             self.gml.enqueue(kernel, tl)?;
         }
         if let Some(a) = self.assembled {
@@ -482,15 +476,8 @@ impl GroundRefresh {
             .collect();
         solver.gml.set_block(device.staged, 0, &staged)?;
         // Links built and tables uploaded now, not on the first refresh's path.
-        for kernel in [
-            device.check,
-            device.geometry,
-            device.move_vertices,
-            device.boundary,
-            device.lumped_volumes,
-            device.rows,
-            device.prepare,
-        ] {
+        let geometry = device.geometry_kernels();
+        for kernel in [device.check, device.prepare].into_iter().chain(geometry) {
             solver.gml.prepare(kernel)?;
         }
         self.index = Some(index);
@@ -552,6 +539,20 @@ fn ms(since: Instant) -> f64 {
 }
 
 impl Device {
+    /// The kernels that rebuild the geometry, the boundary's projectors and inflow fluxes,
+    /// the lumped volumes and the operator's rows, in the order a refresh runs them: the
+    /// boundary kernel writes `Bns`, which the lumped kernel copies into `Bnd` with `1/m`,
+    /// which the rows kernel reads.
+    fn geometry_kernels(&self) -> [KernelId; 5] {
+        [
+            self.geometry,
+            self.move_vertices,
+            self.boundary,
+            self.lumped_volumes,
+            self.rows,
+        ]
+    }
+
     /// Allocates the refresh's fields and compiles its kernels (the helpers of
     /// `kernels/wind_refresh.cl` join gml's toolkit for the kernels compiled from now on).
     fn new(
