@@ -1,5 +1,8 @@
 // Snow lifted into suspension (src/snow/suspension.rs has the law and its sources). Built after
-// snow.cl (its counters). One kernel, at the start of a frame, before any landing:
+// snow.cl (its counters). At set-up and after each ground refresh:
+//   suspend_sites  per cover vertex: the height term and settling flux where its lifted snow
+//                  enters the air, from its coarse parents' first levels.
+// One kernel, at the start of a frame, before any landing:
 //   suspend_erode  per cover vertex: the units the wind lifts from it this frame, from the cover
 //                  as it stood at the frame's start, when the bottom cell it belongs to holds a
 //                  parcel to carry them; added to that cell's pool, which snow_step shares out
@@ -68,4 +71,31 @@ __kernel void suspend_merge(__global uint *restrict count, __global uint *restri
         return;
     count[c] += other_count[c];
     first[c] = min(first[c], other_first[c]);
+}
+
+// parents[v]: up to three coarse ground vertices and their numerators (of r, a byte each in w;
+// 0 ends the list), as snow_drift.cl reads them; level_height[g] the height of g's first level
+// above g, m; area[v] the cover vertex's horizontal dual area, m². site[v] = (z_e^-0.544,
+// w_s(z_e) A) with z_e half the first level's height mixed by the numerators (at least 1 mm)
+// and w_s(z) = 1.1e7 r(z)^1.8, r(z) = 4.6e-5 z^-0.258 m below 5 m, 30 µm above: the law of
+// src/snow/suspension.rs (`settling_speed`), in float.
+__kernel void suspend_sites(__global const uint4 *restrict parents,
+                            __global const float *restrict level_height,
+                            __global const float *restrict area, __global float2 *restrict site,
+                            const uint n, const float inv_r) {
+    const uint v = get_global_id(0);
+    if (v >= n)
+        return;
+    const uint4 p = parents[v];
+    const uint ids[3] = {p.x, p.y, p.z};
+    float z1 = 0.0f;
+    for (uint k = 0; k < 3; k++) {
+        const uint num = (p.w >> (8u * k)) & 0xffu;
+        if (num == 0u)
+            break;
+        z1 += (float)num * inv_r * level_height[ids[k]];
+    }
+    const float z = fmax(0.5f * z1, 1e-3f);
+    const float radius = z >= 5.0f ? 30e-6f : 4.6e-5f * powr(z, -0.258f);
+    site[v] = (float2)(powr(z, -0.544f), 1.1e7f * powr(radius, 1.8f) * area[v]);
 }

@@ -451,6 +451,12 @@ impl Drift {
         &self.settings
     }
 
+    /// On the device: each cover vertex's coarse parents and numerators, and each coarse
+    /// vertex's first level's height (what the suspension's sites are computed from).
+    pub(crate) fn device_levels(&self) -> (&DeviceBuffer<[u32; 4]>, &DeviceBuffer<f32>) {
+        (&self.parents, &self.level_height_device)
+    }
+
     /// Per wind-mesh ground vertex, the height above it of the level whose wind gives the
     /// friction velocity, m.
     pub fn level_height(&self) -> &[f32] {

@@ -147,5 +147,5 @@ pub use sim::{
 };
 pub use suspension::{
     FrameCellsHost, REFERENCE_HEIGHT, SharedCells, Suspension, cells_of, concentration, lift_rate,
-    settling_speed,
+    settling_speed, suspension_sites,
 };

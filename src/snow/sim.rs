@@ -1,6 +1,5 @@
 //! The snow simulation: particles, mesh, cover, sort and kernels, one step per frame.
 
-use rayon::prelude::*;
 use serde::Serialize;
 
 use opencl3::event::Event;
@@ -256,13 +255,9 @@ impl Snow {
         )?;
         let program = Program::build(context, &[walk, deposit, snow, suspend], "")?;
         let suspension = match (&drift, config.drift) {
-            (Some(d), Some(settings)) if settings.suspension => Some(Suspension::new(
-                context,
-                &program,
-                &cover,
-                d.level_height(),
-                settings,
-            )?),
+            (Some(d), Some(settings)) if settings.suspension => {
+                Some(Suspension::new(context, &program, &cover, d, settings)?)
+            }
             _ => None,
         };
         let shared_cells = match share.lifted_elsewhere {
@@ -585,10 +580,11 @@ impl Snow {
                 g.coords.len()
             )));
         }
-        g.coords
-            .par_iter_mut()
-            .zip(vertices)
-            .for_each(|(c, v)| *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]);
+        // On one thread: a few hundred thousand conversions, less than waking a pool on a
+        // busy machine costs (`benches/RESULTS.md`, the ground refresh's spread).
+        for (c, v) in g.coords.iter_mut().zip(vertices) {
+            *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
+        }
         self.mesh.coords.write(&g.coords)?;
         // What is measured from the ground: the source's ground points, the drift's first
         // levels, the heights the lifted snow enters the air at.
@@ -602,7 +598,7 @@ impl Snow {
         if let Some(drift) = self.drift.as_mut() {
             drift.regrade(vertices)?;
             if let Some(suspension) = self.suspension.as_mut() {
-                suspension.regrade(&self.cover, drift.level_height())?;
+                suspension.regrade(context, &self.cover, drift)?;
             }
         }
         if let Some(suspension) = self.suspension.as_mut() {

@@ -48,13 +48,11 @@
 //! snow about ten times more briefly than real grains would, and their hops (`U(z_e) z_e / v_t`,
 //! about 100 m at `u* = 1`) still reach beyond saltation's 20 m.
 
-use rayon::prelude::*;
-
 use crate::cl::{Context, DeviceBuffer, Kernel, Program, Timeline};
 
 use super::Result;
 use super::cover::GroundCover;
-use super::drift::DriftSettings;
+use super::drift::{Drift, DriftSettings};
 
 /// The reference height of the suspended concentration over the friction velocity, s (`z_r =
 /// 0.05628 u*`, the Prairie Blowing Snow Model's eq. 5.27 as coded).
@@ -108,14 +106,15 @@ pub fn cells_of(parents: &[([u32; 3], [u8; 3])]) -> Vec<u32> {
 }
 
 /// Per cover vertex, `z_e^−0.544` and `w_s(z_e) A` (m³/s): `z_e` half its first level's height
-/// (mixed from its coarse parents' `level_height` by their numerators), `A` its area.
-fn sites(cover: &GroundCover, level_height: &[f32]) -> Vec<[f32; 2]> {
+/// (mixed from its coarse parents' `level_height` by their numerators), `A` its area. The law
+/// on the host, in `f64`: the device computes it (`suspend_sites`, in `float`, at set-up and
+/// after each ground refresh, off the host's path); this is its tests' reference.
+pub fn suspension_sites(cover: &GroundCover, level_height: &[f32]) -> Vec<[f32; 2]> {
     let r = f64::from(cover.mesh.refinement.max(1));
-    // In parallel: three powers per cover vertex, on the ground refresh's path.
     cover
         .mesh
         .parents
-        .par_iter()
+        .iter()
         .zip(&cover.geometry.area)
         .map(|((p, n), &area)| {
             let z1: f64 = p
@@ -281,28 +280,28 @@ pub struct Suspension {
     lifted: DeviceBuffer<u64>,
     erode: Kernel,
     merge: Kernel,
+    sites: Kernel,
     /// Another device's next counts and smallest ids on their way in.
     incoming: Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)>,
 }
 
 impl Suspension {
-    /// The suspension over `cover`, whose coarse vertices have their first levels at
-    /// `level_height` m, with `program`'s `suspend_erode` (`kernels/snow_suspend.cl`).
+    /// The suspension over `cover`, whose coarse vertices have their first levels as `drift`
+    /// holds them on the device, with `program`'s kernels (`kernels/snow_suspend.cl`).
     pub fn new(
         context: &Context,
         program: &Program,
         cover: &GroundCover,
-        level_height: &[f32],
+        drift: &Drift,
         settings: DriftSettings,
     ) -> Result<Self> {
         let cells = cover.mesh.coarse_vertices;
-        let site = sites(cover, level_height);
         let cell = cells_of(&cover.mesh.parents);
         let per_cell = cells.max(1);
         let mut s = Self {
             settings,
             cell: DeviceBuffer::from_slice(context, &cell)?,
-            site: DeviceBuffer::from_slice(context, &site)?,
+            site: DeviceBuffer::zeroed(context, cover.geometry.len().max(1))?,
             count: [
                 DeviceBuffer::zeroed(context, per_cell)?,
                 DeviceBuffer::zeroed(context, per_cell)?,
@@ -320,8 +319,10 @@ impl Suspension {
             lifted: DeviceBuffer::zeroed(context, 64)?,
             erode: program.kernel("suspend_erode")?,
             merge: program.kernel("suspend_merge")?,
+            sites: program.kernel("suspend_sites")?,
             incoming: None,
         };
+        s.regrade(context, cover, drift)?;
         s.reset()?;
         Ok(s)
     }
@@ -397,10 +398,37 @@ impl Suspension {
         }
     }
 
-    /// The heights the lifted snow enters the air at, again from the first levels'
-    /// `level_height` (a ground refresh moved them).
-    pub fn regrade(&mut self, cover: &GroundCover, level_height: &[f32]) -> Result<()> {
-        Ok(self.site.write(&sites(cover, level_height))?)
+    /// Enqueues computing the heights the lifted snow enters the air at (each cover vertex's
+    /// site, [`suspension_sites`]' law) from the first levels' heights as `drift` holds them on the
+    /// device: at set-up and after a ground refresh moved them. Only enqueues.
+    pub fn regrade(&mut self, context: &Context, cover: &GroundCover, drift: &Drift) -> Result<()> {
+        let n = cover.geometry.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let (parents, level_height) = drift.device_levels();
+        let inv_r = 1.0 / cover.mesh.refinement.max(1) as f32;
+        let mut timeline = Timeline::new(false);
+        let mut call = self.sites.call();
+        // SAFETY: parents, area and site hold n values (one per cover vertex), parents name
+        // coarse vertices below level_height's length (built from the same cover); the kernel
+        // guards its id.
+        unsafe {
+            call.buffer(parents)?
+                .buffer(level_height)?
+                .buffer(&cover.area)?
+                .buffer(&self.site)?
+                .arg(&(n as u32))?
+                .arg(&inv_r)?;
+        }
+        call.enqueue_into(context, self.sites.work_size(context, n)?, &mut timeline)?;
+        Ok(())
+    }
+
+    /// Each cover vertex's site as the device holds it: `z_e^−0.544` and `w_s(z_e) A`
+    /// ([`suspension_sites`]; blocking).
+    pub fn site_values(&self) -> Result<Vec<[f32; 2]>> {
+        Ok(self.site.read()?)
     }
 
     /// Units the wind lifted into suspension since the reset (blocking).

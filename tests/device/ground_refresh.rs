@@ -19,6 +19,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
     let bare = sim.ground_heights().unwrap();
     let levels_before = first_levels(&sim);
+    sites_follow_the_levels(&sim);
     run(&ctx, &mut sim, &mut particles, 60, true);
     let report = sim.refresh_report().unwrap();
     assert_eq!(report.off, None, "{report:?}");
@@ -51,6 +52,9 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
         closer > 10,
         "{closer} first levels nearer the raised ground, {same} bare"
     );
+    // The suspension's sites (where lifted snow enters the air), computed on the device after
+    // the refresh, follow the moved levels: the host's law in f64, within float rounding.
+    sites_follow_the_levels(&sim);
     let raised = sim.ground_heights().unwrap();
     let mut deepest = 0.0f32;
     for (c, ((&b, &r), &d)) in bare.iter().zip(&raised).zip(&depths).enumerate() {
@@ -77,6 +81,24 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     .unwrap();
     ctx.finish().unwrap();
     assert_eq!(sim.ground_heights().unwrap(), bare);
+}
+
+/// The suspension's sites on the device equal `snowsim::snow::suspension_sites` (the law on
+/// the host, in f64) from the drift's first levels, within float rounding, at every vertex.
+fn sites_follow_the_levels(sim: &snowsim::sim::Simulation) {
+    let snow = sim.snow().unwrap();
+    let levels = snow.drifting().unwrap().level_height();
+    let want = snowsim::snow::suspension_sites(snow.cover(), levels);
+    let got = snow.suspension().unwrap().site_values().unwrap();
+    assert_eq!(got.len(), want.len());
+    for (v, (g, w)) in got.iter().zip(&want).enumerate() {
+        for k in 0..2 {
+            assert!(
+                (g[k] - w[k]).abs() <= 2e-5 * w[k].abs(),
+                "cover vertex {v}: site {g:?} on the device, {w:?} by the law"
+            );
+        }
+    }
 }
 
 #[test]
