@@ -19,6 +19,7 @@
 //! - the simulation: [`wind`] (the wind solver) and [`snow`] (the parcels and their cover) are
 //!   peer libraries; [`sim`] is the one room that knows both, where a frame is stepped;
 //!   [`particle`] is the drawn particle the simulation writes and the drawing reads;
+//!   [`partition`] partitions a mesh by METIS for runs over several ranks;
 //!   [`splat`] splats the particles into an image on the device;
 //! - the application (the default `viewer` feature): [`render`] draws with OpenGL in a
 //!   window or headless, [`interop`] moves buffers from OpenCL to OpenGL, [`app`] drives a
@@ -42,6 +43,7 @@ pub mod mesh_kind;
 pub mod meshio;
 pub mod output;
 pub mod particle;
+pub mod partition;
 #[cfg(feature = "viewer")]
 pub mod plot;
 pub mod quality;

@@ -981,3 +981,75 @@ fn vtu_every_writes_a_paraview_series_with_the_simulated_times() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn mesh_partition_reports_what_its_written_parts_cost() {
+    // The gmsh cube in 3 parts: the edge cut and the parts' sizes in --json recount from the
+    // written .sol and the mesh's tetrahedra; a non-mesh file at the output path is refused
+    // and left byte for byte; --parts 0 names the value.
+    let dir = temp_dir("partition");
+    let out = dir.join("parts.sol");
+    let input = sample("cube_gmsh.mesh");
+    let o = snowsim(&[
+        "mesh",
+        "partition",
+        input.to_str().unwrap(),
+        "--parts",
+        "3",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let owner: Vec<u32> = snowsim::meshio::read_solution(&out)
+        .unwrap()
+        .solutions
+        .blocks[0]
+        .values
+        .iter()
+        .map(|&p| p as u32)
+        .collect();
+    let mesh = snowsim::meshio::read(&input).unwrap().mesh;
+    assert_eq!(owner.len(), mesh.vertices.len());
+    let mut edges = std::collections::HashSet::new();
+    for (n, _) in mesh
+        .elements(snowsim::meshio::ElementKind::Tetrahedra)
+        .iter()
+    {
+        for i in 0..4 {
+            for j in i + 1..4 {
+                edges.insert((n[i].min(n[j]), n[i].max(n[j])));
+            }
+        }
+    }
+    let cut = edges
+        .iter()
+        .filter(|(a, b)| owner[*a as usize] != owner[*b as usize])
+        .count();
+    assert_eq!(report["edge_cut"], cut, "{report}");
+    assert_eq!(report["edges"], edges.len());
+    for p in 0..3u32 {
+        let owned = owner.iter().filter(|&&o| o == p).count();
+        assert!(owned > 0);
+        assert_eq!(report["per_part"][p as usize]["owned"], owned, "{report}");
+    }
+    let notes = dir.join("notes.sol");
+    std::fs::write(&notes, "my notes\n").unwrap();
+    let o = snowsim(&[
+        "mesh",
+        "partition",
+        input.to_str().unwrap(),
+        "--parts",
+        "2",
+        "-o",
+        notes.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
+    let o = snowsim(&["mesh", "partition", input.to_str().unwrap(), "--parts", "0"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--parts 0"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -97,6 +97,7 @@ fn the_libraries_under_the_simulation_know_none_of_it() {
         "counters",
         "particle",
         "inspect",
+        "partition",
     ] {
         never_imports(room, &above);
     }
