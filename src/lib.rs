@@ -19,7 +19,8 @@
 //! - the simulation: [`wind`] (the wind solver) and [`snow`] (the parcels and their cover) are
 //!   peer libraries; [`sim`] is the one room that knows both, where a frame is stepped;
 //!   [`particle`] is the drawn particle the simulation writes and the drawing reads;
-//!   [`partition`] partitions a mesh by METIS for runs over several ranks;
+//!   [`partition`] partitions a mesh by METIS for runs over several ranks, and [`comm`]
+//!   carries their messages (threads of one process, or MPI);
 //!   [`splat`] splats the particles into an image on the device;
 //! - the application (the default `viewer` feature): [`render`] draws with OpenGL in a
 //!   window or headless, [`interop`] moves buffers from OpenCL to OpenGL, [`app`] drives a
@@ -33,6 +34,7 @@ pub mod app;
 pub mod bench;
 pub mod budget;
 pub mod cl;
+pub mod comm;
 pub mod counters;
 pub mod gml;
 pub mod input;

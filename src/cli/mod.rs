@@ -3,6 +3,7 @@
 mod bench;
 mod bench_sweep;
 mod bench_wind;
+mod comm;
 mod console;
 mod devices;
 mod film;
@@ -28,12 +29,23 @@ pub struct Cli {
     command: Command,
 }
 
+/// The `comm` subcommands.
+#[derive(Debug, Subcommand)]
+enum CommCommand {
+    /// Every operation of the communication layer, checked, and the link timed.
+    Check(comm::Args),
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List the OpenCL devices of this machine, one row each.
     Devices(devices::Args),
     /// Run a short kernel (a STREAM triad) on a device, check it against the CPU and time it.
     Selftest(selftest::Args),
+    /// Check the communication between ranks (under mpirun, or --local N threads) and time
+    /// its link.
+    #[command(subcommand)]
+    Comm(CommCommand),
     /// Benchmark sweeps: without a sub-command, `snowsim run` over devices and settings, one
     /// CSV row per configuration (see --help); with one, a benchmark measured on the device
     /// (see benches/RESULTS.md for recorded numbers).
@@ -177,6 +189,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Devices(args) => devices::run(args),
         Command::Selftest(args) => selftest::run(args),
+        Command::Comm(CommCommand::Check(args)) => comm::run(args),
         Command::Mesh(command) => mesh::run(command),
         Command::Bench(args) => bench::run(*args),
         Command::Sort(command) => sort::run(command),

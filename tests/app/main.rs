@@ -9,6 +9,7 @@
 mod common;
 
 mod cli;
+mod comm;
 mod hardening;
 mod plot;
 mod render;

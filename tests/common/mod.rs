@@ -140,10 +140,12 @@ pub enum Capability {
     GlMemoryObject,
     /// Two OpenCL devices.
     TwoDevices,
+    /// A build with the `mpi` feature and `mpirun` on the PATH.
+    Mpi,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 14] = [
         Capability::Xvfb,
         Capability::Egl,
         Capability::Fp64,
@@ -157,6 +159,7 @@ impl Capability {
         Capability::VulkanHostVisible,
         Capability::GlMemoryObject,
         Capability::TwoDevices,
+        Capability::Mpi,
     ];
 
     /// The name `SNOWSIM_REQUIRE` and the skip log use.
@@ -175,6 +178,7 @@ impl Capability {
             Capability::VulkanHostVisible => "vulkan_host_visible",
             Capability::GlMemoryObject => "gl_memory_object",
             Capability::TwoDevices => "two_devices",
+            Capability::Mpi => "mpi",
         }
     }
 

@@ -98,6 +98,7 @@ fn the_libraries_under_the_simulation_know_none_of_it() {
         "particle",
         "inspect",
         "partition",
+        "comm",
     ] {
         never_imports(room, &above);
     }

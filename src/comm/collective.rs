@@ -1,0 +1,166 @@
+//! Collectives built on point-to-point messages in a fixed order: the same bytes, and the
+//! same sums bit for bit, whatever the timing and the backend.
+
+use super::{Comm, CommError, Result};
+
+/// Tags of the collectives (user messages use tags below [`TAG_BASE`]: MPI promises tags up to 32 767 only).
+pub(super) const TAG_BASE: u32 = 30_000;
+const TAG_BROADCAST: u32 = TAG_BASE + 1;
+const TAG_GATHER: u32 = TAG_BASE + 2;
+
+/// Rank `root`'s `data` on every rank (the others' `data` replaced).
+pub fn broadcast(comm: &dyn Comm, root: usize, data: &mut Vec<u8>) -> Result<()> {
+    check_rank(comm, root)?;
+    if comm.rank() == root {
+        for to in (0..comm.size()).filter(|&r| r != root) {
+            comm.send(to, TAG_BROADCAST, data)?;
+        }
+    } else {
+        *data = comm.recv(root, TAG_BROADCAST, "a broadcast")?;
+    }
+    Ok(())
+}
+
+/// Every rank's `data` on rank `root`, in rank order (`None` on the others).
+pub fn gather(comm: &dyn Comm, root: usize, data: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
+    check_rank(comm, root)?;
+    if comm.rank() != root {
+        comm.send(root, TAG_GATHER, data)?;
+        return Ok(None);
+    }
+    let mut all = Vec::with_capacity(comm.size());
+    for from in 0..comm.size() {
+        all.push(match from == root {
+            true => data.to_vec(),
+            false => comm.recv(from, TAG_GATHER, "a gather")?,
+        });
+    }
+    Ok(Some(all))
+}
+
+/// Every rank's `data` on every rank, in rank order.
+pub fn all_gather(comm: &dyn Comm, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let gathered = gather(comm, 0, data)?;
+    let mut packed = match gathered {
+        Some(all) => pack(&all),
+        None => Vec::new(),
+    };
+    broadcast(comm, 0, &mut packed)?;
+    unpack(comm, &packed)
+}
+
+/// Waits until every rank has called it.
+pub fn barrier(comm: &dyn Comm) -> Result<()> {
+    gather(comm, 0, &[])?;
+    broadcast(comm, 0, &mut Vec::new())
+}
+
+/// Element-wise sum over the ranks, on every rank: added on rank 0 in rank order (rank 0's,
+/// then 1's, …), so the result is the same bit for bit on every rank and in every run.
+pub fn all_reduce_sum_f64(comm: &dyn Comm, values: &mut [f64]) -> Result<()> {
+    reduce(comm, values, |a, b| a + b)
+}
+
+/// Element-wise maximum over the ranks, on every rank (NaN wins).
+pub fn all_reduce_max_f64(comm: &dyn Comm, values: &mut [f64]) -> Result<()> {
+    reduce(
+        comm,
+        values,
+        |a, b| if a.is_nan() || a >= b { a } else { b },
+    )
+}
+
+/// Element-wise sum over the ranks, exact (wrapping past `i64`'s range, as integer covers
+/// never come near).
+pub fn all_reduce_sum_i64(comm: &dyn Comm, values: &mut [i64]) -> Result<()> {
+    reduce(comm, values, i64::wrapping_add)
+}
+
+/// Folds every rank's `values` on rank 0 in rank order with `op`, then broadcasts the result.
+fn reduce<T: bytemuck::Pod>(
+    comm: &dyn Comm,
+    values: &mut [T],
+    op: impl Fn(T, T) -> T,
+) -> Result<()> {
+    let bytes = std::mem::size_of_val(values);
+    let gathered = gather(comm, 0, bytemuck::cast_slice(values))?;
+    let mut out = Vec::new();
+    if let Some(all) = gathered {
+        for (from, part) in all.iter().enumerate().skip(1) {
+            if part.len() != bytes {
+                return Err(CommError::Length {
+                    rank: comm.rank(),
+                    peer: from,
+                    what: "a reduction's values",
+                    bytes: part.len(),
+                    expected: bytes,
+                });
+            }
+            let theirs: Vec<T> = bytemuck::pod_collect_to_vec(part);
+            for (v, t) in values.iter_mut().zip(theirs) {
+                *v = op(*v, t);
+            }
+        }
+        out = bytemuck::cast_slice(values).to_vec();
+    }
+    broadcast(comm, 0, &mut out)?;
+    if out.len() != bytes {
+        return Err(CommError::Length {
+            rank: comm.rank(),
+            peer: 0,
+            what: "a reduction's result",
+            bytes: out.len(),
+            expected: bytes,
+        });
+    }
+    values.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, T>(&out));
+    Ok(())
+}
+
+/// Several byte strings as one: a count, each length, then each in turn.
+fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((parts.len() as u64).to_le_bytes());
+    for p in parts {
+        out.extend((p.len() as u64).to_le_bytes());
+    }
+    for p in parts {
+        out.extend(p);
+    }
+    out
+}
+
+/// [`pack`]'s inverse; an error for bytes it did not make.
+fn unpack(comm: &dyn Comm, bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let bad = || CommError::invalid(comm.rank(), "a gathered message that does not unpack");
+    let word = |at: usize| -> Result<usize> {
+        let b = bytes.get(at..at + 8).ok_or_else(bad)?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        usize::try_from(u64::from_le_bytes(w)).map_err(|_| bad())
+    };
+    let n = word(0)?;
+    let mut at = 8usize
+        .checked_add(n.checked_mul(8).ok_or_else(bad)?)
+        .ok_or_else(bad)?;
+    let mut parts = Vec::with_capacity(n.min(1 << 16));
+    for k in 0..n {
+        let len = word(8 + 8 * k)?;
+        let end = at.checked_add(len).ok_or_else(bad)?;
+        parts.push(bytes.get(at..end).ok_or_else(bad)?.to_vec());
+        at = end;
+    }
+    Ok(parts)
+}
+
+/// An error unless `rank` is one of `comm`'s.
+pub(super) fn check_rank(comm: &dyn Comm, rank: usize) -> Result<()> {
+    match rank < comm.size() {
+        true => Ok(()),
+        false => Err(CommError::NoSuchRank {
+            rank: comm.rank(),
+            peer: rank,
+            size: comm.size(),
+        }),
+    }
+}

@@ -1,0 +1,209 @@
+//! Communication between ranks, for runs beyond one process (issue "Beyond one machine"):
+//! a small trait ([`Comm`]: who am I, how many, send and receive bytes with a timeout) with
+//! two backends — [`Local`], threads and channels in one process (what `cargo test` runs),
+//! and `Mpi`, the `mpi` crate over the system's MPI library (the `mpi` feature) — and what
+//! the simulation needs built on it, the same for both backends:
+//!
+//! - collectives in a **fixed order** ([`broadcast`], [`gather`], [`all_reduce_sum_f64`], …):
+//!   a sum of `f64` is gathered on rank 0, added in rank order and broadcast, so a run's
+//!   result depends neither on timing nor on the backend (the CG's dot products need that);
+//! - the halo exchange of vertex fields ([`HaloPlan`], [`exchange_halo`]) and the migration of
+//!   records to the ranks that own them ([`migrate`]: counts first, then payloads), each
+//!   rank's exchanges in the order of the pair (lower rank, higher rank), which no two ranks
+//!   can wait on in opposite orders;
+//! - a timeout on every receive ([`CommError::Timeout`], default [`DEFAULT_TIMEOUT`],
+//!   `SNOWSIM_COMM_TIMEOUT_S`): a rank that died or hangs ends the others' run with an error
+//!   that names it, never a hang; in one process a rank that ended is seen at once
+//!   ([`CommError::Gone`]).
+//!
+//! [`world`] gives the communicator a process was started with: MPI's world under `mpirun`
+//! (or an error saying the build has no MPI), else one rank alone.
+
+mod collective;
+mod halo;
+mod local;
+#[cfg(feature = "mpi")]
+mod mpi_backend;
+
+use std::time::Duration;
+
+pub use collective::{
+    all_gather, all_reduce_max_f64, all_reduce_sum_f64, all_reduce_sum_i64, barrier, broadcast,
+    gather,
+};
+pub use halo::{HaloPlan, Neighbour, exchange_halo, migrate};
+pub use local::Local;
+#[cfg(feature = "mpi")]
+pub use mpi_backend::Mpi;
+
+/// How long a receive waits by default before it gives up on its peer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Why a communication failed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum CommError {
+    /// Nothing came from the peer in time.
+    #[error(
+        "rank {rank}: nothing from rank {peer} (tag {tag}, {what}) in {seconds:.1} s: rank \
+         {peer} died or is stuck (SNOWSIM_COMM_TIMEOUT_S sets the wait)"
+    )]
+    Timeout {
+        /// The waiting rank.
+        rank: usize,
+        /// The rank it waited for.
+        peer: usize,
+        /// The message's tag.
+        tag: u32,
+        /// What was waited for.
+        what: &'static str,
+        /// How long it waited, s.
+        seconds: f64,
+    },
+    /// The peer ended (in-process backend) before sending what is waited for.
+    #[error("rank {rank}: rank {peer} is gone: it ended during {what} (tag {tag})")]
+    Gone {
+        /// The waiting rank.
+        rank: usize,
+        /// The rank that ended.
+        peer: usize,
+        /// The message's tag.
+        tag: u32,
+        /// What was waited for.
+        what: &'static str,
+    },
+    /// A rank outside the communicator.
+    #[error("rank {rank}: no rank {peer} among {size}")]
+    NoSuchRank {
+        /// This rank.
+        rank: usize,
+        /// The rank named.
+        peer: usize,
+        /// The communicator's size.
+        size: usize,
+    },
+    /// A message of the wrong length for what it should hold.
+    #[error("rank {rank}: {what} from rank {peer} has {bytes} bytes, not {expected}")]
+    Length {
+        /// This rank.
+        rank: usize,
+        /// The sender.
+        peer: usize,
+        /// What the message holds.
+        what: &'static str,
+        /// Bytes received.
+        bytes: usize,
+        /// Bytes expected.
+        expected: usize,
+    },
+    /// A plan or an index that does not fit the data.
+    #[error("rank {rank}: {message}")]
+    Invalid {
+        /// This rank.
+        rank: usize,
+        /// What is wrong.
+        #[source]
+        message: InvalidMessage,
+    },
+    /// Started by an MPI launcher, built without MPI.
+    #[error(
+        "snowsim was built without MPI (the `mpi` feature), and it was started by an MPI \
+         launcher as rank {rank} of {size}: build with `cargo build --release --features mpi` \
+         (scripts/setup does), or run it without mpirun"
+    )]
+    NoMpi {
+        /// The rank the launcher gave.
+        rank: usize,
+        /// The ranks it started.
+        size: usize,
+    },
+    /// The MPI library failed.
+    #[error("MPI: {0}")]
+    Mpi(String),
+}
+
+/// What is wrong with a plan or an index ([`CommError::Invalid`]).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("{0}")]
+pub struct InvalidMessage(pub String);
+
+impl CommError {
+    fn invalid(rank: usize, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            rank,
+            message: InvalidMessage(message.into()),
+        }
+    }
+}
+
+/// The result of a communication.
+pub type Result<T> = std::result::Result<T, CommError>;
+
+/// A rank's view of the ranks it runs with: point-to-point messages of bytes, tagged, each
+/// receive bounded by [`timeout`](Self::timeout). Messages from one sender with one tag
+/// arrive in the order sent.
+pub trait Comm: Send {
+    /// This rank, `0..size`.
+    fn rank(&self) -> usize;
+    /// How many ranks.
+    fn size(&self) -> usize;
+    /// Sends `data` to rank `to` with `tag`; returns once the data may be reused (it may not
+    /// have arrived).
+    fn send(&self, to: usize, tag: u32, data: &[u8]) -> Result<()>;
+    /// Receives the next message from rank `from` with `tag`, waiting at most
+    /// [`timeout`](Self::timeout); `what` names it in the error.
+    fn recv(&self, from: usize, tag: u32, what: &'static str) -> Result<Vec<u8>>;
+    /// How long a receive waits.
+    fn timeout(&self) -> Duration;
+}
+
+/// The timeout set by `SNOWSIM_COMM_TIMEOUT_S` (seconds), else [`DEFAULT_TIMEOUT`].
+pub fn timeout_from_env() -> Duration {
+    std::env::var("SNOWSIM_COMM_TIMEOUT_S")
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// The rank and size an MPI launcher gave this process (Open MPI's `OMPI_COMM_WORLD_*`,
+/// MPICH's and Hydra's `PMI_*`, PMIx's `PMIX_RANK` with the size from one of the others),
+/// `None` when no launcher started it.
+pub fn launcher() -> Option<(usize, usize)> {
+    launcher_in(|name| std::env::var(name).ok())
+}
+
+/// [`launcher`] reading the variables through `var`.
+fn launcher_in(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
+    let get = |name: &str| var(name).and_then(|v| v.trim().parse::<usize>().ok());
+    let pairs = [
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("PMI_RANK", "PMI_SIZE"),
+        ("PMIX_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ];
+    pairs
+        .iter()
+        .find_map(|(r, s)| Some((get(r)?, get(s)?)))
+        .or_else(|| get("PMIX_RANK").map(|r| (r, r + 1)))
+}
+
+/// The communicator this process was started with: MPI's world under an MPI launcher (with
+/// the `mpi` feature; without it, [`CommError::NoMpi`]), else one rank alone ([`Local`] of
+/// one).
+pub fn world() -> Result<Box<dyn Comm>> {
+    world_with(timeout_from_env())
+}
+
+/// [`world`] with receives that wait at most `timeout`. MPI is initialized once per process:
+/// a second call under a launcher is an error.
+pub fn world_with(timeout: Duration) -> Result<Box<dyn Comm>> {
+    match launcher() {
+        #[cfg(feature = "mpi")]
+        Some(_) => Ok(Box::new(Mpi::init(timeout)?)),
+        #[cfg(not(feature = "mpi"))]
+        Some((rank, size)) if size > 1 => Err(CommError::NoMpi { rank, size }),
+        _ => Ok(Box::new(Local::single(timeout))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

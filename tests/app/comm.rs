@@ -1,0 +1,115 @@
+//! `snowsim comm check` as a user runs it: over threads (`--local N`), and under `mpirun`
+//! with the `mpi` feature, where the results must be the in-process backend's and a rank
+//! that dies must end the run, not hang it.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Capability, skip, snowsim, text, wait_within};
+
+/// The report of `snowsim comm check ARGS --json`, run directly or under `mpirun -n N`.
+fn check(mpi_ranks: Option<usize>, args: &[&str]) -> Value {
+    let bin = env!("CARGO_BIN_EXE_snowsim");
+    let mut command = match mpi_ranks {
+        Some(n) => {
+            let mut c = Command::new("mpirun");
+            c.args(["-n", &n.to_string(), "--oversubscribe", bin]);
+            c
+        }
+        None => Command::new(bin),
+    };
+    command
+        .args(["comm", "check", "--json", "--timeout", "20"])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let done = wait_within(command.spawn().expect("start"), Duration::from_secs(120));
+    assert!(done.status.success(), "{}\n{}", done.stdout, done.stderr);
+    serde_json::from_str(&done.stdout).unwrap_or_else(|e| panic!("{e}: {}", done.stdout))
+}
+
+/// Whether this build can run under `mpirun` (logs the skip when not).
+fn mpi_available(test: &str) -> bool {
+    if !cfg!(feature = "mpi") {
+        skip(
+            Capability::Mpi,
+            format!("{test}: built without the `mpi` feature"),
+        );
+        return false;
+    }
+    let found = Command::new("mpirun")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        skip(Capability::Mpi, format!("{test}: no mpirun on the PATH"));
+    }
+    found
+}
+
+/// The report without what differs between runs and backends: the link's timings and the
+/// backend's name.
+fn results(mut report: Value) -> Value {
+    let object = report.as_object_mut().expect("an object");
+    object.remove("link");
+    object.remove("backend");
+    report
+}
+
+#[test]
+fn every_operation_passes_over_threads() {
+    for n in ["1", "2", "3"] {
+        let report = check(None, &["--local", n]);
+        assert_eq!(report["failed"], Value::Array(vec![]), "{report}");
+        assert_eq!(report["size"], n.parse::<u64>().unwrap());
+        assert!(report["passed"].as_array().unwrap().len() >= 6, "{report}");
+        assert_eq!(report["link"].is_object(), n != "1", "{report}");
+    }
+}
+
+#[test]
+fn mpi_gives_what_the_in_process_backend_gives() {
+    if !mpi_available("mpi_gives_what_the_in_process_backend_gives") {
+        return;
+    }
+    for n in [2, 3] {
+        let mpi = check(Some(n), &[]);
+        assert_eq!(mpi["backend"], "mpi", "{mpi}");
+        let local = check(None, &["--local", &n.to_string()]);
+        assert_eq!(results(mpi), results(local), "{n} ranks");
+    }
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_run_with_an_error_not_a_hang() {
+    // In one process: the rank that stops is gone for the others at once.
+    let o = snowsim(&["comm", "check", "--local", "3", "--die-rank", "2"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("rank 2 is gone"),
+        "{}",
+        text(&o.stderr)
+    );
+    if !mpi_available("a_rank_that_dies_ends_the_run_with_an_error_not_a_hang") {
+        return;
+    }
+    for dead in ["0", "1"] {
+        let mut command = Command::new("mpirun");
+        command
+            .args(["-n", "3", "--oversubscribe", env!("CARGO_BIN_EXE_snowsim")])
+            .args(["comm", "check", "--timeout", "5", "--die-rank", dead])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let done = wait_within(command.spawn().expect("start"), Duration::from_secs(60));
+        assert!(!done.status.success(), "rank {dead} died: {}", done.stderr);
+        assert!(done.took < Duration::from_secs(30), "{:?}", done.took);
+    }
+}
