@@ -1,5 +1,8 @@
 //! Collectives built on point-to-point messages in a fixed order: the same bytes, and the
-//! same sums bit for bit, whatever the timing and the backend.
+//! same sums bit for bit, whatever the timing and the backend. Reductions and broadcasts run
+//! up and down a fixed binary tree (log₂ P messages deep, not P): a sum's terms are added in
+//! the tree's order, `((v₀ + v₁) + (v₂ + v₃)) + …`, which depends on the number of ranks only
+//! ([`fold_in_tree_order`] is that order on one thread).
 
 use super::{Comm, CommError, Result};
 
@@ -7,16 +10,47 @@ use super::{Comm, CommError, Result};
 pub(super) const TAG_BASE: u32 = 30_000;
 const TAG_BROADCAST: u32 = TAG_BASE + 1;
 const TAG_GATHER: u32 = TAG_BASE + 2;
+const TAG_REDUCE: u32 = TAG_BASE + 5;
 
-/// Rank `root`'s `data` on every rank (the others' `data` replaced).
+/// What a reduction over ranks gives, on one thread: `parts[r]` is rank r's values, folded
+/// with `op` in the order of the reductions' binary tree (the left operand always the lower
+/// ranks'). The reference the collectives are tested against, and what a caller can compute
+/// to check a run.
+pub fn fold_in_tree_order<T: Copy>(parts: &[Vec<T>], op: impl Fn(T, T) -> T + Copy) -> Vec<T> {
+    match parts {
+        [] => Vec::new(),
+        [one] => one.clone(),
+        _ => {
+            // The tree's left half: the largest power of two below the count.
+            let half = parts.len().next_power_of_two() / 2;
+            let (left, right) = parts.split_at(half);
+            let (l, r) = (fold_in_tree_order(left, op), fold_in_tree_order(right, op));
+            l.into_iter().zip(r).map(|(a, b)| op(a, b)).collect()
+        }
+    }
+}
+
+/// Rank `root`'s `data` on every rank (the others' `data` replaced), down a binary tree
+/// rooted at `root`: each rank receives once and sends to at most log₂ P others.
 pub fn broadcast(comm: &dyn Comm, root: usize, data: &mut Vec<u8>) -> Result<()> {
     check_rank(comm, root)?;
-    if comm.rank() == root {
-        for to in (0..comm.size()).filter(|&r| r != root) {
-            comm.send(to, TAG_BROADCAST, data)?;
+    let size = comm.size();
+    // Ranks relative to the root: the tree is rank 0's.
+    let me = (comm.rank() + size - root) % size;
+    let actual = |relative: usize| (relative + root) % size;
+    let mut step = size.next_power_of_two();
+    // The parent differs from me in my lowest set bit; my children are me + s for every
+    // power of two s below it.
+    if me != 0 {
+        let low = me & me.wrapping_neg();
+        *data = comm.recv(actual(me - low), TAG_BROADCAST, "a broadcast")?;
+        step = low;
+    }
+    while step > 1 {
+        step /= 2;
+        if me + step < size {
+            comm.send(actual(me + step), TAG_BROADCAST, data)?;
         }
-    } else {
-        *data = comm.recv(root, TAG_BROADCAST, "a broadcast")?;
     }
     Ok(())
 }
@@ -55,8 +89,9 @@ pub fn barrier(comm: &dyn Comm) -> Result<()> {
     broadcast(comm, 0, &mut Vec::new())
 }
 
-/// Element-wise sum over the ranks, on every rank: added on rank 0 in rank order (rank 0's,
-/// then 1's, …), so the result is the same bit for bit on every rank and in every run.
+/// Element-wise sum over the ranks, on every rank: added up a fixed binary tree
+/// ([`fold_in_tree_order`]), so the result is the same bit for bit on every rank and in every
+/// run with as many ranks.
 pub fn all_reduce_sum_f64(comm: &dyn Comm, values: &mut [f64]) -> Result<()> {
     reduce(comm, values, |a, b| a + b)
 }
@@ -76,33 +111,45 @@ pub fn all_reduce_sum_i64(comm: &dyn Comm, values: &mut [i64]) -> Result<()> {
     reduce(comm, values, i64::wrapping_add)
 }
 
-/// Folds every rank's `values` on rank 0 in rank order with `op`, then broadcasts the result.
+/// Folds every rank's `values` up the binary tree to rank 0 with `op` (rank r, for each step
+/// s = 1, 2, 4, … while r is a multiple of 2s, takes in rank r + s's partial result: its own
+/// on the left), then broadcasts the result down the tree.
 fn reduce<T: bytemuck::Pod>(
     comm: &dyn Comm,
     values: &mut [T],
     op: impl Fn(T, T) -> T,
 ) -> Result<()> {
     let bytes = std::mem::size_of_val(values);
-    let gathered = gather(comm, 0, bytemuck::cast_slice(values))?;
-    let mut out = Vec::new();
-    if let Some(all) = gathered {
-        for (from, part) in all.iter().enumerate().skip(1) {
+    let (me, size) = (comm.rank(), comm.size());
+    let mut step = 1;
+    while step < size {
+        if me % (2 * step) != 0 {
+            comm.send(me - step, TAG_REDUCE, bytemuck::cast_slice(values))?;
+            break;
+        }
+        let from = me + step;
+        if from < size {
+            let part = comm.recv(from, TAG_REDUCE, "a reduction's values")?;
             if part.len() != bytes {
                 return Err(CommError::Length {
-                    rank: comm.rank(),
+                    rank: me,
                     peer: from,
                     what: "a reduction's values",
                     bytes: part.len(),
                     expected: bytes,
                 });
             }
-            let theirs: Vec<T> = bytemuck::pod_collect_to_vec(part);
+            let theirs: Vec<T> = bytemuck::pod_collect_to_vec(&part);
             for (v, t) in values.iter_mut().zip(theirs) {
                 *v = op(*v, t);
             }
         }
-        out = bytemuck::cast_slice(values).to_vec();
+        step *= 2;
     }
+    let mut out = match me {
+        0 => bytemuck::cast_slice(values).to_vec(),
+        _ => Vec::new(),
+    };
     broadcast(comm, 0, &mut out)?;
     if out.len() != bytes {
         return Err(CommError::Length {

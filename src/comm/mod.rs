@@ -5,8 +5,9 @@
 //! the simulation needs built on it, the same for both backends:
 //!
 //! - collectives in a **fixed order** ([`broadcast`], [`gather`], [`all_reduce_sum_f64`], …):
-//!   a sum of `f64` is gathered on rank 0, added in rank order and broadcast, so a run's
-//!   result depends neither on timing nor on the backend (the CG's dot products need that);
+//!   a sum of `f64` is added up a fixed binary tree and broadcast down it (log₂ P messages
+//!   deep), so a run's result depends neither on timing nor on the backend, only on the
+//!   number of ranks ([`fold_in_tree_order`]; the CG's dot products need that);
 //! - the halo exchange of vertex fields ([`HaloPlan`], [`exchange_halo`]) and the migration of
 //!   records to the ranks that own them ([`migrate`]: counts first, then payloads), each
 //!   rank's exchanges in the order of the pair (lower rank, higher rank), which no two ranks
@@ -29,7 +30,7 @@ use std::time::Duration;
 
 pub use collective::{
     all_gather, all_reduce_max_f64, all_reduce_sum_f64, all_reduce_sum_i64, barrier, broadcast,
-    gather,
+    fold_in_tree_order, gather,
 };
 pub use halo::{HaloPlan, Neighbour, exchange_halo, migrate};
 pub use local::Local;

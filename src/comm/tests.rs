@@ -23,12 +23,12 @@ fn on<R: Send>(n: usize, work: impl Fn(&dyn Comm) -> Result<R> + Sync) -> Vec<R>
 /// A value per (rank, slot) whose sum depends on the order of the additions.
 fn value(rank: usize, slot: usize) -> f64 {
     let x = ((rank * 7919 + slot * 104_729) % 1000) as f64;
-    [1e16, 0.5 + x, -1e16, 1e-3 * x][(rank + slot) % 4]
+    [1.0, 1e16, 0.5 + x, -1e16, 1e-3 * x][(rank + slot) % 5]
 }
 
 #[test]
 fn collectives_give_the_serial_results_on_every_rank() {
-    for n in [1, 2, 3, 5] {
+    for n in [1, 2, 3, 5, 6, 8] {
         let results = on(n, |c| {
             let r = c.rank();
             let mut data = if r == 0 { vec![1, 2, 3] } else { vec![] };
@@ -44,12 +44,10 @@ fn collectives_give_the_serial_results_on_every_rank() {
             barrier(c)?;
             Ok((data, gathered, everyone, sums, exact, most))
         });
-        let mut want: Vec<f64> = (0..6).map(|s| value(0, s)).collect();
-        for r in 1..n {
-            for (s, w) in want.iter_mut().enumerate() {
-                *w += value(r, s);
-            }
-        }
+        let parts: Vec<Vec<f64>> = (0..n)
+            .map(|r| (0..6).map(|s| value(r, s)).collect())
+            .collect();
+        let want = fold_in_tree_order(&parts, |a, b| a + b);
         for (r, (data, gathered, everyone, sums, exact, most)) in results.iter().enumerate() {
             assert_eq!(data, &[1, 2, 3]);
             assert_eq!(gathered.is_some(), r == n - 1);
@@ -68,10 +66,13 @@ fn collectives_give_the_serial_results_on_every_rank() {
             assert_eq!(most[1].is_nan(), n > 1);
         }
     }
-    // The rank order matters here: another order gives another sum, so the test could fail.
-    let forward: f64 = (0..4).map(|r| value(r, 0)).fold(0.0, |a, b| a + b);
-    let backward: f64 = (0..4).rev().map(|r| value(r, 0)).fold(0.0, |a, b| a + b);
-    assert_ne!(forward.to_bits(), backward.to_bits());
+    // The order matters for such values: an all-reduce that added in another order than the
+    // tree's would fail the test.
+    let terms = [1.0, 1e16, -1e16];
+    let parts: Vec<Vec<f64>> = terms.iter().map(|&t| vec![t]).collect();
+    let tree = fold_in_tree_order(&parts, |a, b| a + b)[0];
+    let backwards = terms.iter().rev().fold(0.0, |a, b| a + b);
+    assert_eq!((tree, backwards), (0.0, 1.0));
 }
 
 #[test]
