@@ -138,13 +138,7 @@ impl Comm for Local {
         loop {
             let left = self.timeout.saturating_sub(start.elapsed());
             if left.is_zero() {
-                return Err(CommError::Timeout {
-                    rank: self.rank,
-                    peer: from,
-                    tag,
-                    what,
-                    seconds: start.elapsed().as_secs_f64(),
-                });
+                return Err(CommError::timeout(self.rank, from, tag, what, start));
             }
             match receiver.recv_timeout(left.min(GONE_CHECK)) {
                 Ok(m) if m.0 == from && m.1 == tag => return Ok(m.2),

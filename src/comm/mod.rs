@@ -26,7 +26,7 @@ mod local;
 #[cfg(feature = "mpi")]
 mod mpi_backend;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use collective::{
     all_gather, all_reduce_max_f64, all_reduce_sum_f64, all_reduce_sum_i64, barrier, broadcast,
@@ -128,6 +128,17 @@ pub enum CommError {
 pub struct InvalidMessage(pub String);
 
 impl CommError {
+    /// Rank `rank` waited since `start` for rank `peer`'s `what` (tag `tag`) in vain.
+    fn timeout(rank: usize, peer: usize, tag: u32, what: &'static str, start: Instant) -> Self {
+        Self::Timeout {
+            rank,
+            peer,
+            tag,
+            what,
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
+
     fn invalid(rank: usize, message: impl Into<String>) -> Self {
         Self::Invalid {
             rank,

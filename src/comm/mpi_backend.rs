@@ -74,13 +74,7 @@ impl Comm for Mpi {
                 return Ok(data);
             }
             if start.elapsed() >= self.timeout {
-                return Err(CommError::Timeout {
-                    rank: self.rank,
-                    peer: from,
-                    tag,
-                    what,
-                    seconds: start.elapsed().as_secs_f64(),
-                });
+                return Err(CommError::timeout(self.rank, from, tag, what, start));
             }
             // Spin briefly (a halo's answer comes in microseconds), then yield the core.
             idle = idle.saturating_add(1);
