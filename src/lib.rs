@@ -16,11 +16,13 @@
 //!   computes correctly;
 //! - the scene: [`terrain`] meshes the air above a heightmap; [`scene`] reads and validates
 //!   scene files, builds their domains and grounds, and holds the limits of running them;
+//!   [`partition`] shares a mesh's vertices (a terrain's whole columns) out to K parts by
+//!   METIS, with each part's halo, for runs on many GPUs;
 //! - the simulation: [`wind`] (the wind solver) and [`snow`] (the parcels and their cover) are
 //!   peer libraries; [`sim`] is the one room that knows both, where a frame is stepped;
 //!   [`particle`] is the drawn particle the simulation writes and the drawing reads;
-//!   [`partition`] partitions a mesh by METIS for runs over several ranks, and [`comm`]
-//!   carries their messages (threads of one process, or MPI);
+//!   [`comm`] carries the messages of runs over several ranks (threads of one process, or
+//!   MPI);
 //!   [`splat`] splats the particles into an image on the device;
 //! - the application (the default `viewer` feature): [`render`] draws with OpenGL in a
 //!   window or headless, [`interop`] moves buffers from OpenCL to OpenGL, [`app`] drives a

@@ -12,7 +12,6 @@ use snowsim::cl::Context;
 use snowsim::inspect::{CheckReport, Summary, check};
 use snowsim::meshio::{self, ElementKind, Mesh, Version};
 use snowsim::output;
-use snowsim::partition;
 use snowsim::quality::{self, HISTOGRAM_BINS, Quality};
 use snowsim::renumber::{self, numbering_score};
 use snowsim::smoothing::{self, Progress};
@@ -96,54 +95,11 @@ pub enum Command {
                       6 (top). Vertex c of --surface is vertex c of the volume mesh unless \
                       --renumber is given.")]
     Terrain(TerrainArgs),
-    /// Partition a mesh (or a scene's wind mesh, by whole columns) into K parts with METIS,
-    /// for runs over K ranks; report the edge cut, the balance and each part's halo.
-    #[command(
-        long_about = "Partition a mesh into K parts with METIS (k-way, each vertex \
-                      weighing 1), for runs over K ranks, and report what the partition \
-                      costs.\n\n\
-                      The graph: vertices joined when they share an edge of a tetrahedron (of a \
-                      triangle for a surface mesh). Each part owns its vertices and works on the \
-                      elements that hold at least one of them.\n\
-                      - edge cut: the graph's edges whose two vertices lie in different parts \
-                      (what an exchange between neighbours moves grows with it);\n\
-                      - balance: the largest part's vertices over the mean (1 is perfect; METIS \
-                      keeps it within about 3 %);\n\
-                      - halo: per part, the vertices of its elements that it does not own, whose \
-                      values its neighbours send it each exchange.\n\n\
-                      With --scene, the scene's wind mesh is built and partitioned by whole \
-                      columns (the columns' graph, each column weighing its vertices), so each \
-                      column of the terrain-following mesh stays on one rank. With -o, the part \
-                      of every vertex is written as a solution file (.sol or .solb, one scalar \
-                      per vertex) that Medit or ParaView shows over the mesh; an existing file \
-                      that is not a mesh or solution file is replaced only \
-                      with --force."
-    )]
-    Partition(PartitionArgs),
-}
-
-/// Options of `snowsim mesh partition`.
-#[derive(Debug, clap::Args)]
-pub struct PartitionArgs {
-    /// The .mesh or .meshb file (not with --scene).
-    #[arg(required_unless_present = "scene", conflicts_with = "scene")]
-    input: Option<PathBuf>,
-    /// Partition this scene's wind mesh by whole columns instead of a mesh file.
-    #[arg(long, value_name = "FILE")]
-    scene: Option<PathBuf>,
-    /// Number of parts (ranks).
-    #[arg(long, value_name = "K")]
-    parts: usize,
-    /// Write each vertex's part to this solution file (.sol or .solb).
-    #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Replace an existing output file that is not a mesh or solution file; the input is never
-    /// replaced.
-    #[arg(long)]
-    force: bool,
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    json: bool,
+    /// Partition a mesh into K parts with METIS k-way (a terrain scene by whole columns) and
+    /// report the edge cut, the balance and each part's halo; write each vertex's part as a
+    /// solution file.
+    #[command(long_about = super::mesh_partition::LONG_ABOUT)]
+    Partition(super::mesh_partition::PartitionArgs),
 }
 
 /// Options of `snowsim mesh info`.
@@ -318,7 +274,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Smooth(args) => smooth(args),
         Command::Renumber(args) => renumber_file(args),
         Command::Terrain(args) => terrain(args),
-        Command::Partition(args) => partition(args),
+        Command::Partition(args) => super::mesh_partition::run(args),
     }
 }
 
@@ -1104,114 +1060,6 @@ fn convert_solution(
             "note: keywords not carried over: {}",
             file.skipped_keywords.join(", ")
         )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn partition(args: PartitionArgs) -> anyhow::Result<ExitCode> {
-    if args.parts == 0 {
-        bail!("--parts 0: a partition needs at least one part");
-    }
-    if let Some(out) = &args.output {
-        meshio::solution_format(out)?;
-        let input = args.input.as_deref().or(args.scene.as_deref());
-        match input {
-            Some(input) => check_mesh_output_rule(input, out, args.force)?,
-            None => output::OutputPlan::new(args.force)
-                .file("the output", out, output::FileKind::Meshb)
-                .check()?,
-        }
-    }
-    let started = std::time::Instant::now();
-    let (mesh, columns, source) = match (&args.input, &args.scene) {
-        (Some(path), _) => {
-            let file = meshio::read(path)?;
-            (file.mesh, None, path.display().to_string())
-        }
-        (None, Some(path)) => {
-            let scene = super::run::load_scene(path)?;
-            let domain = scene
-                .build_domain(true)
-                .with_context(|| format!("{}", path.display()))?;
-            let Some(columns) = domain.columns else {
-                bail!(
-                    "{}: the scene's domain is a mesh file, which has no columns; partition \
-                     that mesh file itself",
-                    path.display()
-                );
-            };
-            (domain.mesh, Some(columns), path.display().to_string())
-        }
-        (None, None) => bail!("give a mesh file or --scene FILE"),
-    };
-    let graph = partition::VertexGraph::of_mesh(&mesh).with_context(|| source.clone())?;
-    if !args.json {
-        outln!(
-            "{source}: {} vertices, {} graph edges (read in {:.2} s); partitioning into {} \
-             parts{} with METIS",
-            mesh.vertices.len(),
-            graph.edges(),
-            started.elapsed().as_secs_f64(),
-            args.parts,
-            if columns.is_some() {
-                " by whole columns"
-            } else {
-                ""
-            }
-        )?;
-    }
-    let started = std::time::Instant::now();
-    let parted = match &columns {
-        Some(c) => partition::partition_columns(&graph, &c.column, args.parts),
-        None => partition::partition_vertices(&graph, None, args.parts),
-    }
-    .with_context(|| source.clone())?;
-    let seconds = started.elapsed().as_secs_f64();
-    let report = partition::PartitionReport::new(&mesh, &graph, &parted)?;
-    if let Some(out) = &args.output {
-        let solutions = meshio::Solutions {
-            dimension: 3,
-            blocks: vec![meshio::SolutionBlock {
-                support: meshio::Support::Vertices,
-                types: vec![meshio::SolType::Scalar],
-                values: parted.owner.iter().map(|&p| f64::from(p)).collect(),
-            }],
-        };
-        meshio::write_solution(out, &solutions, Version::V2)?;
-    }
-    if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        value["seconds"] = json!(seconds);
-        value["by_columns"] = json!(columns.is_some());
-        outln!("{}", serde_json::to_string_pretty(&value)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    outln!(
-        "partitioned in {seconds:.2} s: edge cut {} of {} edges ({:.2} %), balance {:.3}, \
-         halo {} vertices in all",
-        report.edge_cut,
-        report.edges,
-        100.0 * report.edge_cut as f64 / report.edges.max(1) as f64,
-        report.balance,
-        report.halo
-    )?;
-    outln!("part  owned vertices  elements  halo vertices  neighbours")?;
-    for p in &report.per_part {
-        outln!(
-            "{:>4}  {:>14}  {:>8}  {:>13}  {}",
-            p.part,
-            p.owned,
-            p.elements,
-            p.halo,
-            p.neighbours
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        )?;
-    }
-    if let Some(out) = &args.output {
-        outln!("wrote each vertex's part to {}", out.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ mod console;
 mod devices;
 mod film;
 mod mesh;
+mod mesh_partition;
 mod plot;
 mod run;
 mod scene;
@@ -50,8 +51,8 @@ enum Command {
     /// CSV row per configuration (see --help); with one, a benchmark measured on the device
     /// (see benches/RESULTS.md for recorded numbers).
     Bench(Box<bench::Args>),
-    /// Inspect, check, convert, renumber, measure and smooth INRIA .mesh/.meshb files, and mesh
-    /// terrains from heightmaps.
+    /// Inspect, check, convert, renumber, measure, smooth and partition INRIA .mesh/.meshb
+    /// files, and mesh terrains from heightmaps.
     #[command(subcommand)]
     Mesh(mesh::Command),
     /// Check the device's bitonic sort (full and partial) against the CPU, time it, or watch

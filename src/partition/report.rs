@@ -1,124 +1,97 @@
-//! What a partition costs: the edge cut, the balance, and each part's working set and halo.
+//! What a partition costs: edge cut, balance and halos, per part and in all.
 
 use serde::Serialize;
 
-use crate::meshio::Mesh;
+use super::graph::VertexGraph;
+use super::halo::HaloPlan;
+use super::owners::{Partition, Unit};
 
-use super::graph::graph_elements;
-use super::{Partition, PartitionError, VertexGraph};
+/// The edges of `graph` whose ends have different owners: values that cross between ranks
+/// in a vertex kernel. Counted here on the vertex graph, whatever graph METIS partitioned (for
+/// columns, METIS's own edge cut is on the column graph).
+pub fn edge_cut(graph: &VertexGraph, owner: &[u32]) -> usize {
+    graph
+        .edges()
+        .filter(|&(u, v)| owner.get(u) != owner.get(v))
+        .count()
+}
 
-/// One part's share (`snowsim mesh partition --json`'s `parts`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PartReport {
-    /// The part's index.
-    pub part: u32,
-    /// The vertices it owns.
+/// One part in a [`PartitionReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartSummary {
+    /// The part, 0 to K − 1.
+    pub part: usize,
+    /// Vertices it owns.
     pub owned: usize,
-    /// The elements it works on: those with at least one vertex it owns.
+    /// Their weight (the owned vertices with unit weights).
+    pub weight: u64,
+    /// Elements in its working set (with at least one owned vertex).
     pub elements: usize,
-    /// The vertices of those elements that it does not own: what its neighbours send it.
+    /// Vertices of those elements that other parts own.
     pub halo: usize,
-    /// The parts that own its halo, in order.
+    /// The parts it exchanges with, ascending.
     pub neighbours: Vec<u32>,
 }
 
-/// What a partition costs (`snowsim mesh partition --json`).
+/// What `snowsim mesh partition` reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PartitionReport {
-    /// Number of parts.
+    /// K.
     pub parts: usize,
+    /// Whether vertices or whole columns were shared out.
+    pub unit: Unit,
     /// Vertices of the mesh.
     pub vertices: usize,
-    /// Edges of its graph.
+    /// `tetrahedra` or `triangles`: the elements that connect the vertices.
+    pub element_kind: &'static str,
+    /// How many of them.
+    pub elements: usize,
+    /// Edges of the vertex graph.
     pub edges: usize,
-    /// The graph's edges whose two vertices have different owners.
+    /// Edges whose two vertices have different owners ([`edge_cut`]).
     pub edge_cut: usize,
-    /// The largest part's vertices over the mean.
+    /// The largest part's weight over the mean ([`Partition::balance`]).
     pub balance: f64,
-    /// The halo's vertices summed over the parts.
-    pub halo: usize,
-    /// Each part.
-    pub per_part: Vec<PartReport>,
+    /// Halo vertices summed over the parts (a vertex in two halos counts twice).
+    pub halo_total: usize,
+    /// The largest halo of one part.
+    pub halo_max: usize,
+    /// Parts that own no vertex (METIS may leave one empty on a small graph).
+    pub empty_parts: usize,
+    /// One per part.
+    pub per_part: Vec<PartSummary>,
 }
 
 impl PartitionReport {
-    /// Measures `partition` of `mesh`, whose graph is `graph` (built by
-    /// [`VertexGraph::of_mesh`]).
-    pub fn new(
-        mesh: &Mesh,
-        graph: &VertexGraph,
-        partition: &Partition,
-    ) -> Result<Self, PartitionError> {
-        let owner = &partition.owner;
-        if owner.len() != graph.vertices() || owner.len() != mesh.vertices.len() {
-            return Err(PartitionError::Invalid(format!(
-                "a partition of {} vertices for a mesh of {}",
-                owner.len(),
-                mesh.vertices.len()
-            )));
-        }
-        let parts = partition.parts;
-        let mut edge_cut = 0;
-        for v in 0..graph.vertices() {
-            edge_cut += graph
-                .neighbours(v)
-                .filter(|&u| u > v && owner[u] != owner[v])
-                .count();
-        }
-        let mut owned = vec![0usize; parts];
-        for &p in owner {
-            owned[p as usize] += 1;
-        }
-        // Each element counts for every part owning one of its vertices; its other vertices
-        // are that part's halo.
-        let mut elements = vec![0usize; parts];
-        let mut halo: Vec<(u32, u32)> = Vec::new();
-        let mut owners: Vec<u32> = Vec::with_capacity(8);
-        for (nodes, _) in graph_elements(mesh)?.iter() {
-            owners.clear();
-            owners.extend(nodes.iter().map(|&v| owner[v as usize]));
-            owners.sort_unstable();
-            owners.dedup();
-            for &p in &owners {
-                elements[p as usize] += 1;
-                halo.extend(
-                    nodes
-                        .iter()
-                        .filter(|&&v| owner[v as usize] != p)
-                        .map(|&v| (p, v)),
-                );
-            }
-        }
-        halo.sort_unstable();
-        halo.dedup();
-        let mut per_part: Vec<PartReport> = (0..parts)
-            .map(|p| PartReport {
-                part: p as u32,
-                owned: owned[p],
-                elements: elements[p],
-                halo: 0,
-                neighbours: Vec::new(),
+    /// The report of `partition` of the mesh whose vertex graph is `graph` and plan `plan`.
+    pub fn new(graph: &VertexGraph, partition: &Partition, plan: &HaloPlan) -> Self {
+        let per_part: Vec<PartSummary> = plan
+            .parts
+            .iter()
+            .zip(partition.part_weights())
+            .enumerate()
+            .map(|(part, (p, &weight))| PartSummary {
+                part,
+                owned: p.owned.len(),
+                weight,
+                elements: p.elements.len(),
+                halo: p.halo.len(),
+                neighbours: p.neighbours.iter().map(|n| n.part).collect(),
             })
             .collect();
-        for &(p, v) in &halo {
-            let part = &mut per_part[p as usize];
-            part.halo += 1;
-            part.neighbours.push(owner[v as usize]);
-        }
-        for part in &mut per_part {
-            part.neighbours.sort_unstable();
-            part.neighbours.dedup();
-        }
-        let mean = mesh.vertices.len() as f64 / parts.max(1) as f64;
-        let largest = owned.iter().copied().max().unwrap_or(0) as f64;
-        Ok(Self {
-            parts,
-            vertices: mesh.vertices.len(),
-            edges: graph.edges(),
-            edge_cut,
-            balance: if mean > 0.0 { largest / mean } else { 0.0 },
-            halo: halo.len(),
+        Self {
+            parts: partition.parts(),
+            unit: partition.unit(),
+            vertices: graph.vertex_count(),
+            element_kind: plan.kind.name(),
+            elements: plan.element_count,
+            edges: graph.edge_count(),
+            edge_cut: edge_cut(graph, partition.owner()),
+            balance: partition.balance(),
+            halo_total: per_part.iter().map(|p| p.halo).sum(),
+            halo_max: per_part.iter().map(|p| p.halo).max().unwrap_or(0),
+            empty_parts: per_part.iter().filter(|p| p.owned == 0).count(),
             per_part,
-        })
+        }
     }
 }

@@ -16,6 +16,7 @@ mod meshio;
 mod meshio_errors;
 mod meshio_fuzz;
 mod overrides;
+mod partition;
 mod scene;
 mod solution;
 mod terrain;
