@@ -185,8 +185,22 @@ fn scene_and_device(
     Ok((scene, label, snowsim::cl::Context::new(entry)?))
 }
 
-/// Runs the parsed command; the exit code says whether what was checked passed.
+/// Runs the parsed command; the exit code says whether what was checked passed. Under an MPI
+/// launcher with several ranks only `comm check` runs: every other command would run once
+/// per rank, each writing the same outputs.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some((rank, size)) = snowsim::comm::launcher().filter(|&(_, size)| size > 1)
+        && !matches!(cli.command, Command::Comm(_))
+    {
+        if !cfg!(feature = "mpi") {
+            return Err(snowsim::comm::CommError::NoMpi { rank, size }.into());
+        }
+        anyhow::bail!(
+            "started by an MPI launcher as rank {rank} of {size}: this command does not run \
+             over several ranks yet (each rank would run it whole and write the same files); \
+             run it without mpirun, or `mpirun -n {size} snowsim comm check` to test the ranks"
+        );
+    }
     match cli.command {
         Command::Devices(args) => devices::run(args),
         Command::Selftest(args) => selftest::run(args),

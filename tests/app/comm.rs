@@ -113,3 +113,28 @@ fn a_rank_that_dies_ends_the_run_with_an_error_not_a_hang() {
         assert!(done.took < Duration::from_secs(30), "{:?}", done.took);
     }
 }
+
+#[test]
+fn a_command_started_on_several_ranks_stops_before_writing_anything() {
+    // As an MPI launcher starts rank 1 of 2 (its environment): `snowsim run` refuses before
+    // it builds anything, naming why, and its screenshot is never written.
+    let dir = std::env::temp_dir().join(format!("snowsim-comm-ranks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shot = dir.join("shot.png");
+    let o = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args(["run", "--headless", "--frames", "1", "--screenshot"])
+        .arg(&shot)
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    let why = match cfg!(feature = "mpi") {
+        true => "rank 1 of 2: this command does not run over several ranks yet",
+        false => "built without MPI",
+    };
+    assert!(err.contains(why), "{err}");
+    assert!(!shot.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
