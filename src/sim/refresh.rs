@@ -40,8 +40,22 @@ impl RefreshOff {
     }
 }
 
-/// What the ground refreshes did (`snowsim run --json`'s `ground_refresh`).
+/// One refresh that rebuilt the ground, as it went (`--json`'s `ground_refresh.each`): so that
+/// a slow one shows where its time went, not only the last and the longest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RefreshEntry {
+    /// Its host wall time, ms (the frames queued before it apart).
+    pub ms: f64,
+    /// The wait for the frames queued before it, ms.
+    pub drain_ms: f64,
+    /// Of `ms`, moving the snow's mesh and parcels, ms.
+    pub snow_ms: f64,
+    /// The wind's phases, ms.
+    pub phases: RefreshTimes,
+}
+
+/// What the ground refreshes did (`snowsim run --json`'s `ground_refresh`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RefreshReport {
     /// Simulated seconds between refreshes (0: none).
     pub every_s: f64,
@@ -83,6 +97,8 @@ pub struct RefreshReport {
     pub buried_parcels: u64,
     /// Parcels not found under their column after a refresh, moved to its top.
     pub lost_parcels: u64,
+    /// Every refresh that rebuilt the ground, in order.
+    pub each: Vec<RefreshEntry>,
 }
 
 /// What a refresh cost the host, ms.
@@ -172,6 +188,12 @@ impl RefreshClock {
             r.clamped_columns = stats.clamped;
             r.last_phases = stats.times;
             r.last_snow_ms = moved.snow_ms;
+            r.each.push(RefreshEntry {
+                ms,
+                drain_ms: cost.drain_ms,
+                snow_ms: moved.snow_ms,
+                phases: stats.times,
+            });
         }
         r.last_drain_ms = cost.drain_ms;
         r.last_ms = ms;
@@ -190,7 +212,7 @@ impl RefreshClock {
     pub fn report(&self, frames: u64) -> RefreshReport {
         RefreshReport {
             amortised_ms_per_frame: self.report.total_ms / frames.max(1) as f64,
-            ..self.report
+            ..self.report.clone()
         }
     }
 }

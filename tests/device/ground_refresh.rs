@@ -27,6 +27,10 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     assert!(report.refreshes >= 2, "{report:?}");
     assert!(report.last_converged, "{report:?}");
     assert!(report.amortised_ms_per_frame > 0.0);
+    // Each refresh that rebuilt the ground is listed with its phases; the longest is the max.
+    assert_eq!(report.each.len() as u64, report.refreshes, "{report:?}");
+    let longest = report.each.iter().map(|e| e.ms).fold(0.0, f64::max);
+    assert!(longest <= report.max_ms && report.each.iter().all(|e| e.phases.total_ms <= e.ms));
     // On demand: the ground now is the bare ground plus the depth per column, bit for bit in
     // f64 of the f32 depths (no column near half its air: nothing clamped).
     let depths = sim.snow().unwrap().cover().ground_depths().unwrap();
