@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match args.local {
         Some(0) => bail!("--local 0: give at least one rank"),
         Some(n) => {
-            let results = Local::run(n, timeout, |c| check(c, args.die_rank));
+            let results = Local::run(n, timeout, |c| check(c, args.die_rank, "local"));
             let mut report = None;
             for (rank, r) in results.into_iter().enumerate() {
                 match r {
@@ -68,7 +68,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => {
             let world = comm::world_with(timeout)?;
-            check(world.as_ref(), args.die_rank)?
+            let backend = match comm::launcher() {
+                Some(_) if cfg!(feature = "mpi") => "mpi",
+                _ => "local",
+            };
+            check(world.as_ref(), args.die_rank, backend)?
         }
     };
     let Some(report) = report else {
@@ -110,12 +114,15 @@ fn print_text(report: &Value) -> anyhow::Result<()> {
 }
 
 /// One rank's part of the check; rank 0 returns the report.
-fn check(c: &dyn Comm, die_rank: Option<usize>) -> anyhow::Result<Option<Value>> {
+fn check(
+    c: &dyn Comm,
+    die_rank: Option<usize>,
+    backend: &'static str,
+) -> anyhow::Result<Option<Value>> {
     let (rank, size) = (c.rank(), c.size());
     if die_rank == Some(rank) {
         // A rank that died: nothing sent, nothing finalized.
-        #[cfg(feature = "mpi")]
-        if comm::launcher().is_some() {
+        if backend == "mpi" {
             std::process::exit(3);
         }
         return Ok(None);
@@ -186,7 +193,9 @@ fn check(c: &dyn Comm, die_rank: Option<usize>) -> anyhow::Result<Option<Value>>
     let n = size as i64;
     let want_i = [
         1_000_000_007 * n * (n - 1) / 2,
-        (i64::MAX / 64) * n - n * (n - 1) / 2,
+        (i64::MAX / 64)
+            .wrapping_mul(n)
+            .wrapping_sub(n * (n - 1) / 2),
     ];
     verdict(
         "sum_i64",
@@ -243,7 +252,7 @@ fn check(c: &dyn Comm, die_rank: Option<usize>) -> anyhow::Result<Option<Value>>
     }
     let mut report = json!({
         "size": size,
-        "backend": if comm::launcher().is_some() { "mpi" } else { "local" },
+        "backend": backend,
         "passed": passed,
         "failed": failed,
         "sum_f64": want,

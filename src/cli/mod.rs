@@ -189,16 +189,17 @@ fn scene_and_device(
 /// launcher with several ranks only `comm check` runs: every other command would run once
 /// per rank, each writing the same outputs.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    if let Some((rank, size)) = snowsim::comm::launcher().filter(|&(_, size)| size > 1)
+    if let Some((rank, size)) = snowsim::comm::launcher().filter(|&(_, size)| size != Some(1))
         && !matches!(cli.command, Command::Comm(_))
     {
         if !cfg!(feature = "mpi") {
             return Err(snowsim::comm::CommError::NoMpi { rank, size }.into());
         }
         anyhow::bail!(
-            "started by an MPI launcher as rank {rank} of {size}: this command does not run \
-             over several ranks yet (each rank would run it whole and write the same files); \
-             run it without mpirun, or `mpirun -n {size} snowsim comm check` to test the ranks"
+            "started by an MPI launcher as rank {rank} of {}: this command does not run over \
+             several ranks yet (each rank would run it whole and write the same files); run it \
+             without mpirun, or `mpirun -n K snowsim comm check` to test the ranks",
+            snowsim::comm::ranks(size)
         );
     }
     match cli.command {

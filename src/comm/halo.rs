@@ -41,6 +41,12 @@ pub fn exchange_halo<T: bytemuck::Pod>(
     let me = comm.rank();
     let mut order: Vec<&Neighbour> = plan.neighbours.iter().collect();
     order.sort_by_key(|n| n.rank);
+    if order.windows(2).any(|w| w[0].rank == w[1].rank) {
+        return Err(CommError::invalid(
+            me,
+            "a halo plan names a neighbour twice",
+        ));
+    }
     for n in &order {
         check_rank(comm, n.rank)?;
         if n.rank == me {
@@ -58,8 +64,13 @@ pub fn exchange_halo<T: bytemuck::Pod>(
             ));
         }
     }
-    for n in order {
-        let packed: Vec<T> = n.send.iter().map(|&i| values[i as usize]).collect();
+    // Every send packed before anything is received: what goes out is the owned values as
+    // they stood, whatever a plan's indices share.
+    let packed: Vec<Vec<T>> = order
+        .iter()
+        .map(|n| n.send.iter().map(|&i| values[i as usize]).collect())
+        .collect();
+    for (n, packed) in order.into_iter().zip(packed) {
         let send = |c: &dyn Comm| c.send(n.rank, TAG_HALO, bytemuck::cast_slice(&packed));
         let received = if me < n.rank {
             send(comm)?;

@@ -101,6 +101,7 @@ impl Comm for Local {
     }
 
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> Result<()> {
+        super::check_tag(self.rank, tag)?;
         let sender = self.senders.get(to).ok_or(CommError::NoSuchRank {
             rank: self.rank,
             peer: to,
@@ -119,6 +120,7 @@ impl Comm for Local {
     }
 
     fn recv(&self, from: usize, tag: u32, what: &'static str) -> Result<Vec<u8>> {
+        super::check_tag(self.rank, tag)?;
         if from >= self.size() {
             return Err(CommError::NoSuchRank {
                 rank: self.rank,

@@ -108,18 +108,24 @@ pub enum CommError {
     /// Started by an MPI launcher, built without MPI.
     #[error(
         "snowsim was built without MPI (the `mpi` feature), and it was started by an MPI \
-         launcher as rank {rank} of {size}: build with `cargo build --release --features mpi` \
-         (scripts/setup does), or run it without mpirun"
+         launcher as rank {rank} of {}: build with `cargo build --release --features mpi` \
+         (scripts/setup does), or run it without mpirun",
+        ranks(*.size)
     )]
     NoMpi {
         /// The rank the launcher gave.
         rank: usize,
-        /// The ranks it started.
-        size: usize,
+        /// The ranks it started, where a variable says.
+        size: Option<usize>,
     },
     /// The MPI library failed.
     #[error("MPI: {0}")]
     Mpi(String),
+}
+
+/// "N", or "several" for a size no launcher variable gave.
+pub fn ranks(size: Option<usize>) -> String {
+    size.map_or_else(|| "several".into(), |n| n.to_string())
 }
 
 /// What is wrong with a plan or an index ([`CommError::Invalid`]).
@@ -150,9 +156,26 @@ impl CommError {
 /// The result of a communication.
 pub type Result<T> = std::result::Result<T, CommError>;
 
-/// A rank's view of the ranks it runs with: point-to-point messages of bytes, tagged, each
-/// receive bounded by [`timeout`](Self::timeout). Messages from one sender with one tag
-/// arrive in the order sent.
+/// The largest tag: MPI promises tags up to 32 767 only. Tags from 30 000 are the
+/// collectives' own; a caller's messages use tags below.
+pub const MAX_TAG: u32 = 32_767;
+
+/// An error for a tag above [`MAX_TAG`] (both backends refuse it alike).
+fn check_tag(rank: usize, tag: u32) -> Result<()> {
+    match tag <= MAX_TAG {
+        true => Ok(()),
+        false => Err(CommError::invalid(
+            rank,
+            format!("tag {tag}: tags go up to {MAX_TAG}"),
+        )),
+    }
+}
+
+/// A rank's view of the ranks it runs with: point-to-point messages of bytes, tagged (at most
+/// [`MAX_TAG`]), each receive bounded by [`timeout`](Self::timeout). Messages from one sender
+/// with one tag arrive in the order sent. After any [`CommError`] the ranks no longer agree
+/// on which messages belong to which operation: the communicator is for ending the run, not
+/// for going on.
 pub trait Comm: Send {
     /// This rank, `0..size`.
     fn rank(&self) -> usize;
@@ -178,24 +201,27 @@ pub fn timeout_from_env() -> Duration {
 }
 
 /// The rank and size an MPI launcher gave this process (Open MPI's `OMPI_COMM_WORLD_*`,
-/// MPICH's and Hydra's `PMI_*`, PMIx's `PMIX_RANK` with the size from one of the others),
-/// `None` when no launcher started it.
-pub fn launcher() -> Option<(usize, usize)> {
+/// MPICH's and Hydra's `PMI_*`, PMIx's `PMIX_RANK` with the size from Open MPI's or Slurm's
+/// variables; `None` for a size no variable gives, to be taken as several ranks), `None`
+/// when no launcher started it.
+pub fn launcher() -> Option<(usize, Option<usize>)> {
     launcher_in(|name| std::env::var(name).ok())
 }
 
 /// [`launcher`] reading the variables through `var`.
-fn launcher_in(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
+fn launcher_in(var: impl Fn(&str) -> Option<String>) -> Option<(usize, Option<usize>)> {
     let get = |name: &str| var(name).and_then(|v| v.trim().parse::<usize>().ok());
     let pairs = [
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),
         ("PMIX_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("PMIX_RANK", "SLURM_STEP_NUM_TASKS"),
+        ("PMIX_RANK", "SLURM_NTASKS"),
     ];
     pairs
         .iter()
-        .find_map(|(r, s)| Some((get(r)?, get(s)?)))
-        .or_else(|| get("PMIX_RANK").map(|r| (r, r + 1)))
+        .find_map(|(r, s)| Some((get(r)?, Some(get(s)?))))
+        .or_else(|| get("PMIX_RANK").map(|r| (r, None)))
 }
 
 /// The communicator this process was started with: MPI's world under an MPI launcher (with
@@ -212,7 +238,7 @@ pub fn world_with(timeout: Duration) -> Result<Box<dyn Comm>> {
         #[cfg(feature = "mpi")]
         Some(_) => Ok(Box::new(Mpi::init(timeout)?)),
         #[cfg(not(feature = "mpi"))]
-        Some((rank, size)) if size > 1 => Err(CommError::NoMpi { rank, size }),
+        Some((rank, size)) if size != Some(1) => Err(CommError::NoMpi { rank, size }),
         _ => Ok(Box::new(Local::single(timeout))),
     }
 }

@@ -36,7 +36,8 @@ pub struct Mpi {
 
 // SAFETY: MPI is initialized with MPI_THREAD_SERIALIZED (checked in `init`), so any one
 // thread at a time may call it; a `Mpi` is used by one thread at a time (it is `Send`, not
-// `Sync`). The raw buffers are owned by the pending sends and travel with them.
+// `Sync`). The raw buffers are owned by the pending sends and travel with them. (MPI asks
+// that the thread that initialized it finalize it: drop a `Mpi` on the thread that made it.)
 unsafe impl Send for Mpi {}
 
 impl Mpi {
@@ -116,7 +117,17 @@ impl Comm for Mpi {
     }
 
     fn send(&self, to: usize, tag: u32, data: &[u8]) -> Result<()> {
+        super::check_tag(self.rank, tag)?;
         let to = self.peer(to)?;
+        if i32::try_from(data.len()).is_err() {
+            return Err(CommError::invalid(
+                self.rank,
+                format!(
+                    "a message of {} bytes: MPI counts up to 2^31 - 1",
+                    data.len()
+                ),
+            ));
+        }
         let copy: &'static mut [u8] = Box::leak(data.to_vec().into_boxed_slice());
         let buffer: *mut [u8] = copy;
         // SAFETY: `buffer` is the leaked copy, valid until `progress` or `drop` frees it after
@@ -133,6 +144,7 @@ impl Comm for Mpi {
     }
 
     fn recv(&self, from: usize, tag: u32, what: &'static str) -> Result<Vec<u8>> {
+        super::check_tag(self.rank, tag)?;
         let source = self.peer(from)?;
         let world = self.universe.world();
         let process = world.process_at_rank(source);

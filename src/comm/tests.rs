@@ -33,6 +33,17 @@ fn collectives_give_the_serial_results_on_every_rank() {
             let r = c.rank();
             let mut data = if r == 0 { vec![1, 2, 3] } else { vec![] };
             broadcast(c, 0, &mut data)?;
+            // From every other root in turn, one after another on the same tags.
+            let mut roots = Vec::new();
+            for root in 0..n {
+                let mut from = if r == root {
+                    vec![root as u8; root + 1]
+                } else {
+                    vec![]
+                };
+                broadcast(c, root, &mut from)?;
+                roots.push(from);
+            }
             let gathered = gather(c, n - 1, &[r as u8; 2])?;
             let everyone = all_gather(c, &[r as u8])?;
             let mut sums: Vec<f64> = (0..6).map(|s| value(r, s)).collect();
@@ -42,14 +53,18 @@ fn collectives_give_the_serial_results_on_every_rank() {
             let mut most = [r as f64, if r == 1 { f64::NAN } else { 0.0 }];
             all_reduce_max_f64(c, &mut most)?;
             barrier(c)?;
-            Ok((data, gathered, everyone, sums, exact, most))
+            Ok((data, roots, gathered, everyone, sums, exact, most))
         });
         let parts: Vec<Vec<f64>> = (0..n)
             .map(|r| (0..6).map(|s| value(r, s)).collect())
             .collect();
         let want = fold_in_tree_order(&parts, |a, b| a + b);
-        for (r, (data, gathered, everyone, sums, exact, most)) in results.iter().enumerate() {
+        for (r, (data, roots, gathered, everyone, sums, exact, most)) in results.iter().enumerate()
+        {
             assert_eq!(data, &[1, 2, 3]);
+            for (root, got) in roots.iter().enumerate() {
+                assert_eq!(got, &vec![root as u8; root + 1], "{n} ranks, root {root}");
+            }
             assert_eq!(gathered.is_some(), r == n - 1);
             if let Some(g) = gathered {
                 assert_eq!(g, &(0..n).map(|k| vec![k as u8; 2]).collect::<Vec<_>>());
@@ -224,7 +239,19 @@ fn bad_plans_and_ranks_are_errors_not_panics() {
         let d = c.send(7, 1, &[]).is_err() && c.recv(7, 1, "x").is_err();
         let e = broadcast(c, 2, &mut Vec::new()).is_err();
         let f = migrate(c, vec![(5usize, 1u32)]).is_err();
-        Ok([a, b, d, e, f])
+        let twice = HaloPlan {
+            neighbours: vec![Neighbour::default(), Neighbour::default()]
+                .into_iter()
+                .map(|n| Neighbour {
+                    rank: 1 - c.rank(),
+                    ..n
+                })
+                .collect(),
+        };
+        let g = exchange_halo(c, &twice, &mut [0u32; 4]).is_err();
+        let h = c.send(1 - c.rank(), MAX_TAG + 1, &[]).is_err()
+            && c.recv(1 - c.rank(), u32::MAX, "x").is_err();
+        Ok([a, b, d, e, f, g, h])
     });
     assert!(out.iter().all(|r| r.iter().all(|&x| x)), "{out:?}");
 }
@@ -244,12 +271,29 @@ fn a_launcher_is_recognised_and_a_build_without_mpi_says_so() {
             ("OMPI_COMM_WORLD_RANK", "2"),
             ("OMPI_COMM_WORLD_SIZE", "3")
         ])),
-        Some((2, 3))
+        Some((2, Some(3)))
     );
     assert_eq!(
         launcher_in(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "4")])),
-        Some((0, 4))
+        Some((0, Some(4)))
     );
-    let message = CommError::NoMpi { rank: 1, size: 2 }.to_string();
+    // PMIx alone (as `srun --mpi=pmix` starts it): the size from Slurm, else unknown, and
+    // then taken as several ranks.
+    assert_eq!(
+        launcher_in(env(&[("PMIX_RANK", "3"), ("SLURM_NTASKS", "4")])),
+        Some((3, Some(4)))
+    );
+    assert_eq!(launcher_in(env(&[("PMIX_RANK", "0")])), Some((0, None)));
+    let unknown = CommError::NoMpi {
+        rank: 0,
+        size: None,
+    }
+    .to_string();
+    assert!(unknown.contains("rank 0 of several"), "{unknown}");
+    let message = CommError::NoMpi {
+        rank: 1,
+        size: Some(2),
+    }
+    .to_string();
     assert!(message.contains("built without MPI") && message.contains("--features mpi"));
 }

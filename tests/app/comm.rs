@@ -25,6 +25,8 @@ fn check(mpi_ranks: Option<usize>, args: &[&str]) -> Value {
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Open MPI's shared-memory single copy needs ptrace rights containers may not give.
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let done = wait_within(command.spawn().expect("start"), Duration::from_secs(120));
@@ -106,6 +108,7 @@ fn a_rank_that_dies_ends_the_run_with_an_error_not_a_hang() {
             .args(["comm", "check", "--timeout", "5", "--die-rank", dead])
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let done = wait_within(command.spawn().expect("start"), Duration::from_secs(60));
