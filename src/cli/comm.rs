@@ -11,6 +11,9 @@ use snowsim::comm::{self, Comm, HaloPlan, Local, Neighbour};
 
 use super::console::outln;
 
+/// The most ranks `--local` runs (each a thread of this process).
+const MAX_LOCAL_RANKS: usize = 256;
+
 /// Options of `snowsim comm check`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -29,7 +32,7 @@ use super::console::outln;
                   for more ranks than cores."
 )]
 pub struct Args {
-    /// Run N ranks as threads of this process instead of MPI's.
+    /// Run N ranks as threads of this process instead of MPI's (at most 256).
     #[arg(long, value_name = "N")]
     local: Option<usize>,
     /// Seconds a receive waits for its peer before the run fails naming it.
@@ -44,15 +47,18 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        bail!(
-            "--timeout {}: give a positive number of seconds",
+    let timeout = match Duration::try_from_secs_f64(args.timeout) {
+        Ok(t) if t > Duration::ZERO => t,
+        _ => bail!(
+            "--timeout {:?}: give a number of seconds from 1e-9 to about 1.8e19",
             args.timeout
-        );
-    }
-    let timeout = Duration::from_secs_f64(args.timeout);
+        ),
+    };
     let report = match args.local {
         Some(0) => bail!("--local 0: give at least one rank"),
+        Some(n) if n > MAX_LOCAL_RANKS => {
+            bail!("--local {n}: at most {MAX_LOCAL_RANKS} ranks run as threads of one process")
+        }
         Some(n) => {
             let results = Local::run(n, timeout, |c| check(c, args.die_rank, "local"));
             let mut report = None;

@@ -191,13 +191,15 @@ pub trait Comm: Send {
     fn timeout(&self) -> Duration;
 }
 
-/// The timeout set by `SNOWSIM_COMM_TIMEOUT_S` (seconds), else [`DEFAULT_TIMEOUT`].
+/// The timeout set by `SNOWSIM_COMM_TIMEOUT_S` (seconds, positive and representable), else
+/// [`DEFAULT_TIMEOUT`].
 pub fn timeout_from_env() -> Duration {
     std::env::var("SNOWSIM_COMM_TIMEOUT_S")
         .ok()
         .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|t| *t > Duration::ZERO)
+        .unwrap_or(DEFAULT_TIMEOUT)
 }
 
 /// The rank and size an MPI launcher gave this process (Open MPI's `OMPI_COMM_WORLD_*`,

@@ -141,3 +141,21 @@ fn a_command_started_on_several_ranks_stops_before_writing_anything() {
     assert!(!shot.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bad_rank_counts_and_timeouts_are_refused_naming_the_value() {
+    for (args, says) in [
+        (&["--local", "0"][..], "--local 0"),
+        (&["--local", "100000"][..], "--local 100000: at most 256"),
+        (&["--timeout", "0"][..], "--timeout 0"),
+        (&["--timeout", "1e300"][..], "--timeout 1e300"),
+        (&["--timeout", "NaN"][..], "--timeout NaN"),
+        (&["--timeout", "-1"][..], "--timeout -1"),
+    ] {
+        let o = snowsim(&[&["comm", "check"][..], args].concat());
+        assert!(!o.status.success(), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
