@@ -5,6 +5,8 @@
 //! kernel reads around a vertex, so an edge of this graph between two parts is a value that
 //! must cross between their ranks.
 
+use crate::gml::topology::vertex_ball;
+use crate::mesh_kind::MeshKind;
 use crate::meshio::{ElementKind, Elements, Mesh};
 
 use super::PartitionError;
@@ -59,16 +61,21 @@ impl VertexGraph {
                 vertices,
             });
         }
-        // The elements around each vertex (CSR), then each vertex's row from them: every
-        // other node of a tetrahedron or triangle shares an edge with it.
-        let incident = Incidence::new(elements, vertices);
+        // The elements around each vertex (gml's vertex balls; the nodes, checked below
+        // `vertices`, which fits an i32, read as i32 in place), then each vertex's row from
+        // them: every other node of a tetrahedron or triangle shares an edge with it.
+        let ball = vertex_ball(
+            vertices,
+            MeshKind::from_element(elements.kind()),
+            bytemuck::cast_slice(elements.node_slice()),
+        );
         let mut xadj = Vec::with_capacity(vertices + 1);
         let mut adjncy: Vec<i32> = Vec::new();
         xadj.push(0);
         let mut mark = vec![u32::MAX; vertices];
         for v in 0..vertices {
             let start = adjncy.len();
-            for &e in incident.of(v) {
+            for &e in &ball.elements[ball.offsets[v]..ball.offsets[v + 1]] {
                 for &u in elements.nodes(e as usize) {
                     if u as usize != v && mark[u as usize] != v as u32 {
                         mark[u as usize] = v as u32;
@@ -130,41 +137,6 @@ pub(crate) fn fits(what: &'static str, n: usize) -> Result<i32, PartitionError> 
         what,
         count: n as u64,
     })
-}
-
-/// The elements around each vertex, in CSR form.
-pub(crate) struct Incidence {
-    start: Vec<usize>,
-    elements: Vec<u32>,
-}
-
-impl Incidence {
-    /// The elements around each of `vertices` vertices; every node index must be below it.
-    pub(crate) fn new(elements: &Elements, vertices: usize) -> Self {
-        let nodes = elements.kind().nodes();
-        let mut start = vec![0usize; vertices + 1];
-        for &v in elements.node_slice() {
-            start[v as usize + 1] += 1;
-        }
-        for i in 0..vertices {
-            start[i + 1] += start[i];
-        }
-        let mut next = start.clone();
-        let mut list = vec![0u32; elements.node_slice().len()];
-        for (at, &v) in elements.node_slice().iter().enumerate() {
-            list[next[v as usize]] = (at / nodes) as u32;
-            next[v as usize] += 1;
-        }
-        Self {
-            start,
-            elements: list,
-        }
-    }
-
-    /// The elements that have vertex `v`, ascending.
-    pub(crate) fn of(&self, v: usize) -> &[u32] {
-        &self.elements[self.start[v]..self.start[v + 1]]
-    }
 }
 
 #[cfg(test)]
