@@ -6,6 +6,7 @@
 //! its vertices' weights) and every vertex takes its column's part.
 
 use super::PartitionError;
+use super::error::check_indices;
 use super::graph::VertexGraph;
 use super::kway::{kway, metis_weights};
 use super::owners::{Partition, Unit, check_parts};
@@ -99,17 +100,5 @@ fn check_columns(
             vertices: graph.vertex_count(),
         });
     }
-    if let Some((vertex, &value)) = column
-        .iter()
-        .enumerate()
-        .find(|(_, c)| **c as usize >= columns)
-    {
-        return Err(PartitionError::OutOfRange {
-            what: "column",
-            vertex,
-            value,
-            count: columns,
-        });
-    }
-    Ok(())
+    check_indices(column, columns, "column")
 }

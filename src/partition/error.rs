@@ -101,3 +101,25 @@ pub enum PartitionError {
         message: String,
     },
 }
+
+/// An error for the first of `values` (one per vertex) that is not below `count`, naming the
+/// vertex; `what` says what the values are (`part` or `column`).
+pub(crate) fn check_indices(
+    values: &[u32],
+    count: usize,
+    what: &'static str,
+) -> Result<(), PartitionError> {
+    match values
+        .iter()
+        .enumerate()
+        .find(|(_, v)| **v as usize >= count)
+    {
+        Some((vertex, &value)) => Err(PartitionError::OutOfRange {
+            what,
+            vertex,
+            value,
+            count,
+        }),
+        None => Ok(()),
+    }
+}

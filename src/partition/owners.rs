@@ -1,6 +1,7 @@
 //! A partition: the part that owns every vertex.
 
 use super::PartitionError;
+use super::error::check_indices;
 use super::graph::VertexGraph;
 use super::kway::{kway, metis_weights};
 
@@ -54,18 +55,7 @@ impl Partition {
         if parts == 0 {
             return Err(PartitionError::NoParts);
         }
-        if let Some((vertex, &value)) = owner
-            .iter()
-            .enumerate()
-            .find(|(_, p)| **p as usize >= parts)
-        {
-            return Err(PartitionError::OutOfRange {
-                what: "part",
-                vertex,
-                value,
-                count: parts,
-            });
-        }
+        check_indices(&owner, parts, "part")?;
         let metis = metis_weights(weights, owner.len())?;
         Ok(Self::with_weights(owner, parts, &metis, Unit::Vertices))
     }
