@@ -58,7 +58,8 @@ pub struct Context {
 struct Inner {
     // Field order is drop order: the queue goes before its context.
     queue: CommandQueue,
-    context: ClContext,
+    /// Shared with the context's [siblings](Context::sibling).
+    context: Arc<ClContext>,
     info: DeviceInfo,
     profiling: bool,
     gl_shared: bool,
@@ -96,26 +97,36 @@ impl Context {
                 "clCreateContext with GL sharing properties on {label}"
             ))?,
         };
-        let flags: cl_command_queue_properties = if options.profiling {
-            CL_QUEUE_PROFILING_ENABLE
-        } else {
-            0
-        };
-        let queue = if opencl_major(&entry.info.version) >= 2 {
-            CommandQueue::create_default_with_properties(&context, flags, 0)
-        } else {
-            #[allow(deprecated)]
-            CommandQueue::create_default(&context, flags)
-        }
-        .during(format!("clCreateCommandQueue on {label}"))?;
+        let queue = create_queue(&context, &entry.info, options.profiling)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 queue,
-                context,
+                context: Arc::new(context),
                 info: entry.info.clone(),
                 profiling: options.profiling,
                 gl_shared: options.gl_sharing.is_some(),
                 device: entry.device,
+                to_device: AtomicU64::new(0),
+                to_host: AtomicU64::new(0),
+                allocated: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// A second in-order queue on the same device and the same OpenCL context, profiled as
+    /// this one: a thread of its own can enqueue there while this queue runs, and the device
+    /// may run both queues' kernels side by side, which two contexts on one GPU do not (they
+    /// take turns). Buffers of either can be used on both; programs and kernels are its own.
+    pub fn sibling(&self) -> Result<Self> {
+        let queue = create_queue(&self.inner.context, &self.inner.info, self.inner.profiling)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                queue,
+                context: Arc::clone(&self.inner.context),
+                info: self.inner.info.clone(),
+                profiling: self.inner.profiling,
+                gl_shared: self.inner.gl_shared,
+                device: self.inner.device,
                 to_device: AtomicU64::new(0),
                 to_host: AtomicU64::new(0),
                 allocated: AtomicU64::new(0),
@@ -206,6 +217,22 @@ impl Context {
     pub(super) fn count_release(&self, bytes: u64) {
         self.inner.allocated.fetch_sub(bytes, Ordering::Relaxed);
     }
+}
+
+/// An in-order command queue on `context`'s device, profiled when `profiling`.
+fn create_queue(context: &ClContext, info: &DeviceInfo, profiling: bool) -> Result<CommandQueue> {
+    let flags: cl_command_queue_properties = if profiling {
+        CL_QUEUE_PROFILING_ENABLE
+    } else {
+        0
+    };
+    if opencl_major(&info.version) >= 2 {
+        CommandQueue::create_default_with_properties(context, flags, 0)
+    } else {
+        #[allow(deprecated)]
+        CommandQueue::create_default(context, flags)
+    }
+    .during(format!("clCreateCommandQueue on {}", info.label()))
 }
 
 /// Major version from an OpenCL version string such as `OpenCL 3.0 CUDA`; 1 if unreadable.

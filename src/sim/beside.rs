@@ -10,8 +10,10 @@
 //! samples the same time level as on one device ([`super::coupling`]'s lag).
 //!
 //! Where the wind's device also steps a share of the parcels, the steps wait behind a gate
-//! ([`WindGate`]) until that share's frame is done: two OpenCL contexts on one GPU take turns
-//! rather than run side by side, and the share is what the snow's frame waits for.
+//! ([`WindGate`]) until that share's frame is done: the share is what the snow's frame waits
+//! for, and the wind only the next frame. (The solver then runs on a second queue of the
+//! share's own context, so that the share's next frame can run beside its steps:
+//! [`WindField::new`](super::coupling::WindField::new).)
 //!
 //! Two pinned buffers take turns: while one is being written into the mirror (its write's
 //! event kept with it), the thread fills the other, and waits for that event before it reuses

@@ -88,7 +88,14 @@ impl Simulation {
                     }
                     (None, _) => (None, None),
                 };
-                let mut wind = WindField::new(context, &s.domain, &s.wind, setup.dt)?;
+                let share_contexts = shares.as_ref().map(SnowShares::contexts);
+                let mut wind = WindField::new(
+                    context,
+                    &s.domain,
+                    &s.wind,
+                    setup.dt,
+                    share_contexts.as_deref().unwrap_or_default(),
+                )?;
                 if let Some(shares) = &shares {
                     wind.attach(&shares.contexts())?;
                 }

@@ -273,6 +273,33 @@ fn arguments_that_do_not_match_the_declaration_are_errors_naming_kernel_argument
     assert_eq!(out.read().unwrap(), vec![3.5f32; 64]);
 }
 
+/// A sibling is a second queue on the same OpenCL context: a buffer of either is used by a
+/// kernel enqueued on the other, and each queue keeps its own order.
+#[test]
+fn a_sibling_queue_shares_the_context_and_its_buffers() {
+    let ctx = context();
+    let sibling = ctx.sibling().unwrap();
+    assert_eq!(sibling.cl_context().get(), ctx.cl_context().get());
+    assert_ne!(sibling.queue().get(), ctx.queue().get());
+    assert_eq!(sibling.info().index, ctx.info().index);
+    assert_eq!(sibling.profiling(), ctx.profiling());
+    let values: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    // Written through the first queue, scaled by a kernel of the sibling on its queue into a
+    // buffer of the sibling, read back through the first.
+    let a = DeviceBuffer::from_slice(&ctx, &values).unwrap();
+    let out = DeviceBuffer::<f32>::zeroed(&sibling, 1000).unwrap();
+    let kernel = scale_kernel(&sibling);
+    let work = kernel.work_size(&sibling, 1000).unwrap();
+    let call = scale_call(&kernel, &out, &a, -3.0, 1000, 2.0);
+    call.enqueue(&sibling, work).unwrap().wait().unwrap();
+    let expected: Vec<f32> = values.iter().map(|v| v * -3.0 + 2.0).collect();
+    assert_eq!(out.read().unwrap(), expected);
+    // The sibling lives on after the context it came from is dropped.
+    drop(ctx);
+    drop(a);
+    assert_eq!(out.read().unwrap(), expected);
+}
+
 #[test]
 fn unchanged_arguments_are_kept_and_changed_ones_set_again() {
     let ctx = context();
