@@ -38,8 +38,29 @@ impl Stepper {
     /// Builds the simulation of `setup` on a new context of `device` and puts its particles
     /// at their start.
     pub fn new(device: &DeviceEntry, setup: SimSetup) -> Result<Self> {
+        Self::build(device, setup, None)
+    }
+
+    /// As [`new`](Self::new), as rank 0 of `comm`: the other ranks step shares of the
+    /// parcels ([`Simulation::over_ranks`]).
+    pub fn over_ranks(
+        device: &DeviceEntry,
+        setup: SimSetup,
+        comm: Box<dyn crate::comm::Comm>,
+    ) -> Result<Self> {
+        Self::build(device, setup, Some(comm))
+    }
+
+    fn build(
+        device: &DeviceEntry,
+        setup: SimSetup,
+        comm: Option<Box<dyn crate::comm::Comm>>,
+    ) -> Result<Self> {
         let context = Context::new(device)?;
-        let mut simulation = Simulation::new(&context, setup)?;
+        let mut simulation = match comm {
+            Some(comm) => Simulation::over_ranks(&context, setup, comm)?,
+            None => Simulation::new(&context, setup)?,
+        };
         let mut particles = DeviceBuffer::uninit(&context, simulation.particle_count())?;
         let mut timeline = context.timeline();
         simulation.reset(

@@ -60,7 +60,11 @@ enum Command {
     #[command(subcommand)]
     Sort(sort::Command),
     /// Show the simulation: terrain, falling snow, wind and pressure views, in a window or
-    /// headless (EGL) with PNG output; prints FPS and per-stage times.
+    /// headless (EGL) with PNG output; prints FPS and per-stage times. Under `mpirun -n K`
+    /// with `--render off` (a build with the `mpi` feature), the parcels are split across
+    /// the K ranks, each on its own device (`--device`, else the rank's local index among
+    /// the GPUs), and rank 0 runs the wind and the cover and writes every output: the run
+    /// equals one rank's bit for bit.
     Run(Box<run::Args>),
     /// Validate and summarise scene files (TOML), build and check their domain mesh.
     #[command(subcommand)]
@@ -186,11 +190,12 @@ fn scene_and_device(
 }
 
 /// Runs the parsed command; the exit code says whether what was checked passed. Under an MPI
-/// launcher with several ranks only `comm check` runs: every other command would run once
-/// per rank, each writing the same outputs.
+/// launcher with several ranks only `comm check` and `run` run over them (`run` refuses what
+/// it cannot split yet): every other command would run once per rank, each writing the same
+/// outputs.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some((rank, size)) = snowsim::comm::launcher().filter(|&(_, size)| size != Some(1))
-        && !matches!(cli.command, Command::Comm(_))
+        && !matches!(cli.command, Command::Comm(_) | Command::Run(_))
     {
         if !cfg!(feature = "mpi") {
             return Err(snowsim::comm::CommError::NoMpi { rank, size }.into());
@@ -198,7 +203,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "started by an MPI launcher as rank {rank} of {}: this command does not run over \
              several ranks yet (each rank would run it whole and write the same files); run it \
-             without mpirun, or `mpirun -n K snowsim comm check` to test the ranks",
+             without mpirun; over ranks run `mpirun -n K snowsim run --render off …`, or \
+             `mpirun -n K snowsim comm check` to test them",
             snowsim::comm::ranks(size)
         );
     }

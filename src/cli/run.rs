@@ -547,6 +547,59 @@ fn balance_shares(
     Ok(())
 }
 
+/// The communicator of a run under an MPI launcher with several ranks (`None` alone), once
+/// the options are checked against what runs over ranks today: nothing drawn, no split
+/// across the devices of a rank, the wind on rank 0's device.
+fn ranks(args: &Args) -> anyhow::Result<Option<Box<dyn snowsim::comm::Comm>>> {
+    let Some((rank, size)) = snowsim::comm::launcher().filter(|&(_, size)| size != Some(1)) else {
+        return Ok(None);
+    };
+    if !cfg!(feature = "mpi") {
+        return Err(snowsim::comm::CommError::NoMpi { rank, size }.into());
+    }
+    // Checked before MPI starts, so that every rank says it at once.
+    let over = format!(
+        "started by an MPI launcher as rank {rank} of {}: over ranks",
+        snowsim::comm::ranks(size)
+    );
+    anyhow::ensure!(
+        args.render == RenderArg::Off,
+        "{over} nothing is drawn yet: give --render off"
+    );
+    anyhow::ensure!(
+        args.snow_devices.is_empty() && args.snow_device.is_none() && args.wind_device.is_none(),
+        "{over} each rank steps its share of the parcels on one device, and the wind runs on \
+         rank 0's: --snow-devices, --snow-device and --wind-device are not taken yet"
+    );
+    let comm = snowsim::comm::world()?;
+    Ok((comm.size() > 1).then_some(comm))
+}
+
+/// The device of `rank` of a run over ranks: the one `selector` names, or by default (no
+/// `--device`) the rank's local index among the machine's GPUs (among all devices where there
+/// is no GPU), round the list.
+fn rank_device<'d>(
+    selector: &snowsim::cl::DeviceSelector,
+    devices: &'d [DeviceEntry],
+    rank: usize,
+) -> anyhow::Result<&'d DeviceEntry> {
+    if !matches!(selector, snowsim::cl::DeviceSelector::Default) {
+        return Ok(selector.select(devices)?);
+    }
+    let gpus: Vec<&DeviceEntry> = devices
+        .iter()
+        .filter(|d| d.info.device_type == snowsim::cl::DeviceType::Gpu)
+        .collect();
+    let pool: Vec<&DeviceEntry> = match gpus.is_empty() {
+        true => devices.iter().collect(),
+        false => gpus,
+    };
+    let local = snowsim::comm::local_rank().unwrap_or(rank);
+    pool.get(local % pool.len().max(1))
+        .copied()
+        .with_context(|| format!("rank {rank}: no OpenCL device"))
+}
+
 /// The command line's changes to the scene's simulation.
 fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> {
     let simulate = (!args.simulate.is_empty()).then(|| {
@@ -623,8 +676,15 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             .map(|f| f.frames().to_path_buf())
             .or_else(|| args.record.clone()),
     };
+    // Under an MPI launcher with several ranks, rank 0 runs the simulation and each other
+    // rank steps a share of its parcels (`sim::ranks`); those say nothing.
+    let comm = ranks(&args)?;
+    let follower = comm.as_ref().is_some_and(|c| c.rank() > 0);
     let json = args.json;
     let say = move |line: &str| -> anyhow::Result<()> {
+        if follower {
+            return Ok(());
+        }
         if json {
             errln!("{line}")?;
         } else {
@@ -644,13 +704,15 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let mut scene = load_scene(&args.scene)?;
     // Bad output paths fail now, not after the whole run; no output overwrites the scene's
-    // files or another output.
-    outputs(&args, &scene).check()?;
-    capture.prepare()?;
+    // files or another output. (Rank 0 writes them all.)
+    if !follower {
+        outputs(&args, &scene).check()?;
+        capture.prepare()?;
+    }
     let recording = capture.record.clone();
     let vtu = match &args.vtu {
-        Some(path) => Some(snowsim::output::check_writable(path)?),
-        None => None,
+        Some(path) if !follower => Some(snowsim::output::check_writable(path)?),
+        _ => None,
     };
     if let Some(tets) = args.tets {
         anyhow::ensure!(
@@ -680,10 +742,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     );
     say(&format!("scene: {} ({})", args.scene.display(), scene.name))?;
     let devices = list_devices()?;
-    let entry = match (&args.snow_device, args.snow_devices.first()) {
-        (Some(selector), _) => selector.select(&devices).context("--snow-device")?,
-        (None, Some(selector)) => selector.select(&devices).context("--snow-devices")?,
-        (None, None) => args.device.device.select(&devices)?,
+    let entry = match (&args.snow_device, args.snow_devices.first(), &comm) {
+        (Some(selector), _, _) => selector.select(&devices).context("--snow-device")?,
+        (None, Some(selector), _) => selector.select(&devices).context("--snow-devices")?,
+        (None, None, Some(comm)) => rank_device(&args.device.device, &devices, comm.rank())?,
+        (None, None, None) => args.device.device.select(&devices)?,
     };
     let particles = args.particles.map_or(scene.snow.particles, |n| n as u64);
     check_run(&scene, particles, Some(&entry.info))?;
@@ -693,15 +756,35 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let preparing = || format!("preparing scene {}", args.scene.display());
     let ground = snowsim::scene::ground_of(&scene).with_context(preparing)?;
     let mut setup = SimSetup::new(&scene, &ground, &overrides).with_context(preparing)?;
+    let comm = match comm {
+        Some(comm) if comm.rank() > 0 => {
+            // This rank steps its share of the parcels as rank 0 orders, until it ends.
+            let rank = comm.rank();
+            let context = snowsim::cl::Context::new(entry)?;
+            let mut share = snowsim::sim::ranks::RankFollower::from_setup(&context, comm, setup)
+                .with_context(|| format!("rank {rank} on {}", entry.info.label()))?;
+            share
+                .serve()
+                .with_context(|| format!("rank {rank} on {}", entry.info.label()))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        comm => comm,
+    };
     // Measured shares unless given (nothing without a split).
     if args.snow_shares.as_deref().is_none_or(|s| s == "auto") {
         balance_shares(&mut setup, entry, &say)?;
     }
-    let snow_devices = setup
-        .scene
-        .as_ref()
-        .and_then(|s| s.split.as_ref())
-        .map(|split| split.report(&entry.info));
+    let snow_devices = match &comm {
+        Some(comm) => Some(snowsim::sim::ranks::report(
+            &snowsim::sim::rank_shares(setup.particle_count(), comm.size())?,
+            &entry.info,
+        )),
+        None => setup
+            .scene
+            .as_ref()
+            .and_then(|s| s.split.as_ref())
+            .map(|split| split.report(&entry.info)),
+    };
     if let Some(shares) = &snow_devices {
         for share in shares {
             say(&format!(
@@ -791,7 +874,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         };
         Ok(if args.render == RenderArg::Off {
             // The simulation is built here (the wind solver's set-up and its checks too).
-            let mut stepper = Stepper::new(entry, setup).with_context(preparing)?;
+            let mut stepper = match comm {
+                Some(comm) => Stepper::over_ranks(entry, setup, comm),
+                None => Stepper::new(entry, setup),
+            }
+            .with_context(preparing)?;
             if args.check {
                 stepper.check_every(args.check_every);
             }

@@ -226,6 +226,19 @@ fn launcher_in(var: impl Fn(&str) -> Option<String>) -> Option<(usize, Option<us
         .or_else(|| get("PMIX_RANK").map(|r| (r, None)))
 }
 
+/// This process's index among the ranks a launcher started on its machine (Open MPI's
+/// `OMPI_COMM_WORLD_LOCAL_RANK`, MPICH's `MPI_LOCALRANKID`, Slurm's `SLURM_LOCALID`), `None`
+/// where no variable says: what picks a rank's device by default.
+pub fn local_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "SLURM_LOCALID",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+}
+
 /// The communicator this process was started with: MPI's world under an MPI launcher (with
 /// the `mpi` feature; without it, [`CommError::NoMpi`]), else one rank alone ([`Local`] of
 /// one).

@@ -25,6 +25,7 @@ pub mod balance;
 pub mod beside;
 pub mod coupling;
 pub mod outputs;
+pub mod ranks;
 mod refresh;
 mod report;
 mod setup;
@@ -36,7 +37,7 @@ pub use outputs::{Series, StateOutputs};
 pub use refresh::{RefreshOff, RefreshReport};
 pub use report::{DriftReport, SimReport};
 pub use setup::{Overrides, SimSetup, SnowSplit, WindSetup};
-pub use simulation::{DEPTH_STAGE, PARTICLES_STAGE, Simulation};
+pub use simulation::{DEPTH_STAGE, PARTICLES_STAGE, Simulation, rank_shares};
 pub use wind_view::{WIND_VIEW_SAMPLES, WindSamples};
 
 use crate::cl;
@@ -87,6 +88,17 @@ pub enum Error {
         device: String,
         /// What failed.
         source: Box<Error>,
+    },
+    /// Communication between ranks failed.
+    #[error(transparent)]
+    Comm(#[from] crate::comm::CommError),
+    /// Another rank reported a failure, or sent what it should not have.
+    #[error("rank {rank}: {message}")]
+    Rank {
+        /// The rank.
+        rank: usize,
+        /// What it said, or what was wrong with its message.
+        message: String,
     },
     /// A simulated state is wrong (what, where).
     #[error("{0}")]

@@ -46,6 +46,7 @@ use crate::snow::{
     Snow, SnowConfig,
 };
 
+use super::ranks::RankPeers;
 use super::setup::SnowSplit;
 use super::{Error, Result};
 
@@ -164,6 +165,8 @@ pub struct SnowShares {
     timing: bool,
     /// The host's waits for the cells and the landings, summed.
     waited: Waited,
+    /// The shares on other ranks (`mpirun`), reached through the communicator.
+    ranks: Option<RankPeers>,
 }
 
 impl SnowShares {
@@ -233,7 +236,54 @@ impl SnowShares {
             reading: Vec::new(),
             handing: Vec::new(),
             waited: Waited::default(),
+            ranks: None,
         })
+    }
+
+    /// The shares on the other ranks of `comm`: `shares` (first id, parcels) per rank, rank
+    /// 0's (this process's: `own`, on `context`) first ([`super::ranks`]), over a wind mesh
+    /// of `field_vertices`.
+    pub fn over_ranks(
+        context: &Context,
+        own: &Snow,
+        comm: Box<dyn crate::comm::Comm>,
+        shares: &[(u32, usize)],
+        field_vertices: usize,
+    ) -> Result<Self> {
+        let report = super::ranks::report(shares, context.info());
+        let coarse = own.cover().mesh.coarse_vertices;
+        let suspension = own.suspension().is_some();
+        let ranks = RankPeers::new(
+            context,
+            comm,
+            shares,
+            field_vertices,
+            suspension.then_some(coarse),
+        )?;
+        Ok(Self {
+            others: Vec::new(),
+            cells: match suspension {
+                true => Some(FrameCellsHost::new(context, coarse)?),
+                false => None,
+            },
+            report,
+            reading: Vec::new(),
+            handing: Vec::new(),
+            incoming: LandingsIn::new(context, own.cover().geometry.len())?,
+            timing: false,
+            waited: Waited::default(),
+            ranks: Some(ranks),
+        })
+    }
+
+    /// Whether the other shares are on other ranks.
+    pub fn over_other_ranks(&self) -> bool {
+        self.ranks.is_some()
+    }
+
+    /// Every share, the snow's own first (`--json`'s `snow_devices`).
+    pub fn report(&self) -> &[ShareReport] {
+        &self.report
     }
 
     /// The other devices' snows.
@@ -253,6 +303,9 @@ impl SnowShares {
             named(&o.device, r)?;
             o.context.finish()?;
         }
+        if let Some(ranks) = self.ranks.as_mut() {
+            ranks.reset()?;
+        }
         Ok(())
     }
 
@@ -260,6 +313,9 @@ impl SnowShares {
     pub fn set_sort(&mut self, mode: crate::scene::SortMode) -> Result<()> {
         for o in &mut self.others {
             o.snow.set_sort(mode)?;
+        }
+        if let Some(ranks) = self.ranks.as_mut() {
+            ranks.set_sort(mode)?;
         }
         Ok(())
     }
@@ -273,6 +329,11 @@ impl SnowShares {
             moved.0 += up;
             moved.1 += lost;
         }
+        if let Some(ranks) = self.ranks.as_mut() {
+            let (up, lost) = ranks.regrade(vertices)?;
+            moved.0 += up;
+            moved.1 += lost;
+        }
         Ok(moved)
     }
 
@@ -281,6 +342,11 @@ impl SnowShares {
     /// each, written from there on the snow's device, without waiting (16 bytes a parcel each
     /// way). The parcels of the snow's own device come first.
     pub fn draw_all(&mut self) -> Result<()> {
+        if self.ranks.is_some() {
+            return Err(Error::InvalidParameter(
+                "the parcels of other ranks are not drawn: run over ranks with --render off".into(),
+            ));
+        }
         for o in &mut self.others {
             if o.drawn.is_none() {
                 o.drawn = Some(PinnedBuffer::new(&o.context, o.render.len())?);
@@ -304,12 +370,24 @@ impl SnowShares {
             }
             t.wind_field += 16 * field_len as u64;
         }
+        if let Some(ranks) = &self.ranks {
+            let r = ranks.traffic;
+            let frames = r.frames.max(1);
+            t.landings += r.landings / frames;
+            t.cells += r.cells / frames;
+            t.wind_field += r.wind_field / frames;
+        }
         t
     }
 
     /// The others' parcels.
     pub fn particles(&self) -> usize {
-        self.others.iter().map(|o| o.snow.particles().len()).sum()
+        let ranks = self.ranks.as_ref().map_or(0, RankPeers::particles);
+        self.others
+            .iter()
+            .map(|o| o.snow.particles().len())
+            .sum::<usize>()
+            + ranks
     }
 
     /// Starts timing every frame's launches on the others afresh, or stops (then only the
@@ -402,6 +480,9 @@ impl SnowShares {
                 .map(|&u| u128::from(u))
                 .sum::<u128>();
         }
+        if let Some(ranks) = &self.ranks {
+            units += ranks.suspended_units()?;
+        }
         Ok(units)
     }
 
@@ -431,7 +512,20 @@ impl SnowShares {
                 .advance(&o.context, field, dt, &o.render, &mut o.timeline);
             named(&o.device, r)?;
         }
+        if let Some(ranks) = self.ranks.as_mut() {
+            ranks.send_frame(dt, self.cells.as_ref())?;
+        }
         Ok(())
+    }
+
+    /// Reads the field the frame's snow samples (`field`, after wind step `step`) to send to
+    /// the other ranks with the frame, when the wind stepped since the last one sent
+    /// (blocking); nothing without other ranks. Call it before the frame's wind steps.
+    pub fn read_field(&mut self, field: &impl BufferArg<[f32; 4]>, step: u64) -> Result<()> {
+        match self.ranks.as_mut() {
+            Some(ranks) => ranks.read_field(field, step),
+            None => Ok(()),
+        }
     }
 
     /// Starts reading the others' landings of the frame (and their next cells, and their
@@ -522,6 +616,12 @@ impl SnowShares {
                 o.merged.extend(copies);
             }
         }
+        if let Some(ranks) = self.ranks.as_mut() {
+            let incoming = &mut self.incoming;
+            timed_wait(&mut self.waited.landings, || {
+                ranks.gather(context, snow, incoming, timeline)
+            })?;
+        }
         self.waited.frames += 1;
         // On a timed frame, the others' launches of the frame (done: the hand-overs' reads,
         // waited for above, came after them), read once the adds are queued.
@@ -559,10 +659,24 @@ impl SnowShares {
 
     /// The others' counters, read (blocking).
     pub fn counters(&self) -> Result<Vec<Counters>> {
-        self.others
+        let mut counters = self
+            .others
             .iter()
             .map(|o| named(&o.device, o.snow.counters()))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(ranks) = &self.ranks {
+            counters.extend(ranks.counters()?);
+        }
+        Ok(counters)
+    }
+
+    /// Checks that every id of the other ranks' shares is present once (the other devices'
+    /// snows are checked through [`snows`](Self::snows)).
+    pub fn check_rank_ids(&self) -> Result<()> {
+        match &self.ranks {
+            Some(ranks) => ranks.check_ids(),
+            None => Ok(()),
+        }
     }
 
     /// The falling snow's density over all the devices' parcels, from the snow's device's
@@ -578,6 +692,10 @@ impl SnowShares {
             for (v, t) in blended.values.iter_mut().zip(&theirs.values) {
                 *v += weight * t;
             }
+        }
+        if let Some(ranks) = &self.ranks {
+            let weights: Vec<f64> = self.report[1..].iter().map(|r| r.fraction).collect();
+            ranks.add_density(&mut blended, &weights)?;
         }
         Ok(blended)
     }

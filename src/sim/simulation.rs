@@ -14,6 +14,7 @@ use super::setup::WindSetup;
 use super::shares::SnowShares;
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
+use crate::comm::Comm;
 
 /// Stage of writing the particles at the start (and on a reset).
 pub const PARTICLES_STAGE: &str = "snow.particles";
@@ -63,12 +64,52 @@ impl Simulation {
     /// Builds `setup` on `context`: the snow's kernels and buffers, the wind (its start-up
     /// solve, or its frozen steps). Then [`reset`](Self::reset) writes the first particles.
     pub fn new(context: &Context, setup: SimSetup) -> Result<Self> {
+        Self::build(context, setup, None)
+    }
+
+    /// As [`new`](Self::new), as rank 0 of `comm`, whose other ranks each step a share of the
+    /// parcels ([`super::ranks`]; each of them serves with a [`super::ranks::RankFollower`]
+    /// built with [`rank_shares`]). Refused with the parcels also split across devices.
+    pub fn over_ranks(context: &Context, setup: SimSetup, comm: Box<dyn Comm>) -> Result<Self> {
+        Self::build(context, setup, Some(comm))
+    }
+
+    fn build(context: &Context, setup: SimSetup, comm: Option<Box<dyn Comm>>) -> Result<Self> {
         super::check_time_step(setup.dt)?;
         let scene = match setup.scene {
             Some(s) => {
-                let (snow, shares) = match (s.snow, &s.split) {
-                    (Some(config), None) => (Some(Snow::new(context, &s.domain, config)?), None),
-                    (Some(config), Some(split)) => {
+                let (snow, shares) = match (s.snow, &s.split, comm) {
+                    (Some(_), Some(_), Some(_)) => {
+                        return Err(Error::InvalidParameter(
+                            "the parcels split across ranks and across the devices of a rank \
+                             (--snow-devices) at once: not yet; give one or the other"
+                                .into(),
+                        ));
+                    }
+                    (Some(config), None, Some(comm)) => {
+                        let total = config.particles;
+                        let shares = rank_shares(total, comm.size())?;
+                        let mut own = config;
+                        own.particles = shares[0].1;
+                        let share = ParcelShare {
+                            first: 0,
+                            total: u32::try_from(total).map_err(|_| {
+                                Error::InvalidParameter(format!(
+                                    "{total} parcels do not fit 32-bit ids"
+                                ))
+                            })?,
+                            lifted_elsewhere: false,
+                        };
+                        let snow = Snow::new_share(context, &s.domain, own, share)?;
+                        let vertices = s.domain.mesh.vertices.len();
+                        let shares =
+                            SnowShares::over_ranks(context, &snow, comm, &shares, vertices)?;
+                        (Some(snow), Some(shares))
+                    }
+                    (Some(config), None, None) => {
+                        (Some(Snow::new(context, &s.domain, config)?), None)
+                    }
+                    (Some(config), Some(split), None) => {
                         let total = u32::try_from(config.particles).map_err(|_| {
                             Error::InvalidParameter(format!(
                                 "{} parcels do not fit 32-bit ids",
@@ -86,7 +127,7 @@ impl Simulation {
                         let snow = Snow::new_share(context, &s.domain, own, share)?;
                         (Some(snow), Some(shares))
                     }
-                    (None, _) => (None, None),
+                    (None, _, _) => (None, None),
                 };
                 let share_contexts = shares.as_ref().map(SnowShares::contexts);
                 let mut wind = WindField::new(
@@ -224,6 +265,13 @@ impl Simulation {
     /// The snow, when particles are simulated.
     pub fn snow(&self) -> Option<&Snow> {
         self.scene.as_ref().and_then(|s| s.snow.as_ref())
+    }
+
+    /// Every share of the parcels, the snow's own first, where they are split across ranks
+    /// (`--json`'s `snow_devices`); `None` otherwise.
+    pub fn rank_report(&self) -> Option<Vec<super::shares::ShareReport>> {
+        let shares = self.scene.as_ref()?.shares.as_ref()?;
+        shares.over_other_ranks().then(|| shares.report().to_vec())
     }
 
     /// The other devices' shares of the parcels, where they are split (tests, tools).
@@ -371,12 +419,18 @@ impl Simulation {
             if let Some(shares) = s.shares.as_mut() {
                 shares.begin_frame(timeline.records_events());
             }
+            let wind_steps = s.wind.steps();
             let (snow, shares) = (&mut s.snow, &mut s.shares);
             s.wind
                 .frame(dt, timeline, |field, fields, gate, timeline| {
                     let Some(snow) = snow.as_mut() else {
                         return Ok(());
                     };
+                    // The field the other ranks' parcels sample, read before the frame's wind
+                    // steps (nothing without other ranks).
+                    if let Some(shares) = shares.as_mut() {
+                        shares.read_field(&field, wind_steps)?;
+                    }
                     // 3. The snow: lifting (with drift), sort, particle step (landings lay their
                     //    parcels), drift, smoothing; an error names its stage. With the parcels
                     //    split (`shares`), the others sort after the lifting is queued; their
@@ -660,6 +714,7 @@ impl Simulation {
                     for other in shares.snows() {
                         other.check_ids()?;
                     }
+                    shares.check_rank_ids()?;
                     let particles = shares.particles();
                     let suspended = shares.suspended_units()?;
                     snow.ledger_with(&shares.counters()?, particles, suspended)?
@@ -841,4 +896,15 @@ fn drift_report(snow: &Snow, elsewhere: u128) -> Result<Option<DriftReport>> {
         max_friction_velocity: max(drift.friction_velocity()?),
         max_saltation_flux: max(drift.saltation_flux()?),
     }))
+}
+
+/// The parcels of a run of `total` split over `ranks` ranks in equal shares, (first id,
+/// parcels) per rank, rank 0's first: what rank 0 and every other rank compute alike.
+pub fn rank_shares(total: usize, ranks: usize) -> Result<Vec<(u32, usize)>> {
+    if ranks == 0 {
+        return Err(Error::InvalidParameter(
+            "no ranks to share the parcels".into(),
+        ));
+    }
+    super::shares::split(total, &vec![1.0; ranks])
 }

@@ -643,7 +643,7 @@ fn sampled_profiling_keeps_per_frame_means() {
 /// scenes/flat.toml with a log profile (so that the wind solver has work: advection and
 /// pressure iterations) and, when `drifting`, a 12 m/s wind whose snow drifts and is lifted
 /// into suspension at 2000×, with `extra_wind` lines added to `[wind]`.
-fn flat_scene(drifting: bool, extra_wind: &str) -> String {
+pub(crate) fn flat_scene(drifting: bool, extra_wind: &str) -> String {
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml"))
             .unwrap();

@@ -134,11 +134,138 @@ fn a_command_started_on_several_ranks_stops_before_writing_anything() {
     assert!(!o.status.success());
     let err = text(&o.stderr);
     let why = match cfg!(feature = "mpi") {
-        true => "rank 1 of 2: this command does not run over several ranks yet",
+        true => "rank 1 of 2: over ranks nothing is drawn yet: give --render off",
         false => "built without MPI",
     };
     assert!(err.contains(why), "{err}");
     assert!(!shot.exists());
+    // A command that does not run over ranks at all says so.
+    let o = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args(["devices", "--json"])
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    let why = match cfg!(feature = "mpi") {
+        true => "rank 1 of 2: this command does not run over several ranks yet",
+        false => "built without MPI",
+    };
+    assert!(err.contains(why), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `mpirun -n 2` and `-n 3 snowsim run --render off` (oversubscribed: CI has two cores):
+/// rank 0 runs the wind, the cover, its drift and the checks, the other ranks step shares of
+/// the parcels on their own contexts (here all on the one PoCL device). On a strong wind whose
+/// snow drifts, is lifted into suspension and raises the wind's ground every 0.2 s, the state
+/// files (the domain's and the cover's) are the one rank's byte for byte, and so are the
+/// report's counts and volumes; `--check` holds across the ranks every 10 frames.
+#[test]
+fn a_run_over_ranks_gives_the_state_of_one_rank() {
+    if !mpi_available("a_run_over_ranks_gives_the_state_of_one_rank") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("snowsim-comm-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scene = dir.join("drift.toml");
+    std::fs::write(&scene, crate::cli::flat_scene(true, "ground_refresh = 0.2")).unwrap();
+    let run = |ranks: Option<usize>, name: &str| {
+        let vtu = dir.join(format!("{name}.vtu"));
+        let bin = env!("CARGO_BIN_EXE_snowsim");
+        let mut command = match ranks {
+            Some(n) => {
+                let mut c = Command::new("mpirun");
+                c.args(["-n", &n.to_string(), "--oversubscribe", bin]);
+                c
+            }
+            None => Command::new(bin),
+        };
+        command
+            .args(["run", "--scene"])
+            .arg(&scene)
+            .args(["--render", "off", "--frames", "30", "--particles", "5000"])
+            .args([
+                "--simulate",
+                "wind,snow",
+                "--wind-every",
+                "1",
+                "--device",
+                "0",
+            ])
+            .args(["--check", "--check-every", "10", "--json", "--vtu"])
+            .arg(&vtu)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let done = wait_within(command.spawn().expect("start"), Duration::from_secs(300));
+        assert!(done.status.success(), "{name}: {}", done.stderr);
+        let report: Value = serde_json::from_str(&done.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", done.stdout));
+        let state = std::fs::read(&vtu).unwrap();
+        let cover = std::fs::read(vtu.with_extension("cover.vtu")).unwrap();
+        (report, state, cover)
+    };
+    // The falling snow's density is a blend of the ranks' in f32, and the traffic and waits
+    // are the split's own: compared apart.
+    let exact = |r: &Value| {
+        let mut snow = r["snow"].clone();
+        let fields = snow.as_object_mut().unwrap();
+        for key in [
+            "flake_density_at_camera",
+            "split_traffic",
+            "split_waits",
+            "split_device_ms",
+            "ground_refresh",
+        ] {
+            fields.remove(key);
+        }
+        snow
+    };
+    let (one, one_state, one_cover) = run(None, "one");
+    let snow = &one["snow"];
+    assert!(snow["landed"].as_u64().unwrap() > 20, "{snow}");
+    assert!(snow["drift"]["eroded_m3"].as_f64().unwrap() > 0.0, "{snow}");
+    assert!(
+        snow["drift"]["suspended_m3"].as_f64().unwrap() > 0.0,
+        "{snow}"
+    );
+    assert!(
+        snow["ground_refresh"]["refreshes"].as_u64().unwrap() > 0,
+        "{snow}"
+    );
+    for n in [2, 3] {
+        let name = format!("ranks{n}");
+        let (report, state, cover) = run(Some(n), &name);
+        assert_eq!(exact(&one), exact(&report), "{name}");
+        assert_eq!(
+            one["snow"]["ground_refresh"]["refreshes"],
+            report["snow"]["ground_refresh"]["refreshes"],
+            "{name}"
+        );
+        assert!(
+            one_state == state,
+            "{name}: the domain's state files differ"
+        );
+        assert!(one_cover == cover, "{name}: the cover's state files differ");
+        let shares = report["snow_devices"].as_array().unwrap();
+        assert_eq!(shares.len(), n, "{shares:?}");
+        let parcels: u64 = shares
+            .iter()
+            .map(|s| s["particles"].as_u64().unwrap())
+            .sum();
+        assert_eq!(parcels, 5000, "{shares:?}");
+        assert!(
+            report["snow"]["split_traffic"]["landings"]
+                .as_u64()
+                .unwrap()
+                > 0,
+            "{report}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -221,3 +221,165 @@ fn overrides_that_contradict_the_scene_are_refused_with_the_option_named() {
         "{err}"
     );
 }
+
+/// The flat scene under a strong wind whose snow drifts, is lifted into suspension and raises
+/// the wind's ground every 0.2 s (as the command line's split tests use it).
+fn drifting_flat() -> Scene {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("profile = \"uniform\"", "profile = \"log\"")
+        .replace(
+            "pressure_iterations = 20",
+            "pressure_iterations = 20\nground_refresh = 0.2",
+        )
+        .replace("speed = 3.0", "speed = 12.0")
+        .replace(
+            "[time]",
+            "[ground]\ndrift = true\nsuspension = true\n\n[time]\nacceleration = 2000.0",
+        );
+    Scene::from_toml(&text, &path).unwrap()
+}
+
+/// What a run's ranks must agree on: the counts, the cover's depth on every ground vertex
+/// and the ground's heights after the refreshes.
+type RunState = (
+    snowsim::snow::Counters,
+    u64,
+    Vec<f32>,
+    Vec<f64>,
+    Option<snowsim::sim::DriftReport>,
+);
+
+/// `frames` frames of `sim`, checked at the end; its state.
+fn run_state(
+    ctx: &Context,
+    sim: &mut Simulation,
+    particles: &mut DeviceBuffer<Particle>,
+    frames: usize,
+) -> RunState {
+    for _ in 0..frames {
+        step(ctx, sim, particles).unwrap();
+    }
+    sim.check().expect("the checks hold across the shares");
+    let report = sim.report().unwrap();
+    let counters = snowsim::snow::Counters {
+        landed: report.landed,
+        wrapped: report.wrapped,
+        lost: report.lost,
+        ..Default::default()
+    };
+    let depths = sim.snow().unwrap().cover().ground_depths().unwrap();
+    let refreshes = report.ground_refresh.as_ref().map_or(0, |r| r.refreshes);
+    (
+        counters,
+        refreshes,
+        depths,
+        sim.ground_heights().unwrap(),
+        report.drift,
+    )
+}
+
+/// The parcels split across three ranks in one process (threads and channels: the in-process
+/// backend that `mpirun` runs replace): rank 0 holds the wind, the cover and its drift, the
+/// others step their shares on contexts of their own, and the run equals one rank's exactly,
+/// its checks (every id once on every rank, the ledger over all of them) holding.
+#[test]
+fn ranks_in_one_process_give_the_state_of_one_rank() {
+    use snowsim::comm::{Comm, Local};
+    let scene = drifting_flat();
+    let overrides = Overrides {
+        particles: Some(5000),
+        wind_every: Some(1),
+        ..Default::default()
+    };
+    let ctx = context();
+    let (mut sim, mut particles) = start(&ctx, &scene, &overrides);
+    let one = run_state(&ctx, &mut sim, &mut particles, 40);
+    assert!(one.0.landed > 20, "{:?}", one.0);
+    assert!(one.1 > 0, "no ground refresh");
+    assert!(
+        one.4
+            .as_ref()
+            .is_some_and(|d| d.eroded_m3 > 0.0 && d.suspended_m3 > 0.0)
+    );
+    drop(sim);
+
+    let ground = snowsim::scene::ground_of(&scene).unwrap();
+    let setup = SimSetup::new(&scene, &ground, &overrides).unwrap();
+    let mut comms = Local::group(3, std::time::Duration::from_secs(60));
+    let first = comms.remove(0);
+    std::thread::scope(|scope| {
+        let followers: Vec<_> = comms
+            .into_iter()
+            .map(|comm| {
+                let setup = setup.clone();
+                scope.spawn(move || {
+                    let ctx = context();
+                    let mut share =
+                        snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(comm), setup)
+                            .unwrap();
+                    share.serve()
+                })
+            })
+            .collect();
+        let ranks = {
+            assert_eq!(first.size(), 3);
+            let mut sim = Simulation::over_ranks(&ctx, setup.clone(), Box::new(first)).unwrap();
+            let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
+            let mut timeline = ctx.timeline();
+            sim.reset(
+                &ctx,
+                &mut OutputBuffer::Device(&mut particles),
+                &mut timeline,
+            )
+            .unwrap();
+            ctx.finish().unwrap();
+            let shares = sim.rank_report().expect("shares over ranks");
+            assert_eq!(shares.iter().map(|s| s.particles).sum::<usize>(), 5000);
+            run_state(&ctx, &mut sim, &mut particles, 40)
+            // Dropping the simulation ends the other ranks.
+        };
+        for f in followers {
+            f.join()
+                .unwrap()
+                .expect("the other ranks serve until rank 0 ends");
+        }
+        assert_eq!(one.0, ranks.0, "counts");
+        assert_eq!(one.1, ranks.1, "refreshes");
+        assert!(one.2 == ranks.2, "the cover's depths differ");
+        assert!(one.3 == ranks.3, "the ground's heights differ");
+        assert_eq!(one.4, ranks.4, "the drift's report");
+    });
+}
+
+/// A rank that ends without serving (its process died) stops rank 0's run at the next
+/// exchange with an error naming it: never a hang, never a frame without its share.
+#[test]
+fn a_rank_that_is_gone_stops_rank_0_naming_it() {
+    use snowsim::comm::Local;
+    let scene = drifting_flat();
+    let overrides = Overrides {
+        particles: Some(600),
+        wind_every: Some(1),
+        ..Default::default()
+    };
+    let ground = snowsim::scene::ground_of(&scene).unwrap();
+    let setup = SimSetup::new(&scene, &ground, &overrides).unwrap();
+    let mut comms = Local::group(2, std::time::Duration::from_secs(30));
+    let gone = comms.pop().unwrap();
+    let ctx = context();
+    let mut sim = Simulation::over_ranks(&ctx, setup, Box::new(comms.remove(0))).unwrap();
+    drop(gone);
+    let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
+    let mut timeline = ctx.timeline();
+    let err = sim
+        .reset(
+            &ctx,
+            &mut OutputBuffer::Device(&mut particles),
+            &mut timeline,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("rank 1"), "{err}");
+}

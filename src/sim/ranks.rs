@@ -1,0 +1,747 @@
+//! The parcels split across ranks (`mpirun -n K snowsim run --render off`): the split of
+//! [`super::shares`] with the other shares in other processes, reached through
+//! [`crate::comm`] instead of pinned memory.
+//!
+//! **What each rank holds.** Rank 0 holds the simulation as one device would: the wind (solved
+//! there; its field sent to the others once per step), the cover that drifts and is smoothed,
+//! the snow in suspension's lifting, the reports, the checks and the state files, and its own
+//! share of the parcels. Every other rank ([`RankFollower`]) holds its share of the parcels on
+//! an OpenCL device of its own, a copy of the field, and a cover on which it lays its
+//! landings and which it hands over each frame. The mesh is not partitioned yet: every rank
+//! holds the whole of it, and the wind runs on rank 0 alone (`docs/scaling.md` says what the
+//! partitioned wind needs).
+//!
+//! **Bit for bit with one rank**, for the reasons the devices' split is: a parcel's id and the
+//! streams keyed by it are the run's ([`crate::snow::ParcelShare`]), what lands is an integer
+//! number of units added to rank 0's cover before it drifts or is smoothed, and the cells'
+//! counts and smallest ids merge order-free.
+//!
+//! **The exchange.** Every exchange is one order from rank 0 and one reply from each other
+//! rank, in rank order ([`Order`]). A frame: after its lifting and the read of its cells,
+//! rank 0 sends [`Order::Frame`] (the frame's seconds, the field when the wind stepped since
+//! the last one sent, the cells); each rank sorts, steps, packs its landings, reads its next
+//! cells, and replies with them; rank 0 adds them in its own step's wake. A rank that fails
+//! replies with its error; one that died or hangs ends rank 0's run when the communicator's
+//! receive times out ([`crate::comm::DEFAULT_TIMEOUT`]), naming it; rank 0's end, or its
+//! failure, ends the others ([`Order::End`], sent when [`RankPeers`] is dropped).
+
+use opencl3::event::Event;
+
+use crate::cl::{BufferArg, Context, DeviceBuffer, DeviceInfo, PinnedBuffer, Timeline, wait_for};
+use crate::comm::Comm;
+use crate::particle::Particle;
+use crate::scene::{DomainMesh, SortMode};
+use crate::snow::{
+    Counters, FrameCellsHost, LandingsIn, LandingsOut, MIN_PAIRS, ParcelShare, RelativeDensity,
+    Snow, SnowConfig,
+};
+
+use super::shares::ShareReport;
+use super::{Error, Result, SimSetup};
+
+/// The tag of rank 0's orders.
+const ORDER_TAG: u32 = 200;
+/// The tag of the other ranks' replies.
+const REPLY_TAG: u32 = 201;
+
+/// What rank 0 asks of the others; the first byte of an order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Order {
+    /// Step a frame: its seconds (f32), whether the field and the cells follow (a byte each),
+    /// the field (16 bytes a vertex), the cells (counts, smallest ids, pools). Reply: the
+    /// landings' (vertex, units) pairs, then the next cells' counts and smallest ids.
+    Frame = 1,
+    /// Put the parcels at their start and clear the cover. Reply: nothing.
+    Reset = 2,
+    /// Move the mesh to these vertices (f64 × 3 each) and find every parcel again. Reply:
+    /// the parcels moved up and lost (u64 each).
+    Regrade = 3,
+    /// Sort in this mode (a byte: 0 off, 1 full, 2 partial). Reply: nothing.
+    Sort = 4,
+    /// Reply: the counters (11 × u64).
+    Counters = 5,
+    /// Reply: the units carried in suspension (u128).
+    Suspended = 6,
+    /// Check that every id of the share is present once. Reply: nothing.
+    Check = 7,
+    /// Reply: the falling snow's relative density (f32 per cell).
+    Density = 8,
+    /// Stop serving. No reply.
+    End = 9,
+}
+
+impl Order {
+    fn from_byte(b: u8) -> Option<Self> {
+        [
+            Self::Frame,
+            Self::Reset,
+            Self::Regrade,
+            Self::Sort,
+            Self::Counters,
+            Self::Suspended,
+            Self::Check,
+            Self::Density,
+            Self::End,
+        ]
+        .into_iter()
+        .find(|o| *o as u8 == b)
+    }
+}
+
+/// Every rank's share (`shares`: first id, parcels per rank), rank 0's (on `device`) first,
+/// as `--json`'s `snow_devices` lists them.
+pub fn report(shares: &[(u32, usize)], device: &DeviceInfo) -> Vec<ShareReport> {
+    let total: usize = shares.iter().map(|s| s.1).sum();
+    shares
+        .iter()
+        .enumerate()
+        .map(|(rank, &(first, particles))| ShareReport {
+            device: match rank {
+                0 => format!("rank 0: {}", device.label()),
+                r => format!("rank {r}"),
+            },
+            first,
+            particles,
+            fraction: particles as f64 / total.max(1) as f64,
+        })
+        .collect()
+}
+
+/// A share of the parcels on another rank, as rank 0 sees it.
+struct Peer {
+    rank: usize,
+    particles: usize,
+    /// Its last landings, alive until `added` completes.
+    pairs: Vec<[u64; 2]>,
+    added: Option<Event>,
+    /// Its next cells (with suspension), alive until `merged` completes.
+    cells: Option<FrameCellsHost>,
+    merged: Vec<Event>,
+}
+
+/// Rank 0's side of the split: the other ranks' shares, reached through `comm`.
+pub struct RankPeers {
+    comm: Box<dyn Comm>,
+    peers: Vec<Peer>,
+    /// The field as last read, sent with the next frame's order.
+    field: PinnedBuffer<[f32; 4]>,
+    /// The wind step the field sent last stood at.
+    sent_step: Option<u64>,
+    /// Whether `field` holds a field not sent yet.
+    unsent: bool,
+    /// Bytes sent and received per exchange kind, summed (the report's traffic).
+    pub(super) traffic: RankTraffic,
+}
+
+/// Bytes rank 0 exchanged with the others since the start.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RankTraffic {
+    pub landings: u64,
+    pub cells: u64,
+    pub wind_field: u64,
+    pub frames: u64,
+}
+
+impl RankPeers {
+    /// The other ranks of `comm`, holding `shares[1..]` (first id, parcels) of the run's
+    /// parcels; `context` is rank 0's; `vertices` the wind mesh's; `coarse_cells` the
+    /// suspension's cells when it is on.
+    pub fn new(
+        context: &Context,
+        comm: Box<dyn Comm>,
+        shares: &[(u32, usize)],
+        vertices: usize,
+        coarse_cells: Option<usize>,
+    ) -> Result<Self> {
+        if shares.len() != comm.size() {
+            return Err(Error::Internal(format!(
+                "{} shares of the parcels for {} ranks",
+                shares.len(),
+                comm.size()
+            )));
+        }
+        let mut peers = Vec::new();
+        for (rank, &(_, particles)) in shares.iter().enumerate().skip(1) {
+            let cells = match coarse_cells {
+                Some(n) => Some(FrameCellsHost::new(context, n)?),
+                None => None,
+            };
+            peers.push(Peer {
+                rank,
+                particles,
+                pairs: Vec::new(),
+                added: None,
+                cells,
+                merged: Vec::new(),
+            });
+        }
+        Ok(Self {
+            comm,
+            peers,
+            field: PinnedBuffer::new(context, vertices)?,
+            sent_step: None,
+            unsent: false,
+            traffic: RankTraffic::default(),
+        })
+    }
+
+    /// The ranks' parcels, summed.
+    pub fn particles(&self) -> usize {
+        self.peers.iter().map(|p| p.particles).sum()
+    }
+
+    /// Reads `field` (the wind as the frame's snow samples it, after wind step `step`) to
+    /// send with the frame's order, unless the one sent last stood at the same step. Blocking.
+    pub fn read_field(&mut self, field: &impl BufferArg<[f32; 4]>, step: u64) -> Result<()> {
+        if self.sent_step != Some(step) {
+            self.field.read_from(field)?;
+            self.sent_step = Some(step);
+            self.unsent = true;
+        }
+        Ok(())
+    }
+
+    /// Sends every rank the frame's order: `dt`, the field read since the last one, and the
+    /// cells rank 0 lifted (`cells`, read and waited for; `None` without suspension).
+    pub fn send_frame(&mut self, dt: f32, cells: Option<&FrameCellsHost>) -> Result<()> {
+        let mut order = vec![Order::Frame as u8];
+        order.extend_from_slice(&dt.to_le_bytes());
+        order.push(u8::from(self.unsent));
+        order.push(u8::from(cells.is_some()));
+        let field_bytes: &[u8] = bytemuck::cast_slice(self.field.as_slice());
+        if self.unsent {
+            order.extend_from_slice(field_bytes);
+        }
+        let mut cell_bytes = 0;
+        if let Some(c) = cells {
+            let before = order.len();
+            order.extend_from_slice(bytemuck::cast_slice(c.count.as_slice()));
+            order.extend_from_slice(bytemuck::cast_slice(c.first.as_slice()));
+            order.extend_from_slice(bytemuck::cast_slice(c.pool.as_slice()));
+            cell_bytes = order.len() - before;
+        }
+        for p in &self.peers {
+            self.comm.send(p.rank, ORDER_TAG, &order)?;
+            self.traffic.cells += cell_bytes as u64;
+            if self.unsent {
+                self.traffic.wind_field += field_bytes.len() as u64;
+            }
+        }
+        self.unsent = false;
+        Ok(())
+    }
+
+    /// Receives every rank's reply to the frame's order and adds their landings to `snow`'s
+    /// cover (through `incoming`) and their next cells to its suspension's, in order on
+    /// `context`'s queue after its own step, without waiting for the device.
+    pub fn gather(
+        &mut self,
+        context: &Context,
+        snow: &mut Snow,
+        incoming: &mut LandingsIn,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        for p in &mut self.peers {
+            let reply = reply(&*self.comm, p.rank, "its landings")?;
+            let mut r = Reader::new(&reply, p.rank);
+            let n = r.u64()? as usize;
+            // The last frame's copies out of these host buffers are done before they change.
+            let earlier: Vec<Event> = p
+                .added
+                .take()
+                .into_iter()
+                .chain(p.merged.drain(..))
+                .collect();
+            wait_for(&earlier)?;
+            p.pairs = r.pod_vec::<[u64; 2]>(n)?;
+            self.traffic.landings += 8 + 16 * n as u64;
+            // SAFETY: `pairs` stays alive and unchanged until `added` completes: the next
+            // frame waits for it above, and Drop finishes the queue first.
+            p.added =
+                unsafe { incoming.enqueue_add(context, snow.cover_mut(), &p.pairs, timeline) }?;
+            if let Some(cells) = p.cells.as_mut() {
+                let c = cells.count.len();
+                cells
+                    .count
+                    .as_mut_slice()
+                    .copy_from_slice(&r.pod_vec::<u32>(c)?);
+                cells
+                    .first
+                    .as_mut_slice()
+                    .copy_from_slice(&r.pod_vec::<u32>(c)?);
+                self.traffic.cells += 8 * c as u64;
+                // SAFETY: as `pairs`, until `merged` completes.
+                if let Some(copies) = unsafe { snow.enqueue_merge_cells(context, cells, timeline) }?
+                {
+                    p.merged.extend(copies);
+                }
+            }
+            r.end()?;
+        }
+        self.traffic.frames += 1;
+        Ok(())
+    }
+
+    /// Sends `order` (with `payload`) to every rank and returns their replies, in rank order.
+    fn ask(&self, order: Order, payload: &[u8], what: &'static str) -> Result<Vec<Vec<u8>>> {
+        let mut message = vec![order as u8];
+        message.extend_from_slice(payload);
+        for p in &self.peers {
+            self.comm.send(p.rank, ORDER_TAG, &message)?;
+        }
+        self.peers
+            .iter()
+            .map(|p| reply(&*self.comm, p.rank, what))
+            .collect()
+    }
+
+    /// Puts the ranks' parcels at their start and clears their covers (blocking).
+    pub fn reset(&mut self) -> Result<()> {
+        self.sent_step = None;
+        self.ask(Order::Reset, &[], "its reset").map(|_| ())
+    }
+
+    /// Switches the ranks' sort mode.
+    pub fn set_sort(&mut self, mode: SortMode) -> Result<()> {
+        let byte = match mode {
+            SortMode::Off => 0,
+            SortMode::Full => 1,
+            SortMode::Partial => 2,
+        };
+        self.ask(Order::Sort, &[byte], "its sort mode").map(|_| ())
+    }
+
+    /// Moves the ranks' meshes to `vertices` and finds their parcels again (blocking);
+    /// returns the parcels moved up and lost, summed.
+    pub fn regrade(&mut self, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
+        let replies = self.ask(
+            Order::Regrade,
+            bytemuck::cast_slice(vertices),
+            "its regrade",
+        )?;
+        let mut moved = (0, 0);
+        for (p, reply) in self.peers.iter().zip(&replies) {
+            let mut r = Reader::new(reply, p.rank);
+            moved.0 += r.u64()?;
+            moved.1 += r.u64()?;
+            r.end()?;
+        }
+        // The field is sent again with the next frame (the regrade re-projected it).
+        self.sent_step = None;
+        Ok(moved)
+    }
+
+    /// The ranks' counters (blocking).
+    pub fn counters(&self) -> Result<Vec<Counters>> {
+        let replies = self.ask(Order::Counters, &[], "its counters")?;
+        self.peers
+            .iter()
+            .zip(&replies)
+            .map(|(p, reply)| {
+                let mut r = Reader::new(reply, p.rank);
+                let c = decode_counters(&mut r)?;
+                r.end()?;
+                Ok(c)
+            })
+            .collect()
+    }
+
+    /// The units the ranks' parcels carry in suspension, summed (blocking).
+    pub fn suspended_units(&self) -> Result<u128> {
+        let replies = self.ask(Order::Suspended, &[], "its suspended snow")?;
+        let mut units = 0u128;
+        for (p, reply) in self.peers.iter().zip(&replies) {
+            let mut r = Reader::new(reply, p.rank);
+            let bytes: [u8; 16] = r.take(16)?.try_into().map_err(|_| r.short(16))?;
+            units += u128::from_le_bytes(bytes);
+            r.end()?;
+        }
+        Ok(units)
+    }
+
+    /// Has every rank check that each id of its share is present once (blocking).
+    pub fn check_ids(&self) -> Result<()> {
+        self.ask(Order::Check, &[], "its check").map(|_| ())
+    }
+
+    /// Adds each rank's relative density of falling snow, weighted by `weights` (in rank
+    /// order, rank 0's left out), to `blended` (blocking).
+    pub fn add_density(&self, blended: &mut RelativeDensity, weights: &[f64]) -> Result<()> {
+        let replies = self.ask(Order::Density, &[], "its snow density")?;
+        for ((p, reply), &w) in self.peers.iter().zip(&replies).zip(weights) {
+            let mut r = Reader::new(reply, p.rank);
+            let theirs = r.pod_vec::<f32>(blended.values.len())?;
+            r.end()?;
+            for (v, t) in blended.values.iter_mut().zip(&theirs) {
+                *v += w as f32 * t;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RankPeers {
+    fn drop(&mut self) {
+        for p in &self.peers {
+            if let Some(added) = &p.added {
+                let _ = added.wait();
+            }
+            let _ = wait_for(&p.merged);
+            // A rank already gone needs no end.
+            let _ = self.comm.send(p.rank, ORDER_TAG, &[Order::End as u8]);
+        }
+    }
+}
+
+/// Rank 0's reply from `rank`: its payload, or the error it reports.
+fn reply(comm: &dyn Comm, rank: usize, what: &'static str) -> Result<Vec<u8>> {
+    let mut bytes = comm.recv(rank, REPLY_TAG, what)?;
+    match bytes.first() {
+        Some(0) => {
+            bytes.remove(0);
+            Ok(bytes)
+        }
+        Some(_) => Err(Error::Rank {
+            rank,
+            message: String::from_utf8_lossy(&bytes[1..]).into_owned(),
+        }),
+        None => Err(Error::Rank {
+            rank,
+            message: format!("an empty reply for {what}"),
+        }),
+    }
+}
+
+/// The share of the parcels of a rank other than 0: its snow, driven by rank 0's orders.
+pub struct RankFollower {
+    comm: Box<dyn Comm>,
+    context: Context,
+    snow: Snow,
+    render: DeviceBuffer<Particle>,
+    field: DeviceBuffer<[f32; 4]>,
+    landed: LandingsOut,
+    /// The cells from rank 0, and the next cells back (with suspension).
+    cells: Option<(FrameCellsHost, FrameCellsHost)>,
+    timeline: Timeline,
+}
+
+impl RankFollower {
+    /// This rank's share, `shares[comm.rank()]` of the run's `total` parcels, of a snow set up
+    /// as `config` over `domain` (its drift off: rank 0's cover drifts), on `context`.
+    pub fn new(
+        context: &Context,
+        comm: Box<dyn Comm>,
+        domain: &DomainMesh,
+        config: &SnowConfig,
+        shares: &[(u32, usize)],
+        total: u32,
+    ) -> Result<Self> {
+        let rank = comm.rank();
+        let Some(&(first, n)) = shares.get(rank).filter(|_| rank > 0) else {
+            return Err(Error::Internal(format!(
+                "rank {rank} follows with {} shares of the parcels",
+                shares.len()
+            )));
+        };
+        let suspension = config.drift.is_some_and(|d| d.suspension);
+        let mut share_config = config.clone();
+        share_config.particles = n;
+        share_config.drift = None;
+        let share = ParcelShare {
+            first,
+            total,
+            lifted_elsewhere: suspension,
+        };
+        let snow = Snow::new_share(context, domain, share_config, share)?;
+        let landed = LandingsOut::new(context, snow.cover(), MIN_PAIRS)?;
+        let cells = match suspension {
+            true => {
+                let c = snow.cover().mesh.coarse_vertices;
+                Some((
+                    FrameCellsHost::new(context, c)?,
+                    FrameCellsHost::new(context, c)?,
+                ))
+            }
+            false => None,
+        };
+        Ok(Self {
+            render: DeviceBuffer::zeroed(context, n)?,
+            field: DeviceBuffer::zeroed(context, domain.mesh.vertices.len())?,
+            comm,
+            context: context.clone(),
+            snow,
+            landed,
+            cells,
+            timeline: Timeline::new(false),
+        })
+    }
+
+    /// This rank's share of `setup`'s parcels (every rank settles the same setup from the
+    /// same scene and options), on `context`. An error when the setup simulates no snow.
+    pub fn from_setup(context: &Context, comm: Box<dyn Comm>, setup: SimSetup) -> Result<Self> {
+        let Some(scene) = setup.scene else {
+            return Err(Error::InvalidParameter(
+                "still particles are not split across ranks: run a scene".into(),
+            ));
+        };
+        let Some(config) = scene.snow else {
+            return Err(Error::InvalidParameter(
+                "the scene simulates no snow: there are no parcels to split across ranks".into(),
+            ));
+        };
+        if scene.split.is_some() {
+            return Err(Error::InvalidParameter(
+                "the parcels split across ranks and across the devices of a rank \
+                 (--snow-devices) at once: not yet; give one or the other"
+                    .into(),
+            ));
+        }
+        let shares = super::rank_shares(config.particles, comm.size())?;
+        let total = u32::try_from(config.particles).map_err(|_| {
+            Error::InvalidParameter(format!(
+                "{} parcels do not fit 32-bit ids",
+                config.particles
+            ))
+        })?;
+        Self::new(context, comm, &scene.domain, &config, &shares, total)
+    }
+
+    /// Serves rank 0's orders until it says [`Order::End`]: an order that fails is replied
+    /// with its error, and ends the serving with it.
+    pub fn serve(&mut self) -> Result<()> {
+        loop {
+            let order = self.comm.recv(0, ORDER_TAG, "the next order")?;
+            let Some(kind) = order.first().and_then(|&b| Order::from_byte(b)) else {
+                return Err(Error::Internal(format!(
+                    "rank {}: an order of unknown kind {:?}",
+                    self.comm.rank(),
+                    order.first()
+                )));
+            };
+            if kind == Order::End {
+                return self.context.finish().map_err(Error::from);
+            }
+            match self.obey(kind, &order[1..]) {
+                Ok(mut payload) => {
+                    payload.insert(0, 0);
+                    self.comm.send(0, REPLY_TAG, &payload)?;
+                }
+                Err(e) => {
+                    let mut message = vec![1];
+                    message.extend_from_slice(e.to_string().as_bytes());
+                    // Rank 0 hears of it, or has gone already.
+                    let _ = self.comm.send(0, REPLY_TAG, &message);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Runs one order and returns its reply's payload.
+    fn obey(&mut self, kind: Order, payload: &[u8]) -> Result<Vec<u8>> {
+        let mut r = Reader::new(payload, 0);
+        let mut out = Vec::new();
+        match kind {
+            Order::Frame => {
+                let dt = f32::from_le_bytes(r.array()?);
+                let [has_field, has_cells] = r.array()?;
+                if has_field != 0 {
+                    let field = r.pod_vec::<[f32; 4]>(self.field.len())?;
+                    self.field.write(&field)?;
+                }
+                if (has_cells != 0) != self.cells.is_some() {
+                    return Err(Error::Internal(
+                        "rank 0 and this rank disagree on the snow in suspension".into(),
+                    ));
+                }
+                if let Some((from, _)) = self.cells.as_mut() {
+                    let c = from.count.len();
+                    from.count
+                        .as_mut_slice()
+                        .copy_from_slice(&r.pod_vec::<u32>(c)?);
+                    from.first
+                        .as_mut_slice()
+                        .copy_from_slice(&r.pod_vec::<u32>(c)?);
+                    from.pool
+                        .as_mut_slice()
+                        .copy_from_slice(&r.pod_vec::<u64>(c)?);
+                    // SAFETY: the host leaves `from` alone until the frame's wait below.
+                    unsafe { self.snow.enqueue_cells(from) }?;
+                }
+                r.end()?;
+                self.snow.check_counter_read()?;
+                self.snow.sort(&mut self.timeline)?;
+                let (ctx, tl) = (&self.context, &mut self.timeline);
+                self.snow.advance(ctx, &self.field, dt, &self.render, tl)?;
+                // SAFETY: the pinned memory is read only after `finish` waited for the events.
+                let mut events = unsafe {
+                    self.landed
+                        .enqueue(&self.context, self.snow.cover_mut(), &mut self.timeline)
+                }?;
+                if let Some((_, next)) = self.cells.as_mut() {
+                    // SAFETY: as the landings': waited for with them below.
+                    let read = unsafe { self.snow.enqueue_read_next_cells(next) }?;
+                    events.extend(read.into_iter().flatten());
+                }
+                self.snow.start_counter_read()?;
+                self.landed.finish(&events)?;
+                let pairs = self.landed.pairs();
+                out.extend_from_slice(&(pairs.len() as u64).to_le_bytes());
+                out.extend_from_slice(bytemuck::cast_slice(pairs));
+                if let Some((_, next)) = &self.cells {
+                    out.extend_from_slice(bytemuck::cast_slice(next.count.as_slice()));
+                    out.extend_from_slice(bytemuck::cast_slice(next.first.as_slice()));
+                }
+            }
+            Order::Reset => {
+                self.snow
+                    .reset(&self.context, &self.render, &mut self.timeline)?;
+                self.context.finish()?;
+            }
+            Order::Regrade => {
+                let n = payload.len() / 24;
+                let vertices = r.pod_vec::<[f64; 3]>(n)?;
+                r.end()?;
+                let (up, lost) = self.snow.regrade(&self.context, &vertices)?;
+                out.extend_from_slice(&up.to_le_bytes());
+                out.extend_from_slice(&lost.to_le_bytes());
+            }
+            Order::Sort => {
+                let [mode] = r.array()?;
+                let mode = match mode {
+                    0 => SortMode::Off,
+                    1 => SortMode::Full,
+                    _ => SortMode::Partial,
+                };
+                self.snow.set_sort(mode)?;
+            }
+            Order::Counters => {
+                self.snow.check_counter_read()?;
+                encode_counters(&self.snow.counters()?, &mut out);
+            }
+            Order::Suspended => {
+                let units: u128 = self
+                    .snow
+                    .particles()
+                    .suspended_units()?
+                    .iter()
+                    .map(|&u| u128::from(u))
+                    .sum();
+                out.extend_from_slice(&units.to_le_bytes());
+            }
+            Order::Check => self.snow.check_ids()?,
+            Order::Density => {
+                let density = self.snow.flake_density()?;
+                out.extend_from_slice(bytemuck::cast_slice(&density.values));
+            }
+            Order::End => {}
+        }
+        Ok(out)
+    }
+}
+
+/// The counters as 11 little-endian u64s.
+fn encode_counters(c: &Counters, out: &mut Vec<u8>) {
+    for v in [
+        c.landed,
+        c.top,
+        c.wrapped,
+        c.closed,
+        c.lost,
+        c.nonfinite,
+        u64::from(c.first_bad),
+        c.other,
+        c.deposited,
+        c.laid_suspended,
+        c.exited_suspended,
+    ] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// [`encode_counters`] read back.
+fn decode_counters(r: &mut Reader<'_>) -> Result<Counters> {
+    let mut v = [0u64; 11];
+    for x in &mut v {
+        *x = r.u64()?;
+    }
+    Ok(Counters {
+        landed: v[0],
+        top: v[1],
+        wrapped: v[2],
+        closed: v[3],
+        lost: v[4],
+        nonfinite: v[5],
+        first_bad: u32::try_from(v[6]).unwrap_or(u32::MAX),
+        other: v[7],
+        deposited: v[8],
+        laid_suspended: v[9],
+        exited_suspended: v[10],
+    })
+}
+
+/// Reads a message's parts in order; a message too short or too long is an error naming the
+/// rank it came from.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    rank: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], rank: usize) -> Self {
+        Self { bytes, at: 0, rank }
+    }
+
+    fn short(&self, wanted: usize) -> Error {
+        Error::Rank {
+            rank: self.rank,
+            message: format!(
+                "a message of {} bytes ends before byte {}",
+                self.bytes.len(),
+                self.at + wanted
+            ),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(self.short(n));
+        };
+        let part = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(part)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let part = self.take(N)?;
+        part.try_into().map_err(|_| self.short(N))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    /// `n` values of `T`, copied out (the message's bytes need not be aligned for `T`).
+    fn pod_vec<T: bytemuck::Pod>(&mut self, n: usize) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>();
+        let bytes = self.take(n.checked_mul(size).ok_or_else(|| self.short(usize::MAX))?)?;
+        Ok(bytemuck::pod_collect_to_vec(bytes))
+    }
+
+    fn end(&self) -> Result<()> {
+        match self.at == self.bytes.len() {
+            true => Ok(()),
+            false => Err(Error::Rank {
+                rank: self.rank,
+                message: format!(
+                    "a message of {} bytes where {} were expected",
+                    self.bytes.len(),
+                    self.at
+                ),
+            }),
+        }
+    }
+}
