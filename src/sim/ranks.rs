@@ -130,6 +130,8 @@ pub struct RankPeers {
     sent_step: Option<u64>,
     /// Whether `field` holds a field not sent yet.
     unsent: bool,
+    /// The read into `field` on its way.
+    reading: Option<Event>,
     /// Bytes sent and received per exchange kind, summed (the report's traffic).
     pub(super) traffic: RankTraffic,
 }
@@ -182,6 +184,7 @@ impl RankPeers {
             field: PinnedBuffer::new(context, vertices)?,
             sent_step: None,
             unsent: false,
+            reading: None,
             traffic: RankTraffic::default(),
         })
     }
@@ -191,11 +194,17 @@ impl RankPeers {
         self.peers.iter().map(|p| p.particles).sum()
     }
 
-    /// Reads `field` (the wind as the frame's snow samples it, after wind step `step`) to
-    /// send with the frame's order, unless the one sent last stood at the same step. Blocking.
+    /// Starts reading `field` (the wind as the frame's snow samples it, after wind step
+    /// `step`) to send with the frame's order, unless the one sent last stood at the same
+    /// step; without waiting (the order waits for it).
     pub fn read_field(&mut self, field: &impl BufferArg<[f32; 4]>, step: u64) -> Result<()> {
         if self.sent_step != Some(step) {
-            self.field.read_from(field)?;
+            if let Some(earlier) = self.reading.take() {
+                wait_for(std::slice::from_ref(&earlier))?;
+            }
+            // SAFETY: the host reads `field` only in `send_frame`, after waiting for this
+            // event, and Drop waits for it.
+            self.reading = Some(unsafe { self.field.enqueue_read_from(field) }?);
             self.sent_step = Some(step);
             self.unsent = true;
         }
@@ -205,6 +214,9 @@ impl RankPeers {
     /// Sends every rank the frame's order: `dt`, the field read since the last one, and the
     /// cells rank 0 lifted (`cells`, read and waited for; `None` without suspension).
     pub fn send_frame(&mut self, dt: f32, cells: Option<&FrameCellsHost>) -> Result<()> {
+        if let Some(reading) = self.reading.take() {
+            wait_for(std::slice::from_ref(&reading))?;
+        }
         let mut order = vec![Order::Frame as u8];
         order.extend_from_slice(&dt.to_le_bytes());
         order.push(u8::from(self.unsent));
@@ -383,6 +395,9 @@ impl RankPeers {
 
 impl Drop for RankPeers {
     fn drop(&mut self) {
+        if let Some(reading) = &self.reading {
+            let _ = reading.wait();
+        }
         for p in &self.peers {
             if let Some(added) = &p.added {
                 let _ = added.wait();
@@ -424,6 +439,9 @@ pub struct RankFollower {
     /// The cells from rank 0, and the next cells back (with suspension).
     cells: Option<(FrameCellsHost, FrameCellsHost)>,
     timeline: Timeline,
+    /// Whether the next frame's sort is queued already (right after the last frame's reply:
+    /// it needs nothing of the next frame's, and runs while the order is on its way).
+    sorted_ahead: bool,
 }
 
 impl RankFollower {
@@ -474,6 +492,7 @@ impl RankFollower {
             landed,
             cells,
             timeline: Timeline::new(false),
+            sorted_ahead: false,
         })
     }
 
@@ -526,6 +545,13 @@ impl RankFollower {
                 Ok(mut payload) => {
                     payload.insert(0, 0);
                     self.comm.send(0, REPLY_TAG, &payload)?;
+                    if kind == Order::Frame {
+                        // The parcels' order does not change the state: the next frame's
+                        // sort runs now, while rank 0 lifts and sends the next order.
+                        self.snow.sort(&mut self.timeline)?;
+                        self.context.flush()?;
+                        self.sorted_ahead = true;
+                    }
                 }
                 Err(e) => {
                     let mut message = vec![1];
@@ -571,7 +597,9 @@ impl RankFollower {
                 }
                 r.end()?;
                 self.snow.check_counter_read()?;
-                self.snow.sort(&mut self.timeline)?;
+                if !std::mem::take(&mut self.sorted_ahead) {
+                    self.snow.sort(&mut self.timeline)?;
+                }
                 let (ctx, tl) = (&self.context, &mut self.timeline);
                 self.snow.advance(ctx, &self.field, dt, &self.render, tl)?;
                 // SAFETY: the pinned memory is read only after `finish` waited for the events.
@@ -595,6 +623,7 @@ impl RankFollower {
                 }
             }
             Order::Reset => {
+                self.sorted_ahead = false;
                 self.snow
                     .reset(&self.context, &self.render, &mut self.timeline)?;
                 self.context.finish()?;
