@@ -189,6 +189,14 @@ pub trait Comm: Send {
     fn recv(&self, from: usize, tag: u32, what: &'static str) -> Result<Vec<u8>>;
     /// How long a receive waits.
     fn timeout(&self) -> Duration;
+    /// Waits until every message this rank sent so far has been taken by its receiver (at
+    /// most [`timeout`](Self::timeout)). MPI moves a large message only while both ranks are
+    /// inside the library, so a rank that sends one and goes on computing holds it back
+    /// until its next receive; flushing lets it travel now. Backends whose sends are
+    /// delivered at once have nothing to do.
+    fn flush_sends(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The timeout set by `SNOWSIM_COMM_TIMEOUT_S` (seconds, positive and representable), else

@@ -21,6 +21,9 @@ struct Pending {
     request: Request<'static, [u8], StaticScope>,
     /// The leaked copy the request reads; freed once the request completes.
     buffer: *mut [u8],
+    /// Its receiver and tag (what a flush that times out names).
+    to: usize,
+    tag: u32,
 }
 
 /// MPI's world communicator; MPI is finalized when it is dropped, after the pending sends
@@ -82,10 +85,7 @@ impl Mpi {
                 // SAFETY: `buffer` came from `Box::leak` in `send`, and the request that read
                 // it has completed and been consumed: nothing refers to it now.
                 Ok(_) => drop(unsafe { Box::from_raw(p.buffer) }),
-                Err(request) => still.push(Pending {
-                    request,
-                    buffer: p.buffer,
-                }),
+                Err(request) => still.push(Pending { request, ..p }),
             }
         }
         *pending = still;
@@ -138,7 +138,12 @@ impl Comm for Mpi {
             .world()
             .process_at_rank(to)
             .immediate_send_with_tag(StaticScope, shared, tag as i32);
-        self.pending.borrow_mut().push(Pending { request, buffer });
+        self.pending.borrow_mut().push(Pending {
+            request,
+            buffer,
+            to: to as usize,
+            tag,
+        });
         self.progress();
         Ok(())
     }
@@ -164,6 +169,25 @@ impl Comm for Mpi {
 
     fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    fn flush_sends(&self) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            self.progress();
+            let pending = self.pending.borrow();
+            let Some(first) = pending.first() else {
+                return Ok(());
+            };
+            if start.elapsed() >= self.timeout {
+                let what = "the delivery of a message sent to it";
+                return Err(CommError::timeout(
+                    self.rank, first.to, first.tag, what, start,
+                ));
+            }
+            drop(pending);
+            pause(start);
+        }
     }
 }
 

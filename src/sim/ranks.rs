@@ -2,32 +2,37 @@
 //! [`super::shares`] with the other shares in other processes, reached through
 //! [`crate::comm`] instead of pinned memory.
 //!
-//! **What each rank holds.** Rank 0 holds the simulation as one device would: the wind (solved
-//! there; its field sent to the others once per step), the cover that drifts and is smoothed,
-//! the snow in suspension's lifting, the reports, the checks and the state files, and its own
-//! share of the parcels. Every other rank ([`RankFollower`]) holds its share of the parcels on
-//! an OpenCL device of its own, a copy of the field, and a cover on which it lays its
-//! landings and which it hands over each frame. The mesh is not partitioned yet: every rank
-//! holds the whole of it, and the wind runs on rank 0 alone (`docs/scaling.md` says what the
-//! partitioned wind needs).
+//! **What each rank holds.** Rank 0 holds the simulation as one device would: the wind, the
+//! cover that drifts and is smoothed, the snow in suspension's lifting, the reports, the checks
+//! and the state files, and its own share of the parcels. Every other rank ([`RankFollower`])
+//! holds its share of the parcels on an OpenCL device of its own, a cover on which it lays its
+//! landings and which it hands over each frame, and **the same wind, solved again**: each
+//! rank steps the same solver on the same mesh, so no field crosses between ranks (3 MB a
+//! wind step on the valley, which took longer to send than to solve: `benches/RESULTS.md`).
+//! The mesh is not partitioned yet: every rank holds the whole of it (`docs/scaling.md` says
+//! what the partitioned wind needs).
 //!
 //! **Bit for bit with one rank**, for the reasons the devices' split is: a parcel's id and the
 //! streams keyed by it are the run's ([`crate::snow::ParcelShare`]), what lands is an integer
 //! number of units added to rank 0's cover before it drifts or is smoothed, and the cells'
-//! counts and smallest ids merge order-free.
+//! counts and smallest ids merge order-free. The wind is the same bit for bit where the ranks'
+//! devices are of one model (the solver's reductions run in a fixed order); `--check`
+//! compares every rank's field with rank 0's and stops the run where they differ. A ground
+//! refresh sends the raise (8 bytes per ground vertex) and each rank regrades its own wind.
 //!
 //! **The exchange.** Every exchange is one order from rank 0 and one reply from each other
 //! rank, in rank order ([`Order`]). A frame: after its lifting and the read of its cells,
-//! rank 0 sends [`Order::Frame`] (the frame's seconds, the field when the wind stepped since
-//! the last one sent, the cells); each rank sorts, steps, packs its landings, reads its next
-//! cells, and replies with them; rank 0 adds them in its own step's wake. A rank that fails
-//! replies with its error; one that died or hangs ends rank 0's run when the communicator's
-//! receive times out ([`crate::comm::DEFAULT_TIMEOUT`]), naming it; rank 0's end, or its
-//! failure, ends the others ([`Order::End`], sent when [`RankPeers`] is dropped).
+//! rank 0 sends [`Order::Frame`] (the frame's seconds and the cells); each rank steps its
+//! parcels (sorted as soon as it replied to the last frame), packs its landings, reads its
+//! next cells and replies with them, its wind's steps running meanwhile; rank 0 adds them in
+//! its own step's wake. A rank that fails replies with its error; one that died or hangs ends
+//! rank 0's run when the communicator's receive times out ([`crate::comm::DEFAULT_TIMEOUT`]),
+//! naming it; rank 0's end, or its failure, ends the others ([`Order::End`], sent when
+//! [`RankPeers`] is dropped).
 
 use opencl3::event::Event;
 
-use crate::cl::{BufferArg, Context, DeviceBuffer, DeviceInfo, PinnedBuffer, Timeline, wait_for};
+use crate::cl::{Context, DeviceBuffer, DeviceInfo, Timeline, wait_for};
 use crate::comm::Comm;
 use crate::particle::Particle;
 use crate::scene::{DomainMesh, SortMode};
@@ -36,6 +41,8 @@ use crate::snow::{
     Snow, SnowConfig,
 };
 
+use super::coupling::WindField;
+use super::setup::WindSetup;
 use super::shares::ShareReport;
 use super::{Error, Result, SimSetup};
 
@@ -48,14 +55,14 @@ const REPLY_TAG: u32 = 201;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Order {
-    /// Step a frame: its seconds (f32), whether the field and the cells follow (a byte each),
-    /// the field (16 bytes a vertex), the cells (counts, smallest ids, pools). Reply: the
-    /// landings' (vertex, units) pairs, then the next cells' counts and smallest ids.
+    /// Step a frame: its seconds (f32), whether the cells follow (a byte), the cells
+    /// (counts, smallest ids, pools). Reply: the landings' (vertex, units) pairs, then the
+    /// next cells' counts and smallest ids. The frame's wind steps follow on the rank's own.
     Frame = 1,
     /// Put the parcels at their start and clear the cover. Reply: nothing.
     Reset = 2,
-    /// Move the mesh to these vertices (f64 × 3 each) and find every parcel again. Reply:
-    /// the parcels moved up and lost (u64 each).
+    /// Raise the wind's ground by this much (f64 per ground vertex), move the snow's mesh
+    /// with it and find every parcel again. Reply: the parcels moved up and lost (u64 each).
     Regrade = 3,
     /// Sort in this mode (a byte: 0 off, 1 full, 2 partial). Reply: nothing.
     Sort = 4,
@@ -63,7 +70,8 @@ pub enum Order {
     Counters = 5,
     /// Reply: the units carried in suspension (u128).
     Suspended = 6,
-    /// Check that every id of the share is present once. Reply: nothing.
+    /// Check that every id of the share is present once and the wind finite. Reply: a
+    /// digest of the wind's field ([`field_digest`]).
     Check = 7,
     /// Reply: the falling snow's relative density (f32 per cell).
     Density = 8,
@@ -124,14 +132,6 @@ struct Peer {
 pub struct RankPeers {
     comm: Box<dyn Comm>,
     peers: Vec<Peer>,
-    /// The field as last read, sent with the next frame's order.
-    field: PinnedBuffer<[f32; 4]>,
-    /// The wind step the field sent last stood at.
-    sent_step: Option<u64>,
-    /// Whether `field` holds a field not sent yet.
-    unsent: bool,
-    /// The read into `field` on its way.
-    reading: Option<Event>,
     /// Bytes sent and received per exchange kind, summed (the report's traffic).
     pub(super) traffic: RankTraffic,
 }
@@ -147,13 +147,11 @@ pub(super) struct RankTraffic {
 
 impl RankPeers {
     /// The other ranks of `comm`, holding `shares[1..]` (first id, parcels) of the run's
-    /// parcels; `context` is rank 0's; `vertices` the wind mesh's; `coarse_cells` the
-    /// suspension's cells when it is on.
+    /// parcels; `context` is rank 0's; `coarse_cells` the suspension's cells when it is on.
     pub fn new(
         context: &Context,
         comm: Box<dyn Comm>,
         shares: &[(u32, usize)],
-        vertices: usize,
         coarse_cells: Option<usize>,
     ) -> Result<Self> {
         if shares.len() != comm.size() {
@@ -181,10 +179,6 @@ impl RankPeers {
         Ok(Self {
             comm,
             peers,
-            field: PinnedBuffer::new(context, vertices)?,
-            sent_step: None,
-            unsent: false,
-            reading: None,
             traffic: RankTraffic::default(),
         })
     }
@@ -194,37 +188,12 @@ impl RankPeers {
         self.peers.iter().map(|p| p.particles).sum()
     }
 
-    /// Starts reading `field` (the wind as the frame's snow samples it, after wind step
-    /// `step`) to send with the frame's order, unless the one sent last stood at the same
-    /// step; without waiting (the order waits for it).
-    pub fn read_field(&mut self, field: &impl BufferArg<[f32; 4]>, step: u64) -> Result<()> {
-        if self.sent_step != Some(step) {
-            if let Some(earlier) = self.reading.take() {
-                wait_for(std::slice::from_ref(&earlier))?;
-            }
-            // SAFETY: the host reads `field` only in `send_frame`, after waiting for this
-            // event, and Drop waits for it.
-            self.reading = Some(unsafe { self.field.enqueue_read_from(field) }?);
-            self.sent_step = Some(step);
-            self.unsent = true;
-        }
-        Ok(())
-    }
-
-    /// Sends every rank the frame's order: `dt`, the field read since the last one, and the
-    /// cells rank 0 lifted (`cells`, read and waited for; `None` without suspension).
+    /// Sends every rank the frame's order: `dt` and the cells rank 0 lifted (`cells`, read
+    /// and waited for; `None` without suspension).
     pub fn send_frame(&mut self, dt: f32, cells: Option<&FrameCellsHost>) -> Result<()> {
-        if let Some(reading) = self.reading.take() {
-            wait_for(std::slice::from_ref(&reading))?;
-        }
         let mut order = vec![Order::Frame as u8];
         order.extend_from_slice(&dt.to_le_bytes());
-        order.push(u8::from(self.unsent));
         order.push(u8::from(cells.is_some()));
-        let field_bytes: &[u8] = bytemuck::cast_slice(self.field.as_slice());
-        if self.unsent {
-            order.extend_from_slice(field_bytes);
-        }
         let mut cell_bytes = 0;
         if let Some(c) = cells {
             let before = order.len();
@@ -236,11 +205,10 @@ impl RankPeers {
         for p in &self.peers {
             self.comm.send(p.rank, ORDER_TAG, &order)?;
             self.traffic.cells += cell_bytes as u64;
-            if self.unsent {
-                self.traffic.wind_field += field_bytes.len() as u64;
-            }
         }
-        self.unsent = false;
+        // The order (the cells: 0.2 MB on the valley) travels now, while this rank's own
+        // step runs, rather than when this rank next waits for a reply.
+        self.comm.flush_sends()?;
         Ok(())
     }
 
@@ -310,7 +278,6 @@ impl RankPeers {
 
     /// Puts the ranks' parcels at their start and clears their covers (blocking).
     pub fn reset(&mut self) -> Result<()> {
-        self.sent_step = None;
         self.ask(Order::Reset, &[], "its reset").map(|_| ())
     }
 
@@ -324,14 +291,12 @@ impl RankPeers {
         self.ask(Order::Sort, &[byte], "its sort mode").map(|_| ())
     }
 
-    /// Moves the ranks' meshes to `vertices` and finds their parcels again (blocking);
-    /// returns the parcels moved up and lost, summed.
-    pub fn regrade(&mut self, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
-        let replies = self.ask(
-            Order::Regrade,
-            bytemuck::cast_slice(vertices),
-            "its regrade",
-        )?;
+    /// Raises the ranks' wind ground by `raise` (per ground vertex, m, as rank 0's wind
+    /// was: [`super::coupling::WindField::refresh_ground`]), moves their snows' meshes with
+    /// it and finds their parcels again (blocking); returns the parcels moved up and lost,
+    /// summed.
+    pub fn regrade(&mut self, raise: &[f64]) -> Result<(u64, u64)> {
+        let replies = self.ask(Order::Regrade, bytemuck::cast_slice(raise), "its regrade")?;
         let mut moved = (0, 0);
         for (p, reply) in self.peers.iter().zip(&replies) {
             let mut r = Reader::new(reply, p.rank);
@@ -339,8 +304,6 @@ impl RankPeers {
             moved.1 += r.u64()?;
             r.end()?;
         }
-        // The field is sent again with the next frame (the regrade re-projected it).
-        self.sent_step = None;
         Ok(moved)
     }
 
@@ -372,9 +335,25 @@ impl RankPeers {
         Ok(units)
     }
 
-    /// Has every rank check that each id of its share is present once (blocking).
-    pub fn check_ids(&self) -> Result<()> {
-        self.ask(Order::Check, &[], "its check").map(|_| ())
+    /// Has every rank check that each id of its share is present once, and that its wind
+    /// is rank 0's bit for bit (`field`: rank 0's velocity field; blocking).
+    pub fn check(&self, field: &[[f32; 4]]) -> Result<()> {
+        let own = field_digest(field);
+        let replies = self.ask(Order::Check, &[], "its check")?;
+        for (p, reply) in self.peers.iter().zip(&replies) {
+            let mut r = Reader::new(reply, p.rank);
+            let theirs = r.u64()?;
+            r.end()?;
+            if theirs != own {
+                return Err(Error::Rank {
+                    rank: p.rank,
+                    message: "its wind field differs from rank 0's: each rank solves the same \
+                              wind, which holds bit for bit only on devices of one model"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Adds each rank's relative density of falling snow, weighted by `weights` (in rank
@@ -395,9 +374,6 @@ impl RankPeers {
 
 impl Drop for RankPeers {
     fn drop(&mut self) {
-        if let Some(reading) = &self.reading {
-            let _ = reading.wait();
-        }
         for p in &self.peers {
             if let Some(added) = &p.added {
                 let _ = added.wait();
@@ -434,7 +410,8 @@ pub struct RankFollower {
     context: Context,
     snow: Snow,
     render: DeviceBuffer<Particle>,
-    field: DeviceBuffer<[f32; 4]>,
+    /// The same wind as rank 0's, solved here too.
+    wind: WindField,
     landed: LandingsOut,
     /// The cells from rank 0, and the next cells back (with suspension).
     cells: Option<(FrameCellsHost, FrameCellsHost)>,
@@ -446,12 +423,14 @@ pub struct RankFollower {
 
 impl RankFollower {
     /// This rank's share, `shares[comm.rank()]` of the run's `total` parcels, of a snow set up
-    /// as `config` over `domain` (its drift off: rank 0's cover drifts), on `context`.
+    /// as `config` over `domain` (its drift off: rank 0's cover drifts), in `wind` (set up
+    /// as rank 0's), on `context`.
     pub fn new(
         context: &Context,
         comm: Box<dyn Comm>,
         domain: &DomainMesh,
         config: &SnowConfig,
+        wind: WindField,
         shares: &[(u32, usize)],
         total: u32,
     ) -> Result<Self> {
@@ -485,7 +464,7 @@ impl RankFollower {
         };
         Ok(Self {
             render: DeviceBuffer::zeroed(context, n)?,
-            field: DeviceBuffer::zeroed(context, domain.mesh.vertices.len())?,
+            wind,
             comm,
             context: context.clone(),
             snow,
@@ -523,7 +502,17 @@ impl RankFollower {
                 config.particles
             ))
         })?;
-        Self::new(context, comm, &scene.domain, &config, &shares, total)
+        // The wind as rank 0 sets it up (its start-up solve too), and ready for the ground
+        // refreshes rank 0 will order.
+        let mut wind = WindField::new(context, &scene.domain, &scene.wind, setup.dt, &[])?;
+        let refreshes = match &scene.wind {
+            WindSetup::Solved { wind, .. } => wind.ground_refresh > 0.0,
+            WindSetup::Profile { .. } => false,
+        };
+        if refreshes && wind.is_solved() && wind.can_refresh_ground() {
+            wind.prepare_ground_refresh()?;
+        }
+        Self::new(context, comm, &scene.domain, &config, wind, &shares, total)
     }
 
     /// Serves rank 0's orders until it says [`Order::End`]: an order that fails is replied
@@ -571,11 +560,7 @@ impl RankFollower {
         match kind {
             Order::Frame => {
                 let dt = f32::from_le_bytes(r.array()?);
-                let [has_field, has_cells] = r.array()?;
-                if has_field != 0 {
-                    let field = r.pod_vec::<[f32; 4]>(self.field.len())?;
-                    self.field.write(&field)?;
-                }
+                let [has_cells] = r.array()?;
                 if (has_cells != 0) != self.cells.is_some() {
                     return Err(Error::Internal(
                         "rank 0 and this rank disagree on the snow in suspension".into(),
@@ -600,19 +585,34 @@ impl RankFollower {
                 if !std::mem::take(&mut self.sorted_ahead) {
                     self.snow.sort(&mut self.timeline)?;
                 }
-                let (ctx, tl) = (&self.context, &mut self.timeline);
-                self.snow.advance(ctx, &self.field, dt, &self.render, tl)?;
-                // SAFETY: the pinned memory is read only after `finish` waited for the events.
-                let mut events = unsafe {
-                    self.landed
-                        .enqueue(&self.context, self.snow.cover_mut(), &mut self.timeline)
-                }?;
-                if let Some((_, next)) = self.cells.as_mut() {
-                    // SAFETY: as the landings': waited for with them below.
-                    let read = unsafe { self.snow.enqueue_read_next_cells(next) }?;
-                    events.extend(read.into_iter().flatten());
-                }
-                self.snow.start_counter_read()?;
+                // The snow samples the wind as it stood at the frame's start, its landings are
+                // packed and read, and only then do the frame's wind steps run (in order on
+                // the queue: the reply does not wait for them).
+                let Self {
+                    context,
+                    snow,
+                    render,
+                    wind,
+                    landed,
+                    cells,
+                    timeline,
+                    ..
+                } = self;
+                let mut events = Vec::new();
+                wind.frame(dt, timeline, |field, _, _, tl| {
+                    snow.advance(context, &field, dt, &*render, tl)?;
+                    // SAFETY: the pinned memory is read only after `finish` waited for the
+                    // events.
+                    events = unsafe { landed.enqueue(context, snow.cover_mut(), tl) }?;
+                    if let Some((_, next)) = cells.as_mut() {
+                        // SAFETY: as the landings': waited for with them below.
+                        let read = unsafe { snow.enqueue_read_next_cells(next) }?;
+                        events.extend(read.into_iter().flatten());
+                    }
+                    snow.start_counter_read()?;
+                    Ok(())
+                })?;
+                self.context.flush()?;
                 self.landed.finish(&events)?;
                 let pairs = self.landed.pairs();
                 out.extend_from_slice(&(pairs.len() as u64).to_le_bytes());
@@ -629,12 +629,17 @@ impl RankFollower {
                 self.context.finish()?;
             }
             Order::Regrade => {
-                let n = payload.len() / 24;
-                let vertices = r.pod_vec::<[f64; 3]>(n)?;
+                let raise = r.pod_vec::<f64>(payload.len() / 8)?;
                 r.end()?;
-                let (up, lost) = self.snow.regrade(&self.context, &vertices)?;
-                out.extend_from_slice(&up.to_le_bytes());
-                out.extend_from_slice(&lost.to_le_bytes());
+                let mut moved = (0, 0);
+                if let Some(stats) = self.wind.refresh_ground(&raise)?
+                    && !stats.skipped
+                    && let Some(vertices) = self.wind.vertices()?
+                {
+                    moved = self.snow.regrade(&self.context, &vertices)?;
+                }
+                out.extend_from_slice(&moved.0.to_le_bytes());
+                out.extend_from_slice(&moved.1.to_le_bytes());
             }
             Order::Sort => {
                 let [mode] = r.array()?;
@@ -659,7 +664,12 @@ impl RankFollower {
                     .sum();
                 out.extend_from_slice(&units.to_le_bytes());
             }
-            Order::Check => self.snow.check_ids()?,
+            Order::Check => {
+                self.snow.check_ids()?;
+                self.wind.check()?;
+                let field = self.wind.velocity()?;
+                out.extend_from_slice(&field_digest(&field).to_le_bytes());
+            }
             Order::Density => {
                 let density = self.snow.flake_density()?;
                 out.extend_from_slice(bytemuck::cast_slice(&density.values));
@@ -668,6 +678,15 @@ impl RankFollower {
         }
         Ok(out)
     }
+}
+
+/// A digest of a velocity field's bits: equal on two ranks when their fields are, bit for
+/// bit (the same binary computes it on both).
+pub fn field_digest(field: &[[f32; 4]]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(bytemuck::cast_slice(field));
+    hasher.finish()
 }
 
 /// The counters as 11 little-endian u64s.

@@ -241,25 +241,17 @@ impl SnowShares {
     }
 
     /// The shares on the other ranks of `comm`: `shares` (first id, parcels) per rank, rank
-    /// 0's (this process's: `own`, on `context`) first ([`super::ranks`]), over a wind mesh
-    /// of `field_vertices`.
+    /// 0's (this process's: `own`, on `context`) first ([`super::ranks`]).
     pub fn over_ranks(
         context: &Context,
         own: &Snow,
         comm: Box<dyn crate::comm::Comm>,
         shares: &[(u32, usize)],
-        field_vertices: usize,
     ) -> Result<Self> {
         let report = super::ranks::report(shares, context.info());
         let coarse = own.cover().mesh.coarse_vertices;
         let suspension = own.suspension().is_some();
-        let ranks = RankPeers::new(
-            context,
-            comm,
-            shares,
-            field_vertices,
-            suspension.then_some(coarse),
-        )?;
+        let ranks = RankPeers::new(context, comm, shares, suspension.then_some(coarse))?;
         Ok(Self {
             others: Vec::new(),
             cells: match suspension {
@@ -322,7 +314,7 @@ impl SnowShares {
 
     /// Moves the others' meshes with a raised ground and finds their parcels again
     /// (blocking, [`Snow::regrade`]); returns the parcels moved up and lost, summed.
-    pub fn regrade(&mut self, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
+    pub fn regrade(&mut self, vertices: &[[f64; 3]], raise: &[f64]) -> Result<(u64, u64)> {
         let mut moved = (0, 0);
         for o in &mut self.others {
             let (up, lost) = named(&o.device, o.snow.regrade(&o.context, vertices))?;
@@ -330,7 +322,7 @@ impl SnowShares {
             moved.1 += lost;
         }
         if let Some(ranks) = self.ranks.as_mut() {
-            let (up, lost) = ranks.regrade(vertices)?;
+            let (up, lost) = ranks.regrade(raise)?;
             moved.0 += up;
             moved.1 += lost;
         }
@@ -518,16 +510,6 @@ impl SnowShares {
         Ok(())
     }
 
-    /// Reads the field the frame's snow samples (`field`, after wind step `step`) to send to
-    /// the other ranks with the frame, when the wind stepped since the last one sent
-    /// (blocking); nothing without other ranks. Call it before the frame's wind steps.
-    pub fn read_field(&mut self, field: &impl BufferArg<[f32; 4]>, step: u64) -> Result<()> {
-        match self.ranks.as_mut() {
-            Some(ranks) => ranks.read_field(field, step),
-            None => Ok(()),
-        }
-    }
-
     /// Starts reading the others' landings of the frame (and their next cells, and their
     /// parcels as drawn) into pinned memory, after their steps, and their counters on their
     /// way back, without waiting; [`gather`](Self::gather) waits for them.
@@ -670,11 +652,12 @@ impl SnowShares {
         Ok(counters)
     }
 
-    /// Checks that every id of the other ranks' shares is present once (the other devices'
-    /// snows are checked through [`snows`](Self::snows)).
-    pub fn check_rank_ids(&self) -> Result<()> {
+    /// Checks that every id of the other ranks' shares is present once and that their wind
+    /// is `field`, rank 0's, bit for bit (the other devices' snows are checked through
+    /// [`snows`](Self::snows)).
+    pub fn check_ranks(&self, field: &[[f32; 4]]) -> Result<()> {
         match &self.ranks {
-            Some(ranks) => ranks.check_ids(),
+            Some(ranks) => ranks.check(field),
             None => Ok(()),
         }
     }

@@ -101,9 +101,7 @@ impl Simulation {
                             lifted_elsewhere: false,
                         };
                         let snow = Snow::new_share(context, &s.domain, own, share)?;
-                        let vertices = s.domain.mesh.vertices.len();
-                        let shares =
-                            SnowShares::over_ranks(context, &snow, comm, &shares, vertices)?;
+                        let shares = SnowShares::over_ranks(context, &snow, comm, &shares)?;
                         (Some(snow), Some(shares))
                     }
                     (Some(config), None, None) => {
@@ -419,18 +417,12 @@ impl Simulation {
             if let Some(shares) = s.shares.as_mut() {
                 shares.begin_frame(timeline.records_events());
             }
-            let wind_steps = s.wind.steps();
             let (snow, shares) = (&mut s.snow, &mut s.shares);
             s.wind
                 .frame(dt, timeline, |field, fields, gate, timeline| {
                     let Some(snow) = snow.as_mut() else {
                         return Ok(());
                     };
-                    // The field the other ranks' parcels sample, read before the frame's wind
-                    // steps (nothing without other ranks).
-                    if let Some(shares) = shares.as_mut() {
-                        shares.read_field(&field, wind_steps)?;
-                    }
                     // 3. The snow: lifting (with drift), sort, particle step (landings lay their
                     //    parcels), drift, smoothing; an error names its stage. With the parcels
                     //    split (`shares`), the others sort after the lifting is queued; their
@@ -714,7 +706,7 @@ impl Simulation {
                     for other in shares.snows() {
                         other.check_ids()?;
                     }
-                    shares.check_rank_ids()?;
+                    shares.check_ranks(&s.wind.velocity()?)?;
                     let particles = shares.particles();
                     let suspended = shares.suspended_units()?;
                     snow.ledger_with(&shares.counters()?, particles, suspended)?
@@ -859,7 +851,7 @@ fn raise_ground(
         if let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices()?) {
             (moved.up, moved.lost) = snow.regrade(context, &v)?;
             if let Some(shares) = s.shares.as_mut() {
-                let (up, lost) = shares.regrade(&v)?;
+                let (up, lost) = shares.regrade(&v, raise)?;
                 (moved.up, moved.lost) = (moved.up + up, moved.lost + lost);
             }
             s.mesh.vertices = v;

@@ -383,3 +383,63 @@ fn a_rank_that_is_gone_stops_rank_0_naming_it() {
         .to_string();
     assert!(err.contains("rank 1"), "{err}");
 }
+
+/// Every rank solves the wind again; `--check` compares each rank's field with rank 0's
+/// and names a rank whose wind is not rank 0's (here one started on a scene with another
+/// wind speed, as ranks given different inputs would be).
+#[test]
+fn a_rank_whose_wind_differs_fails_the_check_naming_it() {
+    use snowsim::comm::Local;
+    let overrides = Overrides {
+        particles: Some(600),
+        wind_every: Some(1),
+        ..Default::default()
+    };
+    let setup_of = |scene: &Scene| {
+        let ground = snowsim::scene::ground_of(scene).unwrap();
+        SimSetup::new(scene, &ground, &overrides).unwrap()
+    };
+    let scene = drifting_flat();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let other = Scene::from_toml(
+        &std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("profile = \"uniform\"", "profile = \"log\"")
+            .replace("speed = 3.0", "speed = 11.0"),
+        &path,
+    )
+    .unwrap();
+    let mut comms = Local::group(2, std::time::Duration::from_secs(60));
+    let second = comms.pop().unwrap();
+    let first = comms.pop().unwrap();
+    let other_setup = setup_of(&other);
+    std::thread::scope(|scope| {
+        let follower = scope.spawn(move || {
+            let ctx = context();
+            let mut share =
+                snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(second), other_setup)
+                    .unwrap();
+            share.serve()
+        });
+        let ctx = context();
+        let mut sim = Simulation::over_ranks(&ctx, setup_of(&scene), Box::new(first)).unwrap();
+        let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
+        let mut timeline = ctx.timeline();
+        sim.reset(
+            &ctx,
+            &mut OutputBuffer::Device(&mut particles),
+            &mut timeline,
+        )
+        .unwrap();
+        for _ in 0..3 {
+            step(&ctx, &mut sim, &mut particles).unwrap();
+        }
+        let err = sim.check().unwrap_err().to_string();
+        assert!(
+            err.contains("rank 1") && err.contains("wind field differs"),
+            "{err}"
+        );
+        drop(sim);
+        follower.join().unwrap().unwrap();
+    });
+}
