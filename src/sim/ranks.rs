@@ -24,8 +24,8 @@
 //! rank, in rank order ([`Order`]). A frame: after its lifting and the read of its cells,
 //! rank 0 sends [`Order::Frame`] (the frame's seconds and the cells); each rank steps its
 //! parcels (sorted as soon as it replied to the last frame), packs its landings, reads its
-//! next cells and replies with them, its wind's steps running meanwhile; rank 0 adds them in
-//! its own step's wake. A rank that fails replies with its error; one that died or hangs ends
+//! next cells and replies with them, and only then runs the frame's wind steps (which only
+//! the next frame needs); rank 0 adds them in its own step's wake. A rank that fails replies with its error; one that died or hangs ends
 //! rank 0's run when the communicator's receive times out ([`crate::comm::DEFAULT_TIMEOUT`]),
 //! naming it; rank 0's end, or its failure, ends the others ([`Order::End`], sent when
 //! [`RankPeers`] is dropped).
@@ -531,9 +531,11 @@ impl RankFollower {
                 return self.context.finish().map_err(Error::from);
             }
             match self.obey(kind, &order[1..]) {
-                Ok(mut payload) => {
-                    payload.insert(0, 0);
-                    self.comm.send(0, REPLY_TAG, &payload)?;
+                Ok(payload) => {
+                    // A frame replied already, before its wind steps.
+                    if let Some(payload) = payload {
+                        self.comm.send(0, REPLY_TAG, &ok_reply(payload))?;
+                    }
                     if kind == Order::Frame {
                         // The parcels' order does not change the state: the next frame's
                         // sort runs now, while rank 0 lifts and sends the next order.
@@ -553,8 +555,8 @@ impl RankFollower {
         }
     }
 
-    /// Runs one order and returns its reply's payload.
-    fn obey(&mut self, kind: Order, payload: &[u8]) -> Result<Vec<u8>> {
+    /// Runs one order and returns its reply's payload (`None`: replied already).
+    fn obey(&mut self, kind: Order, payload: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut r = Reader::new(payload, 0);
         let mut out = Vec::new();
         match kind {
@@ -585,10 +587,12 @@ impl RankFollower {
                 if !std::mem::take(&mut self.sorted_ahead) {
                     self.snow.sort(&mut self.timeline)?;
                 }
-                // The snow samples the wind as it stood at the frame's start, its landings are
-                // packed and read, and only then do the frame's wind steps run (in order on
-                // the queue: the reply does not wait for them).
+                // The snow samples the wind as it stood at the frame's start; its landings
+                // are packed, read and sent back, and only then do the frame's wind steps run
+                // (the solver waits for its device): rank 0 waits for the landings, and only
+                // the next frame for the wind.
                 let Self {
+                    comm,
                     context,
                     snow,
                     render,
@@ -598,29 +602,32 @@ impl RankFollower {
                     timeline,
                     ..
                 } = self;
-                let mut events = Vec::new();
                 wind.frame(dt, timeline, |field, _, _, tl| {
                     snow.advance(context, &field, dt, &*render, tl)?;
                     // SAFETY: the pinned memory is read only after `finish` waited for the
                     // events.
-                    events = unsafe { landed.enqueue(context, snow.cover_mut(), tl) }?;
+                    let mut events = unsafe { landed.enqueue(context, snow.cover_mut(), tl) }?;
                     if let Some((_, next)) = cells.as_mut() {
                         // SAFETY: as the landings': waited for with them below.
                         let read = unsafe { snow.enqueue_read_next_cells(next) }?;
                         events.extend(read.into_iter().flatten());
                     }
                     snow.start_counter_read()?;
+                    context.flush()?;
+                    landed.finish(&events)?;
+                    let pairs = landed.pairs();
+                    let mut out = Vec::with_capacity(8 + 16 * pairs.len());
+                    out.extend_from_slice(&(pairs.len() as u64).to_le_bytes());
+                    out.extend_from_slice(bytemuck::cast_slice(pairs));
+                    if let Some((_, next)) = cells.as_ref() {
+                        out.extend_from_slice(bytemuck::cast_slice(next.count.as_slice()));
+                        out.extend_from_slice(bytemuck::cast_slice(next.first.as_slice()));
+                    }
+                    comm.send(0, REPLY_TAG, &ok_reply(out))?;
+                    comm.flush_sends()?;
                     Ok(())
                 })?;
-                self.context.flush()?;
-                self.landed.finish(&events)?;
-                let pairs = self.landed.pairs();
-                out.extend_from_slice(&(pairs.len() as u64).to_le_bytes());
-                out.extend_from_slice(bytemuck::cast_slice(pairs));
-                if let Some((_, next)) = &self.cells {
-                    out.extend_from_slice(bytemuck::cast_slice(next.count.as_slice()));
-                    out.extend_from_slice(bytemuck::cast_slice(next.first.as_slice()));
-                }
+                return Ok(None);
             }
             Order::Reset => {
                 self.sorted_ahead = false;
@@ -676,8 +683,16 @@ impl RankFollower {
             }
             Order::End => {}
         }
-        Ok(out)
+        Ok(Some(out))
     }
+}
+
+/// A reply saying the order was carried out, with its payload.
+fn ok_reply(payload: Vec<u8>) -> Vec<u8> {
+    let mut reply = Vec::with_capacity(1 + payload.len());
+    reply.push(0);
+    reply.extend_from_slice(&payload);
+    reply
 }
 
 /// A digest of a velocity field's bits: equal on two ranks when their fields are, bit for
