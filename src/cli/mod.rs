@@ -63,8 +63,8 @@ enum Command {
     /// headless (EGL) with PNG output; prints FPS and per-stage times. Under `mpirun -n K`
     /// with `--render off` (a build with the `mpi` feature), the parcels are split across
     /// the K ranks, each on its own device (`--device`, else the rank's local index among
-    /// the GPUs), and rank 0 runs the wind and the cover and writes every output: the run
-    /// equals one rank's bit for bit.
+    /// the GPUs) and solving the same wind, and rank 0 holds the cover and writes every
+    /// output: the run equals one rank's bit for bit.
     Run(Box<run::Args>),
     /// Validate and summarise scene files (TOML), build and check their domain mesh.
     #[command(subcommand)]
