@@ -37,8 +37,7 @@ use crate::comm::Comm;
 use crate::particle::Particle;
 use crate::scene::{DomainMesh, SortMode};
 use crate::snow::{
-    Counters, FrameCellsHost, LandingsIn, LandingsOut, MIN_PAIRS, ParcelShare, RelativeDensity,
-    Snow, SnowConfig,
+    Counters, FrameCellsHost, LandingsIn, LandingsOut, RelativeDensity, Snow, SnowConfig,
 };
 
 use super::coupling::WindField;
@@ -441,18 +440,8 @@ impl RankFollower {
                 shares.len()
             )));
         };
-        let suspension = config.drift.is_some_and(|d| d.suspension);
-        let mut share_config = config.clone();
-        share_config.particles = n;
-        share_config.drift = None;
-        let share = ParcelShare {
-            first,
-            total,
-            lifted_elsewhere: suspension,
-        };
-        let snow = Snow::new_share(context, domain, share_config, share)?;
-        let landed = LandingsOut::new(context, snow.cover(), MIN_PAIRS)?;
-        let cells = match suspension {
+        let (snow, landed) = super::shares::share_snow(context, domain, config, (first, n), total)?;
+        let cells = match config.drift.is_some_and(|d| d.suspension) {
             true => {
                 let c = snow.cover().mesh.coarse_vertices;
                 Some((

@@ -120,6 +120,30 @@ pub fn split(total: usize, weights: &[f64]) -> Result<Vec<(u32, usize)>> {
     Ok(shares)
 }
 
+/// The snow of a share of the parcels away from the cover that drifts (another device's,
+/// another rank's): `share` (first id, parcels) of the run's `total`, set up as `config`
+/// (the drifting snow's) without its drift, carrying snow in suspension that the drifting
+/// snow lifts, on `context`; and the buffers that hand its landings over.
+pub(super) fn share_snow(
+    context: &Context,
+    domain: &DomainMesh,
+    config: &SnowConfig,
+    (first, n): (u32, usize),
+    total: u32,
+) -> Result<(Snow, LandingsOut)> {
+    let mut share_config = config.clone();
+    share_config.particles = n;
+    share_config.drift = None;
+    let share = ParcelShare {
+        first,
+        total,
+        lifted_elsewhere: config.drift.is_some_and(|d| d.suspension),
+    };
+    let snow = Snow::new_share(context, domain, share_config, share)?;
+    let landed = LandingsOut::new(context, snow.cover(), MIN_PAIRS)?;
+    Ok((snow, landed))
+}
+
 /// Another device's share.
 struct ShareDevice {
     device: String,
@@ -188,16 +212,7 @@ impl SnowShares {
             let name = format!("{} ({})", entry.info.index, entry.info.name);
             let build = || -> Result<ShareDevice> {
                 let other = Context::new(entry)?;
-                let mut share_config = config.clone();
-                share_config.particles = n;
-                share_config.drift = None;
-                let share = ParcelShare {
-                    first,
-                    total,
-                    lifted_elsewhere: suspension,
-                };
-                let snow = Snow::new_share(&other, domain, share_config, share)?;
-                let landed = LandingsOut::new(&other, snow.cover(), MIN_PAIRS)?;
+                let (snow, landed) = share_snow(&other, domain, config, (first, n), total)?;
                 let cells = FrameCellsHost::new(&other, snow.cover().mesh.coarse_vertices)?;
                 Ok(ShareDevice {
                     device: name.clone(),

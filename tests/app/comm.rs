@@ -117,42 +117,48 @@ fn a_rank_that_dies_ends_the_run_with_an_error_not_a_hang() {
     }
 }
 
+/// `snowsim ARGS` as an MPI launcher starts rank 1 of 2 (its environment only): it must fail,
+/// saying `with_mpi` (or, in a build without MPI, that it has none).
+fn refused_as_rank_1_of_2(args: &[&str], with_mpi: &str) {
+    let o = Command::new(env!("CARGO_BIN_EXE_snowsim"))
+        .args(args)
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{args:?}");
+    let err = text(&o.stderr);
+    let why = match cfg!(feature = "mpi") {
+        true => with_mpi,
+        false => "built without MPI",
+    };
+    assert!(err.contains(why), "{args:?}: {err}");
+}
+
 #[test]
 fn a_command_started_on_several_ranks_stops_before_writing_anything() {
-    // As an MPI launcher starts rank 1 of 2 (its environment): `snowsim run` refuses before
-    // it builds anything, naming why, and its screenshot is never written.
+    // `snowsim run` drawn refuses before it builds anything, naming why, and its screenshot is
+    // never written; a command that does not run over ranks at all says so.
     let dir = std::env::temp_dir().join(format!("snowsim-comm-ranks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let shot = dir.join("shot.png");
-    let o = Command::new(env!("CARGO_BIN_EXE_snowsim"))
-        .args(["run", "--headless", "--frames", "1", "--screenshot"])
-        .arg(&shot)
-        .env("OMPI_COMM_WORLD_SIZE", "2")
-        .env("OMPI_COMM_WORLD_RANK", "1")
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = text(&o.stderr);
-    let why = match cfg!(feature = "mpi") {
-        true => "rank 1 of 2: over ranks nothing is drawn yet: give --render off",
-        false => "built without MPI",
-    };
-    assert!(err.contains(why), "{err}");
+    let shot_arg = shot.to_str().unwrap();
+    refused_as_rank_1_of_2(
+        &[
+            "run",
+            "--headless",
+            "--frames",
+            "1",
+            "--screenshot",
+            shot_arg,
+        ],
+        "rank 1 of 2: over ranks nothing is drawn yet: give --render off",
+    );
     assert!(!shot.exists());
-    // A command that does not run over ranks at all says so.
-    let o = Command::new(env!("CARGO_BIN_EXE_snowsim"))
-        .args(["devices", "--json"])
-        .env("OMPI_COMM_WORLD_SIZE", "2")
-        .env("OMPI_COMM_WORLD_RANK", "1")
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = text(&o.stderr);
-    let why = match cfg!(feature = "mpi") {
-        true => "rank 1 of 2: this command does not run over several ranks yet",
-        false => "built without MPI",
-    };
-    assert!(err.contains(why), "{err}");
+    refused_as_rank_1_of_2(
+        &["devices", "--json"],
+        "rank 1 of 2: this command does not run over several ranks yet",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
