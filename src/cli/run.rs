@@ -646,6 +646,10 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // Nothing drawn, no window, no frame to write.
     args.headless |= args.render == RenderArg::Off;
+    // Under an MPI launcher with several ranks, rank 0 runs the simulation and each other
+    // rank steps a share of its parcels (`sim::ranks`); those say nothing.
+    let comm = ranks(&args)?;
+    let follower = comm.as_ref().is_some_and(|c| c.rank() > 0);
     anyhow::ensure!(
         args.render == RenderArg::On
             || (args.screenshot.is_none() && args.record.is_none() && args.video.is_none()),
@@ -676,10 +680,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             .map(|f| f.frames().to_path_buf())
             .or_else(|| args.record.clone()),
     };
-    // Under an MPI launcher with several ranks, rank 0 runs the simulation and each other
-    // rank steps a share of its parcels (`sim::ranks`); those say nothing.
-    let comm = ranks(&args)?;
-    let follower = comm.as_ref().is_some_and(|c| c.rank() > 0);
     let json = args.json;
     let say = move |line: &str| -> anyhow::Result<()> {
         if follower {

@@ -119,6 +119,8 @@ pub fn report(shares: &[(u32, usize)], device: &DeviceInfo) -> Vec<ShareReport> 
 struct Peer {
     rank: usize,
     particles: usize,
+    /// Whether its reply to the last frame's order is still to be received.
+    awaiting: bool,
     /// Its last landings, alive until `added` completes.
     pairs: Vec<[u64; 2]>,
     added: Option<Event>,
@@ -130,6 +132,8 @@ struct Peer {
 /// Rank 0's side of the split: the other ranks' shares, reached through `comm`.
 pub struct RankPeers {
     comm: Box<dyn Comm>,
+    /// Rank 0's context, whose queue reads the peers' host buffers (finished on drop).
+    context: Context,
     peers: Vec<Peer>,
     /// Bytes sent and received per exchange kind, summed (the report's traffic).
     pub(super) traffic: RankTraffic,
@@ -140,7 +144,6 @@ pub struct RankPeers {
 pub(super) struct RankTraffic {
     pub landings: u64,
     pub cells: u64,
-    pub wind_field: u64,
     pub frames: u64,
 }
 
@@ -169,6 +172,7 @@ impl RankPeers {
             peers.push(Peer {
                 rank,
                 particles,
+                awaiting: false,
                 pairs: Vec::new(),
                 added: None,
                 cells,
@@ -177,6 +181,7 @@ impl RankPeers {
         }
         Ok(Self {
             comm,
+            context: context.clone(),
             peers,
             traffic: RankTraffic::default(),
         })
@@ -201,8 +206,9 @@ impl RankPeers {
             order.extend_from_slice(bytemuck::cast_slice(c.pool.as_slice()));
             cell_bytes = order.len() - before;
         }
-        for p in &self.peers {
+        for p in &mut self.peers {
             self.comm.send(p.rank, ORDER_TAG, &order)?;
+            p.awaiting = true;
             self.traffic.cells += cell_bytes as u64;
         }
         // The order (the cells: 0.2 MB on the valley) travels now, while this rank's own
@@ -222,6 +228,7 @@ impl RankPeers {
         timeline: &mut Timeline,
     ) -> Result<()> {
         for p in &mut self.peers {
+            p.awaiting = false;
             let reply = reply(&*self.comm, p.rank, "its landings")?;
             let mut r = Reader::new(&reply, p.rank);
             let n = r.u64()? as usize;
@@ -269,10 +276,14 @@ impl RankPeers {
         for p in &self.peers {
             self.comm.send(p.rank, ORDER_TAG, &message)?;
         }
-        self.peers
+        // Every reply is read, failed or not, before the first error is returned: the ranks
+        // after a failed one are not left waiting with theirs.
+        let replies: Vec<Result<Vec<u8>>> = self
+            .peers
             .iter()
             .map(|p| reply(&*self.comm, p.rank, what))
-            .collect()
+            .collect();
+        replies.into_iter().collect()
     }
 
     /// Puts the ranks' parcels at their start and clears their covers (blocking).
@@ -372,12 +383,17 @@ impl RankPeers {
 }
 
 impl Drop for RankPeers {
+    /// Ends the other ranks: receives the replies of a frame that stopped before its
+    /// gather (a rank that waits for its reply to be taken is released), then sends each an
+    /// end; the queue that reads the peers' buffers is finished first.
     fn drop(&mut self) {
+        let _ = self.context.finish();
         for p in &self.peers {
-            if let Some(added) = &p.added {
-                let _ = added.wait();
+            if p.awaiting {
+                let _ = self
+                    .comm
+                    .recv(p.rank, REPLY_TAG, "its landings, at the end");
             }
-            let _ = wait_for(&p.merged);
             // A rank already gone needs no end.
             let _ = self.comm.send(p.rank, ORDER_TAG, &[Order::End as u8]);
         }
@@ -418,6 +434,9 @@ pub struct RankFollower {
     /// Whether the next frame's sort is queued already (right after the last frame's reply:
     /// it needs nothing of the next frame's, and runs while the order is on its way).
     sorted_ahead: bool,
+    /// Whether the order being carried out was replied to already (a frame, before its wind
+    /// steps).
+    replied: bool,
 }
 
 impl RankFollower {
@@ -461,6 +480,7 @@ impl RankFollower {
             cells,
             timeline: Timeline::new(false),
             sorted_ahead: false,
+            replied: false,
         })
     }
 
@@ -504,35 +524,49 @@ impl RankFollower {
         Self::new(context, comm, &scene.domain, &config, wind, &shares, total)
     }
 
-    /// Serves rank 0's orders until it says [`Order::End`]: an order that fails is replied
-    /// with its error, and ends the serving with it.
+    /// Serves rank 0's orders until it says [`Order::End`]. Every order gets one reply: an
+    /// order that fails is replied with its error, and ends the serving with it; a failure
+    /// after a frame's reply went out (its wind steps, the next sort) is replied to the next
+    /// order instead. Rank 0 may compute for long between orders (a refresh, a state file):
+    /// the wait for one outlasts the communicator's timeout, and ends when rank 0 is gone.
     pub fn serve(&mut self) -> Result<()> {
+        let mut failed: Option<Error> = None;
         loop {
-            let order = self.comm.recv(0, ORDER_TAG, "the next order")?;
-            let Some(kind) = order.first().and_then(|&b| Order::from_byte(b)) else {
-                return Err(Error::Internal(format!(
+            let order = match self.comm.recv(0, ORDER_TAG, "the next order") {
+                Err(crate::comm::CommError::Timeout { .. }) => continue,
+                order => order?,
+            };
+            let kind = order.first().and_then(|&b| Order::from_byte(b));
+            if kind == Some(Order::End) {
+                self.context.finish()?;
+                return failed.map_or(Ok(()), Err);
+            }
+            let outcome = match (failed.take(), kind) {
+                (Some(e), _) => Err(e),
+                (None, None) => Err(Error::Internal(format!(
                     "rank {}: an order of unknown kind {:?}",
                     self.comm.rank(),
                     order.first()
-                )));
+                ))),
+                (None, Some(kind)) => {
+                    self.replied = false;
+                    self.obey(kind, &order[1..])
+                }
             };
-            if kind == Order::End {
-                return self.context.finish().map_err(Error::from);
-            }
-            match self.obey(kind, &order[1..]) {
+            match outcome {
                 Ok(payload) => {
                     // A frame replied already, before its wind steps.
                     if let Some(payload) = payload {
                         self.comm.send(0, REPLY_TAG, &ok_reply(payload))?;
                     }
-                    if kind == Order::Frame {
+                    if kind == Some(Order::Frame) {
                         // The parcels' order does not change the state: the next frame's
                         // sort runs now, while rank 0 lifts and sends the next order.
-                        self.snow.sort(&mut self.timeline)?;
-                        self.context.flush()?;
-                        self.sorted_ahead = true;
+                        failed = self.sort_ahead().err();
                     }
                 }
+                // The frame's reply went out: rank 0 hears of it with the next order.
+                Err(e) if self.replied => failed = Some(e),
                 Err(e) => {
                     let mut message = vec![1];
                     message.extend_from_slice(e.to_string().as_bytes());
@@ -542,6 +576,14 @@ impl RankFollower {
                 }
             }
         }
+    }
+
+    /// Queues the next frame's sort now, and submits it.
+    fn sort_ahead(&mut self) -> Result<()> {
+        self.snow.sort(&mut self.timeline)?;
+        self.context.flush()?;
+        self.sorted_ahead = true;
+        Ok(())
     }
 
     /// Runs one order and returns its reply's payload (`None`: replied already).
@@ -589,6 +631,7 @@ impl RankFollower {
                     landed,
                     cells,
                     timeline,
+                    replied,
                     ..
                 } = self;
                 wind.frame(dt, timeline, |field, _, _, tl| {
@@ -613,6 +656,7 @@ impl RankFollower {
                         out.extend_from_slice(bytemuck::cast_slice(next.first.as_slice()));
                     }
                     comm.send(0, REPLY_TAG, &ok_reply(out))?;
+                    *replied = true;
                     comm.flush_sends()?;
                     Ok(())
                 })?;
@@ -642,7 +686,10 @@ impl RankFollower {
                 let mode = match mode {
                     0 => SortMode::Off,
                     1 => SortMode::Full,
-                    _ => SortMode::Partial,
+                    2 => SortMode::Partial,
+                    m => {
+                        return Err(Error::Internal(format!("a sort mode of unknown kind {m}")));
+                    }
                 };
                 self.snow.set_sort(mode)?;
             }

@@ -382,7 +382,6 @@ impl SnowShares {
             let frames = r.frames.max(1);
             t.landings += r.landings / frames;
             t.cells += r.cells / frames;
-            t.wind_field += r.wind_field / frames;
         }
         t
     }

@@ -76,6 +76,14 @@ impl Simulation {
 
     fn build(context: &Context, setup: SimSetup, comm: Option<Box<dyn Comm>>) -> Result<Self> {
         super::check_time_step(setup.dt)?;
+        let snows = setup.scene.as_ref().is_some_and(|s| s.snow.is_some());
+        if comm.is_some() && !snows {
+            return Err(Error::InvalidParameter(
+                "nothing to split across ranks: the scene simulates no snow (or the particles \
+                 are still)"
+                    .into(),
+            ));
+        }
         let scene = match setup.scene {
             Some(s) => {
                 let (snow, shares) = match (s.snow, &s.split, comm) {
@@ -893,10 +901,11 @@ fn drift_report(snow: &Snow, elsewhere: u128) -> Result<Option<DriftReport>> {
 /// The parcels of a run of `total` split over `ranks` ranks in equal shares, (first id,
 /// parcels) per rank, rank 0's first: what rank 0 and every other rank compute alike.
 pub fn rank_shares(total: usize, ranks: usize) -> Result<Vec<(u32, usize)>> {
-    if ranks == 0 {
-        return Err(Error::InvalidParameter(
-            "no ranks to share the parcels".into(),
-        ));
+    if ranks == 0 || total < ranks {
+        return Err(Error::InvalidParameter(format!(
+            "{total} parcels over {ranks} ranks: each rank needs at least one (give more \
+             --particles, or fewer ranks)"
+        )));
     }
     super::shares::split(total, &vec![1.0; ranks])
 }

@@ -353,8 +353,8 @@ fn ranks_in_one_process_give_the_state_of_one_rank() {
     });
 }
 
-/// A rank that ends without serving (its process died) stops rank 0's run at the next
-/// exchange with an error naming it: never a hang, never a frame without its share.
+/// A rank that ends without serving (its process died) stops rank 0's run at its first
+/// exchange (here the reset) with an error naming it, not a hang.
 #[test]
 fn a_rank_that_is_gone_stops_rank_0_naming_it() {
     use snowsim::comm::Local;
@@ -441,5 +441,62 @@ fn a_rank_whose_wind_differs_fails_the_check_naming_it() {
         );
         drop(sim);
         follower.join().unwrap().unwrap();
+    });
+}
+
+/// A rank that fails carrying out a frame replies with its error, and rank 0's run stops with
+/// it, naming the rank (here a rank whose scene has no snow in suspension, where rank 0's
+/// sends it cells); the failed rank ends with the same error.
+#[test]
+fn a_rank_that_fails_a_frame_stops_rank_0_with_its_error() {
+    use snowsim::comm::Local;
+    let overrides = Overrides {
+        particles: Some(600),
+        wind_every: Some(1),
+        ..Default::default()
+    };
+    let setup_of = |scene: &Scene| {
+        let ground = snowsim::scene::ground_of(scene).unwrap();
+        SimSetup::new(scene, &ground, &overrides).unwrap()
+    };
+    let scene = drifting_flat();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "[time]",
+        "[ground]\ndrift = true\nsuspension = false\n\n[time]",
+    );
+    let other = Scene::from_toml(&text, &path).unwrap();
+    let mut comms = Local::group(2, std::time::Duration::from_secs(60));
+    let second = comms.pop().unwrap();
+    let first = comms.pop().unwrap();
+    let other_setup = setup_of(&other);
+    std::thread::scope(|scope| {
+        let follower = scope.spawn(move || {
+            let ctx = context();
+            let mut share =
+                snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(second), other_setup)
+                    .unwrap();
+            share.serve()
+        });
+        let ctx = context();
+        let mut sim = Simulation::over_ranks(&ctx, setup_of(&scene), Box::new(first)).unwrap();
+        let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
+        let mut timeline = ctx.timeline();
+        sim.reset(
+            &ctx,
+            &mut OutputBuffer::Device(&mut particles),
+            &mut timeline,
+        )
+        .unwrap();
+        let err = step(&ctx, &mut sim, &mut particles)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("rank 1") && err.contains("suspension"),
+            "{err}"
+        );
+        drop(sim);
+        let theirs = follower.join().unwrap().unwrap_err().to_string();
+        assert!(theirs.contains("suspension"), "{theirs}");
     });
 }
