@@ -662,6 +662,21 @@ pub(crate) fn flat_scene(drifting: bool, extra_wind: &str) -> String {
     }
 }
 
+/// A run's `snow` report without the ground refreshes' wall times, which differ between runs
+/// of the same state (and so which was the longest; each refresh's entry is times only, so
+/// only their count is kept).
+pub(crate) fn untimed(report: &serde_json::Value) -> serde_json::Value {
+    let mut snow = report["snow"].clone();
+    if let Some(refresh) = snow["ground_refresh"].as_object_mut() {
+        let count = refresh.get("each").and_then(|e| e.as_array()).map(Vec::len);
+        refresh.retain(|k, _| {
+            !k.contains("_ms") && !k.ends_with("_phases") && k != "max_refresh" && k != "each"
+        });
+        refresh.insert("each_count".into(), serde_json::json!(count));
+    }
+    snow
+}
+
 /// `snowsim run` of `scene`, undrawn, 30 frames with a wind step each, `particles` parcels,
 /// checked every 10 frames, its state written to `vtu`, with `extra` options: the JSON report
 /// and the state file.
@@ -734,22 +749,6 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
                 "{snow}"
             );
         }
-        // The refreshes' wall times differ (and so which was the longest; each refresh's
-        // entry is times only, so only their count is kept), nothing else may.
-        let untimed = |report: &serde_json::Value| {
-            let mut snow = report["snow"].clone();
-            if let Some(refresh) = snow["ground_refresh"].as_object_mut() {
-                let count = refresh.get("each").and_then(|e| e.as_array()).map(Vec::len);
-                refresh.retain(|k, _| {
-                    !k.contains("_ms")
-                        && !k.ends_with("_phases")
-                        && k != "max_refresh"
-                        && k != "each"
-                });
-                refresh.insert("each_count".into(), serde_json::json!(count));
-            }
-            snow
-        };
         assert_eq!(untimed(&reports[0].0), untimed(&reports[1].0), "{case}");
         assert!(
             reports[0].1 == reports[1].1,

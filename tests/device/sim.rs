@@ -24,19 +24,28 @@ pub(crate) fn start(
     scene: &Scene,
     overrides: &Overrides,
 ) -> (Simulation, DeviceBuffer<Particle>) {
+    let mut sim = Simulation::new(ctx, setup_of(scene, overrides)).unwrap();
+    let particles = reset(ctx, &mut sim).unwrap();
+    (sim, particles)
+}
+
+/// The simulation `scene` and `overrides` settle.
+fn setup_of(scene: &Scene, overrides: &Overrides) -> SimSetup {
     let ground = snowsim::scene::ground_of(scene).unwrap();
-    let setup = SimSetup::new(scene, &ground, overrides).unwrap();
-    let mut sim = Simulation::new(ctx, setup).unwrap();
+    SimSetup::new(scene, &ground, overrides).unwrap()
+}
+
+/// `sim`'s particles put at their start, in a buffer of their own, waited for.
+fn reset(ctx: &Context, sim: &mut Simulation) -> snowsim::sim::Result<DeviceBuffer<Particle>> {
     let mut particles = DeviceBuffer::zeroed(ctx, sim.particle_count().max(1)).unwrap();
     let mut timeline = ctx.timeline();
     sim.reset(
         ctx,
         &mut OutputBuffer::Device(&mut particles),
         &mut timeline,
-    )
-    .unwrap();
+    )?;
     ctx.finish().unwrap();
-    (sim, particles)
+    Ok(particles)
 }
 
 fn step(
@@ -280,13 +289,51 @@ fn run_state(
     )
 }
 
+/// Runs `rank0` as rank 0 of as many ranks as `setups` in one process (threads and
+/// channels: the in-process backend that `mpirun` replaces), on the simulation of
+/// `setups[0]`, reset; every other rank `k` serves its share of `setups[k]` on a context of
+/// its own. Rank 0's simulation is dropped when `rank0` returns, which ends the others.
+/// Returns what `rank0` returned and each other rank's end of serving, in rank order.
+fn over_ranks<R>(
+    setups: Vec<SimSetup>,
+    rank0: impl FnOnce(&Context, &mut Simulation, &mut DeviceBuffer<Particle>) -> R,
+) -> (R, Vec<snowsim::sim::Result<()>>) {
+    use snowsim::comm::Local;
+    let mut comms = Local::group(setups.len(), std::time::Duration::from_secs(60));
+    let first = comms.remove(0);
+    let mut setups = setups.into_iter();
+    let own = setups.next().expect("rank 0's setup");
+    std::thread::scope(|scope| {
+        let followers: Vec<_> = comms
+            .into_iter()
+            .zip(setups)
+            .map(|(comm, setup)| {
+                scope.spawn(move || {
+                    let ctx = context();
+                    let mut share =
+                        snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(comm), setup)
+                            .unwrap();
+                    share.serve()
+                })
+            })
+            .collect();
+        let result = {
+            let ctx = context();
+            let mut sim = Simulation::over_ranks(&ctx, own, Box::new(first)).unwrap();
+            let mut particles = reset(&ctx, &mut sim).unwrap();
+            rank0(&ctx, &mut sim, &mut particles)
+        };
+        let ends = followers.into_iter().map(|f| f.join().unwrap()).collect();
+        (result, ends)
+    })
+}
+
 /// The parcels split across three ranks in one process (threads and channels: the in-process
 /// backend that `mpirun` runs replace): rank 0 holds the wind, the cover and its drift, the
 /// others step their shares on contexts of their own, and the run equals one rank's exactly,
 /// its checks (every id once on every rank, the ledger over all of them) holding.
 #[test]
 fn ranks_in_one_process_give_the_state_of_one_rank() {
-    use snowsim::comm::{Comm, Local};
     let scene = drifting_flat();
     let overrides = Overrides {
         particles: Some(5000),
@@ -305,52 +352,21 @@ fn ranks_in_one_process_give_the_state_of_one_rank() {
     );
     drop(sim);
 
-    let ground = snowsim::scene::ground_of(&scene).unwrap();
-    let setup = SimSetup::new(&scene, &ground, &overrides).unwrap();
-    let mut comms = Local::group(3, std::time::Duration::from_secs(60));
-    let first = comms.remove(0);
-    std::thread::scope(|scope| {
-        let followers: Vec<_> = comms
-            .into_iter()
-            .map(|comm| {
-                let setup = setup.clone();
-                scope.spawn(move || {
-                    let ctx = context();
-                    let mut share =
-                        snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(comm), setup)
-                            .unwrap();
-                    share.serve()
-                })
-            })
-            .collect();
-        let ranks = {
-            assert_eq!(first.size(), 3);
-            let mut sim = Simulation::over_ranks(&ctx, setup.clone(), Box::new(first)).unwrap();
-            let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
-            let mut timeline = ctx.timeline();
-            sim.reset(
-                &ctx,
-                &mut OutputBuffer::Device(&mut particles),
-                &mut timeline,
-            )
-            .unwrap();
-            ctx.finish().unwrap();
-            let shares = sim.rank_report().expect("shares over ranks");
-            assert_eq!(shares.iter().map(|s| s.particles).sum::<usize>(), 5000);
-            run_state(&ctx, &mut sim, &mut particles, 40)
-            // Dropping the simulation ends the other ranks.
-        };
-        for f in followers {
-            f.join()
-                .unwrap()
-                .expect("the other ranks serve until rank 0 ends");
-        }
-        assert_eq!(one.0, ranks.0, "counts");
-        assert_eq!(one.1, ranks.1, "refreshes");
-        assert!(one.2 == ranks.2, "the cover's depths differ");
-        assert!(one.3 == ranks.3, "the ground's heights differ");
-        assert_eq!(one.4, ranks.4, "the drift's report");
+    let setup = setup_of(&scene, &overrides);
+    let (ranks, ends) = over_ranks(vec![setup; 3], |ctx, sim, particles| {
+        let shares = sim.rank_report().expect("shares over ranks");
+        assert_eq!(shares.len(), 3);
+        assert_eq!(shares.iter().map(|s| s.particles).sum::<usize>(), 5000);
+        run_state(ctx, sim, particles, 40)
     });
+    for end in ends {
+        end.expect("the other ranks serve until rank 0 ends");
+    }
+    assert_eq!(one.0, ranks.0, "counts");
+    assert_eq!(one.1, ranks.1, "refreshes");
+    assert!(one.2 == ranks.2, "the cover's depths differ");
+    assert!(one.3 == ranks.3, "the ground's heights differ");
+    assert_eq!(one.4, ranks.4, "the drift's report");
 }
 
 /// A rank that ends without serving (its process died) stops rank 0's run at its first
@@ -364,23 +380,16 @@ fn a_rank_that_is_gone_stops_rank_0_naming_it() {
         wind_every: Some(1),
         ..Default::default()
     };
-    let ground = snowsim::scene::ground_of(&scene).unwrap();
-    let setup = SimSetup::new(&scene, &ground, &overrides).unwrap();
     let mut comms = Local::group(2, std::time::Duration::from_secs(30));
     let gone = comms.pop().unwrap();
     let ctx = context();
+    let setup = setup_of(&scene, &overrides);
     let mut sim = Simulation::over_ranks(&ctx, setup, Box::new(comms.remove(0))).unwrap();
     drop(gone);
-    let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
-    let mut timeline = ctx.timeline();
-    let err = sim
-        .reset(
-            &ctx,
-            &mut OutputBuffer::Device(&mut particles),
-            &mut timeline,
-        )
-        .unwrap_err()
-        .to_string();
+    let Err(err) = reset(&ctx, &mut sim) else {
+        panic!("a reset with rank 1 gone went through");
+    };
+    let err = err.to_string();
     assert!(err.contains("rank 1"), "{err}");
 }
 
@@ -389,17 +398,11 @@ fn a_rank_that_is_gone_stops_rank_0_naming_it() {
 /// wind speed, as ranks given different inputs would be).
 #[test]
 fn a_rank_whose_wind_differs_fails_the_check_naming_it() {
-    use snowsim::comm::Local;
     let overrides = Overrides {
         particles: Some(600),
         wind_every: Some(1),
         ..Default::default()
     };
-    let setup_of = |scene: &Scene| {
-        let ground = snowsim::scene::ground_of(scene).unwrap();
-        SimSetup::new(scene, &ground, &overrides).unwrap()
-    };
-    let scene = drifting_flat();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
     let other = Scene::from_toml(
         &std::fs::read_to_string(&path)
@@ -409,39 +412,23 @@ fn a_rank_whose_wind_differs_fails_the_check_naming_it() {
         &path,
     )
     .unwrap();
-    let mut comms = Local::group(2, std::time::Duration::from_secs(60));
-    let second = comms.pop().unwrap();
-    let first = comms.pop().unwrap();
-    let other_setup = setup_of(&other);
-    std::thread::scope(|scope| {
-        let follower = scope.spawn(move || {
-            let ctx = context();
-            let mut share =
-                snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(second), other_setup)
-                    .unwrap();
-            share.serve()
-        });
-        let ctx = context();
-        let mut sim = Simulation::over_ranks(&ctx, setup_of(&scene), Box::new(first)).unwrap();
-        let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
-        let mut timeline = ctx.timeline();
-        sim.reset(
-            &ctx,
-            &mut OutputBuffer::Device(&mut particles),
-            &mut timeline,
-        )
-        .unwrap();
+    let setups = vec![
+        setup_of(&drifting_flat(), &overrides),
+        setup_of(&other, &overrides),
+    ];
+    let (err, ends) = over_ranks(setups, |ctx, sim, particles| {
         for _ in 0..3 {
-            step(&ctx, &mut sim, &mut particles).unwrap();
+            step(ctx, sim, particles).unwrap();
         }
-        let err = sim.check().unwrap_err().to_string();
-        assert!(
-            err.contains("rank 1") && err.contains("wind field differs"),
-            "{err}"
-        );
-        drop(sim);
-        follower.join().unwrap().unwrap();
+        sim.check().unwrap_err().to_string()
     });
+    assert!(
+        err.contains("rank 1") && err.contains("wind field differs"),
+        "{err}"
+    );
+    for end in ends {
+        end.unwrap();
+    }
 }
 
 /// A rank that fails carrying out a frame replies with its error, and rank 0's run stops with
@@ -449,54 +436,28 @@ fn a_rank_whose_wind_differs_fails_the_check_naming_it() {
 /// sends it cells); the failed rank ends with the same error.
 #[test]
 fn a_rank_that_fails_a_frame_stops_rank_0_with_its_error() {
-    use snowsim::comm::Local;
     let overrides = Overrides {
         particles: Some(600),
         wind_every: Some(1),
         ..Default::default()
     };
-    let setup_of = |scene: &Scene| {
-        let ground = snowsim::scene::ground_of(scene).unwrap();
-        SimSetup::new(scene, &ground, &overrides).unwrap()
-    };
-    let scene = drifting_flat();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/flat.toml");
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "[time]",
         "[ground]\ndrift = true\nsuspension = false\n\n[time]",
     );
     let other = Scene::from_toml(&text, &path).unwrap();
-    let mut comms = Local::group(2, std::time::Duration::from_secs(60));
-    let second = comms.pop().unwrap();
-    let first = comms.pop().unwrap();
-    let other_setup = setup_of(&other);
-    std::thread::scope(|scope| {
-        let follower = scope.spawn(move || {
-            let ctx = context();
-            let mut share =
-                snowsim::sim::ranks::RankFollower::from_setup(&ctx, Box::new(second), other_setup)
-                    .unwrap();
-            share.serve()
-        });
-        let ctx = context();
-        let mut sim = Simulation::over_ranks(&ctx, setup_of(&scene), Box::new(first)).unwrap();
-        let mut particles = DeviceBuffer::zeroed(&ctx, sim.particle_count()).unwrap();
-        let mut timeline = ctx.timeline();
-        sim.reset(
-            &ctx,
-            &mut OutputBuffer::Device(&mut particles),
-            &mut timeline,
-        )
-        .unwrap();
-        let err = step(&ctx, &mut sim, &mut particles)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("rank 1") && err.contains("suspension"),
-            "{err}"
-        );
-        drop(sim);
-        let theirs = follower.join().unwrap().unwrap_err().to_string();
-        assert!(theirs.contains("suspension"), "{theirs}");
+    let setups = vec![
+        setup_of(&drifting_flat(), &overrides),
+        setup_of(&other, &overrides),
+    ];
+    let (err, ends) = over_ranks(setups, |ctx, sim, particles| {
+        step(ctx, sim, particles).unwrap_err().to_string()
     });
+    assert!(
+        err.contains("rank 1") && err.contains("suspension"),
+        "{err}"
+    );
+    let theirs = ends[0].as_ref().unwrap_err().to_string();
+    assert!(theirs.contains("suspension"), "{theirs}");
 }
