@@ -41,7 +41,6 @@ use crate::snow::{
 };
 
 use super::coupling::WindField;
-use super::setup::WindSetup;
 use super::shares::ShareReport;
 use super::{Error, Result, SimSetup};
 
@@ -94,6 +93,32 @@ impl Order {
         .into_iter()
         .find(|o| *o as u8 == b)
     }
+}
+
+/// The snow that a run over ranks splits: `setup`'s, refused with the reason where there is
+/// none or where its parcels are split across devices too (not yet). Rank 0 and every other
+/// rank check it alike.
+pub(super) fn shared_snow(setup: &SimSetup) -> Result<&SnowConfig> {
+    let Some(scene) = &setup.scene else {
+        return Err(nothing_to_split());
+    };
+    if scene.split.is_some() {
+        return Err(Error::InvalidParameter(
+            "the parcels split across ranks and across the devices of a rank \
+             (--snow-devices) at once: not yet; give one or the other"
+                .into(),
+        ));
+    }
+    scene.snow.as_ref().ok_or_else(nothing_to_split)
+}
+
+/// Why a run without snow cannot be split across ranks.
+fn nothing_to_split() -> Error {
+    Error::InvalidParameter(
+        "nothing to split across ranks: the scene simulates no snow (or the particles are \
+         still)"
+            .into(),
+    )
 }
 
 /// Every rank's share (`shares`: first id, parcels per rank), rank 0's (on `device`) first,
@@ -487,40 +512,16 @@ impl RankFollower {
     /// This rank's share of `setup`'s parcels (every rank settles the same setup from the
     /// same scene and options), on `context`. An error when the setup simulates no snow.
     pub fn from_setup(context: &Context, comm: Box<dyn Comm>, setup: SimSetup) -> Result<Self> {
+        let config = shared_snow(&setup)?.clone();
         let Some(scene) = setup.scene else {
-            return Err(Error::InvalidParameter(
-                "still particles are not split across ranks: run a scene".into(),
-            ));
+            return Err(Error::Internal("a run over ranks without a scene".into()));
         };
-        let Some(config) = scene.snow else {
-            return Err(Error::InvalidParameter(
-                "the scene simulates no snow: there are no parcels to split across ranks".into(),
-            ));
-        };
-        if scene.split.is_some() {
-            return Err(Error::InvalidParameter(
-                "the parcels split across ranks and across the devices of a rank \
-                 (--snow-devices) at once: not yet; give one or the other"
-                    .into(),
-            ));
-        }
         let shares = super::rank_shares(config.particles, comm.size())?;
-        let total = u32::try_from(config.particles).map_err(|_| {
-            Error::InvalidParameter(format!(
-                "{} parcels do not fit 32-bit ids",
-                config.particles
-            ))
-        })?;
+        let total = super::shares::parcel_ids(config.particles)?;
         // The wind as rank 0 sets it up (its start-up solve too), and ready for the ground
         // refreshes rank 0 will order.
         let mut wind = WindField::new(context, &scene.domain, &scene.wind, setup.dt, &[])?;
-        let refreshes = match &scene.wind {
-            WindSetup::Solved { wind, .. } => wind.ground_refresh > 0.0,
-            WindSetup::Profile { .. } => false,
-        };
-        if refreshes && wind.is_solved() && wind.can_refresh_ground() {
-            wind.prepare_ground_refresh()?;
-        }
+        super::simulation::prepare_refreshes(&mut wind, &scene.wind, true)?;
         Self::new(context, comm, &scene.domain, &config, wind, &shares, total)
     }
 

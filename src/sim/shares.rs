@@ -120,6 +120,31 @@ pub fn split(total: usize, weights: &[f64]) -> Result<Vec<(u32, usize)>> {
     Ok(shares)
 }
 
+/// The run's parcel count as the parcels' ids hold it: split parcels carry the run's ids,
+/// 32-bit.
+pub(super) fn parcel_ids(particles: usize) -> Result<u32> {
+    u32::try_from(particles)
+        .map_err(|_| Error::InvalidParameter(format!("{particles} parcels do not fit 32-bit ids")))
+}
+
+/// The snow of the share of the parcels that the cover's own device (or rank 0) steps: the
+/// first `particles` of the run's `total`, set up as `config` (with its drift).
+pub(super) fn own_share(
+    context: &Context,
+    domain: &DomainMesh,
+    mut config: SnowConfig,
+    particles: usize,
+    total: u32,
+) -> Result<Snow> {
+    config.particles = particles;
+    let share = ParcelShare {
+        first: 0,
+        total,
+        lifted_elsewhere: false,
+    };
+    Ok(Snow::new_share(context, domain, config, share)?)
+}
+
 /// The snow of a share of the parcels away from the cover that drifts (another device's,
 /// another rank's): `share` (first id, parcels) of the run's `total`, set up as `config`
 /// (the drifting snow's) without its drift, carrying snow in suspension that the drifting

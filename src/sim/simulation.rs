@@ -4,14 +4,14 @@
 use crate::cl::{Context, OutputBuffer, Timeline};
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
 use crate::particle::Particle;
-use crate::snow::{COVER_STAGE, DRIFT_STAGE, ParcelShare, SORT_STAGE, STEP_STAGE, Snow};
+use crate::snow::{COVER_STAGE, DRIFT_STAGE, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
 use super::refresh::{RefreshClock, RefreshCost, RefreshOff, RefreshReport, SnowMoved};
 use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
 use super::setup::WindSetup;
-use super::shares::SnowShares;
+use super::shares::{SnowShares, own_share, parcel_ids};
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
 use crate::comm::Comm;
@@ -76,61 +76,27 @@ impl Simulation {
 
     fn build(context: &Context, setup: SimSetup, comm: Option<Box<dyn Comm>>) -> Result<Self> {
         super::check_time_step(setup.dt)?;
-        let snows = setup.scene.as_ref().is_some_and(|s| s.snow.is_some());
-        if comm.is_some() && !snows {
-            return Err(Error::InvalidParameter(
-                "nothing to split across ranks: the scene simulates no snow (or the particles \
-                 are still)"
-                    .into(),
-            ));
+        if comm.is_some() {
+            super::ranks::shared_snow(&setup)?;
         }
         let scene = match setup.scene {
             Some(s) => {
+                // `shared_snow` refused a split across both ranks and devices.
                 let (snow, shares) = match (s.snow, &s.split, comm) {
-                    (Some(_), Some(_), Some(_)) => {
-                        return Err(Error::InvalidParameter(
-                            "the parcels split across ranks and across the devices of a rank \
-                             (--snow-devices) at once: not yet; give one or the other"
-                                .into(),
-                        ));
-                    }
                     (Some(config), None, Some(comm)) => {
-                        let total = config.particles;
-                        let shares = rank_shares(total, comm.size())?;
-                        let mut own = config;
-                        own.particles = shares[0].1;
-                        let share = ParcelShare {
-                            first: 0,
-                            total: u32::try_from(total).map_err(|_| {
-                                Error::InvalidParameter(format!(
-                                    "{total} parcels do not fit 32-bit ids"
-                                ))
-                            })?,
-                            lifted_elsewhere: false,
-                        };
-                        let snow = Snow::new_share(context, &s.domain, own, share)?;
+                        let total = parcel_ids(config.particles)?;
+                        let shares = rank_shares(config.particles, comm.size())?;
+                        let snow = own_share(context, &s.domain, config, shares[0].1, total)?;
                         let shares = SnowShares::over_ranks(context, &snow, comm, &shares)?;
                         (Some(snow), Some(shares))
                     }
                     (Some(config), None, None) => {
                         (Some(Snow::new(context, &s.domain, config)?), None)
                     }
-                    (Some(config), Some(split), None) => {
-                        let total = u32::try_from(config.particles).map_err(|_| {
-                            Error::InvalidParameter(format!(
-                                "{} parcels do not fit 32-bit ids",
-                                config.particles
-                            ))
-                        })?;
+                    (Some(config), Some(split), _) => {
+                        let total = parcel_ids(config.particles)?;
                         let shares = SnowShares::new(context, &s.domain, &config, split, total)?;
-                        let mut own = config;
-                        own.particles = split.shares[0].1;
-                        let share = ParcelShare {
-                            first: 0,
-                            total,
-                            lifted_elsewhere: false,
-                        };
-                        let snow = Snow::new_share(context, &s.domain, own, share)?;
+                        let snow = own_share(context, &s.domain, config, split.shares[0].1, total)?;
                         (Some(snow), Some(shares))
                     }
                     (None, _, _) => (None, None),
@@ -146,22 +112,7 @@ impl Simulation {
                 if let Some(shares) = &shares {
                     wind.attach(&shares.contexts())?;
                 }
-                let every = match &s.wind {
-                    WindSetup::Solved { wind, .. } => wind.ground_refresh,
-                    WindSetup::Profile { .. } => 0.0,
-                };
-                let off = if snow.is_none() {
-                    Some(RefreshOff::NoSnow)
-                } else if !wind.is_solved() {
-                    Some(RefreshOff::FixedWind)
-                } else if !wind.can_refresh_ground() {
-                    Some(RefreshOff::MeshDomain)
-                } else {
-                    None
-                };
-                if every > 0.0 && off.is_none() {
-                    wind.prepare_ground_refresh()?;
-                }
+                let (every, off) = prepare_refreshes(&mut wind, &s.wind, snow.is_some())?;
                 let refresh = RefreshClock::new(every, off);
                 let view_vertices =
                     wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
@@ -896,6 +847,33 @@ fn drift_report(snow: &Snow, elsewhere: u128) -> Result<Option<DriftReport>> {
         max_friction_velocity: max(drift.friction_velocity()?),
         max_saltation_flux: max(drift.saltation_flux()?),
     }))
+}
+
+/// The ground refreshes that the wind `setup` asks of `wind` (simulated seconds between them;
+/// 0: none) and why they cannot run, if they cannot (`snows`: whether snow is laid); where
+/// they can, `wind` is made ready for them. Rank 0 and every other rank alike.
+pub(super) fn prepare_refreshes(
+    wind: &mut WindField,
+    setup: &WindSetup,
+    snows: bool,
+) -> Result<(f64, Option<RefreshOff>)> {
+    let every = match setup {
+        WindSetup::Solved { wind, .. } => wind.ground_refresh,
+        WindSetup::Profile { .. } => 0.0,
+    };
+    let off = if !snows {
+        Some(RefreshOff::NoSnow)
+    } else if !wind.is_solved() {
+        Some(RefreshOff::FixedWind)
+    } else if !wind.can_refresh_ground() {
+        Some(RefreshOff::MeshDomain)
+    } else {
+        None
+    };
+    if every > 0.0 && off.is_none() {
+        wind.prepare_ground_refresh()?;
+    }
+    Ok((every, off))
 }
 
 /// The parcels of a run of `total` split over `ranks` ranks in equal shares, (first id,
