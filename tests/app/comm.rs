@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::common::{Capability, skip, snowsim, text, wait_within};
 
-/// The report of `snowsim comm check ARGS --json`, run directly or under `mpirun -n N`.
-fn check(mpi_ranks: Option<usize>, args: &[&str]) -> Value {
+/// `snowsim`, run directly or under `mpirun -n N` (oversubscribed, as root where the tests
+/// run so), its output captured: the arguments follow.
+fn launched(mpi_ranks: Option<usize>) -> Command {
     let bin = env!("CARGO_BIN_EXE_snowsim");
     let mut command = match mpi_ranks {
         Some(n) => {
@@ -21,14 +22,21 @@ fn check(mpi_ranks: Option<usize>, args: &[&str]) -> Value {
         None => Command::new(bin),
     };
     command
-        .args(["comm", "check", "--json", "--timeout", "20"])
-        .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         // Open MPI's shared-memory single copy needs ptrace rights containers may not give.
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    command
+}
+
+/// The report of `snowsim comm check ARGS --json`, run directly or under `mpirun -n N`.
+fn check(mpi_ranks: Option<usize>, args: &[&str]) -> Value {
+    let mut command = launched(mpi_ranks);
+    command
+        .args(["comm", "check", "--json", "--timeout", "20"])
+        .args(args);
     let done = wait_within(command.spawn().expect("start"), Duration::from_secs(120));
     assert!(done.status.success(), "{}\n{}", done.stdout, done.stderr);
     serde_json::from_str(&done.stdout).unwrap_or_else(|e| panic!("{e}: {}", done.stdout))
@@ -102,15 +110,8 @@ fn a_rank_that_dies_ends_the_run_with_an_error_not_a_hang() {
         return;
     }
     for dead in ["0", "1"] {
-        let mut command = Command::new("mpirun");
-        command
-            .args(["-n", "3", "--oversubscribe", env!("CARGO_BIN_EXE_snowsim")])
-            .args(["comm", "check", "--timeout", "5", "--die-rank", dead])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut command = launched(Some(3));
+        command.args(["comm", "check", "--timeout", "5", "--die-rank", dead]);
         let done = wait_within(command.spawn().expect("start"), Duration::from_secs(60));
         assert!(!done.status.success(), "rank {dead} died: {}", done.stderr);
         assert!(done.took < Duration::from_secs(30), "{:?}", done.took);
@@ -179,15 +180,7 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
     std::fs::write(&scene, crate::cli::flat_scene(true, "ground_refresh = 0.2")).unwrap();
     let run = |ranks: Option<usize>, name: &str| {
         let vtu = dir.join(format!("{name}.vtu"));
-        let bin = env!("CARGO_BIN_EXE_snowsim");
-        let mut command = match ranks {
-            Some(n) => {
-                let mut c = Command::new("mpirun");
-                c.args(["-n", &n.to_string(), "--oversubscribe", bin]);
-                c
-            }
-            None => Command::new(bin),
-        };
+        let mut command = launched(ranks);
         command
             .args(["run", "--scene"])
             .arg(&scene)
@@ -201,12 +194,7 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
                 "0",
             ])
             .args(["--check", "--check-every", "10", "--json", "--vtu"])
-            .arg(&vtu)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .arg(&vtu);
         let done = wait_within(command.spawn().expect("start"), Duration::from_secs(300));
         assert!(done.status.success(), "{name}: {}", done.stderr);
         let report: Value = serde_json::from_str(&done.stdout)
