@@ -147,6 +147,50 @@ __kernel void cover_ground_depth(__global const uint *restrict offsets,
     depth[i] = (float4)(d[0], d[1], d[2], d[3]);
 }
 
+// floor(v · n / r) exactly, for n ≤ r < 2^32: the 128-bit product divided by long division in
+// 32-bit digits (the quotient fits 64 bits because n ≤ r).
+ulong share_of(const ulong v, const uint n, const uint r) {
+    const ulong hi = mul_hi(v, (ulong)n);
+    const ulong lo = v * (ulong)n;
+    const ulong a = ((hi % r) << 32) | (lo >> 32);
+    const ulong b = ((a % r) << 32) | (lo & 0xffffffffUL);
+    return ((a / r) << 32) | (b / r);
+}
+
+// The laid snow restricted to the coarse ground's vertices in whole units, exactly as
+// CoverMesh::restrict does on the host (`src/snow/refine.rs`): each fine vertex's units go to
+// its parents by their numerators over r, rounded down, the last parent taking what is left,
+// so that every unit lands somewhere. A gather over each coarse vertex's entries `4 f + slot`:
+// the slot's share recomputed from the fine vertex's packed numerators (one byte per slot,
+// filled in order). What a ground refresh raises the wind's ground by.
+__kernel void cover_ground_units(__global const uint *restrict offsets,
+                                 __global const uint *restrict entries,
+                                 __global const uint *restrict numerators,
+                                 __global const ulong *restrict volume,
+                                 __global ulong *restrict units, const uint n, const uint r) {
+    const uint v = get_global_id(0);
+    if (v >= n)
+        return;
+    ulong total = 0;
+    for (uint e = offsets[v]; e < offsets[v + 1]; e++) {
+        const uint code = entries[e];
+        const uint f = code >> 2;
+        const uint slot = code & 3u;
+        const uint packed = numerators[f];
+        const ulong fine = volume[f];
+        const bool last = slot == 2u || ((packed >> (8u * (slot + 1u))) & 0xffu) == 0u;
+        if (last) {
+            ulong left = fine;
+            for (uint k = 0; k < slot; k++)
+                left -= share_of(fine, (packed >> (8u * k)) & 0xffu, r);
+            total += left;
+        } else {
+            total += share_of(fine, (packed >> (8u * slot)) & 0xffu, r);
+        }
+    }
+    units[v] = total;
+}
+
 // Another device's landings, handed over packed (`src/snow/handover.rs`): the parcels split
 // across devices (`--snow-devices`) lay on their own devices' covers, of which only the few
 // vertices that received snow in a frame are non-zero. `cover_pack` writes those as (vertex,

@@ -149,6 +149,112 @@ impl Counters {
     }
 }
 
+/// What the host's scheduler gave the calling thread over a stretch of work: its own CPU time,
+/// the times it was taken off its core against its will, and the time the machine's hypervisor
+/// kept from every CPU (steal). A stretch whose wall time is far above its CPU time, with
+/// switches or steal, was slow because the thread did not run, not because its work grew
+/// (`benches/RESULTS.md`, the ground refresh's spread).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ThreadUsage {
+    /// The thread's CPU time, ms: `user_ms` + `system_ms`.
+    pub cpu_ms: f64,
+    /// Of it, in the program's own code (and in a driver's spinning waits), ms.
+    pub user_ms: f64,
+    /// Of it, in the kernel for the thread (page faults on fresh memory, system calls), ms.
+    pub system_ms: f64,
+    /// Page faults served without reading a file (fresh or moved memory).
+    pub minor_faults: u64,
+    /// Involuntary context switches of the thread (preempted by another task).
+    pub involuntary_switches: u64,
+    /// Voluntary context switches (it waited: a device wait, a lock, a sleep).
+    pub voluntary_switches: u64,
+    /// Steal time summed over the machine's CPUs, ms (`/proc/stat`, 10 ms ticks; 0 where the
+    /// kernel does not report it).
+    pub steal_ms: f64,
+}
+
+impl ThreadUsage {
+    /// The calling thread's counters now (zeros where the platform has none).
+    pub fn now() -> Self {
+        let c = thread_counters();
+        Self {
+            cpu_ms: c.user_ms + c.system_ms,
+            user_ms: c.user_ms,
+            system_ms: c.system_ms,
+            minor_faults: c.minor_faults,
+            involuntary_switches: c.involuntary,
+            voluntary_switches: c.voluntary,
+            steal_ms: steal_ms(),
+        }
+    }
+
+    /// What changed from `self` (taken earlier on the same thread) to now.
+    pub fn elapsed(&self) -> Self {
+        let now = Self::now();
+        Self {
+            cpu_ms: now.cpu_ms - self.cpu_ms,
+            user_ms: now.user_ms - self.user_ms,
+            system_ms: now.system_ms - self.system_ms,
+            minor_faults: now.minor_faults.saturating_sub(self.minor_faults),
+            involuntary_switches: now
+                .involuntary_switches
+                .saturating_sub(self.involuntary_switches),
+            voluntary_switches: now
+                .voluntary_switches
+                .saturating_sub(self.voluntary_switches),
+            steal_ms: (now.steal_ms - self.steal_ms).max(0.0),
+        }
+    }
+}
+
+/// A thread's counters as `getrusage` gives them.
+#[derive(Default)]
+struct RawCounters {
+    user_ms: f64,
+    system_ms: f64,
+    minor_faults: u64,
+    involuntary: u64,
+    voluntary: u64,
+}
+
+/// The calling thread's counters (zeros where the platform has none).
+#[cfg(target_os = "linux")]
+fn thread_counters() -> RawCounters {
+    // SAFETY: getrusage writes one rusage into the zeroed value it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return RawCounters::default();
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 * 1e-3;
+    let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+    RawCounters {
+        user_ms: ms(usage.ru_utime),
+        system_ms: ms(usage.ru_stime),
+        minor_faults: count(usage.ru_minflt),
+        involuntary: count(usage.ru_nivcsw),
+        voluntary: count(usage.ru_nvcsw),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_counters() -> RawCounters {
+    RawCounters::default()
+}
+
+/// The machine's steal time over all CPUs, ms: the eighth number of `/proc/stat`'s `cpu` line,
+/// in the kernel's 100 Hz ticks; 0 where there is none.
+fn steal_ms() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return 0.0;
+    };
+    stat.lines()
+        .next()
+        .filter(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|t| t.parse::<f64>().ok())
+        .map_or(0.0, |ticks| ticks * 10.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +289,38 @@ mod tests {
         assert_eq!(c.busy(""), ms(20));
         assert_eq!(c.device_busy(), ms(8));
         assert_eq!(c.per_frame()[1].busy, ms(6));
+    }
+
+    #[test]
+    fn a_threads_usage_counts_its_own_work_and_its_waits() {
+        let start = ThreadUsage::now();
+        let wall = std::time::Instant::now();
+        // Work until the thread's own CPU clock has advanced 20 ms.
+        let mut x = 0u64;
+        while start.elapsed().cpu_ms < 20.0 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let worked = start.elapsed();
+        assert!(worked.cpu_ms >= 20.0);
+        assert!(worked.cpu_ms <= wall.elapsed().as_secs_f64() * 1e3 + 1.0);
+        let before = ThreadUsage::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = before.elapsed();
+        assert!(slept.voluntary_switches >= 1, "{slept:?}");
+        assert!(slept.cpu_ms < 15.0, "{slept:?}");
+        assert!(slept.steal_ms >= 0.0);
+        // Touching 64 MiB of fresh memory faults its pages in (at least one per 2 MiB, the
+        // largest page the kernel may give).
+        let before = ThreadUsage::now();
+        let mut fresh = vec![0u8; 64 << 20];
+        for page in fresh.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&fresh);
+        assert!(
+            before.elapsed().minor_faults >= 32,
+            "{:?}",
+            before.elapsed()
+        );
     }
 }

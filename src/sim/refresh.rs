@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::counters::ThreadUsage;
 use crate::wind::{RefreshStats, RefreshTimes};
 
 /// Why a scene's ground is never refreshed, when it is not.
@@ -50,8 +51,14 @@ pub struct RefreshEntry {
     pub drain_ms: f64,
     /// Of `ms`, moving the snow's mesh and parcels, ms.
     pub snow_ms: f64,
+    /// Of `ms`, reading the cover's depths (the raise), ms.
+    pub depths_ms: f64,
     /// The wind's phases, ms.
     pub phases: RefreshTimes,
+    /// What the host's scheduler gave the refresh's thread meanwhile (its CPU time, the
+    /// times it was preempted, the machine's steal): a refresh slow with a CPU time of the
+    /// usual size was kept off its core, not given more work.
+    pub thread: ThreadUsage,
 }
 
 /// What the ground refreshes did (`snowsim run --json`'s `ground_refresh`).
@@ -108,6 +115,10 @@ pub(crate) struct RefreshCost {
     pub ms: f64,
     /// The wait for the frames queued before it.
     pub drain_ms: f64,
+    /// Of `ms`, reading the cover's depths.
+    pub depths_ms: f64,
+    /// What the refresh's thread was given meanwhile.
+    pub thread: ThreadUsage,
 }
 
 /// What moving the snow with a raised ground did: parcels moved up onto it and lost, and
@@ -193,6 +204,8 @@ impl RefreshClock {
                 drain_ms: cost.drain_ms,
                 snow_ms: moved.snow_ms,
                 phases: stats.times,
+                depths_ms: cost.depths_ms,
+                thread: cost.thread,
             });
         }
         r.last_drain_ms = cost.drain_ms;

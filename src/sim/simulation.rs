@@ -777,17 +777,25 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
     context.finish()?;
     let drain_ms = drain.elapsed().as_secs_f64() * 1e3;
     let start = std::time::Instant::now();
+    let usage = crate::counters::ThreadUsage::now();
     let raise: Vec<f64> = snow
         .cover()
         .ground_depths()?
         .iter()
         .map(|&d| f64::from(d))
         .collect();
+    let depths_ms = start.elapsed().as_secs_f64() * 1e3;
     let Some((stats, moved)) = raise_ground(s, context, &raise)? else {
         return Ok(false);
     };
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    s.refresh.book(&stats, RefreshCost { ms, drain_ms }, moved);
+    let cost = RefreshCost {
+        ms,
+        drain_ms,
+        depths_ms,
+        thread: usage.elapsed(),
+    };
+    s.refresh.book(&stats, cost, moved);
     Ok(!stats.skipped)
 }
 

@@ -172,6 +172,8 @@ pub struct GroundCover {
     ground_area_buffer: DeviceBuffer<f32>,
     kernels: [Kernel; 3],
     depth_kernel: Kernel,
+    /// `cover_ground_units`: the exact restriction to the coarse ground, on the device.
+    units_kernel: Kernel,
     /// `cover_pack` and `cover_add_packed`: landings handed between devices
     /// ([`handover`](super::handover)).
     pack_kernels: [Kernel; 2],
@@ -269,6 +271,7 @@ impl GroundCover {
                 program.kernel("cover_apply")?,
             ],
             depth_kernel: program.kernel("cover_ground_depth")?,
+            units_kernel: program.kernel("cover_ground_units")?,
             pack_kernels: [
                 program.kernel("cover_pack")?,
                 program.kernel("cover_add_packed")?,
@@ -400,9 +403,35 @@ impl GroundCover {
     }
 
     /// The volumes restricted to the coarse ground's vertices (the wind mesh's ground),
-    /// exactly: their total is the cover's (blocking).
+    /// exactly: their total is the cover's (blocking). Restricted on the device
+    /// (`cover_ground_units`, the same integer shares as [`CoverMesh::restrict`]), so that only
+    /// the coarse vertices' units cross to the host: a ground refresh reads them with the
+    /// frames drained, and every megabyte read there is part of its hitch.
     pub fn ground_volumes(&self) -> Result<Vec<u64>> {
-        Ok(self.mesh.restrict(&self.volumes()?))
+        let context = self.volume.context();
+        let nv = self.mesh.coarse_vertices;
+        let units = DeviceBuffer::<u64>::uninit(context, nv)?;
+        let mut call = self.units_kernel.call();
+        // SAFETY: the restriction table's offsets hold nv + 1 entries and its entries name
+        // fine vertices (4 f + slot) of `volume` and `numerators`; `units` holds nv values;
+        // the kernel guards its id.
+        unsafe {
+            call.buffer(&self.restrict_offsets)?
+                .buffer(&self.restrict_entries)?
+                .buffer(&self.numerators)?
+                .buffer(&self.volume)?
+                .buffer(&units)?
+                .arg(&(nv as u32))?
+                .arg(&self.mesh.refinement)?;
+        }
+        let mut timeline = context.timeline();
+        call.enqueue_into(
+            context,
+            self.units_kernel.work_size(context, nv)?,
+            &mut timeline,
+        )?;
+        timeline.wait()?;
+        Ok(units.read()?)
     }
 
     /// Depth per coarse ground vertex, metres: the restricted volume over the vertex's

@@ -492,6 +492,25 @@ fn cover_depths_written_for_drawing_match_the_host_depths() {
         }
     }
     let exact = cover.ground_volumes().unwrap();
+    // The device's restriction is the host's, unit for unit; also for a fine vertex holding
+    // nearly 2^64 units (alone, so that no coarse total overflows), whose products with the
+    // numerators need more than 64 bits: one with two parents and one with three.
+    assert_eq!(exact, mesh.restrict(&fine));
+    for parents in [2, 3] {
+        let f = (0..mesh.len())
+            .find(|&f| mesh.parents[f].1.iter().filter(|&&n| n != 0).count() == parents)
+            .unwrap();
+        let mut alone = vec![0u64; mesh.len()];
+        alone[f] = u64::MAX - 12_345;
+        cover.set_volumes(&alone).unwrap();
+        let coarse = cover.ground_volumes().unwrap();
+        assert_eq!(coarse, mesh.restrict(&alone), "fine vertex {f}");
+        assert_eq!(
+            coarse.iter().map(|&u| u128::from(u)).sum::<u128>(),
+            u128::from(alone[f])
+        );
+    }
+    cover.set_volumes(&fine).unwrap();
     let sum = |v: &[u64]| v.iter().map(|&x| u128::from(x)).sum::<u128>();
     assert_eq!(sum(&exact), sum(&fine), "the restriction keeps every unit");
     // Each share is rounded down but the last parent's: a vertex is off by less than one
