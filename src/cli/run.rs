@@ -196,7 +196,11 @@ pub struct Args {
     /// triangles with cell data `ref`, point data `velocity` (m/s), `pressure` (Pa, zero
     /// with the fixed profile) and `snow_depth` (m, on the ground vertices, zero elsewhere).
     /// Written when the run ends (the frame count is reached or the window is closed);
-    /// checked before the run, written atomically.
+    /// checked before the run, written atomically. The cover at its own resolution goes
+    /// beside it (`X.vtu` → `X.cover.vtu`). A name ending `.pvtu` writes the state in pieces
+    /// that ParaView reads in parallel, one per rank (`mpirun -n K`; one without): `X.pvtu`
+    /// and `X/piece_00000.vtu`, …, the mesh split by METIS (a terrain by whole columns), each
+    /// piece with point data `global_id` (the vertex's index in the whole mesh).
     #[arg(long, value_name = "FILE")]
     vtu: Option<PathBuf>,
 }
@@ -470,6 +474,13 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
     if let Some(path) = &args.vtu {
         plan.file("--vtu", path, FileKind::Vtk);
         plan.file("--vtu (the cover)", rule::cover_path(path), FileKind::Vtk);
+        if snowsim::meshio::pvtu::is_pvtu(path) {
+            plan.dir(
+                "--vtu (its pieces)",
+                snowsim::meshio::pvtu::pieces_dir(path),
+                rule::piece_file_name,
+            );
+        }
     }
     match &args.record {
         Some(gif) if super::film::is_gif(gif) => {

@@ -1,6 +1,7 @@
 //! Reading and writing the INRIA mesh formats as libMeshb does: ASCII `.mesh` and binary
 //! `.meshb`, versions 1 to 4, dimension 2 or 3; and writing VTK XML unstructured grids
-//! (`.vtu`, module [`vtu`]) that ParaView opens, with point data such as a wind field.
+//! (`.vtu`, module [`vtu`]) that ParaView opens, with point data such as a wind field, and the
+//! same split into pieces by a partition (`.pvtu`, module [`pvtu`]).
 //!
 //! Supported keywords are Dimension, Vertices, Edges, Triangles, Quadrilaterals, Tetrahedra,
 //! Prisms, Hexahedra, Pyramids (each element with its reference), FloatingPointPrecision (which
@@ -48,6 +49,7 @@ mod format;
 pub mod generate;
 mod keywords;
 mod mesh;
+pub mod pvtu;
 mod solution;
 mod solution_ascii;
 mod solution_binary;

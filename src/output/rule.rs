@@ -63,7 +63,7 @@ impl FileKind {
         let ext = Path::new(name).extension()?.to_str()?;
         match ext.to_ascii_lowercase().as_str() {
             "png" => Some(Self::Png),
-            "vtu" | "pvd" => Some(Self::Vtk),
+            "vtu" | "pvtu" | "pvd" => Some(Self::Vtk),
             "json" => Some(Self::Json),
             "md" => Some(Self::Markdown(SUMMARY_TITLE)),
             _ => None,
@@ -297,6 +297,12 @@ fn written_by(d: &DirOutput, path: &Path) -> bool {
     same_file(&candidate, path)
 }
 
+/// `piece_00000.vtu`, … : the names a `.pvtu` state's pieces have in their directory
+/// ([`crate::meshio::pvtu::pieces_dir`]).
+pub fn piece_file_name(name: &str) -> bool {
+    numbered(name, "piece_", ".vtu")
+}
+
 /// `frame_00000.png`, … : the names `--record DIR` writes.
 pub fn record_frame_name(name: &str) -> bool {
     numbered(name, "frame_", ".png")
@@ -309,13 +315,16 @@ pub fn state_series_name(name: &str) -> bool {
         || numbered(name, "state_", ".cover.vtu")
 }
 
-/// Where the cover at its own resolution goes beside a state file: `X.vtu` → `X.cover.vtu`
-/// (any other name gets `.cover.vtu` appended).
+/// Where the cover at its own resolution goes beside a state file: `X.vtu` or `X.pvtu` →
+/// `X.cover.vtu` (any other name gets `.cover.vtu` appended).
 pub fn cover_path(state: &Path) -> PathBuf {
     let name = state
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let stem = name.strip_suffix(".vtu").unwrap_or(&name);
+    let stem = name
+        .strip_suffix(".pvtu")
+        .or_else(|| name.strip_suffix(".vtu"))
+        .unwrap_or(&name);
     state.with_file_name(format!("{stem}.cover.vtu"))
 }
 

@@ -60,6 +60,12 @@ pub enum Error {
     /// The state could not be written.
     #[error(transparent)]
     Vtu(#[from] crate::meshio::VtuError),
+    /// The state could not be split into pieces (`--vtu X.pvtu`), or their files written.
+    #[error(transparent)]
+    Pieces(#[from] crate::meshio::pvtu::PieceError),
+    /// The mesh could not be partitioned into the state's pieces.
+    #[error("partitioning the state into pieces: {0}")]
+    Partition(#[from] crate::partition::PartitionError),
     /// A parameter is out of range.
     #[error("invalid simulation parameter: {0}")]
     InvalidParameter(String),

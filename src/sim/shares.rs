@@ -308,6 +308,15 @@ impl SnowShares {
         })
     }
 
+    /// The ranks the parcels are split over (1 where the shares are on devices of this
+    /// process).
+    pub fn ranks(&self) -> usize {
+        match self.ranks {
+            Some(_) => self.report.len(),
+            None => 1,
+        }
+    }
+
     /// Whether the other shares are on other ranks.
     pub fn over_other_ranks(&self) -> bool {
         self.ranks.is_some()

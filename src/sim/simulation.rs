@@ -27,6 +27,9 @@ struct SceneState {
     mesh: Mesh,
     /// For each ground vertex of the cover, its vertex of `mesh`.
     ground_vertices: Vec<u32>,
+    /// A terrain's column of each vertex of `mesh` and the number of columns (the pieces of a
+    /// `.pvtu` state keep columns whole); `None` for a mesh-file domain.
+    columns: Option<(Vec<u32>, usize)>,
     /// The other devices' shares of the parcels (`--snow-devices`); dropped before the wind,
     /// whose pinned copies of the field they may still be reading.
     shares: Option<SnowShares>,
@@ -116,8 +119,14 @@ impl Simulation {
                 let refresh = RefreshClock::new(every, off);
                 let view_vertices =
                     wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
+                let columns = s
+                    .domain
+                    .columns
+                    .as_ref()
+                    .map(|c| (c.column.clone(), c.ground.len()));
                 Some(SceneState {
                     ground_vertices: s.domain.ground.volume_vertices,
+                    columns,
                     mesh: s.domain.mesh,
                     wind,
                     snow,
@@ -732,7 +741,15 @@ impl Simulation {
         if !level.is_empty() {
             arrays.push(VtuArray::scalars("first_level_height", &level));
         }
-        write_vtu_file(path, &s.mesh.vertices, &tets, &triangles, &arrays)?;
+        if crate::meshio::pvtu::is_pvtu(path) {
+            let ranks = s.shares.as_ref().map_or(1, SnowShares::ranks);
+            let owner = piece_owners(&s.mesh, s.columns.as_ref(), ranks)?;
+            let n = s.mesh.vertices.len();
+            let pieces = crate::meshio::pvtu::split(n, &owner, ranks, &tets, &triangles)?;
+            crate::meshio::pvtu::write_pvtu_file(path, &s.mesh.vertices, &pieces, &arrays)?;
+        } else {
+            write_vtu_file(path, &s.mesh.vertices, &tets, &triangles, &arrays)?;
+        }
         if let Some(snow) = &s.snow {
             let cover = snow.cover();
             let volumes = cover.volumes()?;
@@ -763,6 +780,25 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// The piece of every vertex of `mesh` for a `.pvtu` state of `pieces` pieces: METIS k-way
+/// on whole `columns` for a terrain, on the vertices for a mesh file; all in piece 0 for one.
+fn piece_owners(
+    mesh: &Mesh,
+    columns: Option<&(Vec<u32>, usize)>,
+    pieces: usize,
+) -> Result<Vec<u32>> {
+    use crate::partition::{Partition, VertexGraph};
+    if pieces <= 1 {
+        return Ok(vec![0; mesh.vertices.len()]);
+    }
+    let graph = VertexGraph::of_mesh(mesh)?;
+    let partition = match columns {
+        Some((column, count)) => Partition::by_columns(&graph, column, *count, pieces, None)?,
+        None => Partition::kway(&graph, pieces, None)?,
+    };
+    Ok(partition.owner().to_vec())
 }
 
 /// Raises `s`'s wind ground by its cover's depth per column (blocking); books the refresh.

@@ -168,7 +168,9 @@ fn a_command_started_on_several_ranks_stops_before_writing_anything() {
 /// the parcels on their own contexts (here all on the one PoCL device). On a strong wind whose
 /// snow drifts, is lifted into suspension and raises the wind's ground every 0.2 s, the state
 /// files (the domain's and the cover's) are the one rank's byte for byte, and so are the
-/// report's counts and volumes; `--check` holds across the ranks every 10 frames.
+/// report's counts and volumes; `--check` holds across the ranks every 10 frames. Three ranks
+/// write the domain's state as a `.pvtu` of three pieces, which put together by their global
+/// ids are the one rank's state.
 #[test]
 fn a_run_over_ranks_gives_the_state_of_one_rank() {
     if !mpi_available("a_run_over_ranks_gives_the_state_of_one_rank") {
@@ -179,7 +181,9 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
     let scene = dir.join("drift.toml");
     std::fs::write(&scene, crate::cli::flat_scene(true, "ground_refresh = 0.2")).unwrap();
     let run = |ranks: Option<usize>, name: &str| {
-        let vtu = dir.join(format!("{name}.vtu"));
+        // Three ranks write their state in pieces.
+        let extension = if ranks == Some(3) { "pvtu" } else { "vtu" };
+        let vtu = dir.join(format!("{name}.{extension}"));
         let mut command = launched(ranks);
         command
             .args(["run", "--scene"])
@@ -200,7 +204,7 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
         let report: Value = serde_json::from_str(&done.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}", done.stdout));
         let state = std::fs::read(&vtu).unwrap();
-        let cover = std::fs::read(vtu.with_extension("cover.vtu")).unwrap();
+        let cover = std::fs::read(dir.join(format!("{name}.cover.vtu"))).unwrap();
         (report, state, cover)
     };
     // The refreshes' wall times differ between runs; the falling snow's density is a blend
@@ -235,10 +239,22 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
         let (report, state, cover) = run(Some(n), &name);
         // The refreshes' count and what they moved are in it.
         assert_eq!(exact(&one), exact(&report), "{name}");
-        assert!(
-            one_state == state,
-            "{name}: the domain's state files differ"
-        );
+        if n == 3 {
+            // In three pieces, one per rank, that put back together by their global ids are
+            // the one rank's state, value for value and cell for cell.
+            let pieces = pieces_of(&state, &dir);
+            assert_eq!(pieces.len(), 3, "{name}: {pieces:?}");
+            assert_eq!(
+                Whole::of_pieces(&pieces),
+                Whole::of(&one_state),
+                "{name}: the pieces put together differ from the one rank's state"
+            );
+        } else {
+            assert!(
+                one_state == state,
+                "{name}: the domain's state files differ"
+            );
+        }
         assert!(one_cover == cover, "{name}: the cover's state files differ");
         let shares = report["snow_devices"].as_array().unwrap();
         assert_eq!(shares.len(), n, "{shares:?}");
@@ -256,6 +272,186 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Without MPI a `.pvtu` state is one piece, the whole state with its global ids; the cover
+/// goes beside it. A file where the pieces' directory would be, or a piece's name taken by a
+/// file that is not VTK's, stops the run before it starts, the file untouched.
+#[test]
+fn one_process_writes_its_pvtu_as_one_piece_and_clobbers_nothing() {
+    let dir = std::env::temp_dir().join(format!("snowsim-pvtu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scene = dir.join("drift.toml");
+    std::fs::write(&scene, crate::cli::flat_scene(true, "")).unwrap();
+    let run = |out: &str| {
+        snowsim(&[
+            "run",
+            "--scene",
+            scene.to_str().unwrap(),
+            "--render",
+            "off",
+            "--frames",
+            "10",
+            "--particles",
+            "2000",
+            "--device",
+            "0",
+            "--vtu",
+            dir.join(out).to_str().unwrap(),
+        ])
+    };
+    let whole = run("whole.vtu");
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let pieced = run("state.pvtu");
+    assert!(pieced.status.success(), "{}", text(&pieced.stderr));
+    let pvtu = std::fs::read(dir.join("state.pvtu")).unwrap();
+    let pieces = pieces_of(&pvtu, &dir);
+    assert_eq!(pieces.len(), 1);
+    assert_eq!(
+        Whole::of_pieces(&pieces),
+        Whole::of(&std::fs::read(dir.join("whole.vtu")).unwrap())
+    );
+    assert_eq!(
+        std::fs::read(dir.join("state.cover.vtu")).unwrap(),
+        std::fs::read(dir.join("whole.cover.vtu")).unwrap()
+    );
+    std::fs::write(dir.join("notes"), "mine").unwrap();
+    let refused = run("notes.pvtu");
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("notes: it is a file, not a directory"),
+        "{}",
+        text(&refused.stderr)
+    );
+    std::fs::create_dir_all(dir.join("taken")).unwrap();
+    std::fs::write(dir.join("taken/piece_00000.vtu"), "mine").unwrap();
+    let refused = run("taken.pvtu");
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("piece_00000.vtu: a file is there that is not a VTK"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("notes")).unwrap(), "mine");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("taken/piece_00000.vtu")).unwrap(),
+        "mine"
+    );
+    assert!(!dir.join("notes.pvtu").exists() && !dir.join("taken.pvtu").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The pieces a `.pvtu` names (its `Piece Source` entries, relative to `dir`), read.
+fn pieces_of(pvtu: &[u8], dir: &std::path::Path) -> Vec<Vec<u8>> {
+    let text = std::str::from_utf8(pvtu).unwrap();
+    assert!(
+        text.contains("<VTKFile type=\"PUnstructuredGrid\""),
+        "{text}"
+    );
+    text.match_indices("<Piece ")
+        .map(|(i, _)| {
+            let source = &crate::common::vtu::attributes(&text[i + 1..])["Source"];
+            std::fs::read(dir.join(source)).unwrap_or_else(|e| panic!("{source}: {e}"))
+        })
+        .collect()
+}
+
+/// A state as a set: each point's coordinates and point data (bits, by array name), and each
+/// cell's type, nodes (in the whole mesh's numbering) and reference, sorted.
+#[derive(Debug, PartialEq)]
+struct Whole {
+    points: Vec<Option<Vec<u64>>>,
+    cells: Vec<(u8, Vec<i64>, i32)>,
+}
+
+/// The point arrays a state holds besides `global_id`.
+const STATE_ARRAYS: [(&str, usize); 4] = [
+    ("velocity", 3),
+    ("pressure", 1),
+    ("snow_depth", 1),
+    ("first_level_height", 1),
+];
+
+impl Whole {
+    /// A whole `.vtu`.
+    fn of(vtu: &[u8]) -> Self {
+        let parsed = crate::common::vtu::parse(vtu);
+        let n: usize = parsed.piece["NumberOfPoints"].parse().unwrap();
+        let mut whole = Self {
+            points: vec![None; n],
+            cells: Vec::new(),
+        };
+        whole.add(&parsed, &(0..n as i64).collect::<Vec<_>>());
+        whole.cells.sort();
+        whole
+    }
+
+    /// Pieces put back together by their `global_id`s; a point given twice must agree.
+    fn of_pieces(pieces: &[Vec<u8>]) -> Self {
+        let parsed: Vec<_> = pieces
+            .iter()
+            .map(|p| crate::common::vtu::parse(p))
+            .collect();
+        let ids: Vec<Vec<i64>> = parsed
+            .iter()
+            .map(|p| {
+                p.i32s("PointData", "global_id")
+                    .into_iter()
+                    .map(i64::from)
+                    .collect()
+            })
+            .collect();
+        let n = ids.iter().flatten().max().map_or(0, |&m| m as usize + 1);
+        let mut whole = Self {
+            points: vec![None; n],
+            cells: Vec::new(),
+        };
+        for (p, ids) in parsed.iter().zip(&ids) {
+            whole.add(p, ids);
+        }
+        whole.cells.sort();
+        whole
+    }
+
+    /// Adds a file's points (as the points `global` of the whole) and cells.
+    fn add(&mut self, parsed: &crate::common::vtu::Parsed, global: &[i64]) {
+        let coordinates = parsed.f64s("Points", "Points");
+        let arrays: Vec<Vec<f32>> = STATE_ARRAYS
+            .iter()
+            .map(|(name, _)| parsed.f32s("PointData", name))
+            .collect();
+        for (j, &g) in global.iter().enumerate() {
+            let mut bits: Vec<u64> = coordinates[3 * j..3 * j + 3]
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
+            for ((_, k), values) in STATE_ARRAYS.iter().zip(&arrays) {
+                bits.extend(
+                    values[k * j..k * j + k]
+                        .iter()
+                        .map(|x| u64::from(x.to_bits())),
+                );
+            }
+            let slot = &mut self.points[g as usize];
+            if let Some(before) = slot {
+                assert_eq!(before, &bits, "point {g} differs between pieces");
+            }
+            *slot = Some(bits);
+        }
+        let connectivity = parsed.i64s("Cells", "connectivity");
+        let offsets = parsed.i64s("Cells", "offsets");
+        let types = parsed.bytes(parsed.array("Cells", "types")).to_vec();
+        let refs = parsed.i32s("CellData", "ref");
+        let mut start = 0usize;
+        for (c, &end) in offsets.iter().enumerate() {
+            let nodes = connectivity[start..end as usize]
+                .iter()
+                .map(|&n| global[n as usize])
+                .collect();
+            self.cells.push((types[c], nodes, refs[c]));
+            start = end as usize;
+        }
+    }
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! directories and the `snowsim` binary. Each test binary uses only some of them.
 #![allow(dead_code)]
 
+pub mod vtu;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output};
