@@ -118,7 +118,7 @@ __kernel void cover_apply(__global const uint *restrict offsets, __global const 
 // The laid snow's depth per coarse ground vertex in metres, four vertices per float4: the
 // fine volumes restricted to the vertex (a gather over its entries `4 f + slot`, each the
 // fine volume times its numerator over r: the restriction in f32, which the drawing needs; the
-// exact integer shares are CoverMesh::restrict's on the host) over its horizontal dual area. What
+// exact integer shares are cover_ground_units's below) over its horizontal dual area. What
 // the terrain renderer reads as its laid-depth attribute.
 __kernel void cover_ground_depth(__global const uint *restrict offsets,
                                  __global const uint *restrict entries,

@@ -362,9 +362,12 @@ impl Session {
     }
 
     /// Writes the state to `path` (as [`save_state`](Self::save_state)) when the run ends,
-    /// whether headless or in a window the user closes.
-    pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
+    /// whether headless or in a window the user closes; a `.pvtu`'s pieces are partitioned
+    /// now ([`crate::sim::Simulation::prepare_state`]).
+    pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) -> Result<()> {
+        self.simulation.prepare_state(&path)?;
         self.outputs.final_state = Some(path);
+        Ok(())
     }
 
     /// Writes the state every few frames into a ParaView series ([`crate::sim::Series`]).

@@ -101,9 +101,13 @@ impl Stepper {
         (self.checks, self.check_time)
     }
 
-    /// Writes the state to `path` when the run ends.
-    pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) {
+    /// Writes the state to `path` when the run ends; a `.pvtu`'s pieces are partitioned now
+    /// ([`Simulation::prepare_state`]), so that a partition that cannot be made stops the run
+    /// before it starts, not after.
+    pub fn save_state_on_finish(&mut self, path: std::path::PathBuf) -> Result<()> {
+        self.simulation.prepare_state(&path)?;
         self.outputs.final_state = Some(path);
+        Ok(())
     }
 
     /// Writes the state every few frames into a ParaView series ([`crate::sim::Series`]).

@@ -198,9 +198,10 @@ pub struct Args {
     /// Written when the run ends (the frame count is reached or the window is closed);
     /// checked before the run, written atomically. The cover at its own resolution goes
     /// beside it (`X.vtu` → `X.cover.vtu`). A name ending `.pvtu` writes the state in pieces
-    /// that ParaView reads in parallel, one per rank (`mpirun -n K`; one without): `X.pvtu`
-    /// and `X/piece_00000.vtu`, …, the mesh split by METIS (a terrain by whole columns), each
-    /// piece with point data `global_id` (the vertex's index in the whole mesh).
+    /// that ParaView reads in parallel, as many as ranks (`mpirun -n K`; one without):
+    /// `X.pvtu` and `X/piece_00000.vtu`, …, the mesh split by METIS (a terrain by whole
+    /// columns), each piece with point data `global_id` (the vertex's index in the whole
+    /// mesh); pieces of an earlier run beyond this run's count are removed.
     #[arg(long, value_name = "FILE")]
     vtu: Option<PathBuf>,
 }
@@ -895,7 +896,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             }
             stepper.profile_every(args.profile_every);
             if let Some(path) = &vtu {
-                stepper.save_state_on_finish(path.clone());
+                stepper.save_state_on_finish(path.clone())?;
             }
             if let Some(s) = series()? {
                 stepper.write_series(s);
@@ -927,7 +928,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 let mut session =
                     Session::new(gl, entry, config.clone(), setup).with_context(preparing)?;
                 if let Some(path) = &vtu {
-                    session.save_state_on_finish(path.clone());
+                    session.save_state_on_finish(path.clone())?;
                 }
                 if let Some(path) = &camera_path {
                     session.follow_camera_path(path.clone());

@@ -2,8 +2,8 @@
 //! `.vtu` ([`write_vtu_file`]) that ParaView reads on its own process, and a small XML file that
 //! names the pieces and declares their arrays.
 //!
-//! The pieces follow an owner per point (a partition: `snowsim mesh partition`'s, or the
-//! ranks' of a run): each cell belongs to the owner of its smallest point index, so every cell
+//! The pieces follow an owner per point (a partition, such as METIS's by `crate::partition`;
+//! a run over K ranks writes K pieces): each cell belongs to the owner of its smallest point index, so every cell
 //! is in exactly one piece, and a piece holds its cells and every point they use (the points on
 //! a cut are in each piece that uses them), plus the points it owns that no cell of its own
 //! uses, so that every point is in some piece. A piece's points keep the mesh's order and carry
@@ -11,8 +11,11 @@
 //! by it give the whole mesh, value for value.
 //!
 //! The pieces go into a directory beside the `.pvtu` named after it (`state.pvtu` →
-//! `state/piece_00000.vtu`, …; [`pieces_dir`], [`piece_name`]), and the `.pvtu` is written
-//! last, so that it never names a piece not yet written.
+//! `state/piece_00000.vtu`, …; [`pieces_dir`], [`piece_name`]). An earlier `.pvtu` of the same
+//! name is removed before the first piece is written and the new one written last, each file
+//! atomically, so that no `.pvtu` ever names a mix of old and new pieces (a write that fails
+//! part-way leaves pieces and no `.pvtu`); pieces of an earlier write beyond the new count are
+//! removed once the new `.pvtu` stands.
 
 use std::path::{Path, PathBuf};
 
@@ -70,7 +73,23 @@ pub enum PieceError {
         /// The number of points.
         points: usize,
     },
-    /// A piece's file could not be written.
+    /// More points than a piece's `Int32` [`GLOBAL_ID`] can number.
+    #[error("{points} points: a piece's global ids are 32-bit, at most {max}")]
+    TooManyPoints {
+        /// The mesh's points.
+        points: usize,
+        /// The most there may be.
+        max: usize,
+    },
+    /// A piece names a point the mesh does not have, or a cell a point the piece does not.
+    #[error("piece {piece}: {what}")]
+    BadPiece {
+        /// The piece.
+        piece: usize,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// A piece's file could not be written, or an earlier one removed.
     #[error(transparent)]
     Vtu(#[from] VtuError),
 }
@@ -129,7 +148,13 @@ pub fn split(
         piece.points.sort_unstable();
         piece.points.dedup();
     }
-    let at = |piece: &Piece, n: u32| piece.points.binary_search(&n).unwrap_or(0) as u32;
+    // Every node of a piece's cells is among its points (they were added above).
+    let at = |piece: &Piece, n: u32| {
+        piece
+            .points
+            .binary_search(&n)
+            .expect("a cell's node is among its piece's points") as u32
+    };
     for &(nodes, r) in tetrahedra {
         let piece = &mut out[owner_of(&nodes) as usize];
         let local = nodes.map(|n| at(piece, n));
@@ -178,13 +203,28 @@ pub fn write_pvtu_file(
         }
         .into());
     }
-    let dir = pieces_dir(path);
-    std::fs::create_dir_all(&dir).map_err(|error| {
-        VtuError::Output(crate::output::OutputError::Io {
-            path: dir.clone(),
+    let max = i32::MAX as usize + 1;
+    if points.len() > max {
+        return Err(PieceError::TooManyPoints {
+            points: points.len(),
+            max,
+        });
+    }
+    for (k, piece) in pieces.iter().enumerate() {
+        check_piece(k, piece, points.len())?;
+    }
+    let io = |path: &Path, error| {
+        PieceError::Vtu(VtuError::Output(crate::output::OutputError::Io {
+            path: path.to_path_buf(),
             error,
-        })
-    })?;
+        }))
+    };
+    let dir = pieces_dir(path);
+    std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(path, e)),
+        _ => {}
+    }
     let mut written = Vec::with_capacity(pieces.len());
     for (k, piece) in pieces.iter().enumerate() {
         let piece_points = piece.gather(points);
@@ -217,7 +257,51 @@ pub fn write_pvtu_file(
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let text = pvtu_text(&folder, pieces.len(), point_data);
     write_atomic(path, text.as_bytes()).map_err(VtuError::from)?;
+    // Pieces an earlier write left beyond this one's count (the output rule checked that
+    // every file of a piece's name there is a VTK file, or the user passed --force).
+    let entries = std::fs::read_dir(&dir).map_err(|e| io(&dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io(&dir, e))?;
+        let name = entry.file_name();
+        let index = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("piece_")?.strip_suffix(".vtu"))
+            .filter(|digits| digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<usize>().ok());
+        if index.is_some_and(|k| k >= pieces.len()) {
+            std::fs::remove_file(entry.path()).map_err(|e| io(&entry.path(), e))?;
+        }
+    }
     Ok(written)
+}
+
+/// Checks that `piece`'s points are increasing and name points of a mesh of `points`, and
+/// that its cells name its points.
+fn check_piece(k: usize, piece: &Piece, points: usize) -> Result<(), PieceError> {
+    let bad = |what: String| PieceError::BadPiece { piece: k, what };
+    if let Some(w) = piece.points.windows(2).find(|w| w[0] >= w[1]) {
+        return Err(bad(format!(
+            "its points are not increasing ({} then {})",
+            w[0], w[1]
+        )));
+    }
+    if let Some(&p) = piece.points.last().filter(|&&p| p as usize >= points) {
+        return Err(bad(format!(
+            "it names point {p}, but the mesh has {points}"
+        )));
+    }
+    let own = piece.points.len();
+    let nodes = piece
+        .tetrahedra
+        .iter()
+        .flat_map(|(n, _)| n.iter())
+        .chain(piece.triangles.iter().flat_map(|(n, _)| n.iter()));
+    for &n in nodes {
+        if n as usize >= own {
+            return Err(bad(format!("a cell uses its point {n}, but it has {own}")));
+        }
+    }
+    Ok(())
 }
 
 /// A point array's values at one piece's points, owned.
@@ -367,6 +451,33 @@ mod tests {
             e.to_string(),
             "a cell uses point 4, but the mesh has 4 points"
         );
+    }
+
+    #[test]
+    fn a_piece_that_does_not_fit_its_mesh_is_refused_before_anything_is_written() {
+        let dir = std::env::temp_dir().join(format!("snowsim-pvtu-unit-{}", std::process::id()));
+        let path = dir.join("bad.pvtu");
+        let points = [[0.0; 3]; 4];
+        let bad = Piece {
+            points: vec![0, 1, 2, 7],
+            ..Piece::default()
+        };
+        let e = write_pvtu_file(&path, &points, &[bad], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "piece 0: it names point 7, but the mesh has 4"
+        );
+        let bad = Piece {
+            points: vec![0, 1],
+            tetrahedra: vec![([0, 1, 2, 1], 1)],
+            ..Piece::default()
+        };
+        let e = write_pvtu_file(&path, &points, &[bad], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "piece 0: a cell uses its point 2, but it has 2"
+        );
+        assert!(!dir.exists());
     }
 
     #[test]

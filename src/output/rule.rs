@@ -63,7 +63,7 @@ impl FileKind {
         let ext = Path::new(name).extension()?.to_str()?;
         match ext.to_ascii_lowercase().as_str() {
             "png" => Some(Self::Png),
-            "vtu" | "pvtu" | "pvd" => Some(Self::Vtk),
+            "vtu" | "pvd" => Some(Self::Vtk),
             "json" => Some(Self::Json),
             "md" => Some(Self::Markdown(SUMMARY_TITLE)),
             _ => None,
@@ -321,10 +321,11 @@ pub fn cover_path(state: &Path) -> PathBuf {
     let name = state
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let stem = name
-        .strip_suffix(".pvtu")
-        .or_else(|| name.strip_suffix(".vtu"))
-        .unwrap_or(&name);
+    let lower = name.to_ascii_lowercase();
+    let stem = [".pvtu", ".vtu"]
+        .iter()
+        .find(|ext| lower.ends_with(*ext))
+        .map_or(name.as_str(), |ext| &name[..name.len() - ext.len()]);
     state.with_file_name(format!("{stem}.cover.vtu"))
 }
 
@@ -346,6 +347,16 @@ fn numbered(name: &str, prefix: &str, suffix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cover_goes_beside_a_state_of_either_kind() {
+        let cover = |s: &str| cover_path(Path::new(s)).display().to_string();
+        assert_eq!(cover("out/x.vtu"), "out/x.cover.vtu");
+        assert_eq!(cover("out/x.pvtu"), "out/x.cover.vtu");
+        assert_eq!(cover("out/X.PVTU"), "out/X.cover.vtu");
+        assert_eq!(cover("out/x"), "out/x.cover.vtu");
+        assert!(piece_file_name("piece_00012.vtu") && !piece_file_name("piece_1.vtu"));
+    }
 
     #[test]
     fn kinds_are_recognised_by_their_first_bytes() {

@@ -30,6 +30,9 @@ struct SceneState {
     /// A terrain's column of each vertex of `mesh` and the number of columns (the pieces of a
     /// `.pvtu` state keep columns whole); `None` for a mesh-file domain.
     columns: Option<(Vec<u32>, usize)>,
+    /// The piece of every vertex of `mesh` for a `.pvtu` state, once partitioned (the
+    /// topology never changes).
+    piece_owners: Option<Vec<u32>>,
     /// The other devices' shares of the parcels (`--snow-devices`); dropped before the wind,
     /// whose pinned copies of the field they may still be reading.
     shares: Option<SnowShares>,
@@ -127,6 +130,7 @@ impl Simulation {
                 Some(SceneState {
                     ground_vertices: s.domain.ground.volume_vertices,
                     columns,
+                    piece_owners: None,
                     mesh: s.domain.mesh,
                     wind,
                     snow,
@@ -284,6 +288,16 @@ impl Simulation {
     /// Wind steps run so far; the views' samples change only when this does.
     pub fn wind_steps(&self) -> u64 {
         self.scene.as_ref().map_or(0, |s| s.wind.steps())
+    }
+
+    /// Makes ready what writing the state to `path` needs before the run: for a `.pvtu`, the
+    /// partition of the mesh into its pieces (METIS; an error names the path when it cannot
+    /// be made, more pieces than columns, say). Nothing for a `.vtu` or without a scene.
+    pub fn prepare_state(&mut self, path: &std::path::Path) -> Result<()> {
+        match &mut self.scene {
+            Some(s) if crate::meshio::pvtu::is_pvtu(path) => prepare_owners(s, path),
+            _ => Ok(()),
+        }
     }
 
     /// Raises the wind's ground by the laid snow now ([`Simulation::step`] does it every
@@ -696,7 +710,9 @@ impl Simulation {
     /// and `snow_volume` (m³) per vertex). With drifting snow, the domain's file also has
     /// `first_level_height` (m, on the ground: where the friction velocity reads the wind) and
     /// the cover's `friction_velocity` (m/s) and `saltation_flux` (m²/s of laid snow, real
-    /// time). Still particles have no state to write.
+    /// time). A `path` ending `.pvtu` writes the domain's file in pieces, one per rank
+    /// ([`crate::meshio::pvtu`]: `X.pvtu` and `X/piece_00000.vtu`, …), partitioned by
+    /// [`prepare_state`](Self::prepare_state) or here. Still particles have no state to write.
     pub fn save_state(&mut self, path: &std::path::Path) -> Result<()> {
         let Some(s) = &mut self.scene else {
             return Err(Error::InvalidParameter(
@@ -742,10 +758,11 @@ impl Simulation {
             arrays.push(VtuArray::scalars("first_level_height", &level));
         }
         if crate::meshio::pvtu::is_pvtu(path) {
-            let ranks = s.shares.as_ref().map_or(1, SnowShares::ranks);
-            let owner = piece_owners(&s.mesh, s.columns.as_ref(), ranks)?;
+            prepare_owners(s, path)?;
+            let owner = s.piece_owners.as_deref().unwrap_or_default();
+            let count = state_pieces(s);
             let n = s.mesh.vertices.len();
-            let pieces = crate::meshio::pvtu::split(n, &owner, ranks, &tets, &triangles)?;
+            let pieces = crate::meshio::pvtu::split(n, owner, count, &tets, &triangles)?;
             crate::meshio::pvtu::write_pvtu_file(path, &s.mesh.vertices, &pieces, &arrays)?;
         } else {
             write_vtu_file(path, &s.mesh.vertices, &tets, &triangles, &arrays)?;
@@ -782,6 +799,27 @@ impl Simulation {
     }
 }
 
+/// How many pieces a `.pvtu` state of `s` has: one per rank (one without ranks).
+fn state_pieces(s: &SceneState) -> usize {
+    s.shares.as_ref().map_or(1, SnowShares::ranks)
+}
+
+/// Partitions `s`'s mesh into the pieces of the `.pvtu` state `path` ([`piece_owners`]) into
+/// `s.piece_owners`, once; an error names the path.
+fn prepare_owners(s: &mut SceneState, path: &std::path::Path) -> Result<()> {
+    if s.piece_owners.is_none() {
+        let owners = piece_owners(&s.mesh, s.columns.as_ref(), state_pieces(s)).map_err(|e| {
+            Error::InvalidParameter(format!(
+                "--vtu {}: the state cannot be split into {} pieces: {e}",
+                path.display(),
+                state_pieces(s)
+            ))
+        })?;
+        s.piece_owners = Some(owners);
+    }
+    Ok(())
+}
+
 /// The piece of every vertex of `mesh` for a `.pvtu` state of `pieces` pieces: METIS k-way
 /// on whole `columns` for a terrain, on the vertices for a mesh file; all in piece 0 for one.
 fn piece_owners(
@@ -812,8 +850,9 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
     let drain = std::time::Instant::now();
     context.finish()?;
     let drain_ms = drain.elapsed().as_secs_f64() * 1e3;
-    let start = std::time::Instant::now();
+    // The usage first: its own reads stay out of the refresh's time.
     let usage = crate::counters::ThreadUsage::now();
+    let start = std::time::Instant::now();
     let raise: Vec<f64> = snow
         .cover()
         .ground_depths()?

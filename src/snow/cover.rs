@@ -174,6 +174,8 @@ pub struct GroundCover {
     depth_kernel: Kernel,
     /// `cover_ground_units`: the exact restriction to the coarse ground, on the device.
     units_kernel: Kernel,
+    /// Its output, one value per coarse ground vertex.
+    ground_units: DeviceBuffer<u64>,
     /// `cover_pack` and `cover_add_packed`: landings handed between devices
     /// ([`handover`](super::handover)).
     pack_kernels: [Kernel; 2],
@@ -272,6 +274,7 @@ impl GroundCover {
             ],
             depth_kernel: program.kernel("cover_ground_depth")?,
             units_kernel: program.kernel("cover_ground_units")?,
+            ground_units: DeviceBuffer::uninit(context, nc)?,
             pack_kernels: [
                 program.kernel("cover_pack")?,
                 program.kernel("cover_add_packed")?,
@@ -410,7 +413,7 @@ impl GroundCover {
     pub fn ground_volumes(&self) -> Result<Vec<u64>> {
         let context = self.volume.context();
         let nv = self.mesh.coarse_vertices;
-        let units = DeviceBuffer::<u64>::uninit(context, nv)?;
+        let units = &self.ground_units;
         let mut call = self.units_kernel.call();
         // SAFETY: the restriction table's offsets hold nv + 1 entries and its entries name
         // fine vertices (4 f + slot) of `volume` and `numerators`; `units` holds nv values;
@@ -420,7 +423,7 @@ impl GroundCover {
                 .buffer(&self.restrict_entries)?
                 .buffer(&self.numerators)?
                 .buffer(&self.volume)?
-                .buffer(&units)?
+                .buffer(units)?
                 .arg(&(nv as u32))?
                 .arg(&self.mesh.refinement)?;
         }

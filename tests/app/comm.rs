@@ -243,7 +243,11 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
             // In three pieces, one per rank, that put back together by their global ids are
             // the one rank's state, value for value and cell for cell.
             let pieces = pieces_of(&state, &dir);
-            assert_eq!(pieces.len(), 3, "{name}: {pieces:?}");
+            assert_eq!(pieces.len(), 3, "{name}");
+            for piece in &pieces {
+                let cells = &crate::common::vtu::parse(piece).piece["NumberOfCells"];
+                assert_ne!(cells, "0", "{name}: a piece without cells");
+            }
             assert_eq!(
                 Whole::of_pieces(&pieces),
                 Whole::of(&one_state),
@@ -275,7 +279,7 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
 }
 
 /// Without MPI a `.pvtu` state is one piece, the whole state with its global ids; the cover
-/// goes beside it. A file where the pieces' directory would be, or a piece's name taken by a
+/// goes beside it; a piece an earlier write of more pieces left is removed. A file where the pieces' directory would be, or a piece's name taken by a
 /// file that is not VTK's, stops the run before it starts, the file untouched.
 #[test]
 fn one_process_writes_its_pvtu_as_one_piece_and_clobbers_nothing() {
@@ -302,11 +306,15 @@ fn one_process_writes_its_pvtu_as_one_piece_and_clobbers_nothing() {
     };
     let whole = run("whole.vtu");
     assert!(whole.status.success(), "{}", text(&whole.stderr));
+    // A piece left by an earlier write of more pieces: removed by this one.
+    std::fs::create_dir_all(dir.join("state")).unwrap();
+    std::fs::copy(dir.join("whole.vtu"), dir.join("state/piece_00001.vtu")).unwrap();
     let pieced = run("state.pvtu");
     assert!(pieced.status.success(), "{}", text(&pieced.stderr));
     let pvtu = std::fs::read(dir.join("state.pvtu")).unwrap();
     let pieces = pieces_of(&pvtu, &dir);
     assert_eq!(pieces.len(), 1);
+    assert!(!dir.join("state/piece_00001.vtu").exists());
     assert_eq!(
         Whole::of_pieces(&pieces),
         Whole::of(&std::fs::read(dir.join("whole.vtu")).unwrap())
@@ -337,7 +345,14 @@ fn one_process_writes_its_pvtu_as_one_piece_and_clobbers_nothing() {
         std::fs::read_to_string(dir.join("taken/piece_00000.vtu")).unwrap(),
         "mine"
     );
-    assert!(!dir.join("notes.pvtu").exists() && !dir.join("taken.pvtu").exists());
+    for refused in [
+        "notes.pvtu",
+        "notes.cover.vtu",
+        "taken.pvtu",
+        "taken.cover.vtu",
+    ] {
+        assert!(!dir.join(refused).exists(), "{refused} was written");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -511,6 +511,28 @@ fn cover_depths_written_for_drawing_match_the_host_depths() {
         );
     }
     cover.set_volumes(&fine).unwrap();
+    // And at the largest refinement, whose numerators run up to it: a busy cover, and one
+    // fine vertex of nearly 2^64 units alone.
+    let finest = CoverMesh::new(&flat.ground, snowsim::snow::MAX_REFINEMENT).unwrap();
+    let mut finest_cover = GroundCover::new(&ctx, finest.clone(), 0.3).unwrap();
+    let busy: Vec<u64> = (0..finest.len() as u64)
+        .map(|i| (i * 2_654_435_761) % 1_000_000_007 + (1 << 40))
+        .collect();
+    finest_cover.set_volumes(&busy).unwrap();
+    assert_eq!(
+        finest_cover.ground_volumes().unwrap(),
+        finest.restrict(&busy)
+    );
+    let f = (0..finest.len())
+        .find(|&f| finest.parents[f].1.iter().all(|&n| n != 0))
+        .unwrap();
+    let mut alone = vec![0u64; finest.len()];
+    alone[f] = u64::MAX - 1;
+    finest_cover.set_volumes(&alone).unwrap();
+    assert_eq!(
+        finest_cover.ground_volumes().unwrap(),
+        finest.restrict(&alone)
+    );
     let sum = |v: &[u64]| v.iter().map(|&x| u128::from(x)).sum::<u128>();
     assert_eq!(sum(&exact), sum(&fine), "the restriction keeps every unit");
     // Each share is rounded down but the last parent's: a vertex is off by less than one
