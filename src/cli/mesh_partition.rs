@@ -157,11 +157,9 @@ pub fn run(args: PartitionArgs) -> anyhow::Result<ExitCode> {
         ),
     })?;
     let started = Instant::now();
-    let partition = match &source.columns {
-        Some((column, count)) => Partition::by_columns(&graph, column, *count, args.parts, None),
-        None => Partition::kway(&graph, args.parts, None),
-    }
-    .with_context(|| source.name.clone())?;
+    let columns = source.columns.as_ref().map(|(c, n)| (c.as_slice(), *n));
+    let partition = Partition::of_domain(&graph, columns, args.parts, None)
+        .with_context(|| source.name.clone())?;
     let metis_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let halo = HaloPlan::new(mesh, &partition).with_context(|| source.name.clone())?;

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::vtu::{VtuArray, VtuData, VtuError, write_vtu_file};
+use super::vtu::{VtuArray, VtuData, VtuError, escape, write_vtu_file};
 use crate::output::write_atomic;
 
 /// The point array that holds each piece point's index in the whole mesh.
@@ -120,6 +120,12 @@ pub fn split(
             pieces,
         });
     }
+    let owner_of = |nodes: &[u32]| owner[nodes.iter().copied().min().unwrap_or(0) as usize];
+    // Each piece's points: those it owns, then every node of its cells; in the mesh's order.
+    let mut out: Vec<Piece> = vec![Piece::default(); pieces];
+    for (p, &o) in owner.iter().enumerate() {
+        out[o as usize].points.push(p as u32);
+    }
     let cells = tetrahedra
         .iter()
         .map(|(n, _)| &n[..])
@@ -128,18 +134,6 @@ pub fn split(
         if let Some(&node) = nodes.iter().find(|&&n| n as usize >= points) {
             return Err(PieceError::Node { node, points });
         }
-    }
-    let owner_of = |nodes: &[u32]| owner[nodes.iter().copied().min().unwrap_or(0) as usize];
-    // Each piece's points: those it owns, then every node of its cells; in the mesh's order.
-    let mut out: Vec<Piece> = vec![Piece::default(); pieces];
-    for (p, &o) in owner.iter().enumerate() {
-        out[o as usize].points.push(p as u32);
-    }
-    for nodes in tetrahedra
-        .iter()
-        .map(|(n, _)| &n[..])
-        .chain(triangles.iter().map(|(n, _)| &n[..]))
-    {
         out[owner_of(nodes) as usize]
             .points
             .extend_from_slice(nodes);
@@ -340,16 +334,14 @@ fn pvtu_text(folder: &str, pieces: usize, point_data: &[VtuArray]) -> String {
     h.push_str("  <PUnstructuredGrid GhostLevel=\"0\">\n");
     h.push_str("    <PPointData>\n");
     for array in point_data {
-        let components = match array.data {
-            VtuData::Vectors(_) => " NumberOfComponents=\"3\"",
-            VtuData::Scalars(_) | VtuData::Ints(_) => "",
-        };
-        let kind = match array.data {
-            VtuData::Ints(_) => "Int32",
-            VtuData::Scalars(_) | VtuData::Vectors(_) => "Float32",
+        // As the pieces declare them ([`write_vtu_file`]).
+        let components = match array.data.components() {
+            1 => String::new(),
+            n => format!(" NumberOfComponents=\"{n}\""),
         };
         h.push_str(&format!(
-            "      <PDataArray type=\"{kind}\" Name=\"{}\"{components}/>\n",
+            "      <PDataArray type=\"{}\" Name=\"{}\"{components}/>\n",
+            array.data.vtk_type(),
             escape(array.name)
         ));
     }
@@ -373,15 +365,6 @@ fn pvtu_text(folder: &str, pieces: usize, point_data: &[VtuArray]) -> String {
     h.push_str("  </PUnstructuredGrid>\n");
     h.push_str("</VTKFile>\n");
     h
-}
-
-/// `text` with the five XML special characters escaped.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ impl VtuData<'_> {
     }
 
     /// The VTK type name of the values.
-    fn vtk_type(&self) -> &'static str {
+    pub(super) fn vtk_type(&self) -> &'static str {
         match self {
             VtuData::Scalars(_) | VtuData::Vectors(_) => "Float32",
             VtuData::Ints(_) => "Int32",
@@ -92,7 +92,7 @@ impl VtuData<'_> {
     }
 
     /// Components per entry.
-    fn components(&self) -> u64 {
+    pub(super) fn components(&self) -> u64 {
         match self {
             VtuData::Vectors(_) => 3,
             VtuData::Scalars(_) | VtuData::Ints(_) => 1,
@@ -518,7 +518,7 @@ fn check(
 }
 
 /// `text` with XML's special characters escaped, for an attribute value.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -54,6 +54,22 @@ pub fn column_graph(
 }
 
 impl Partition {
+    /// A scene's wind mesh into `parts`: by whole columns where it is a terrain (`columns`:
+    /// each vertex's column and the number of columns, [`by_columns`](Self::by_columns)),
+    /// by vertices for a mesh file ([`kway`](Self::kway)); `weights` as theirs. What
+    /// `snowsim mesh partition --scene` and a run's `.pvtu` pieces both use.
+    pub fn of_domain(
+        graph: &VertexGraph,
+        columns: Option<(&[u32], usize)>,
+        parts: usize,
+        weights: Option<&[u32]>,
+    ) -> Result<Self, PartitionError> {
+        match columns {
+            Some((column, count)) => Self::by_columns(graph, column, count, parts, weights),
+            None => Self::kway(graph, parts, weights),
+        }
+    }
+
     /// METIS k-way on the column graph ([`column_graph`]), each column weighing its vertices'
     /// `weights` (default 1 each), then every vertex in its column's part: no column spans two
     /// parts. Zero parts, or more parts than columns, is an error naming both numbers.

@@ -832,11 +832,10 @@ fn piece_owners(
         return Ok(vec![0; mesh.vertices.len()]);
     }
     let graph = VertexGraph::of_mesh(mesh)?;
-    let partition = match columns {
-        Some((column, count)) => Partition::by_columns(&graph, column, *count, pieces, None)?,
-        None => Partition::kway(&graph, pieces, None)?,
-    };
-    Ok(partition.owner().to_vec())
+    let columns = columns.map(|(c, n)| (c.as_slice(), *n));
+    Ok(Partition::of_domain(&graph, columns, pieces, None)?
+        .owner()
+        .to_vec())
 }
 
 /// Raises `s`'s wind ground by its cover's depth per column (blocking); books the refresh.

@@ -323,22 +323,19 @@ fn one_process_writes_its_pvtu_as_one_piece_and_clobbers_nothing() {
         std::fs::read(dir.join("state.cover.vtu")).unwrap(),
         std::fs::read(dir.join("whole.cover.vtu")).unwrap()
     );
+    let refused = |out: &str, says: &str| {
+        let done = run(out);
+        assert!(!done.status.success(), "{out} was accepted");
+        let stderr = text(&done.stderr);
+        assert!(stderr.contains(says), "{out}: {stderr}");
+    };
     std::fs::write(dir.join("notes"), "mine").unwrap();
-    let refused = run("notes.pvtu");
-    assert!(!refused.status.success());
-    assert!(
-        text(&refused.stderr).contains("notes: it is a file, not a directory"),
-        "{}",
-        text(&refused.stderr)
-    );
+    refused("notes.pvtu", "notes: it is a file, not a directory");
     std::fs::create_dir_all(dir.join("taken")).unwrap();
     std::fs::write(dir.join("taken/piece_00000.vtu"), "mine").unwrap();
-    let refused = run("taken.pvtu");
-    assert!(!refused.status.success());
-    assert!(
-        text(&refused.stderr).contains("piece_00000.vtu: a file is there that is not a VTK"),
-        "{}",
-        text(&refused.stderr)
+    refused(
+        "taken.pvtu",
+        "piece_00000.vtu: a file is there that is not a VTK",
     );
     assert_eq!(std::fs::read_to_string(dir.join("notes")).unwrap(), "mine");
     assert_eq!(

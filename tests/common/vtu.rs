@@ -122,31 +122,37 @@ impl Parsed {
         &self.raw[offset + 8..offset + 8 + length]
     }
 
-    pub fn f32s(&self, section: &str, name: &str) -> Vec<f32> {
+    /// The values of the array `name` in `section`, whose VTK type must be `kind`, each read
+    /// from `N` little-endian bytes by `from`.
+    fn values<const N: usize, T>(
+        &self,
+        section: &str,
+        name: &str,
+        kind: &str,
+        from: fn([u8; N]) -> T,
+    ) -> Vec<T> {
         let array = self.array(section, name);
-        assert_eq!(array.get("type"), "Float32");
+        assert_eq!(array.get("type"), kind);
         self.bytes(array)
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .chunks_exact(N)
+            .map(|c| from(c.try_into().unwrap()))
             .collect()
+    }
+
+    pub fn f32s(&self, section: &str, name: &str) -> Vec<f32> {
+        self.values(section, name, "Float32", f32::from_le_bytes)
+    }
+
+    pub fn f64s(&self, section: &str, name: &str) -> Vec<f64> {
+        self.values(section, name, "Float64", f64::from_le_bytes)
     }
 
     pub fn i32s(&self, section: &str, name: &str) -> Vec<i32> {
-        let array = self.array(section, name);
-        assert_eq!(array.get("type"), "Int32");
-        self.bytes(array)
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
+        self.values(section, name, "Int32", i32::from_le_bytes)
     }
 
     pub fn i64s(&self, section: &str, name: &str) -> Vec<i64> {
-        let array = self.array(section, name);
-        assert_eq!(array.get("type"), "Int64");
-        self.bytes(array)
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-            .collect()
+        self.values(section, name, "Int64", i64::from_le_bytes)
     }
 
     pub fn components(&self, section: &str, name: &str) -> usize {
@@ -154,14 +160,5 @@ impl Parsed {
             .attributes
             .get("NumberOfComponents")
             .map_or(1, |n| n.parse().unwrap())
-    }
-
-    pub fn f64s(&self, section: &str, name: &str) -> Vec<f64> {
-        let array = self.array(section, name);
-        assert_eq!(array.get("type"), "Float64");
-        self.bytes(array)
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-            .collect()
     }
 }
