@@ -207,6 +207,23 @@ impl ThreadUsage {
     }
 }
 
+impl std::ops::Add for ThreadUsage {
+    type Output = Self;
+
+    /// Two stretches' usage together.
+    fn add(self, o: Self) -> Self {
+        Self {
+            cpu_ms: self.cpu_ms + o.cpu_ms,
+            user_ms: self.user_ms + o.user_ms,
+            system_ms: self.system_ms + o.system_ms,
+            minor_faults: self.minor_faults + o.minor_faults,
+            involuntary_switches: self.involuntary_switches + o.involuntary_switches,
+            voluntary_switches: self.voluntary_switches + o.voluntary_switches,
+            steal_ms: self.steal_ms + o.steal_ms,
+        }
+    }
+}
+
 /// A thread's counters as `getrusage` gives them.
 #[derive(Default)]
 struct RawCounters {

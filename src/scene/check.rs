@@ -16,6 +16,13 @@ use crate::particle::ParcelFlakes;
 use crate::scene::limits;
 pub use crate::scene::limits::{MAX_LENGTH, MAX_PARTICLES};
 
+/// Frames from a ground refresh's read of the cover to its application, by default: 0.6 s of
+/// the default 0.02 s frames, 50 ms at 600 frames a second, where the refresh's host work
+/// takes 3–20 ms on a thread of its own (`benches/RESULTS.md`).
+const DEFAULT_REFRESH_LAG: u32 = 30;
+/// The most frames `wind.ground_refresh_lag` may hold a refresh back.
+const MAX_REFRESH_LAG: u32 = 1_000_000;
+
 /// The range of `wind.step`, s.
 const WIND_STEP: Range = Range::open(0.0, 3600.0, "s");
 
@@ -734,6 +741,15 @@ impl Checker<'_> {
                 10.0,
                 Range::closed(0.0, 1.0e6, "s"),
             )?,
+            ground_refresh_lag: match w.ground_refresh_lag.unwrap_or(DEFAULT_REFRESH_LAG) {
+                n @ 0..=MAX_REFRESH_LAG => n,
+                n => {
+                    return Err(self.error(
+                        "wind.ground_refresh_lag",
+                        format!("{n} frames: at most {MAX_REFRESH_LAG}"),
+                    ));
+                }
+            },
             pressure_tolerance,
             step,
             advection: w.advection.unwrap_or_default(),

@@ -32,6 +32,8 @@
 //! advection = "linear"     # linear (default) or bfecc: sharper, limited, three walks a step
 //! ground_refresh = 10.0    # s between raising the wind's ground by the laid snow (0: never;
 //!                          # default 10, 0 with ground.drift = false)
+//! ground_refresh_lag = 30  # frames from a refresh's read of the cover to its application;
+//!                          # its host work runs beside the frames meanwhile (0: at once)
 //! operator = "assembled"   # pressure operator: assembled per vertex (default) or tetrahedra
 //!
 //! [snow]

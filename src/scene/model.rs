@@ -168,6 +168,11 @@ pub struct Wind {
     /// Simulated seconds between ground refreshes: the laid snow raises the ground the wind
     /// sees (a terrain with a solved wind); 0: never (the default with `ground.drift = false`).
     pub ground_refresh: f64,
+    /// Frames from a ground refresh's read of the cover to its application: the refresh's
+    /// host work runs on a thread of its own meanwhile, off the frame's path (0: applied in
+    /// the frame that reads the cover, on the frame's thread). The same frames whatever the
+    /// timing, so a run's state does not depend on how long the work took.
+    pub ground_refresh_lag: u32,
     /// The pressure solve stops when the RMS divergence is below this times the RMS
     /// divergence of the initial profile field.
     pub pressure_tolerance: f64,

@@ -73,6 +73,7 @@ pub struct RawWind {
     pub exponent: Option<f64>,
     pub air_density: Option<f64>,
     pub ground_refresh: Option<f64>,
+    pub ground_refresh_lag: Option<u32>,
     pub pressure_iterations: Option<u32>,
     pub pressure_tolerance: Option<f64>,
     pub step: Option<f64>,

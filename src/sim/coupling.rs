@@ -19,12 +19,14 @@
 //! run at once (on a device that also steps a share of the parcels, after that share's part
 //! of the frame: [`WindGate`]).
 
+use std::sync::Arc;
+
 use crate::cl::{BufferArg, Context, DeviceBuffer, PinnedBuffer, Timeline};
 use crate::gml::FieldBuffer;
 use crate::scene::DomainMesh;
 use crate::scene::Number;
 use crate::scene::limits::check_wind_steps;
-use crate::wind::Solver;
+use crate::wind::{GroundPlan, GroundPlanner, RefreshStats, Solver};
 
 use super::beside::{WindBeside, WindGate};
 use super::setup::WindSetup;
@@ -495,6 +497,37 @@ impl WindField {
             }
             Self::Beside { wind, .. } => {
                 let stats = wind.solver()?.refresh_ground(raise)?;
+                if !stats.skipped {
+                    wind.rewrite_mirror()?;
+                }
+                Ok(Some(stats))
+            }
+        }
+    }
+
+    /// The ground refresh's host half ([`Solver::ground_planner`]), to plan refreshes with on
+    /// any thread; `None` for a fixed field.
+    pub fn ground_planner(&mut self) -> Result<Option<Arc<GroundPlanner>>> {
+        Ok(match self {
+            Self::Fixed { .. } => None,
+            Self::Solved { solver, .. } => Some(solver.ground_planner()?),
+            Self::Beside { wind, .. } => Some(wind.solver()?.ground_planner()?),
+        })
+    }
+
+    /// Applies a ground refresh's `plan` ([`Solver::apply_ground`]: the geometry and operator
+    /// rebuilt on the device, the field re-projected), then rewrites the field's mirror on the
+    /// snow's device; `None` for a fixed field. Blocking.
+    pub fn apply_ground(&mut self, plan: &mut GroundPlan) -> Result<Option<RefreshStats>> {
+        match self {
+            Self::Fixed { .. } => Ok(None),
+            Self::Solved { solver, copies, .. } => {
+                // The field moved: the copies take it at the next frame.
+                copies.at_step = None;
+                Ok(Some(solver.apply_ground(plan)?))
+            }
+            Self::Beside { wind, .. } => {
+                let stats = wind.solver()?.apply_ground(plan)?;
                 if !stats.skipped {
                     wind.rewrite_mirror()?;
                 }

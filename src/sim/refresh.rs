@@ -2,12 +2,26 @@
 //! demand) the laid snow raises the ground the wind sees ([`Simulation::refresh_ground`]); a
 //! refresh is a stated hitch, counted here with its cost and its cost amortised over the frames.
 //!
+//! **Held back `wind.ground_refresh_lag` frames.** A refresh that falls due reads the cover's
+//! depths at the start of its frame and hands them to a thread of its own
+//! ([`PendingRefresh`]), which makes the plan (the columns' regrade, the new positions, the
+//! inflow profile: [`GroundPlanner::plan`], host work only) while the frames go on; at the
+//! start of the frame `lag` frames later the frame's thread applies it (the device's part:
+//! [`crate::wind::Solver::apply_ground`], the snow's mesh and parcels), waiting for the plan
+//! only if it is not ready. The frames are fixed, not the timing, so a run's state is the same
+//! however long the plan took. A refresh due while one is still held back applies that one
+//! first; one held back at the run's end is not applied (reported as `pending`).
+//!
 //! [`Simulation::refresh_ground`]: super::Simulation::refresh_ground
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use serde::Serialize;
 
+use super::{Error, Result};
 use crate::counters::ThreadUsage;
-use crate::wind::{RefreshStats, RefreshTimes};
+use crate::wind::{GroundPlan, GroundPlanner, RefreshStats, RefreshTimes};
 
 /// Why a scene's ground is never refreshed, when it is not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -45,17 +59,23 @@ impl RefreshOff {
 /// a slow one shows where its time went, not only the last and the longest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct RefreshEntry {
-    /// Its host wall time, ms (the frames queued before it apart).
+    /// The frame thread's wall time for it, ms: the read of the depths and, `lag_frames`
+    /// later, the wait for its plan and the plan's application (with no lag, the plan too);
+    /// the frames queued before each apart.
     pub ms: f64,
-    /// The wait for the frames queued before it, ms.
+    /// Frames between the read of the depths and the application.
+    pub lag_frames: u32,
+    /// Of `ms`, the wait for the plan at the application (0 when it was ready), ms.
+    pub wait_ms: f64,
+    /// The waits for the frames queued before the read and before the application, ms.
     pub drain_ms: f64,
     /// Of `ms`, moving the snow's mesh and parcels, ms.
     pub snow_ms: f64,
     /// Of `ms`, reading the cover's depths (the raise), ms.
     pub depths_ms: f64,
-    /// The wind's phases, ms.
+    /// The wind's phases, ms (`phases.plan_ms` on the plan's own thread when held back).
     pub phases: RefreshTimes,
-    /// What the host's scheduler gave the refresh's thread meanwhile (its CPU time, the
+    /// What the host's scheduler gave the frame's thread in `ms` (its CPU time, the
     /// times it was preempted, the machine's steal): a refresh slow with a CPU time of the
     /// usual size was kept off its core, not given more work.
     pub thread: ThreadUsage,
@@ -72,6 +92,12 @@ pub struct RefreshReport {
     pub refreshes: u64,
     /// Refreshes that found the ground unchanged (nothing rebuilt).
     pub skipped: u64,
+    /// Frames from a refresh's read of the depths to its application
+    /// (`wind.ground_refresh_lag`).
+    pub lag_frames: u32,
+    /// Whether a refresh read before the end waits to be applied (it is not: the state is
+    /// that of the refreshes applied).
+    pub pending: bool,
     /// The last refresh's host wall time, ms (its waits included, the frames queued before it
     /// apart: `last_drain_ms`).
     pub last_ms: f64,
@@ -108,17 +134,96 @@ pub struct RefreshReport {
     pub each: Vec<RefreshEntry>,
 }
 
-/// What a refresh cost the host, ms.
+/// What a refresh cost the frame's thread, ms.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RefreshCost {
-    /// The refresh, from the depths read to the snow moved.
+    /// The refresh, from the depths read to the snow moved (a held-back one's plan apart).
     pub ms: f64,
-    /// The wait for the frames queued before it.
+    /// The waits for the frames queued before it.
     pub drain_ms: f64,
     /// Of `ms`, reading the cover's depths.
     pub depths_ms: f64,
-    /// What the refresh's thread was given meanwhile.
+    /// Of `ms`, waiting for a held-back refresh's plan.
+    pub wait_ms: f64,
+    /// What the frame's thread was given meanwhile.
     pub thread: ThreadUsage,
+}
+
+impl RefreshCost {
+    /// The cost of a refresh's start (`self`) and its application (`then`) together.
+    pub fn and(self, then: Self) -> Self {
+        Self {
+            ms: self.ms + then.ms,
+            drain_ms: self.drain_ms + then.drain_ms,
+            depths_ms: self.depths_ms + then.depths_ms,
+            wait_ms: self.wait_ms + then.wait_ms,
+            thread: self.thread + then.thread,
+        }
+    }
+}
+
+/// A refresh's host work done: the wind's plan and the snow mesh's new coordinates as its
+/// kernels read them.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    /// The wind's plan.
+    pub plan: GroundPlan,
+    /// The snow mesh's vertices, converted ([`crate::snow::device_coordinates`]).
+    pub snow_coords: Vec<[f32; 4]>,
+}
+
+impl Planned {
+    /// The host work of raising the ground by `raise`, on the calling thread.
+    pub fn new(planner: &GroundPlanner, raise: &[f64]) -> crate::wind::Result<Self> {
+        let plan = planner.plan(raise)?;
+        let snow_coords = crate::snow::device_coordinates(plan.vertices());
+        Ok(Self { plan, snow_coords })
+    }
+}
+
+/// A refresh read and not yet applied: its plan made on a thread of its own, for the frame
+/// `due` (the module's doc).
+#[derive(Debug)]
+pub(crate) struct PendingRefresh {
+    /// The clock's frame at whose start it is applied.
+    pub due: u64,
+    thread: JoinHandle<crate::wind::Result<Planned>>,
+    /// What its start cost the frame's thread.
+    started: RefreshCost,
+}
+
+impl PendingRefresh {
+    /// Starts the plan for `raise` on a thread of its own, to be applied at frame `due`;
+    /// `started` is what reading the depths cost.
+    pub fn start(
+        planner: Arc<GroundPlanner>,
+        raise: Vec<f64>,
+        due: u64,
+        started: RefreshCost,
+    ) -> Result<Self> {
+        let thread = std::thread::Builder::new()
+            .name("ground-plan".into())
+            .spawn(move || Planned::new(&planner, &raise))
+            .map_err(|e| Error::Internal(format!("the ground refresh's thread: {e}")))?;
+        Ok(Self {
+            due,
+            thread,
+            started,
+        })
+    }
+
+    /// Adds `ms` to what the start cost (handing the plan to its thread).
+    pub fn add_start_ms(&mut self, ms: f64) {
+        self.started.ms += ms;
+    }
+
+    /// The plan (waiting for it if it is not ready) and what the start cost.
+    pub fn wait(self) -> Result<(Planned, RefreshCost)> {
+        let plan = self.thread.join().map_err(|_| {
+            Error::Internal("the ground refresh's planning thread panicked".into())
+        })??;
+        Ok((plan, self.started))
+    }
 }
 
 /// What moving the snow with a raised ground did: parcels moved up onto it and lost, and
@@ -138,6 +243,10 @@ pub(crate) struct SnowMoved {
 pub(crate) struct RefreshClock {
     pub every: f64,
     pub off: Option<RefreshOff>,
+    /// Frames from a refresh's read of the depths to its application.
+    pub lag: u32,
+    /// Frames ticked since the start or the last restart.
+    frame: u64,
     clock: f64,
     pub report: RefreshReport,
     /// Whether the wind's ground is raised over the bare ground now (set as soon as the wind
@@ -147,24 +256,34 @@ pub(crate) struct RefreshClock {
 }
 
 impl RefreshClock {
-    /// A clock for refreshes every `every` simulated seconds, or none for the reason `off`.
-    pub fn new(every: f64, off: Option<RefreshOff>) -> Self {
+    /// A clock for refreshes every `every` simulated seconds, each applied `lag` frames after
+    /// its read, or none for the reason `off`.
+    pub fn new(every: f64, off: Option<RefreshOff>, lag: u32) -> Self {
         let off = off.or((every <= 0.0).then_some(RefreshOff::Disabled));
         Self {
             every,
             off,
+            lag,
+            frame: 0,
             clock: 0.0,
             raised: false,
             report: RefreshReport {
                 every_s: if off.is_some() { 0.0 } else { every },
                 off,
+                lag_frames: lag,
                 ..RefreshReport::default()
             },
         }
     }
 
-    /// Advances the clock by `dt`; whether a refresh is due.
+    /// Frames ticked since the start or the last restart (the frame being started, from 1).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Starts a frame of `dt` simulated seconds; whether a refresh is due.
     pub fn tick(&mut self, dt: f32) -> bool {
+        self.frame += 1;
         if self.off.is_some() {
             return false;
         }
@@ -179,9 +298,11 @@ impl RefreshClock {
     /// Restarts the clock and the books (a reset of the simulation: its frames count from 0).
     pub fn restart(&mut self) {
         self.clock = 0.0;
+        self.frame = 0;
         self.report = RefreshReport {
             every_s: self.report.every_s,
             off: self.report.off,
+            lag_frames: self.report.lag_frames,
             ..RefreshReport::default()
         };
     }
@@ -201,6 +322,8 @@ impl RefreshClock {
             r.last_snow_ms = moved.snow_ms;
             r.each.push(RefreshEntry {
                 ms,
+                lag_frames: self.lag,
+                wait_ms: cost.wait_ms,
                 drain_ms: cost.drain_ms,
                 snow_ms: moved.snow_ms,
                 phases: stats.times,
@@ -221,10 +344,12 @@ impl RefreshClock {
         r.lost_parcels += moved.lost;
     }
 
-    /// The books, with the cost spread over `frames`.
-    pub fn report(&self, frames: u64) -> RefreshReport {
+    /// The books, with the cost spread over `frames`; `pending`: whether a refresh waits to
+    /// be applied.
+    pub fn report(&self, frames: u64, pending: bool) -> RefreshReport {
         RefreshReport {
             amortised_ms_per_frame: self.report.total_ms / frames.max(1) as f64,
+            pending,
             ..self.report.clone()
         }
     }
@@ -236,7 +361,7 @@ mod tests {
 
     #[test]
     fn the_clock_fires_every_interval_and_never_when_off() {
-        let mut clock = RefreshClock::new(1.0, None);
+        let mut clock = RefreshClock::new(1.0, None, 0);
         let fired: Vec<bool> = (0..25).map(|_| clock.tick(0.1)).collect();
         let at: Vec<usize> = fired
             .iter()
@@ -245,11 +370,12 @@ mod tests {
             .map(|(i, _)| i)
             .collect();
         assert_eq!(at, vec![9, 19]);
-        let mut off = RefreshClock::new(0.0, None);
+        assert_eq!(clock.frame(), 25);
+        let mut off = RefreshClock::new(0.0, None, 0);
         assert!((0..100).all(|_| !off.tick(1.0)));
-        assert_eq!(off.report(1).off, Some(RefreshOff::Disabled));
-        let mut mesh = RefreshClock::new(5.0, Some(RefreshOff::MeshDomain));
+        assert_eq!(off.report(1, false).off, Some(RefreshOff::Disabled));
+        let mut mesh = RefreshClock::new(5.0, Some(RefreshOff::MeshDomain), 0);
         assert!((0..100).all(|_| !mesh.tick(1.0)));
-        assert_eq!(mesh.report(1).every_s, 0.0);
+        assert_eq!(mesh.report(1, false).every_s, 0.0);
     }
 }

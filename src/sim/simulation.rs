@@ -1,13 +1,19 @@
 //! [`Simulation`]: the wind and the snow of one scene on one OpenCL context, stepped a frame
 //! at a time.
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use crate::cl::{Context, OutputBuffer, Timeline};
+use crate::counters::ThreadUsage;
 use crate::meshio::{ElementKind, Mesh, VtuArray, write_vtu_file};
 use crate::particle::Particle;
 use crate::snow::{COVER_STAGE, DRIFT_STAGE, SORT_STAGE, STEP_STAGE, Snow};
 
 use super::coupling::WindField;
-use super::refresh::{RefreshClock, RefreshCost, RefreshOff, RefreshReport, SnowMoved};
+use super::refresh::{
+    PendingRefresh, Planned, RefreshClock, RefreshCost, RefreshOff, RefreshReport, SnowMoved,
+};
 use super::report::{DriftReport, SimReport};
 use super::setup::SimSetup;
 use super::setup::WindSetup;
@@ -15,6 +21,7 @@ use super::shares::{SnowShares, own_share, parcel_ids};
 use super::wind_view::{self, WIND_VIEW_SAMPLES, WindSamples};
 use super::{Error, Result, in_stage};
 use crate::comm::Comm;
+use crate::wind::{GroundPlanner, RefreshStats};
 
 /// Stage of writing the particles at the start (and on a reset).
 pub const PARTICLES_STAGE: &str = "snow.particles";
@@ -48,6 +55,10 @@ struct SceneState {
     camera: [f64; 3],
     /// When the laid snow next raises the wind's ground, and what the refreshes did.
     refresh: RefreshClock,
+    /// The refresh's host half, once a refresh asked for it.
+    planner: Option<Arc<GroundPlanner>>,
+    /// The refresh read and held back, if any (`refresh`'s module doc).
+    pending: Option<PendingRefresh>,
 }
 
 /// One scene's wind and snow on one OpenCL context.
@@ -119,7 +130,16 @@ impl Simulation {
                     wind.attach(&shares.contexts())?;
                 }
                 let (every, off) = prepare_refreshes(&mut wind, &s.wind, snow.is_some())?;
-                let refresh = RefreshClock::new(every, off);
+                let lag = match &s.wind {
+                    WindSetup::Solved { wind, .. } => wind.ground_refresh_lag,
+                    WindSetup::Profile { .. } => 0,
+                };
+                let refresh = RefreshClock::new(every, off, lag);
+                // Taken now: a refresh's start then hands its plan off without asking the wind.
+                let planner = match off {
+                    None if every > 0.0 => wind.ground_planner()?,
+                    _ => None,
+                };
                 let view_vertices =
                     wind_view::sample_vertices(s.domain.mesh.vertices.len(), WIND_VIEW_SAMPLES);
                 let columns = s
@@ -140,6 +160,8 @@ impl Simulation {
                     view_vertices,
                     camera: s.camera,
                     refresh,
+                    planner,
+                    pending: None,
                 })
             }
             None => None,
@@ -304,13 +326,15 @@ impl Simulation {
     /// `wind.ground_refresh` simulated seconds): the depth per column read back, the wind's
     /// columns regraded, its geometry and operator rebuilt and its field re-projected, the
     /// snow's mesh moved with it and every parcel found again (a buried one moved up onto the
-    /// new surface). Blocking. Does nothing where the ground cannot be refreshed
-    /// ([`RefreshOff`]); returns whether it refreshed.
+    /// new surface), all on this thread; a refresh held back (`wind.ground_refresh_lag`) is
+    /// dropped, since this one reads newer depths. Blocking. Does nothing where the ground
+    /// cannot be refreshed ([`RefreshOff`]); returns whether it refreshed.
     pub fn refresh_ground(&mut self, context: &Context) -> Result<bool> {
         self.settle()?;
         match &mut self.scene {
             // Any other reason (no snow, a fixed wind, a mesh domain) rules a refresh out.
             Some(s) if matches!(s.refresh.off, None | Some(RefreshOff::Disabled)) => {
+                s.pending = None;
                 refresh_ground(s, context)
             }
             _ => Ok(false),
@@ -333,7 +357,7 @@ impl Simulation {
     pub fn refresh_report(&self) -> Option<RefreshReport> {
         let s = self.scene.as_ref()?;
         let frames = s.snow.as_ref().map_or(0, |snow| snow.frame());
-        Some(s.refresh.report(frames))
+        Some(s.refresh.report(frames, s.pending.is_some()))
     }
 
     /// Puts the particles at their start (the snow's cover and counters cleared; the wind
@@ -348,9 +372,11 @@ impl Simulation {
         timeline.stage(PARTICLES_STAGE);
         if let Some(s) = self.scene.as_mut() {
             s.refresh.restart();
+            s.pending = None;
             if s.refresh.raised {
                 // Back to the bare ground: the cover is about to be cleared.
-                raise_ground(s, context, &vec![0.0; s.ground_vertices.len()])?;
+                let planned = Planned::new(&*planner(s)?, &vec![0.0; s.ground_vertices.len()])?;
+                apply_plan(s, context, planned)?;
                 s.refresh.raised = false;
             }
         }
@@ -388,10 +414,9 @@ impl Simulation {
             // stops the run one frame late, and the host queues this frame without waiting
             // for the last one's end.
             // 1. Every `wind.ground_refresh` seconds, the laid snow raises the wind's ground
-            //    (a stated hitch: it waits for the device).
-            if s.refresh.tick(dt) {
-                refresh_ground(s, context)?;
-            }
+            //    (a stated hitch: it waits for the device), read now and applied
+            //    `wind.ground_refresh_lag` frames later.
+            ground_refresh_frame(s, context, dt)?;
             // 2. The coupling's frame (`coupling`'s doc has the order): the field handed to
             //    the snow (the wind as it stood at the frame's start), the snow's launches,
             //    and the wind steps that are due, after them on one device, beside them on
@@ -661,7 +686,7 @@ impl Simulation {
                 max_depth_m,
                 parcel_m3: snow.parcel_volume(),
                 drift,
-                ground_refresh: Some(s.refresh.report(snow.frame())),
+                ground_refresh: Some(s.refresh.report(snow.frame(), s.pending.is_some())),
                 ..report
             };
         }
@@ -838,66 +863,164 @@ fn piece_owners(
         .to_vec())
 }
 
-/// Raises `s`'s wind ground by its cover's depth per column (blocking); books the refresh.
-/// Returns whether the ground moved.
-fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
-    let Some(snow) = s.snow.as_mut() else {
-        return Ok(false);
+/// The ground refresh's part of a frame of `dt` seconds: a refresh held back until this
+/// frame (or held back when the next falls due) applied, and a refresh that falls due read,
+/// then applied at once without a lag or handed to its own thread with one.
+fn ground_refresh_frame(s: &mut SceneState, context: &Context, dt: f32) -> Result<()> {
+    let due = s.refresh.tick(dt);
+    if s.pending
+        .as_ref()
+        .is_some_and(|p| due || p.due <= s.refresh.frame())
+    {
+        apply_pending(s, context)?;
+    }
+    if due {
+        if s.refresh.lag == 0 {
+            refresh_ground(s, context)?;
+        } else {
+            start_refresh(s, context)?;
+        }
+    }
+    Ok(())
+}
+
+/// The refresh's planner, made at the first refresh that needs it.
+fn planner(s: &mut SceneState) -> Result<Arc<GroundPlanner>> {
+    if let Some(planner) = &s.planner {
+        return Ok(Arc::clone(planner));
+    }
+    let planner = s.wind.ground_planner()?.ok_or_else(|| {
+        Error::Internal("a ground refresh of a wind that is a fixed field".into())
+    })?;
+    s.planner = Some(Arc::clone(&planner));
+    Ok(planner)
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// Reads the cover's depth per column, as a raise of the wind's ground (blocking): the frames
+/// queued before it finish first, their work theirs, not the refresh's. `None` without snow.
+fn read_raise(s: &SceneState, context: &Context) -> Result<Option<(Vec<f64>, RefreshCost)>> {
+    let Some(snow) = s.snow.as_ref() else {
+        return Ok(None);
     };
-    // The frames queued before the refresh finish first: their work is theirs, not the
-    // refresh's (reported apart).
-    let drain = std::time::Instant::now();
+    let drain = Instant::now();
     context.finish()?;
-    let drain_ms = drain.elapsed().as_secs_f64() * 1e3;
+    let drain_ms = ms(drain);
     // The usage first: its own reads stay out of the refresh's time.
-    let usage = crate::counters::ThreadUsage::now();
-    let start = std::time::Instant::now();
+    let usage = ThreadUsage::now();
+    let start = Instant::now();
     let raise: Vec<f64> = snow
         .cover()
         .ground_depths()?
         .iter()
         .map(|&d| f64::from(d))
         .collect();
-    let depths_ms = start.elapsed().as_secs_f64() * 1e3;
-    let Some((stats, moved)) = raise_ground(s, context, &raise)? else {
-        return Ok(false);
-    };
-    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let depths_ms = ms(start);
     let cost = RefreshCost {
-        ms,
+        ms: depths_ms,
         drain_ms,
         depths_ms,
+        wait_ms: 0.0,
         thread: usage.elapsed(),
     };
-    s.refresh.book(&stats, cost, moved);
+    Ok(Some((raise, cost)))
+}
+
+/// Raises `s`'s wind ground by its cover's depth per column, planned and applied on this
+/// thread (blocking); books the refresh. Returns whether the ground moved.
+fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
+    let Some((raise, read)) = read_raise(s, context)? else {
+        return Ok(false);
+    };
+    let usage = ThreadUsage::now();
+    let start = Instant::now();
+    let planned = Planned::new(&*planner(s)?, &raise)?;
+    let Some((stats, moved)) = apply_plan(s, context, planned)? else {
+        return Ok(false);
+    };
+    let applied = RefreshCost {
+        ms: ms(start),
+        thread: usage.elapsed(),
+        ..RefreshCost::default()
+    };
+    s.refresh.book(&stats, read.and(applied), moved);
     Ok(!stats.skipped)
 }
 
-/// Raises `s`'s wind ground by `raise` m per column over the bare ground and moves the snow's
-/// mesh and parcels with it (blocking); `None` for a fixed wind. Marks the ground raised as
-/// soon as the wind moved, before the snow follows. Returns the wind's stats and what moving
-/// the snow did.
-fn raise_ground(
+/// Reads the cover's depth per column and hands it to a thread of its own to plan, for
+/// application `lag` frames from now.
+fn start_refresh(s: &mut SceneState, context: &Context) -> Result<()> {
+    let Some((raise, read)) = read_raise(s, context)? else {
+        return Ok(());
+    };
+    let start = Instant::now();
+    let planner = planner(s)?;
+    let due = s.refresh.frame() + u64::from(s.refresh.lag);
+    let mut pending = PendingRefresh::start(planner, raise, due, read)?;
+    pending.add_start_ms(ms(start));
+    s.pending = Some(pending);
+    Ok(())
+}
+
+/// Applies the refresh held back, waiting for its plan if it is not ready (the frames queued
+/// before it finish first); books it. Returns whether the ground moved.
+fn apply_pending(s: &mut SceneState, context: &Context) -> Result<bool> {
+    let Some(pending) = s.pending.take() else {
+        return Ok(false);
+    };
+    let drain = Instant::now();
+    context.finish()?;
+    let drain_ms = ms(drain);
+    let usage = ThreadUsage::now();
+    let start = Instant::now();
+    let (planned, started) = pending.wait()?;
+    let wait_ms = ms(start);
+    let Some((stats, moved)) = apply_plan(s, context, planned)? else {
+        return Ok(false);
+    };
+    let applied = RefreshCost {
+        ms: ms(start),
+        drain_ms,
+        wait_ms,
+        thread: usage.elapsed(),
+        ..RefreshCost::default()
+    };
+    s.refresh.book(&stats, started.and(applied), moved);
+    Ok(!stats.skipped)
+}
+
+/// Applies a ground refresh's plan to `s`'s wind and moves the snow's mesh and parcels with
+/// it (blocking); `None` for a fixed wind. Marks the ground raised as soon as the wind moved,
+/// before the snow follows. Returns the wind's stats and what moving the snow did.
+fn apply_plan(
     s: &mut SceneState,
     context: &Context,
-    raise: &[f64],
-) -> Result<Option<(crate::wind::RefreshStats, SnowMoved)>> {
-    let Some(stats) = s.wind.refresh_ground(raise)? else {
+    planned: Planned,
+) -> Result<Option<(RefreshStats, SnowMoved)>> {
+    let Planned {
+        mut plan,
+        snow_coords,
+    } = planned;
+    let Some(stats) = s.wind.apply_ground(&mut plan)? else {
         return Ok(None);
     };
     let mut moved = SnowMoved::default();
     if !stats.skipped {
         s.refresh.raised = true;
-        let start = std::time::Instant::now();
-        if let (Some(snow), Some(v)) = (s.snow.as_mut(), s.wind.vertices()?) {
-            (moved.up, moved.lost) = snow.regrade(context, &v)?;
+        let start = Instant::now();
+        if let Some(snow) = s.snow.as_mut() {
+            (moved.up, moved.lost) =
+                snow.regrade_converted(context, plan.vertices(), snow_coords)?;
             if let Some(shares) = s.shares.as_mut() {
-                let (up, lost) = shares.regrade(&v, raise)?;
+                let (up, lost) = shares.regrade(plan.vertices(), plan.raise())?;
                 (moved.up, moved.lost) = (moved.up + up, moved.lost + lost);
             }
-            s.mesh.vertices = v;
+            s.mesh.vertices = plan.into_vertices();
         }
-        moved.snow_ms = start.elapsed().as_secs_f64() * 1e3;
+        moved.snow_ms = ms(start);
     }
     Ok(Some((stats, moved)))
 }

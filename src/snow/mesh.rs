@@ -180,11 +180,7 @@ impl SnowGeometry {
                 *slot = g as i32;
             }
         }
-        let coords: Vec<[f32; 4]> = mesh
-            .vertices
-            .iter()
-            .map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0])
-            .collect();
+        let coords = device_coordinates(&mesh.vertices);
         let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
         for v in &mesh.vertices {
             for k in 0..3 {
@@ -375,6 +371,16 @@ impl SnowMesh {
     }
 }
 
+/// The vertices as the snow's kernels read them: `float4` (x, y, z, 0) of the f64 positions.
+/// On one thread: a few hundred thousand conversions, less than waking a pool on a busy
+/// machine costs (`benches/RESULTS.md`, the ground refresh's spread).
+pub fn device_coordinates(vertices: &[[f64; 3]]) -> Vec<[f32; 4]> {
+    vertices
+        .iter()
+        .map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0])
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,3 +457,4 @@ mod tests {
         assert_eq!(c, vec![1 << 30, 1 << 30, u32::MAX]);
     }
 }
+

@@ -139,7 +139,7 @@ pub use flakes::{
     visibility,
 };
 pub use handover::{LandingsIn, LandingsOut, MIN_PAIRS};
-pub use mesh::{SnowGeometry, SnowMesh};
+pub use mesh::{SnowGeometry, SnowMesh, device_coordinates};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};
 pub use sim::{

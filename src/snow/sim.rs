@@ -572,19 +572,28 @@ impl Snow {
     /// Blocking; returns the parcels moved up and those not found under their column (moved
     /// to its top).
     pub fn regrade(&mut self, context: &Context, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
+        self.regrade_converted(context, vertices, super::device_coordinates(vertices))
+    }
+
+    /// As [`regrade`](Self::regrade), with the vertices already converted for the device
+    /// ([`super::device_coordinates`]: a ground refresh planned on another thread brings
+    /// them).
+    pub fn regrade_converted(
+        &mut self,
+        context: &Context,
+        vertices: &[[f64; 3]],
+        coords: Vec<[f32; 4]>,
+    ) -> Result<(u64, u64)> {
         let g = &mut self.mesh.geometry;
-        if vertices.len() != g.coords.len() {
+        if vertices.len() != g.coords.len() || coords.len() != g.coords.len() {
             return Err(Error::InvalidParameter(format!(
-                "a regrade of {} vertices for a mesh of {}",
+                "a regrade of {} vertices ({} converted) for a mesh of {}",
                 vertices.len(),
+                coords.len(),
                 g.coords.len()
             )));
         }
-        // On one thread: a few hundred thousand conversions, less than waking a pool on a
-        // busy machine costs (`benches/RESULTS.md`, the ground refresh's spread).
-        for (c, v) in g.coords.iter_mut().zip(vertices) {
-            *c = [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
-        }
+        g.coords = coords;
         self.mesh.coords.write(&g.coords)?;
         // What is measured from the ground: the source's ground points, the drift's first
         // levels, the heights the lifted snow enters the air at.

@@ -74,5 +74,5 @@ pub mod solver;
 
 pub use boundary::{Boundary, Kind};
 pub use error::{Result, WindError};
-pub use refresh::{RefreshStats, RefreshTimes};
+pub use refresh::{GroundPlan, GroundPlanner, RefreshStats, RefreshTimes};
 pub use solver::{AIR_DENSITY, Settings, Solver, StepStats};

@@ -15,18 +15,25 @@
 //! tables of [`boundary::MovedIndex`] uploaded at the first refresh
 //! ([`boundary::FlatIndex`]), summing as the host's [`boundary::MovedIndex::conditions`] does,
 //! bit for bit (every other vertex keeps the identity projector and no flux). The inflow
-//! profile of the columns that moved is computed on the host, in parallel (the profile
-//! formula stays in one place, [`Wind::velocity_at`]), and uploaded for every vertex (a
-//! [`Solver::reset`] starts the field from it everywhere; the device's boundary kernel reads
-//! it). The host's mirror of the boundary ([`Solver::boundary`], for reports and
+//! profile of the columns off their bare ground is computed on the host, in parallel (the
+//! profile formula stays in one place, [`Wind::velocity_at`]), and uploaded for every vertex
+//! (a [`Solver::reset`] starts the field from it everywhere; the device's boundary kernel
+//! reads it). The host's mirror of the boundary ([`Solver::boundary`], for reports and
 //! [`Solver::fluxes`]) is computed when first asked for after a refresh, off the refresh's
 //! path. The time step, the initial divergence (the tolerance's scale) and the divergence
 //! floor are kept (see the plan, §2.7).
 //!
 //! A refresh checks every tetrahedron on the device before it writes anything: a degenerate
 //! or inverted one is an error ([`WindError::BadGeometry`]) and the solver is left as it was.
+//!
+//! **Two halves.** The host's work (the regrade, the new positions, the inflow profile) is a
+//! [`GroundPlan`] made by a [`GroundPlanner`], which holds only what never changes (the
+//! columns, the profile, the bare ground's heights and inflow) and needs no device: so `sim`
+//! makes a plan on a thread of its own while the frames go on and hands it to
+//! [`Solver::apply_ground`] at a fixed later frame, and the frame's thread does only the
+//! device's half. [`Solver::refresh_ground`] does both halves one after the other.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -70,53 +77,218 @@ pub struct RefreshStats {
 /// Host wall-clock milliseconds of a refresh's phases (device waits included).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct RefreshTimes {
-    /// The columns' regrade on the host.
+    /// The columns' regrade on the host (of `plan_ms`).
     pub regrade_ms: f64,
+    /// The plan on the host ([`GroundPlanner::plan`]: the regrade, the new positions and
+    /// the inflow profile over them), on whichever thread made it: the frame's for a refresh
+    /// applied where it is read, one beside the frames for one applied later (`sim`).
+    pub plan_ms: f64,
     /// The first refresh only: the boundary's inside vertices, the kernels' compilation and
     /// the device buffers.
     pub setup_ms: f64,
-    /// Uploading the coordinates and checking every tetrahedron on the device (one wait).
+    /// Uploading the heights and checking every tetrahedron on the device (one wait).
     pub check_ms: f64,
-    /// The inflow profile on the host, and its copy into gml's host copy of `Inf` (the device
-    /// gets it with the geometry's kernels, which compute the slip projectors and inflow
-    /// fluxes).
+    /// Uploading the plan's inflow profile (`Inf`, which the geometry's kernels read for the
+    /// slip projectors and inflow fluxes).
     pub boundary_ms: f64,
     /// The device's coefficients, slip projectors and inflow fluxes, lumped volumes, operator
     /// rows and diagonal (one wait).
     pub geometry_ms: f64,
     /// The re-projection of the carried-over wind.
     pub reproject_ms: f64,
-    /// The whole refresh.
+    /// The plan's application on the device ([`Solver::apply_ground`]), from the heights'
+    /// upload to the re-projection's end; the plan apart.
     pub total_ms: f64,
 }
 
-/// What the solver keeps for ground refreshes: the mesh's columns, the wind profile the inflow
-/// is sampled from, and (once prepared: at set-up when refreshes are on, else at the first
-/// refresh) the device data and kernels.
+/// The host's half of a ground refresh, apart from the solver so that it can run on a thread
+/// of its own while the frames go on (`sim` applies its plans at a fixed later frame): the
+/// mesh's columns, the wind profile the inflow is sampled from, and the bare ground's heights
+/// and inflow. It never changes once the bare inflow is set (at the refresh's preparation),
+/// so a plan depends only on the raise it is given, never on the refreshes before it.
 #[derive(Debug)]
-pub struct GroundRefresh {
+pub struct GroundPlanner {
     columns: Columns,
     wind: Wind,
-    /// The inflow profile at every vertex, as on the device (`Inf`).
-    inflow: Option<Vec<[f32; 4]>>,
+    /// Per column, its ground vertex (level 0).
+    ground_vertex: Vec<u32>,
+    /// Per vertex, its x and y, m (a refresh moves vertices up and down only).
+    xy: Vec<[f64; 2]>,
+    /// Per vertex, its height over the bare ground, m.
+    bare_z: Vec<f64>,
+    /// Per vertex, the bare ground's inflow profile as `Inf` held it at set-up (set when the
+    /// refresh is prepared).
+    bare_inflow: OnceLock<Vec<[f32; 4]>>,
+}
+
+/// A ground refresh computed on the host ([`GroundPlanner::plan`]), for
+/// [`Solver::apply_ground`] to put on the device: the raise it was made from, every vertex's
+/// new position and the inflow profile over the new heights.
+#[derive(Debug)]
+pub struct GroundPlan {
+    raise: Vec<f64>,
+    clamped: usize,
+    z: Vec<f64>,
+    vertices: Vec<[f64; 3]>,
+    /// A second copy of `vertices`, made with the plan, that the solver takes when it applies
+    /// the plan (so that the frame's thread copies nothing).
+    solver_vertices: Option<Vec<[f64; 3]>>,
+    inflow: Arc<Vec<[f32; 4]>>,
+    regrade_ms: f64,
+    plan_ms: f64,
+}
+
+impl GroundPlan {
+    /// The raise the plan was made from, m per column (empty for heights given directly:
+    /// [`Solver::refresh_heights`]).
+    pub fn raise(&self) -> &[f64] {
+        &self.raise
+    }
+
+    /// Every vertex's position after the refresh, m.
+    pub fn vertices(&self) -> &[[f64; 3]] {
+        &self.vertices
+    }
+
+    /// The positions, owned (what the plan's user keeps once the solver took its own copy).
+    pub fn into_vertices(self) -> Vec<[f64; 3]> {
+        self.vertices
+    }
+
+    /// The plan's host wall time, ms, on whichever thread made it.
+    pub fn plan_ms(&self) -> f64 {
+        self.plan_ms
+    }
+}
+
+impl GroundPlanner {
+    /// The plan for raising each column's ground by `raise` (m, one per column, ≥ 0, from the
+    /// bare ground: nothing accumulates across refreshes; clamped at half the air): the
+    /// columns regraded and the inflow profile sampled over the columns that stand off their
+    /// bare ground (the others keep set-up's, bit for bit). Host work only, on the calling
+    /// thread (the inflow in parallel); an error for a raise that is not one finite,
+    /// non-negative number per column, or before the refresh was prepared.
+    pub fn plan(&self, raise: &[f64]) -> Result<GroundPlan> {
+        let start = Instant::now();
+        let regraded = self
+            .columns
+            .regrade(raise)
+            .map_err(|e| WindError::Refresh(e.to_string()))?;
+        let regrade_ms = ms(start);
+        let mut plan = self.plan_at(regraded.z, start)?;
+        plan.raise = raise.to_vec();
+        plan.clamped = regraded.clamped;
+        plan.regrade_ms = regrade_ms;
+        Ok(plan)
+    }
+
+    /// The plan for moving every vertex to height `z` (m, one per vertex; x and y are kept):
+    /// the low-level form of [`plan`](Self::plan).
+    pub fn plan_heights(&self, z: &[f64]) -> Result<GroundPlan> {
+        self.plan_at(z.to_vec(), Instant::now())
+    }
+
+    /// How many columns the terrain has (the length of a raise).
+    pub fn columns(&self) -> usize {
+        self.columns.ground.len()
+    }
+
+    fn plan_at(&self, z: Vec<f64>, start: Instant) -> Result<GroundPlan> {
+        let n = self.xy.len();
+        if z.len() != n {
+            return Err(WindError::Refresh(format!(
+                "{} heights for {n} vertices",
+                z.len()
+            )));
+        }
+        if let Some((v, z)) = z.iter().enumerate().find(|(_, z)| !z.is_finite()) {
+            return Err(WindError::Refresh(format!("vertex {v}: a height of {z} m")));
+        }
+        let bare_inflow = self
+            .bare_inflow
+            .get()
+            .ok_or_else(|| WindError::Refresh("the refresh's tables are not set up".into()))?;
+        let column = &self.columns.column;
+        let mut raised = vec![false; self.columns.ground.len()];
+        for (v, (z, bare)) in z.iter().zip(&self.bare_z).enumerate() {
+            if z.to_bits() != bare.to_bits() {
+                raised[column[v] as usize] = true;
+            }
+        }
+        let vertices: Vec<[f64; 3]> = self
+            .xy
+            .iter()
+            .zip(&z)
+            .map(|(p, &z)| [p[0], p[1], z])
+            .collect();
+        let inflow = self.inflow(&z, &raised, bare_inflow);
+        Ok(GroundPlan {
+            raise: Vec::new(),
+            clamped: 0,
+            z,
+            solver_vertices: Some(vertices.clone()),
+            vertices,
+            inflow: Arc::new(inflow),
+            regrade_ms: 0.0,
+            plan_ms: ms(start),
+        })
+    }
+
+    /// The inflow profile at every vertex over the heights `z`: by height above the column's
+    /// ground vertex, in double, in parallel, for the columns `raised` off their bare ground;
+    /// the bare ground's (`bare`) for the others. Every vertex's, not only the inflow sides':
+    /// [`Solver::reset`] starts the field from the profile everywhere.
+    fn inflow(&self, z: &[f64], raised: &[bool], bare: &[[f32; 4]]) -> Vec<[f32; 4]> {
+        let mut inflow = bare.to_vec();
+        let (column, ground_vertex, wind) = (&self.columns.column, &self.ground_vertex, &self.wind);
+        const CHUNK: usize = 4096;
+        inflow
+            .par_chunks_mut(CHUNK)
+            .zip(z.par_chunks(CHUNK))
+            .zip(column.par_chunks(CHUNK))
+            .for_each(|((inflow, z_here), column)| {
+                // A local copy: the profile's constants stay out of the loop.
+                let wind = *wind;
+                for ((u, &zv), &c) in inflow.iter_mut().zip(z_here).zip(column) {
+                    let c = c as usize;
+                    if raised[c] {
+                        let ground = z[ground_vertex[c] as usize];
+                        let [x, y, z] = wind.velocity_at((zv - ground).max(0.0));
+                        *u = [x as f32, y as f32, z as f32, 0.0];
+                    }
+                }
+            });
+        inflow
+    }
+}
+
+/// What the solver keeps for ground refreshes: the planner (the columns, the wind profile),
+/// and once prepared (at set-up when refreshes are on, else at the first refresh) the device
+/// data and kernels and the inflow profile the device holds.
+#[derive(Debug)]
+pub struct GroundRefresh {
+    planner: Arc<GroundPlanner>,
+    /// The inflow profile at every vertex, as on the device (`Inf`); `None` until prepared.
+    inflow: Option<Arc<Vec<[f32; 4]>>>,
     /// The boundary's structure for recomputing its conditions on moved vertices.
     index: Option<boundary::MovedIndex>,
     /// After a refresh, the host's mirror of the boundary on the moved vertices, computed
     /// when first asked for ([`Solver::boundary`]); `None` before the first refresh (the
     /// solver's own boundary is then current).
     mirror: Option<OnceLock<boundary::Boundary>>,
-    /// Per column, its ground vertex (level 0).
-    ground_vertex: Vec<u32>,
     device: Option<Device>,
 }
 
 /// The refresh's device data and kernels.
 #[derive(Clone, Copy, Debug)]
 struct Device {
-    /// Per vertex, the new coordinates in double.
+    /// Per vertex, the coordinates in double (x and y written once, z by each refresh).
     coordinates: Solution<[f64; 4]>,
+    /// Per vertex, the new height, m (uploaded by each refresh).
+    heights: Solution<f64>,
     /// Per vertex, the new projector and inflow flux as `Bnd` holds them (`s6` unused).
     staged: Solution<[f32; 8]>,
+    set_heights: KernelId,
     check: KernelId,
     geometry: KernelId,
     move_vertices: KernelId,
@@ -193,13 +365,19 @@ impl Solver {
                 self.vertices[v][2], bare.z[v]
             )));
         }
-        self.refresh = Some(Box::new(GroundRefresh {
+        let planner = GroundPlanner {
             columns,
             wind,
+            ground_vertex,
+            xy: self.vertices.iter().map(|p| [p[0], p[1]]).collect(),
+            bare_z: bare.z,
+            bare_inflow: OnceLock::new(),
+        };
+        self.refresh = Some(Box::new(GroundRefresh {
+            planner: Arc::new(planner),
             inflow: None,
             index: None,
             mirror: None,
-            ground_vertex,
             device: None,
         }));
         Ok(())
@@ -213,72 +391,98 @@ impl Solver {
     /// How many columns the attached terrain has (the length of
     /// [`refresh_ground`](Self::refresh_ground)'s raise); `None` without columns.
     pub fn ground_columns(&self) -> Option<usize> {
-        self.refresh.as_ref().map(|r| r.columns.ground.len())
+        self.refresh.as_ref().map(|r| r.planner.columns())
     }
 
     /// Makes the refresh's device data, kernels and host tables now rather than at the first
     /// refresh (they take 40–50 ms on the valley); an error without ground columns
     /// ([`set_ground_columns`](Self::set_ground_columns)).
     pub fn prepare_ground_refresh(&mut self) -> Result<()> {
+        self.prepared_refresh().map(|_| ())
+    }
+
+    /// The refresh's host half, to make plans with on any thread ([`GroundPlanner::plan`])
+    /// for [`apply_ground`](Self::apply_ground); prepares the refresh first (as
+    /// [`prepare_ground_refresh`](Self::prepare_ground_refresh)).
+    pub fn ground_planner(&mut self) -> Result<Arc<GroundPlanner>> {
+        self.prepared_refresh()?;
+        let r = self.refresh.as_ref().ok_or_else(no_columns)?;
+        Ok(Arc::clone(&r.planner))
+    }
+
+    /// Prepares the refresh (once); the time it took, ms (0 when it was ready).
+    fn prepared_refresh(&mut self) -> Result<f64> {
         let mut refresh = self.refresh.take().ok_or_else(no_columns)?;
+        let start = Instant::now();
+        let ready = refresh.device.is_some();
         let prepared = refresh.prepare(self).map(|_| ());
         self.refresh = Some(refresh);
-        prepared
+        prepared.map(|()| if ready { 0.0 } else { ms(start) })
     }
 
     /// Raises each column's ground by `raise` (m, one per column, ≥ 0, from the bare ground of
     /// set-up: nothing accumulates across refreshes; clamped at half the air) and refreshes
-    /// the wind on the regraded mesh ([`refresh_heights`](Self::refresh_heights)). An error
+    /// the wind on the regraded mesh: its plan ([`GroundPlanner::plan`]) and its application
+    /// ([`apply_ground`](Self::apply_ground)) one after the other on this thread. An error
     /// without columns ([`set_ground_columns`](Self::set_ground_columns); a mesh-file domain
     /// has none) or with a raise that is not one finite, non-negative number per column.
     pub fn refresh_ground(&mut self, raise: &[f64]) -> Result<RefreshStats> {
-        let start = Instant::now();
-        let refresh = self.refresh.as_ref().ok_or_else(no_columns)?;
-        let regraded = refresh
-            .columns
-            .regrade(raise)
-            .map_err(|e| WindError::Refresh(e.to_string()))?;
-        let regrade_ms = ms(start);
-        let mut stats = self.refresh_at(&regraded.z, start)?;
-        stats.clamped = regraded.clamped;
-        stats.times.regrade_ms = regrade_ms;
+        let setup_ms = self.prepared_refresh()?;
+        let mut plan = self.ground_planner()?.plan(raise)?;
+        let mut stats = self.apply_ground(&mut plan)?;
+        stats.times.setup_ms += setup_ms;
         Ok(stats)
     }
 
     /// Moves every vertex to height `z` (m, one per vertex; x and y are kept) and recomputes
-    /// what depends on the coordinates, then projects the current wind onto the new mesh
-    /// (warm from the current pressure, at most [`Settings::startup_iterations`]). Heights all
-    /// equal to the current ones bit for bit change nothing (`skipped`). The new heights must
-    /// keep the columns' order (a ground below its levels, as a regrade does): a degenerate or
-    /// inverted tetrahedron is [`WindError::BadGeometry`], with the solver as it was. The
+    /// what depends on the coordinates, as [`apply_ground`](Self::apply_ground) does. The
     /// low-level form of [`refresh_ground`](Self::refresh_ground); needs the columns too (the
     /// inflow profile is sampled by height above the column's ground).
-    ///
-    /// [`Settings::startup_iterations`]: super::Settings::startup_iterations
     pub fn refresh_heights(&mut self, z: &[f64]) -> Result<RefreshStats> {
-        self.refresh_at(z, Instant::now())
+        let setup_ms = self.prepared_refresh()?;
+        let mut plan = self.ground_planner()?.plan_heights(z)?;
+        let mut stats = self.apply_ground(&mut plan)?;
+        stats.times.setup_ms += setup_ms;
+        Ok(stats)
     }
 
-    fn refresh_at(&mut self, z: &[f64], start: Instant) -> Result<RefreshStats> {
+    /// Puts `plan` on the device: the new heights uploaded and every tetrahedron checked
+    /// before anything is written, then the geometry, the boundary's projectors and inflow
+    /// fluxes, the lumped volumes and the operator recomputed on the device, and the current
+    /// wind projected onto the new mesh (warm from the current pressure, at most
+    /// [`Settings::startup_iterations`]). Heights all equal to the current ones bit for bit
+    /// change nothing (`skipped`). The new heights must keep the columns' order (a ground
+    /// below its levels, as a regrade does): a degenerate or inverted tetrahedron is
+    /// [`WindError::BadGeometry`], with the solver as it was. A plan from this solver's
+    /// planner ([`ground_planner`](Self::ground_planner)) fits it whatever was applied since.
+    /// The solver takes the plan's second copy of the positions (applied twice, it copies).
+    ///
+    /// [`Settings::startup_iterations`]: super::Settings::startup_iterations
+    pub fn apply_ground(&mut self, plan: &mut GroundPlan) -> Result<RefreshStats> {
+        let start = Instant::now();
         let mut refresh = self.refresh.take().ok_or_else(no_columns)?;
         let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
-        let result = self.refresh_with(&mut refresh, z, start, &mut tl);
+        let result = self.refresh_with(&mut refresh, plan, start, &mut tl);
         self.refresh = Some(refresh);
         let finished = self.finish_timeline(tl);
-        let stats = result?;
+        let mut stats = result?;
         finished?;
+        stats.clamped = plan.clamped;
+        stats.times.regrade_ms = plan.regrade_ms;
+        stats.times.plan_ms = plan.plan_ms;
         Ok(stats)
     }
 
     fn refresh_with(
         &mut self,
         r: &mut GroundRefresh,
-        z: &[f64],
+        plan: &mut GroundPlan,
         start: Instant,
         tl: &mut Timeline,
     ) -> Result<RefreshStats> {
-        let moved = self.moved_columns(r, z)?;
-        let columns_changed = moved.iter().filter(|&&m| m).count();
+        let compare = Instant::now();
+        let columns_changed = self.moved_columns(r, &plan.z)?;
+        let compare_ms = ms(compare);
         let mut stats = RefreshStats {
             columns_changed,
             converged: true,
@@ -293,38 +497,29 @@ impl Solver {
         let phase = Instant::now();
         let device = r.prepare(self)?;
         stats.times.setup_ms = ms(phase);
-        let vertices: Vec<[f64; 3]> = self
-            .vertices
-            .iter()
-            .zip(z)
-            .map(|(p, &z)| [p[0], p[1], z])
-            .collect();
 
-        // Check every tetrahedron before anything is written.
+        // Check every tetrahedron before anything is written: the heights go into the double
+        // coordinates (whose x and y never change), which only the refresh reads.
         let phase = Instant::now();
-        let c64: Vec<[f64; 4]> = vertices.iter().map(|p| [p[0], p[1], p[2], 0.0]).collect();
-        self.gml.set_block(device.coordinates, 0, &c64)?;
+        self.gml.set_block(device.heights, 0, &plan.z)?;
         tl.stage("wind.refresh");
+        self.gml.enqueue(device.set_heights, tl)?;
         self.gml.enqueue(device.check, tl)?;
         let bad = self.gml.download_parameters(&self.params)?.bad_tets;
         if bad != 0.0 {
-            return Err(self.bad_geometry(&vertices, bad));
+            return Err(self.bad_geometry(&plan.vertices, bad));
         }
-        stats.times.check_ms = ms(phase);
+        // The comparison with the current heights is the check's too.
+        stats.times.check_ms = ms(phase) + compare_ms;
 
-        // The inflow profile, on the host (the device's boundary kernel reads it). Only a
+        // The inflow profile the plan sampled (the device's boundary kernel reads it). Only a
         // device failure can stop the refresh after the check, and that leaves the device's
-        // tables part-written anyway: the host's inflow profile is updated in place, and the
-        // host's mirror of the boundary is out of date from here on.
+        // tables part-written anyway: the host's inflow profile is the plan's from here on,
+        // and the host's mirror of the boundary is out of date.
         let phase = Instant::now();
-        r.update_inflow(&vertices, &moved);
+        r.inflow = Some(Arc::clone(&plan.inflow));
         r.mirror = Some(OnceLock::new());
-        let Some(inflow) = r.inflow.as_deref() else {
-            return Err(WindError::Refresh(
-                "the refresh's tables are not set up".into(),
-            ));
-        };
-        self.gml.set_block(self.fields.inflow, 0, inflow)?;
+        self.gml.set_block(self.fields.inflow, 0, &plan.inflow)?;
         stats.times.boundary_ms = ms(phase);
 
         // The geometry and the boundary's projectors and inflow fluxes on the device: the
@@ -340,10 +535,11 @@ impl Solver {
             self.gml.mark_device_newer(a.div_table)?;
         }
         let p = self.gml.download_parameters(&self.params)?;
+        self.vertices = match plan.solver_vertices.take() {
+            Some(vertices) => vertices,
+            None => plan.vertices.clone(),
+        };
         stats.times.geometry_ms = ms(phase);
-        self.vertices = vertices;
-        // The host's mirror of the boundary, for reports, when asked ([`Solver::boundary`]).
-        r.mirror = Some(OnceLock::new());
         self.volume = p.volume;
         self.unknown_volume = p.unknown_volume;
         stats.volume = p.volume;
@@ -364,26 +560,24 @@ impl Solver {
         Ok(stats)
     }
 
-    /// Per column, whether any of its vertices moves to `z`; an error for heights that are
-    /// not one finite number per vertex.
-    fn moved_columns(&self, r: &GroundRefresh, z: &[f64]) -> Result<Vec<bool>> {
+    /// How many columns have a vertex that moves to `z`; an error for a plan of another
+    /// mesh's size.
+    fn moved_columns(&self, r: &GroundRefresh, z: &[f64]) -> Result<usize> {
         if z.len() != self.vertices.len() {
             return Err(WindError::Refresh(format!(
-                "{} heights for {} vertices",
+                "a plan of {} heights for {} vertices",
                 z.len(),
                 self.vertices.len()
             )));
         }
-        let mut moved = vec![false; r.columns.ground.len()];
+        let column = &r.planner.columns.column;
+        let mut moved = vec![false; r.planner.columns()];
         for (v, (p, &z)) in self.vertices.iter().zip(z).enumerate() {
-            if !z.is_finite() {
-                return Err(WindError::Refresh(format!("vertex {v}: a height of {z} m")));
-            }
             if z.to_bits() != p[2].to_bits() {
-                moved[r.columns.column[v] as usize] = true;
+                moved[column[v] as usize] = true;
             }
         }
-        Ok(moved)
+        Ok(moved.iter().filter(|&&m| m).count())
     }
 
     /// The error for `bad` tetrahedra the device's check found, with the host's description of
@@ -453,7 +647,8 @@ impl Solver {
 
 impl GroundRefresh {
     /// The device data, kernels and host tables, made once: at set-up when refreshes are on
-    /// (`Solver::prepare_ground_refresh`), else at the first refresh.
+    /// (`Solver::prepare_ground_refresh`), else at the first refresh. Sets the planner's bare
+    /// inflow (the device's, before any refresh) and uploads the double coordinates' x and y.
     fn prepare(&mut self, solver: &mut Solver) -> Result<Device> {
         if let Some(device) = self.device {
             return Ok(device);
@@ -475,44 +670,27 @@ impl GroundRefresh {
             .map(|(p, &f)| staged_line(p, f))
             .collect();
         solver.gml.set_block(device.staged, 0, &staged)?;
+        let coordinates: Vec<[f64; 4]> = solver
+            .vertices
+            .iter()
+            .map(|p| [p[0], p[1], p[2], 0.0])
+            .collect();
+        solver.gml.set_block(device.coordinates, 0, &coordinates)?;
         // Links built and tables uploaded now, not on the first refresh's path.
         let geometry = device.geometry_kernels();
-        for kernel in [device.check, device.prepare].into_iter().chain(geometry) {
+        for kernel in [device.set_heights, device.check, device.prepare]
+            .into_iter()
+            .chain(geometry)
+        {
             solver.gml.prepare(kernel)?;
         }
         self.index = Some(index);
-        self.inflow = Some(inflow);
+        // Set once: a planner outlives nothing that could have moved the ground before this.
+        let _ = self.planner.bare_inflow.set(inflow.clone());
+        self.inflow = Some(Arc::new(inflow));
         solver.edit_parameters(|p| p.orientation = orientation)?;
         self.device = Some(device);
         Ok(device)
-    }
-
-    /// Updates the inflow profile (`inflow`, every vertex's, as `Inf` holds it) of the
-    /// columns that `moved` to `vertices`: by height above the column's ground vertex, in
-    /// double, in parallel; the other columns keep theirs. Every vertex's, not only the inflow
-    /// sides': [`Solver::reset`] starts the field from the profile everywhere.
-    fn update_inflow(&mut self, vertices: &[[f64; 3]], moved: &[bool]) {
-        let Some(inflow) = self.inflow.as_mut() else {
-            return;
-        };
-        let (column, ground_vertex, wind) = (&self.columns.column, &self.ground_vertex, &self.wind);
-        const CHUNK: usize = 4096;
-        inflow
-            .par_chunks_mut(CHUNK)
-            .zip(vertices.par_chunks(CHUNK))
-            .zip(column.par_chunks(CHUNK))
-            .for_each(|((inflow, vertices_here), column)| {
-                // A local copy: the profile's constants stay out of the loop.
-                let wind = *wind;
-                for ((u, p), &c) in inflow.iter_mut().zip(vertices_here).zip(column) {
-                    let c = c as usize;
-                    if moved[c] {
-                        let ground = vertices[ground_vertex[c] as usize][2];
-                        let [x, y, z] = wind.velocity_at((p[2] - ground).max(0.0));
-                        *u = [x as f32, y as f32, z as f32, 0.0];
-                    }
-                }
-            });
     }
 }
 
@@ -570,11 +748,18 @@ impl Device {
         let vertices = gml.mesh(ver)?;
         let tets = gml.mesh(tet)?;
         let coordinates = gml.new_solution::<[f64; 4]>(ver, 1, "Crd64")?;
+        let heights = gml.new_solution::<f64>(ver, 1, "Z64")?;
         // Per tetrahedron `V/4`, per vertex the lumped volume in double.
         let quarter = gml.new_solution::<f64>(tet, 1, "Vq")?;
         let lumped = gml.new_solution::<f64>(ver, 1, "Lm")?;
         let staged = gml.new_solution::<[f32; 8]>(ver, 1, "Bns")?;
         const NODES: &str = "TetCrd64[0], TetCrd64[1], TetCrd64[2], TetCrd64[3]";
+        let set_heights = gml.compile(
+            KernelSpec::new("wind_refresh_heights", ver)
+                .access(Access::read_write(coordinates))
+                .access(Access::read(heights))
+                .body("VerCrd64.z = VerZ64;"),
+        )?;
         let check = gml.compile(
             KernelSpec::new("wind_refresh_check", tet)
                 .access(Access::read(coordinates))
@@ -638,7 +823,9 @@ impl Device {
         )?;
         Ok(Self {
             coordinates,
+            heights,
             staged,
+            set_heights,
             check,
             geometry,
             move_vertices,

@@ -725,7 +725,11 @@ fn wind_on_another_device_gives_the_same_snow_and_wind_as_one_device() {
     let dir = temp_dir("wind_on_another_device");
     for (case, drifting) in [("light", false), ("drifting", true)] {
         let scene = dir.join(format!("{case}.toml"));
-        std::fs::write(&scene, flat_scene(drifting, "ground_refresh = 0.2")).unwrap();
+        std::fs::write(
+            &scene,
+            flat_scene(drifting, "ground_refresh = 0.2\nground_refresh_lag = 3"),
+        )
+        .unwrap();
         let mut reports = Vec::new();
         for (name, extra) in [
             ("one", &[][..]),

@@ -179,7 +179,11 @@ fn a_run_over_ranks_gives_the_state_of_one_rank() {
     let dir = std::env::temp_dir().join(format!("snowsim-comm-run-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let scene = dir.join("drift.toml");
-    std::fs::write(&scene, crate::cli::flat_scene(true, "ground_refresh = 0.2")).unwrap();
+    std::fs::write(
+        &scene,
+        crate::cli::flat_scene(true, "ground_refresh = 0.2\nground_refresh_lag = 3"),
+    )
+    .unwrap();
     let run = |ranks: Option<usize>, name: &str| {
         // Three ranks write their state in pieces.
         let extension = if ranks == Some(3) { "pvtu" } else { "vtu" };

@@ -240,7 +240,7 @@ fn drifting_flat() -> Scene {
         .replace("profile = \"uniform\"", "profile = \"log\"")
         .replace(
             "pressure_iterations = 20",
-            "pressure_iterations = 20\nground_refresh = 0.2",
+            "pressure_iterations = 20\nground_refresh = 0.2\nground_refresh_lag = 3",
         )
         .replace("speed = 3.0", "speed = 12.0")
         .replace(

@@ -360,6 +360,45 @@ fn preparing_the_refresh_ahead_changes_nothing() {
     );
 }
 
+/// A refresh in two halves (the plan made on another thread while the solver steps on, then
+/// applied) leaves the same state, bit for bit, as one done at once at the same step; a plan
+/// made before an earlier refresh still fits after it (it holds only the bare ground's data),
+/// and its raise is the one it was made from.
+#[test]
+fn a_plan_made_on_another_thread_applies_as_a_refresh_at_once() {
+    let (mesh, columns, _, mut at_once) = started_on_bare();
+    let (_, _, _, mut halves) = started_on_bare();
+    let first = bump(&columns, &mesh, 3.0);
+    let second = bump(&columns, &mesh, 5.0);
+    let planner = halves.ground_planner().unwrap();
+    let thread = {
+        let (planner, second) = (planner.clone(), second.clone());
+        std::thread::spawn(move || planner.plan(&second).unwrap())
+    };
+    let mut first_plan = planner.plan(&first).unwrap();
+    for solver in [&mut at_once, &mut halves] {
+        solver.step().unwrap();
+    }
+    assert!(!at_once.refresh_ground(&first).unwrap().skipped);
+    assert!(!halves.apply_ground(&mut first_plan).unwrap().skipped);
+    let mut second_plan = thread.join().unwrap();
+    assert_eq!(second_plan.raise(), &second[..]);
+    for solver in [&mut at_once, &mut halves] {
+        solver.step().unwrap();
+    }
+    assert!(!at_once.refresh_ground(&second).unwrap().skipped);
+    assert!(!halves.apply_ground(&mut second_plan).unwrap().skipped);
+    halves.step().unwrap();
+    at_once.step().unwrap();
+    assert_eq!(halves.vertices(), at_once.vertices());
+    assert!(
+        state(&mut halves) == state(&mut at_once),
+        "the refresh in halves differs from the refresh at once"
+    );
+    // Applied again, the same plan changes nothing.
+    assert!(halves.apply_ground(&mut second_plan).unwrap().skipped);
+}
+
 #[test]
 fn a_snow_bump_is_projected_divergence_free() {
     let (mesh, columns, _, mut solver) = started_on_bare();

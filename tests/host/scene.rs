@@ -541,6 +541,18 @@ fn the_ground_refresh_follows_the_drift_unless_given() {
     );
     let (key, _, message) = invalid(&format!("{MINIMAL}[wind]\nground_refresh = -1.0\n"));
     assert_eq!(key, "wind.ground_refresh", "{message}");
+    // Held back 30 frames unless told; a lag past a million frames is refused by name.
+    let lag = |extra: &str| {
+        Scene::from_toml(&format!("{MINIMAL}{extra}"), Path::new("r.toml"))
+            .unwrap()
+            .wind
+            .ground_refresh_lag
+    };
+    assert_eq!(lag(""), 30);
+    assert_eq!(lag("[wind]\nground_refresh_lag = 0\n"), 0);
+    let (key, _, message) = invalid(&format!("{MINIMAL}[wind]\nground_refresh_lag = 1000001\n"));
+    assert_eq!(key, "wind.ground_refresh_lag", "{message}");
+    assert!(message.contains("1000001"), "{message}");
     let (key, _, message) = invalid(&format!(
         "{MINIMAL}[ground]\nageing_time = 3600.0\naged_threshold_friction_velocity = 0.1\n"
     ));
