@@ -75,7 +75,7 @@ pub struct RefreshEntry {
     pub depths_ms: f64,
     /// The wind's phases, ms (`phases.plan_ms` on the plan's own thread when held back).
     pub phases: RefreshTimes,
-    /// What the host's scheduler gave the frame's thread in `ms` (its CPU time, the
+    /// What the host's scheduler gave the frame's thread in `ms` (the plan's hand-off apart) (its CPU time, the
     /// times it was preempted, the machine's steal): a refresh slow with a CPU time of the
     /// usual size was kept off its core, not given more work.
     pub thread: ThreadUsage,
@@ -98,10 +98,14 @@ pub struct RefreshReport {
     /// Whether a refresh read before the end waits to be applied (it is not: the state is
     /// that of the refreshes applied).
     pub pending: bool,
+    /// Refreshes read and dropped before they were applied: a refresh on demand read newer
+    /// depths (their reads' cost is in `total_ms`).
+    pub dropped: u64,
     /// The last refresh's host wall time, ms (its waits included, the frames queued before it
     /// apart: `last_drain_ms`).
     pub last_ms: f64,
-    /// The wait for the frames queued before the last refresh, ms (their own work).
+    /// The waits for the frames queued before the last refresh's read and before its
+    /// application, ms (their own work).
     pub last_drain_ms: f64,
     /// Of `last_ms`, moving the snow's mesh and parcels with the raised ground, ms.
     pub last_snow_ms: f64,
@@ -185,44 +189,57 @@ impl Planned {
 /// `due` (the module's doc).
 #[derive(Debug)]
 pub(crate) struct PendingRefresh {
-    /// The clock's frame at whose start it is applied.
+    /// The clock's frame at whose start its depths were read.
+    pub read: u64,
+    /// The clock's frame at whose start it is applied (earlier if the next refresh falls due
+    /// first).
     pub due: u64,
-    thread: JoinHandle<crate::wind::Result<Planned>>,
-    /// What its start cost the frame's thread.
-    started: RefreshCost,
+    plan: PlanOf,
+    /// What its read cost the frame's thread (the plan's hand-off included).
+    pub started: RefreshCost,
+}
+
+/// Where a held-back refresh's plan is made.
+#[derive(Debug)]
+enum PlanOf {
+    /// On its own thread.
+    Thread(JoinHandle<crate::wind::Result<Planned>>),
+    /// Made already, on the frame's thread: the system would not start a thread.
+    Made(Box<crate::wind::Result<Planned>>),
 }
 
 impl PendingRefresh {
-    /// Starts the plan for `raise` on a thread of its own, to be applied at frame `due`;
-    /// `started` is what reading the depths cost.
-    pub fn start(
-        planner: Arc<GroundPlanner>,
-        raise: Vec<f64>,
-        due: u64,
-        started: RefreshCost,
-    ) -> Result<Self> {
-        let thread = std::thread::Builder::new()
+    /// Starts the plan for `raise` (read at frame `read`) on a thread of its own, to be
+    /// applied at frame `due`; where the system refuses a thread, makes it now on this one
+    /// (the same plan, later frames unchanged: only this frame's time grows).
+    pub fn start(planner: Arc<GroundPlanner>, raise: Vec<f64>, read: u64, due: u64) -> Self {
+        // Shared with the thread: a refused spawn drops its closure, and the plan is made here.
+        let job = Arc::new((planner, raise));
+        let on_thread = Arc::clone(&job);
+        let plan = match std::thread::Builder::new()
             .name("ground-plan".into())
-            .spawn(move || Planned::new(&planner, &raise))
-            .map_err(|e| Error::Internal(format!("the ground refresh's thread: {e}")))?;
-        Ok(Self {
+            .spawn(move || Planned::new(&on_thread.0, &on_thread.1))
+        {
+            Ok(thread) => PlanOf::Thread(thread),
+            Err(_) => PlanOf::Made(Box::new(Planned::new(&job.0, &job.1))),
+        };
+        Self {
+            read,
             due,
-            thread,
-            started,
-        })
+            plan,
+            started: RefreshCost::default(),
+        }
     }
 
-    /// Adds `ms` to what the start cost (handing the plan to its thread).
-    pub fn add_start_ms(&mut self, ms: f64) {
-        self.started.ms += ms;
-    }
-
-    /// The plan (waiting for it if it is not ready) and what the start cost.
-    pub fn wait(self) -> Result<(Planned, RefreshCost)> {
-        let plan = self.thread.join().map_err(|_| {
-            Error::Internal("the ground refresh's planning thread panicked".into())
-        })??;
-        Ok((plan, self.started))
+    /// The plan, waiting for it if it is not ready.
+    pub fn wait(self) -> Result<Planned> {
+        let plan = match self.plan {
+            PlanOf::Thread(thread) => thread.join().map_err(|_| {
+                Error::Internal("the ground refresh's planning thread panicked".into())
+            })?,
+            PlanOf::Made(plan) => *plan,
+        };
+        Ok(plan?)
     }
 }
 
@@ -307,8 +324,29 @@ impl RefreshClock {
         };
     }
 
-    /// Books a refresh that cost `cost`, with the wind's `stats` and what moving the snow did.
-    pub fn book(&mut self, stats: &RefreshStats, cost: RefreshCost, moved: SnowMoved) {
+    /// Books the read of a refresh's depths, at cost `read`: spent whether or not the refresh
+    /// is applied.
+    pub fn book_read(&mut self, read: &RefreshCost) {
+        self.report.total_ms += read.ms;
+    }
+
+    /// Books a refresh read and dropped before it was applied.
+    pub fn book_dropped(&mut self) {
+        self.report.dropped += 1;
+    }
+
+    /// Books a refresh whose read cost `read` (booked already: [`book_read`](Self::book_read))
+    /// and whose application `lag` frames later cost `applied`, with the wind's `stats` and
+    /// what moving the snow did.
+    pub fn book(
+        &mut self,
+        stats: &RefreshStats,
+        read: RefreshCost,
+        applied: RefreshCost,
+        lag: u32,
+        moved: SnowMoved,
+    ) {
+        let cost = read.and(applied);
         let ms = cost.ms;
         let r = &mut self.report;
         if stats.skipped {
@@ -322,7 +360,7 @@ impl RefreshClock {
             r.last_snow_ms = moved.snow_ms;
             r.each.push(RefreshEntry {
                 ms,
-                lag_frames: self.lag,
+                lag_frames: lag,
                 wait_ms: cost.wait_ms,
                 drain_ms: cost.drain_ms,
                 snow_ms: moved.snow_ms,
@@ -339,7 +377,7 @@ impl RefreshClock {
             r.max_snow_ms = moved.snow_ms;
             r.max_refresh = r.refreshes;
         }
-        r.total_ms += ms;
+        r.total_ms += applied.ms;
         r.buried_parcels += moved.up;
         r.lost_parcels += moved.lost;
     }

@@ -323,19 +323,27 @@ impl Simulation {
     }
 
     /// Raises the wind's ground by the laid snow now ([`Simulation::step`] does it every
-    /// `wind.ground_refresh` simulated seconds): the depth per column read back, the wind's
+    /// `wind.ground_refresh` simulated seconds, applied `wind.ground_refresh_lag` frames after
+    /// its read): the depth per column read back, the wind's
     /// columns regraded, its geometry and operator rebuilt and its field re-projected, the
     /// snow's mesh moved with it and every parcel found again (a buried one moved up onto the
     /// new surface), all on this thread; a refresh held back (`wind.ground_refresh_lag`) is
-    /// dropped, since this one reads newer depths. Blocking. Does nothing where the ground
+    /// dropped once this one succeeds, since it reads newer depths. Blocking. Does nothing where the ground
     /// cannot be refreshed ([`RefreshOff`]); returns whether it refreshed.
     pub fn refresh_ground(&mut self, context: &Context) -> Result<bool> {
         self.settle()?;
         match &mut self.scene {
             // Any other reason (no snow, a fixed wind, a mesh domain) rules a refresh out.
             Some(s) if matches!(s.refresh.off, None | Some(RefreshOff::Disabled)) => {
-                s.pending = None;
-                refresh_ground(s, context)
+                // Dropped once this refresh succeeds; kept should it fail.
+                let pending = s.pending.take();
+                let refreshed = refresh_ground(s, context);
+                match (&refreshed, pending) {
+                    (Err(_), pending) => s.pending = pending,
+                    (Ok(_), Some(_)) => s.refresh.book_dropped(),
+                    (Ok(_), None) => {}
+                }
+                refreshed
             }
             _ => Ok(false),
         }
@@ -393,7 +401,8 @@ impl Simulation {
         in_stage(PARTICLES_STAGE, written)
     }
 
-    /// One frame, in order: the ground refresh when due, the field handed to the snow (the
+    /// One frame, in order: the ground refresh (a held-back one applied at its frame, one
+    /// falling due read and handed to its own thread), the field handed to the snow (the
     /// wind as it stood at the frame's start), the snow's sort, particle step, drift and cover
     /// smoothing (the particles written into `particles`), the wind steps that are due (after
     /// the snow's launches on one device, beside them on another: `coupling`); then the last
@@ -935,6 +944,7 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
     let Some((raise, read)) = read_raise(s, context)? else {
         return Ok(false);
     };
+    s.refresh.book_read(&read);
     let usage = ThreadUsage::now();
     let start = Instant::now();
     let planned = Planned::new(&*planner(s)?, &raise)?;
@@ -946,21 +956,24 @@ fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
         thread: usage.elapsed(),
         ..RefreshCost::default()
     };
-    s.refresh.book(&stats, read.and(applied), moved);
+    s.refresh.book(&stats, read, applied, 0, moved);
     Ok(!stats.skipped)
 }
 
 /// Reads the cover's depth per column and hands it to a thread of its own to plan, for
 /// application `lag` frames from now.
 fn start_refresh(s: &mut SceneState, context: &Context) -> Result<()> {
-    let Some((raise, read)) = read_raise(s, context)? else {
+    let Some((raise, mut read)) = read_raise(s, context)? else {
         return Ok(());
     };
     let start = Instant::now();
     let planner = planner(s)?;
-    let due = s.refresh.frame() + u64::from(s.refresh.lag);
-    let mut pending = PendingRefresh::start(planner, raise, due, read)?;
-    pending.add_start_ms(ms(start));
+    let frame = s.refresh.frame();
+    let mut pending =
+        PendingRefresh::start(planner, raise, frame, frame + u64::from(s.refresh.lag));
+    read.ms += ms(start);
+    s.refresh.book_read(&read);
+    pending.started = read;
     s.pending = Some(pending);
     Ok(())
 }
@@ -976,7 +989,8 @@ fn apply_pending(s: &mut SceneState, context: &Context) -> Result<bool> {
     let drain_ms = ms(drain);
     let usage = ThreadUsage::now();
     let start = Instant::now();
-    let (planned, started) = pending.wait()?;
+    let (started, lag) = (pending.started, s.refresh.frame() - pending.read);
+    let planned = pending.wait()?;
     let wait_ms = ms(start);
     let Some((stats, moved)) = apply_plan(s, context, planned)? else {
         return Ok(false);
@@ -988,7 +1002,13 @@ fn apply_pending(s: &mut SceneState, context: &Context) -> Result<bool> {
         thread: usage.elapsed(),
         ..RefreshCost::default()
     };
-    s.refresh.book(&stats, started.and(applied), moved);
+    s.refresh.book(
+        &stats,
+        started,
+        applied,
+        lag.try_into().unwrap_or(u32::MAX),
+        moved,
+    );
     Ok(!stats.skipped)
 }
 

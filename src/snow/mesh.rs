@@ -457,4 +457,3 @@ mod tests {
         assert_eq!(c, vec![1 << 30, 1 << 30, u32::MAX]);
     }
 }
-

@@ -23,7 +23,8 @@
 //! path. The time step, the initial divergence (the tolerance's scale) and the divergence
 //! floor are kept (see the plan, §2.7).
 //!
-//! A refresh checks every tetrahedron on the device before it writes anything: a degenerate
+//! A refresh checks every tetrahedron on the device before it writes anything the solver
+//! reads (only the refresh's own double coordinates take the new heights first): a degenerate
 //! or inverted one is an error ([`WindError::BadGeometry`]) and the solver is left as it was.
 //!
 //! **Two halves.** The host's work (the regrade, the new positions, the inflow profile) is a
@@ -58,7 +59,7 @@ pub struct RefreshStats {
     /// Columns with at least one vertex moved.
     pub columns_changed: usize,
     /// Columns whose raise was clamped to [`crate::terrain::MAX_RAISE`] of their air
-    /// ([`Solver::refresh_ground`] only).
+    /// (a plan made from a raise: [`GroundPlanner::plan`]).
     pub clamped: usize,
     /// CG iterations of the re-projection.
     pub iterations: u32,
@@ -83,8 +84,9 @@ pub struct RefreshTimes {
     /// the inflow profile over them), on whichever thread made it: the frame's for a refresh
     /// applied where it is read, one beside the frames for one applied later (`sim`).
     pub plan_ms: f64,
-    /// The first refresh only: the boundary's inside vertices, the kernels' compilation and
-    /// the device buffers.
+    /// The first refresh only, where nothing prepared it ahead: the boundary's inside
+    /// vertices, the kernels' compilation and the device buffers (before the plan, apart from
+    /// `total_ms`).
     pub setup_ms: f64,
     /// Uploading the heights and checking every tetrahedron on the device (one wait).
     pub check_ms: f64,
@@ -108,6 +110,8 @@ pub struct RefreshTimes {
 /// so a plan depends only on the raise it is given, never on the refreshes before it.
 #[derive(Debug)]
 pub struct GroundPlanner {
+    /// Its own number, which its plans carry: a plan fits only its planner's solver.
+    id: u64,
     columns: Columns,
     wind: Wind,
     /// Per column, its ground vertex (level 0).
@@ -126,6 +130,8 @@ pub struct GroundPlanner {
 /// new position and the inflow profile over the new heights.
 #[derive(Debug)]
 pub struct GroundPlan {
+    /// The [`GroundPlanner::id`] of its planner.
+    planner: u64,
     raise: Vec<f64>,
     clamped: usize,
     z: Vec<f64>,
@@ -223,6 +229,7 @@ impl GroundPlanner {
             .collect();
         let inflow = self.inflow(&z, &raised, bare_inflow);
         Ok(GroundPlan {
+            planner: self.id,
             raise: Vec::new(),
             clamped: 0,
             z,
@@ -365,7 +372,9 @@ impl Solver {
                 self.vertices[v][2], bare.z[v]
             )));
         }
+        static PLANNERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let planner = GroundPlanner {
+            id: PLANNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             columns,
             wind,
             ground_vertex,
@@ -454,7 +463,8 @@ impl Solver {
     /// change nothing (`skipped`). The new heights must keep the columns' order (a ground
     /// below its levels, as a regrade does): a degenerate or inverted tetrahedron is
     /// [`WindError::BadGeometry`], with the solver as it was. A plan from this solver's
-    /// planner ([`ground_planner`](Self::ground_planner)) fits it whatever was applied since.
+    /// planner ([`ground_planner`](Self::ground_planner)) fits it whatever was applied since;
+    /// one from another solver's is an error.
     /// The solver takes the plan's second copy of the positions (applied twice, it copies).
     ///
     /// [`Settings::startup_iterations`]: super::Settings::startup_iterations
@@ -480,6 +490,11 @@ impl Solver {
         start: Instant,
         tl: &mut Timeline,
     ) -> Result<RefreshStats> {
+        if plan.planner != r.planner.id {
+            return Err(WindError::Refresh(
+                "a ground plan made by another solver's planner".into(),
+            ));
+        }
         let compare = Instant::now();
         let columns_changed = self.moved_columns(r, &plan.z)?;
         let compare_ms = ms(compare);

@@ -75,6 +75,10 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     // f64 of the f32 depths (no column near half its air: nothing clamped).
     let depths = sim.snow().unwrap().cover().ground_depths().unwrap();
     assert!(sim.refresh_ground(&ctx).unwrap());
+    // The refresh held back since frame 60 is dropped: this one read newer depths.
+    let report = sim.refresh_report().unwrap();
+    assert!(!report.pending && report.dropped == 1, "{report:?}");
+    assert_eq!(report.each.last().unwrap().lag_frames, 0);
     // The drift's first levels are measured from the raised ground: nearer it than over the
     // bare ground where the ground rose (the column's levels close up over it), the same
     // where it did not.
@@ -125,6 +129,45 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     .unwrap();
     ctx.finish().unwrap();
     assert_eq!(sim.ground_heights().unwrap(), bare);
+}
+
+#[test]
+fn a_refresh_falling_due_applies_the_one_held_back_first_and_a_reset_drops_it() {
+    // Every 0.5 s of 0.1 s frames, held back 8 frames: read at frames 5, 10 and 15; the one
+    // read at 5 is applied at 10, when the next falls due (5 frames late, not 8), the one read
+    // at 10 at 15; the one read at 15 still held back after 16 frames.
+    let ctx = context();
+    let mut scene = ridge("");
+    scene.wind.ground_refresh = 0.5;
+    scene.wind.ground_refresh_lag = 8;
+    let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
+    let bare = sim.ground_heights().unwrap();
+    run(&ctx, &mut sim, &mut particles, 16, true);
+    let report = sim.refresh_report().unwrap();
+    assert_eq!(report.refreshes + report.skipped, 2, "{report:?}");
+    assert!(report.each.iter().all(|e| e.lag_frames == 5), "{report:?}");
+    assert!(report.pending && report.dropped == 0, "{report:?}");
+    assert_ne!(
+        sim.ground_heights().unwrap(),
+        bare,
+        "no refresh raised the ground"
+    );
+    // A reset drops the one held back and puts the bare ground back; nothing is applied in
+    // the frames after it until the clock's next refresh is read and held back in turn.
+    let mut timeline = ctx.timeline();
+    sim.reset(
+        &ctx,
+        &mut OutputBuffer::Device(&mut particles),
+        &mut timeline,
+    )
+    .unwrap();
+    ctx.finish().unwrap();
+    assert!(!sim.refresh_report().unwrap().pending);
+    assert_eq!(sim.ground_heights().unwrap(), bare);
+    run(&ctx, &mut sim, &mut particles, 12, true);
+    let report = sim.refresh_report().unwrap();
+    assert_eq!(report.refreshes + report.skipped, 1, "{report:?}");
+    assert_eq!(report.each.first().map(|e| e.lag_frames), Some(5));
 }
 
 /// The suspension's sites on the device equal `snowsim::snow::suspension_sites` (the law on

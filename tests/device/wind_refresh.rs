@@ -397,6 +397,25 @@ fn a_plan_made_on_another_thread_applies_as_a_refresh_at_once() {
     );
     // Applied again, the same plan changes nothing.
     assert!(halves.apply_ground(&mut second_plan).unwrap().skipped);
+    // A plan of another solver's planner is refused, nothing changed.
+    let mut foreign = at_once.ground_planner().unwrap().plan(&first).unwrap();
+    let err = halves.apply_ground(&mut foreign).unwrap_err();
+    assert!(err.to_string().contains("another solver"), "{err}");
+    assert_eq!(halves.vertices(), at_once.vertices());
+    // Back on the bare ground, the inflow profile is set-up's again, bit for bit (a column
+    // back on its bare ground takes the bare inflow, not one sampled anew).
+    let (_, _, _, mut bare) = started_on_bare();
+    let mut flat = planner.plan(&vec![0.0; second.len()]).unwrap();
+    assert!(!halves.apply_ground(&mut flat).unwrap().skipped);
+    let (refreshed, fresh) = (
+        halves.device_tables().unwrap(),
+        bare.device_tables().unwrap(),
+    );
+    assert_eq!(halves.vertices(), bare.vertices());
+    assert!(
+        refreshed.inflow == fresh.inflow,
+        "the bare inflow is not set-up's"
+    );
 }
 
 #[test]
