@@ -938,14 +938,25 @@ impl FrameDriver for Session {
             Action::RefreshGround => {
                 return Some(match self.simulation.refresh_ground(&self.context) {
                     Ok(true) => {
-                        let r = self.simulation.refresh_report().unwrap_or_default();
+                        let r = self
+                            .simulation
+                            .refresh_report()
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default();
                         format!(
                             "ground refreshed: the wind sees the laid snow ({:.1} ms, {} \
                              re-projection iterations)",
                             r.last_ms, r.last_iterations
                         )
                     }
-                    Ok(false) => match self.simulation.refresh_report().and_then(|r| r.off) {
+                    Ok(false) => match self
+                        .simulation
+                        .refresh_report()
+                        .ok()
+                        .flatten()
+                        .and_then(|r| r.off)
+                    {
                         Some(off) if off != RefreshOff::Disabled => off.message().into(),
                         _ => "ground refresh: the laid snow has not changed since the last".into(),
                     },

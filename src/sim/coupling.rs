@@ -483,26 +483,15 @@ impl WindField {
         Ok(())
     }
 
-    /// Raises the wind's ground by `raise` metres per column over the bare ground
-    /// ([`Solver::refresh_ground`]: the columns regraded, the geometry and operator rebuilt on
-    /// the device, the field re-projected), then rewrites the field's mirror on the snow's
-    /// device; `None` for a fixed field. Blocking.
-    pub fn refresh_ground(&mut self, raise: &[f64]) -> Result<Option<crate::wind::RefreshStats>> {
-        match self {
-            Self::Fixed { .. } => Ok(None),
-            Self::Solved { solver, copies, .. } => {
-                // The field moved: the copies take it at the next frame.
-                copies.at_step = None;
-                Ok(Some(solver.refresh_ground(raise)?))
-            }
-            Self::Beside { wind, .. } => {
-                let stats = wind.solver()?.refresh_ground(raise)?;
-                if !stats.skipped {
-                    wind.rewrite_mirror()?;
-                }
-                Ok(Some(stats))
-            }
-        }
+    /// Raises the wind's ground by `raise` metres per column over the bare ground, planned and
+    /// applied at once on this thread ([`apply_ground`](Self::apply_ground)); `None` for a
+    /// fixed field. Blocking.
+    pub fn refresh_ground(&mut self, raise: &[f64]) -> Result<Option<RefreshStats>> {
+        let Some(planner) = self.ground_planner()? else {
+            return Ok(None);
+        };
+        let mut plan = planner.plan(raise)?;
+        self.apply_ground(&mut plan)
     }
 
     /// The ground refresh's host half ([`Solver::ground_planner`]), to plan refreshes with on

@@ -247,11 +247,13 @@ impl PendingRefresh {
 /// the host's wall time, ms.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SnowMoved {
-    /// Parcels the raised ground buried, moved up onto it.
+    /// Parcels of the other ranks' shares the raised ground buried, moved up onto it (each
+    /// snow device counts its own: [`crate::snow::Snow::relocated`]).
     pub up: u64,
-    /// Parcels not found under their column, moved to its top.
+    /// Parcels of the other ranks' shares not found under their column, moved to its top.
     pub lost: u64,
-    /// The host's wall time of moving the snow, ms.
+    /// The host's wall time of moving the snow, ms (the devices' searches for their parcels
+    /// queued, not waited for).
     pub snow_ms: f64,
 }
 

@@ -350,6 +350,17 @@ impl SnowShares {
         Ok(())
     }
 
+    /// The parcels the other devices' regrades moved up and found under no column since the
+    /// reset, as those devices counted them (blocking).
+    pub fn relocated(&self) -> Result<(u64, u64)> {
+        let mut moved = (0, 0);
+        for o in &self.others {
+            let (up, lost) = named(&o.device, o.snow.relocated())?;
+            moved = (moved.0 + up, moved.1 + lost);
+        }
+        Ok(moved)
+    }
+
     /// Switches every other device's sort mode.
     pub fn set_sort(&mut self, mode: crate::scene::SortMode) -> Result<()> {
         for o in &mut self.others {
@@ -361,21 +372,26 @@ impl SnowShares {
         Ok(())
     }
 
-    /// Moves the others' meshes with a raised ground and finds their parcels again
-    /// (blocking, [`Snow::regrade`]); returns the parcels moved up and lost, summed.
-    pub fn regrade(&mut self, vertices: &[[f64; 3]], raise: &[f64]) -> Result<(u64, u64)> {
-        let mut moved = (0, 0);
+    /// Moves the others' meshes with a raised ground (`vertices`, and `coords` as the snow's
+    /// kernels read them) and finds their parcels again: on each other device queued, not
+    /// waited for, counted there ([`relocated`](Self::relocated)); over ranks blocking, and
+    /// the ranks' parcels moved up and lost, summed, returned.
+    pub fn regrade(
+        &mut self,
+        vertices: &[[f64; 3]],
+        coords: &[[f32; 4]],
+        raise: &[f64],
+    ) -> Result<(u64, u64)> {
         for o in &mut self.others {
-            let (up, lost) = named(&o.device, o.snow.regrade(&o.context, vertices))?;
-            moved.0 += up;
-            moved.1 += lost;
+            let r = o
+                .snow
+                .regrade_converted(&o.context, vertices, coords.to_vec());
+            named(&o.device, r)?;
         }
-        if let Some(ranks) = self.ranks.as_mut() {
-            let (up, lost) = ranks.regrade(raise)?;
-            moved.0 += up;
-            moved.1 += lost;
+        match self.ranks.as_mut() {
+            Some(ranks) => ranks.regrade(raise),
+            None => Ok((0, 0)),
         }
-        Ok(moved)
     }
 
     /// Has every frame also bring the others' parcels, as drawn, into the snow's device's

@@ -361,11 +361,10 @@ impl Simulation {
         )
     }
 
-    /// What the ground refreshes did so far (`None` without a scene).
-    pub fn refresh_report(&self) -> Option<RefreshReport> {
-        let s = self.scene.as_ref()?;
-        let frames = s.snow.as_ref().map_or(0, |snow| snow.frame());
-        Some(s.refresh.report(frames, s.pending.is_some()))
+    /// What the ground refreshes did so far (`None` without a scene; blocking: the parcels
+    /// they moved are counted on the device).
+    pub fn refresh_report(&self) -> Result<Option<RefreshReport>> {
+        self.scene.as_ref().map(refresh_books).transpose()
     }
 
     /// Puts the particles at their start (the snow's cover and counters cleared; the wind
@@ -695,7 +694,7 @@ impl Simulation {
                 max_depth_m,
                 parcel_m3: snow.parcel_volume(),
                 drift,
-                ground_refresh: Some(s.refresh.report(snow.frame(), s.pending.is_some())),
+                ground_refresh: Some(refresh_books(s)?),
                 ..report
             };
         }
@@ -893,6 +892,24 @@ fn ground_refresh_frame(s: &mut SceneState, context: &Context, dt: f32) -> Resul
     Ok(())
 }
 
+/// What `s`'s ground refreshes did: the clock's books, with the parcels the regrades moved
+/// as each snow device counted them (blocking).
+fn refresh_books(s: &SceneState) -> Result<RefreshReport> {
+    let frames = s.snow.as_ref().map_or(0, |snow| snow.frame());
+    let mut report = s.refresh.report(frames, s.pending.is_some());
+    if let Some(snow) = &s.snow {
+        let (up, lost) = snow.relocated()?;
+        report.buried_parcels += up;
+        report.lost_parcels += lost;
+    }
+    if let Some(shares) = &s.shares {
+        let (up, lost) = shares.relocated()?;
+        report.buried_parcels += up;
+        report.lost_parcels += lost;
+    }
+    Ok(report)
+}
+
 /// The refresh's planner, made at the first refresh that needs it.
 fn planner(s: &mut SceneState) -> Result<Arc<GroundPlanner>> {
     if let Some(planner) = &s.planner {
@@ -1032,12 +1049,12 @@ fn apply_plan(
         s.refresh.raised = true;
         let start = Instant::now();
         if let Some(snow) = s.snow.as_mut() {
-            (moved.up, moved.lost) =
-                snow.regrade_converted(context, plan.vertices(), snow_coords)?;
+            // Its parcels are found again on its device, counted there (`refresh_books`).
             if let Some(shares) = s.shares.as_mut() {
-                let (up, lost) = shares.regrade(plan.vertices(), plan.raise())?;
-                (moved.up, moved.lost) = (moved.up + up, moved.lost + lost);
+                (moved.up, moved.lost) =
+                    shares.regrade(plan.vertices(), &snow_coords, plan.raise())?;
             }
+            snow.regrade_converted(context, plan.vertices(), snow_coords)?;
             s.mesh.vertices = plan.into_vertices();
         }
         moved.snow_ms = ms(start);

@@ -140,6 +140,9 @@ pub struct Snow {
     /// One-entry stand-ins for the suspension's cell buffers when there is none.
     no_cells: (DeviceBuffer<u32>, DeviceBuffer<u64>),
     counters: DeviceBuffer<u64>,
+    /// Parcels the regrades moved up onto a raised ground and found under no column, since
+    /// the reset (added to on the device; read when asked: [`Snow::relocated`]).
+    relocated: DeviceBuffer<u64>,
     first_bad: DeviceBuffer<u32>,
     staging: CounterStaging,
     init: Kernel,
@@ -275,6 +278,7 @@ impl Snow {
         let mut snow = Self {
             particles: Particles::new(context, n, suspension.is_some() || shared_cells.is_some())?,
             counters,
+            relocated: DeviceBuffer::zeroed(context, 2)?,
             first_bad,
             staging,
             init: program.kernel("snow_init")?,
@@ -431,6 +435,7 @@ impl Snow {
         }
         self.particles.suspended.fill(0)?;
         self.counters.fill(0)?;
+        self.relocated.fill(0)?;
         self.first_bad.fill(u32::MAX)?;
         self.frame = 0;
         if let Sorter::Partial { partial, .. } = &mut self.sorter {
@@ -572,18 +577,23 @@ impl Snow {
     /// Blocking; returns the parcels moved up and those not found under their column (moved
     /// to its top).
     pub fn regrade(&mut self, context: &Context, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
-        self.regrade_converted(context, vertices, super::device_coordinates(vertices))
+        let before = self.relocated()?;
+        self.regrade_converted(context, vertices, super::device_coordinates(vertices))?;
+        let after = self.relocated()?;
+        Ok((after.0 - before.0, after.1 - before.1))
     }
 
     /// As [`regrade`](Self::regrade), with the vertices already converted for the device
     /// ([`super::device_coordinates`]: a ground refresh planned on another thread brings
-    /// them).
+    /// them), and without waiting for the parcels to be found again: their counts join
+    /// [`relocated`](Self::relocated)'s on the device, and the next frame's launches queue
+    /// behind the search.
     pub fn regrade_converted(
         &mut self,
         context: &Context,
         vertices: &[[f64; 3]],
         coords: Vec<[f32; 4]>,
-    ) -> Result<(u64, u64)> {
+    ) -> Result<()> {
         let g = &mut self.mesh.geometry;
         if vertices.len() != g.coords.len() || coords.len() != g.coords.len() {
             return Err(Error::InvalidParameter(format!(
@@ -618,7 +628,7 @@ impl Snow {
         }
         let n = self.particles.len();
         if n == 0 {
-            return Ok((0, 0));
+            return Ok(());
         }
         let c = &self.config;
         let g = &self.mesh.geometry;
@@ -637,12 +647,11 @@ impl Snow {
             c.local_hops as i32,
             c.global_hops.min(i32::MAX as u32) as i32,
         ];
-        let counts = DeviceBuffer::<u64>::zeroed(context, 2)?;
         let mut timeline = context.timeline();
         let mut call = self.relocate.call();
         // SAFETY: pos, tet, ids and respawns hold n values, the kernel guards i < n; the mesh
         // tables are consistent (built together, the coordinates just rewritten with the same
-        // count); the column grid has dims.x · dims.y entries; counts holds two.
+        // count); the column grid has dims.x · dims.y entries; relocated holds two.
         unsafe {
             call.buffer(&p.pos)?
                 .buffer(&p.tet)?
@@ -659,11 +668,17 @@ impl Snow {
                 .arg(&g.column_map)?
                 .arg(&params)?
                 .arg(&refs2)?
-                .buffer(&counts)?;
+                .buffer(&self.relocated)?;
         }
         call.enqueue_into(context, self.relocate.work_size(context, n)?, &mut timeline)?;
-        timeline.wait()?;
-        let counts = counts.read()?;
+        Ok(())
+    }
+
+    /// Parcels the regrades since the reset moved up onto the raised ground, and those found
+    /// under no column (moved to its top), as the device has counted them (blocking: it waits
+    /// for the regrades queued).
+    pub fn relocated(&self) -> Result<(u64, u64)> {
+        let counts = self.relocated.read()?;
         Ok((counts[0], counts[1]))
     }
 

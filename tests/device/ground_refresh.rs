@@ -15,10 +15,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     // applied 5 frames later (25, 45; the one read at 60 still held back after 60 frames),
     // each re-projecting the wind; the ledger holds throughout (checked every 50 frames).
     let ctx = context();
-    let mut scene = ridge("");
-    scene.wind.ground_refresh = 2.0;
-    scene.wind.ground_refresh_lag = 5;
-    let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
+    let (mut sim, mut particles) = refreshed_ridge(&ctx, 2.0, 5);
     let bare = sim.ground_heights().unwrap();
     let levels_before = first_levels(&sim);
     sites_follow_the_levels(&sim);
@@ -27,7 +24,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     run(&ctx, &mut sim, &mut particles, 19, true);
     let read = sim.snow().unwrap().cover().ground_depths().unwrap();
     run(&ctx, &mut sim, &mut particles, 5, true);
-    let held = sim.refresh_report().unwrap();
+    let held = sim.refresh_report().unwrap().unwrap();
     assert!(held.pending && held.refreshes == 0, "{held:?}");
     assert_eq!(
         sim.ground_heights().unwrap(),
@@ -36,7 +33,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     );
     let later = sim.snow().unwrap().cover().ground_depths().unwrap();
     run(&ctx, &mut sim, &mut particles, 1, true);
-    let applied = sim.refresh_report().unwrap();
+    let applied = sim.refresh_report().unwrap().unwrap();
     assert!(!applied.pending && applied.refreshes == 1, "{applied:?}");
     assert_eq!(applied.each[0].lag_frames, 5);
     let heights = sim.ground_heights().unwrap();
@@ -54,7 +51,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
         "no column's cover grew between the read and the application"
     );
     run(&ctx, &mut sim, &mut particles, 35, true);
-    let report = sim.refresh_report().unwrap();
+    let report = sim.refresh_report().unwrap().unwrap();
     assert_eq!(report.off, None, "{report:?}");
     assert_eq!(report.refreshes + report.skipped, 2, "{report:?}");
     assert!(report.pending, "{report:?}");
@@ -76,7 +73,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     let depths = sim.snow().unwrap().cover().ground_depths().unwrap();
     assert!(sim.refresh_ground(&ctx).unwrap());
     // The refresh held back since frame 60 is dropped: this one read newer depths.
-    let report = sim.refresh_report().unwrap();
+    let report = sim.refresh_report().unwrap().unwrap();
     assert!(!report.pending && report.dropped == 1, "{report:?}");
     assert_eq!(report.each.last().unwrap().lag_frames, 0);
     // The drift's first levels are measured from the raised ground: nearer it than over the
@@ -115,9 +112,12 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     }
     assert!(deepest > 0.05, "the deepest snow is {deepest} m");
     // Nothing moved since: skipped.
-    let before = sim.refresh_report().unwrap();
+    let before = sim.refresh_report().unwrap().unwrap();
     assert!(!sim.refresh_ground(&ctx).unwrap());
-    assert_eq!(sim.refresh_report().unwrap().skipped, before.skipped + 1);
+    assert_eq!(
+        sim.refresh_report().unwrap().unwrap().skipped,
+        before.skipped + 1
+    );
     sim.check().unwrap();
     // A reset puts the bare ground back.
     let mut timeline = ctx.timeline();
@@ -137,13 +137,10 @@ fn a_refresh_falling_due_applies_the_one_held_back_first_and_a_reset_drops_it() 
     // read at 5 is applied at 10, when the next falls due (5 frames late, not 8), the one read
     // at 10 at 15; the one read at 15 still held back after 16 frames.
     let ctx = context();
-    let mut scene = ridge("");
-    scene.wind.ground_refresh = 0.5;
-    scene.wind.ground_refresh_lag = 8;
-    let (mut sim, mut particles) = begin(&ctx, &scene, SortMode::Partial, true);
+    let (mut sim, mut particles) = refreshed_ridge(&ctx, 0.5, 8);
     let bare = sim.ground_heights().unwrap();
     run(&ctx, &mut sim, &mut particles, 16, true);
-    let report = sim.refresh_report().unwrap();
+    let report = sim.refresh_report().unwrap().unwrap();
     assert_eq!(report.refreshes + report.skipped, 2, "{report:?}");
     assert!(report.each.iter().all(|e| e.lag_frames == 5), "{report:?}");
     assert!(report.pending && report.dropped == 0, "{report:?}");
@@ -162,12 +159,28 @@ fn a_refresh_falling_due_applies_the_one_held_back_first_and_a_reset_drops_it() 
     )
     .unwrap();
     ctx.finish().unwrap();
-    assert!(!sim.refresh_report().unwrap().pending);
+    assert!(!sim.refresh_report().unwrap().unwrap().pending);
     assert_eq!(sim.ground_heights().unwrap(), bare);
     run(&ctx, &mut sim, &mut particles, 12, true);
-    let report = sim.refresh_report().unwrap();
+    let report = sim.refresh_report().unwrap().unwrap();
     assert_eq!(report.refreshes + report.skipped, 1, "{report:?}");
     assert_eq!(report.each.first().map(|e| e.lag_frames), Some(5));
+}
+
+/// The ridge's drifting snow, its ground refreshed every `every` simulated seconds and each
+/// refresh applied `lag` frames after its read, started (partial sort, drift on).
+fn refreshed_ridge(
+    ctx: &snowsim::cl::Context,
+    every: f64,
+    lag: u32,
+) -> (
+    snowsim::sim::Simulation,
+    snowsim::cl::DeviceBuffer<snowsim::particle::Particle>,
+) {
+    let mut scene = ridge("");
+    scene.wind.ground_refresh = every;
+    scene.wind.ground_refresh_lag = lag;
+    begin(ctx, &scene, SortMode::Partial, true)
 }
 
 /// The suspension's sites on the device equal `snowsim::snow::suspension_sites` (the law on
@@ -210,7 +223,7 @@ fn a_parcel_the_raised_ground_buries_is_moved_up_onto_it() {
     };
     let books = ledger(&sim);
     assert!(sim.refresh_ground(&ctx).unwrap());
-    let report = sim.refresh_report().unwrap();
+    let report = sim.refresh_report().unwrap().unwrap();
     assert!(report.buried_parcels > 50, "{report:?}");
     assert_eq!(report.lost_parcels, 0, "{report:?}");
     assert_eq!(ledger(&sim), books, "the refresh moved the books");
