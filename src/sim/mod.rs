@@ -9,7 +9,7 @@
 //! 1. the previous frame's counters, read back without blocking, are checked (a non-finite
 //!    parcel stops the run at most one frame late);
 //! 2. the ground refresh: one held back applied at its frame, one falling due read (and, with
-//!    `wind.ground_refresh_lag`, planned on a thread of its own: [`refresh`]);
+//!    `wind.ground_refresh_lag`, planned on a thread of its own: `sim/refresh.rs`);
 //! 3. the coupling's frame ([`coupling::WindField::frame`]): the field handed to the snow
 //!    (the wind as it stood at the frame's start), the snow's sort, particle step (drag,
 //!    landing, deposit), drift and cover smoothing, and the wind steps that are due (the wind
