@@ -18,7 +18,9 @@
 //! counts and smallest ids merge order-free. The wind is the same bit for bit where the ranks'
 //! devices are of one model (the solver's reductions run in a fixed order); `--check`
 //! compares every rank's field with rank 0's and stops the run where they differ. A ground
-//! refresh sends the raise (8 bytes per ground vertex) and each rank regrades its own wind.
+//! refresh sends the raise (8 bytes per ground vertex) when rank 0 reads it, and each rank
+//! plans its own wind's regrade beside its frames ([`Order::PlanGround`]); the application
+//! ([`Order::Regrade`], the same raise) applies that plan, or makes one there and then.
 //!
 //! **The exchange.** Every exchange is one order from rank 0 and one reply from each other
 //! rank, in rank order ([`Order`]). A frame: after its lifting and the read of its cells,
@@ -75,6 +77,10 @@ pub enum Order {
     Density = 8,
     /// Stop serving. No reply.
     End = 9,
+    /// Plan raising the wind's ground by this much (f64 per ground vertex) on a thread of the
+    /// rank's own, for a [`Regrade`](Self::Regrade) by the same raise later (a refresh held
+    /// back: `wind.ground_refresh_lag`). Reply: nothing.
+    PlanGround = 10,
 }
 
 impl Order {
@@ -89,6 +95,7 @@ impl Order {
             Self::Check,
             Self::Density,
             Self::End,
+            Self::PlanGround,
         ]
         .into_iter()
         .find(|o| *o as u8 == b)
@@ -316,6 +323,17 @@ impl RankPeers {
         self.ask(Order::Reset, &[], "its reset").map(|_| ())
     }
 
+    /// Has the ranks plan raising their wind's ground by `raise` beside their frames, for the
+    /// [`regrade`](Self::regrade) by the same raise that follows.
+    pub fn plan_ground(&mut self, raise: &[f64]) -> Result<()> {
+        self.ask(
+            Order::PlanGround,
+            bytemuck::cast_slice(raise),
+            "its ground plan",
+        )
+        .map(|_| ())
+    }
+
     /// Switches the ranks' sort mode.
     pub fn set_sort(&mut self, mode: SortMode) -> Result<()> {
         let byte = match mode {
@@ -462,6 +480,8 @@ pub struct RankFollower {
     /// Whether the order being carried out was replied to already (a frame, before its wind
     /// steps).
     replied: bool,
+    /// A ground refresh planned beside the frames ([`Order::PlanGround`]) and its raise.
+    planned: Option<(Vec<f64>, super::refresh::PendingRefresh)>,
 }
 
 impl RankFollower {
@@ -506,6 +526,7 @@ impl RankFollower {
             timeline: Timeline::new(false),
             sorted_ahead: false,
             replied: false,
+            planned: None,
         })
     }
 
@@ -665,19 +686,47 @@ impl RankFollower {
             }
             Order::Reset => {
                 self.sorted_ahead = false;
+                self.planned = None;
                 self.snow
                     .reset(&self.context, &self.render, &mut self.timeline)?;
                 self.context.finish()?;
             }
+            Order::PlanGround => {
+                let raise = r.pod_vec::<f64>(payload.len() / 8)?;
+                r.end()?;
+                self.planned = match self.wind.ground_planner()? {
+                    Some(planner) => {
+                        let plan =
+                            super::refresh::PendingRefresh::start(planner, raise.clone(), 0, 0);
+                        Some((raise, plan))
+                    }
+                    None => None,
+                };
+            }
             Order::Regrade => {
                 let raise = r.pod_vec::<f64>(payload.len() / 8)?;
                 r.end()?;
+                // The plan made beside the frames where it is this raise's, else made now.
+                let planned = match self.planned.take() {
+                    Some((planned, pending)) if planned == raise => Some(pending.wait()?),
+                    _ => match self.wind.ground_planner()? {
+                        Some(planner) => Some(super::refresh::Planned::new(&planner, &raise)?),
+                        None => None,
+                    },
+                };
                 let mut moved = (0, 0);
-                if let Some(stats) = self.wind.refresh_ground(&raise)?
+                if let Some(super::refresh::Planned {
+                    mut plan,
+                    snow_coords,
+                }) = planned
+                    && let Some(stats) = self.wind.apply_ground(&mut plan)?
                     && !stats.skipped
-                    && let Some(vertices) = self.wind.vertices()?
                 {
-                    moved = self.snow.regrade(&self.context, &vertices)?;
+                    let before = self.snow.relocated()?;
+                    self.snow
+                        .regrade_converted(&self.context, plan.vertices(), snow_coords)?;
+                    let after = self.snow.relocated()?;
+                    moved = (after.0 - before.0, after.1 - before.1);
                 }
                 out.extend_from_slice(&moved.0.to_le_bytes());
                 out.extend_from_slice(&moved.1.to_le_bytes());

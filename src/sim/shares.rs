@@ -350,6 +350,16 @@ impl SnowShares {
         Ok(())
     }
 
+    /// Has the other ranks plan raising their wind's ground by `raise` beside their frames
+    /// (a refresh held back; [`regrade`](Self::regrade) applies it); nothing without ranks
+    /// (the devices of this process share its plan).
+    pub fn plan_ground(&mut self, raise: &[f64]) -> Result<()> {
+        match self.ranks.as_mut() {
+            Some(ranks) => ranks.plan_ground(raise),
+            None => Ok(()),
+        }
+    }
+
     /// The parcels the other devices' regrades moved up and found under no column since the
     /// reset, as those devices counted them (blocking).
     pub fn relocated(&self) -> Result<(u64, u64)> {

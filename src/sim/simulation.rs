@@ -986,6 +986,9 @@ fn start_refresh(s: &mut SceneState, context: &Context) -> Result<()> {
     let start = Instant::now();
     let planner = planner(s)?;
     let frame = s.refresh.frame();
+    if let Some(shares) = s.shares.as_mut() {
+        shares.plan_ground(&raise)?;
+    }
     let mut pending =
         PendingRefresh::start(planner, raise, frame, frame + u64::from(s.refresh.lag));
     read.ms += ms(start);
