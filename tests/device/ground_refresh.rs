@@ -120,14 +120,7 @@ fn the_ridges_drifts_raise_the_winds_ground_on_the_clock() {
     );
     sim.check().unwrap();
     // A reset puts the bare ground back.
-    let mut timeline = ctx.timeline();
-    sim.reset(
-        &ctx,
-        &mut OutputBuffer::Device(&mut particles),
-        &mut timeline,
-    )
-    .unwrap();
-    ctx.finish().unwrap();
+    reset(&ctx, &mut sim, &mut particles);
     assert_eq!(sim.ground_heights().unwrap(), bare);
 }
 
@@ -151,20 +144,25 @@ fn a_refresh_falling_due_applies_the_one_held_back_first_and_a_reset_drops_it() 
     );
     // A reset drops the one held back and puts the bare ground back; nothing is applied in
     // the frames after it until the clock's next refresh is read and held back in turn.
-    let mut timeline = ctx.timeline();
-    sim.reset(
-        &ctx,
-        &mut OutputBuffer::Device(&mut particles),
-        &mut timeline,
-    )
-    .unwrap();
-    ctx.finish().unwrap();
+    reset(&ctx, &mut sim, &mut particles);
     assert!(!sim.refresh_report().unwrap().unwrap().pending);
     assert_eq!(sim.ground_heights().unwrap(), bare);
     run(&ctx, &mut sim, &mut particles, 12, true);
     let report = sim.refresh_report().unwrap().unwrap();
     assert_eq!(report.refreshes + report.skipped, 1, "{report:?}");
     assert_eq!(report.each.first().map(|e| e.lag_frames), Some(5));
+}
+
+/// Puts `sim` back at its start (its particles into `particles`) and waits for it.
+fn reset(
+    ctx: &snowsim::cl::Context,
+    sim: &mut snowsim::sim::Simulation,
+    particles: &mut snowsim::cl::DeviceBuffer<snowsim::particle::Particle>,
+) {
+    let mut timeline = ctx.timeline();
+    sim.reset(ctx, &mut OutputBuffer::Device(particles), &mut timeline)
+        .unwrap();
+    ctx.finish().unwrap();
 }
 
 /// The ridge's drifting snow, its ground refreshed every `every` simulated seconds and each
