@@ -483,17 +483,6 @@ impl WindField {
         Ok(())
     }
 
-    /// Raises the wind's ground by `raise` metres per column over the bare ground, planned and
-    /// applied at once on this thread ([`apply_ground`](Self::apply_ground)); `None` for a
-    /// fixed field. Blocking.
-    pub fn refresh_ground(&mut self, raise: &[f64]) -> Result<Option<RefreshStats>> {
-        let Some(planner) = self.ground_planner()? else {
-            return Ok(None);
-        };
-        let mut plan = planner.plan(raise)?;
-        self.apply_ground(&mut plan)
-    }
-
     /// The ground refresh's host half ([`Solver::ground_planner`]), to plan refreshes with on
     /// any thread; `None` for a fixed field.
     pub fn ground_planner(&mut self) -> Result<Option<Arc<GroundPlanner>>> {
@@ -522,15 +511,6 @@ impl WindField {
                 }
                 Ok(Some(stats))
             }
-        }
-    }
-
-    /// The solver's mesh vertices (`None` for a fixed field, whose mesh never moves).
-    pub fn vertices(&mut self) -> Result<Option<Vec<[f64; 3]>>> {
-        match self {
-            Self::Fixed { .. } => Ok(None),
-            Self::Solved { solver, .. } => Ok(Some(solver.vertices().to_vec())),
-            Self::Beside { wind, .. } => Ok(Some(wind.solver()?.vertices().to_vec())),
         }
     }
 

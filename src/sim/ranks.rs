@@ -345,7 +345,7 @@ impl RankPeers {
     }
 
     /// Raises the ranks' wind ground by `raise` (per ground vertex, m, as rank 0's wind
-    /// was: [`super::coupling::WindField::refresh_ground`]), moves their snows' meshes with
+    /// was: [`super::coupling::WindField::apply_ground`]), moves their snows' meshes with
     /// it and finds their parcels again (blocking); returns the parcels moved up and lost,
     /// summed.
     pub fn regrade(&mut self, raise: &[f64]) -> Result<(u64, u64)> {
@@ -696,8 +696,13 @@ impl RankFollower {
                 r.end()?;
                 self.planned = match self.wind.ground_planner()? {
                     Some(planner) => {
-                        let plan =
-                            super::refresh::PendingRefresh::start(planner, raise.clone(), 0, 0);
+                        let plan = super::refresh::PendingRefresh::start(
+                            planner,
+                            raise.clone(),
+                            0,
+                            0,
+                            true,
+                        );
                         Some((raise, plan))
                     }
                     None => None,
@@ -722,11 +727,9 @@ impl RankFollower {
                     && let Some(stats) = self.wind.apply_ground(&mut plan)?
                     && !stats.skipped
                 {
-                    let before = self.snow.relocated()?;
-                    self.snow
-                        .regrade_converted(&self.context, plan.vertices(), snow_coords)?;
-                    let after = self.snow.relocated()?;
-                    moved = (after.0 - before.0, after.1 - before.1);
+                    moved = self
+                        .snow
+                        .regrade(&self.context, plan.vertices(), snow_coords)?;
                 }
                 out.extend_from_slice(&moved.0.to_le_bytes());
                 out.extend_from_slice(&moved.1.to_le_bytes());

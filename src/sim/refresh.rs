@@ -204,24 +204,32 @@ pub(crate) struct PendingRefresh {
 enum PlanOf {
     /// On its own thread.
     Thread(JoinHandle<crate::wind::Result<Planned>>),
-    /// Made already, on the frame's thread: the system would not start a thread.
+    /// Made already, on the frame's thread: no lag, or the system would not start a thread.
     Made(Box<crate::wind::Result<Planned>>),
 }
 
 impl PendingRefresh {
-    /// Starts the plan for `raise` (read at frame `read`) on a thread of its own, to be
-    /// applied at frame `due`; where the system refuses a thread, makes it now on this one
-    /// (the same plan, later frames unchanged: only this frame's time grows).
-    pub fn start(planner: Arc<GroundPlanner>, raise: Vec<f64>, read: u64, due: u64) -> Self {
+    /// Starts the plan for `raise` (read at frame `read`), to be applied at frame `due`: on a
+    /// thread of its own (`beside`), else now on this one, as also where the system refuses a
+    /// thread (the same plan, later frames unchanged: only this frame's time grows).
+    pub fn start(
+        planner: Arc<GroundPlanner>,
+        raise: Vec<f64>,
+        read: u64,
+        due: u64,
+        beside: bool,
+    ) -> Self {
         // Shared with the thread: a refused spawn drops its closure, and the plan is made here.
         let job = Arc::new((planner, raise));
         let on_thread = Arc::clone(&job);
-        let plan = match std::thread::Builder::new()
-            .name("ground-plan".into())
-            .spawn(move || Planned::new(&on_thread.0, &on_thread.1))
-        {
-            Ok(thread) => PlanOf::Thread(thread),
-            Err(_) => PlanOf::Made(Box::new(Planned::new(&job.0, &job.1))),
+        let thread = beside.then(|| {
+            std::thread::Builder::new()
+                .name("ground-plan".into())
+                .spawn(move || Planned::new(&on_thread.0, &on_thread.1))
+        });
+        let plan = match thread {
+            Some(Ok(thread)) => PlanOf::Thread(thread),
+            _ => PlanOf::Made(Box::new(Planned::new(&job.0, &job.1))),
         };
         Self {
             read,

@@ -328,8 +328,8 @@ impl Simulation {
     /// columns regraded, its geometry and operator rebuilt and its field re-projected, the
     /// snow's mesh moved with it and every parcel found again (a buried one moved up onto the
     /// new surface), all on this thread; a refresh held back (`wind.ground_refresh_lag`) is
-    /// dropped once this one succeeds, since it reads newer depths. Blocking. Does nothing where the ground
-    /// cannot be refreshed ([`RefreshOff`]); returns whether it refreshed.
+    /// dropped once this one succeeds, since it reads newer depths. Blocking. Does nothing
+    /// where the ground cannot be refreshed ([`RefreshOff`]); returns whether it refreshed.
     pub fn refresh_ground(&mut self, context: &Context) -> Result<bool> {
         self.settle()?;
         match &mut self.scene {
@@ -841,11 +841,11 @@ fn state_pieces(s: &SceneState) -> usize {
 /// `s.piece_owners`, once; an error names the path.
 fn prepare_owners(s: &mut SceneState, path: &std::path::Path) -> Result<()> {
     if s.piece_owners.is_none() {
-        let owners = piece_owners(&s.mesh, s.columns.as_ref(), state_pieces(s)).map_err(|e| {
+        let pieces = state_pieces(s);
+        let owners = piece_owners(&s.mesh, s.columns.as_ref(), pieces).map_err(|e| {
             Error::InvalidParameter(format!(
-                "--vtu {}: the state cannot be split into {} pieces: {e}",
+                "--vtu {}: the state cannot be split into {pieces} pieces: {e}",
                 path.display(),
-                state_pieces(s)
             ))
         })?;
         s.piece_owners = Some(owners);
@@ -886,7 +886,7 @@ fn ground_refresh_frame(s: &mut SceneState, context: &Context, dt: f32) -> Resul
         if s.refresh.lag == 0 {
             refresh_ground(s, context)?;
         } else {
-            start_refresh(s, context)?;
+            start_refresh(s, context, true)?;
         }
     }
     Ok(())
@@ -956,32 +956,21 @@ fn read_raise(s: &SceneState, context: &Context) -> Result<Option<(Vec<f64>, Ref
 }
 
 /// Raises `s`'s wind ground by its cover's depth per column, planned and applied on this
-/// thread (blocking); books the refresh. Returns whether the ground moved.
+/// thread (blocking): a refresh held back no frames; books it. Returns whether the ground
+/// moved.
 fn refresh_ground(s: &mut SceneState, context: &Context) -> Result<bool> {
-    let Some((raise, read)) = read_raise(s, context)? else {
-        return Ok(false);
-    };
-    s.refresh.book_read(&read);
-    let usage = ThreadUsage::now();
-    let start = Instant::now();
-    let planned = Planned::new(&*planner(s)?, &raise)?;
-    let Some((stats, moved)) = apply_plan(s, context, planned)? else {
-        return Ok(false);
-    };
-    let applied = RefreshCost {
-        ms: ms(start),
-        thread: usage.elapsed(),
-        ..RefreshCost::default()
-    };
-    s.refresh.book(&stats, read, applied, 0, moved);
-    Ok(!stats.skipped)
+    match start_refresh(s, context, false)? {
+        true => apply_pending(s, context),
+        false => Ok(false),
+    }
 }
 
-/// Reads the cover's depth per column and hands it to a thread of its own to plan, for
-/// application `lag` frames from now.
-fn start_refresh(s: &mut SceneState, context: &Context) -> Result<()> {
+/// Reads the cover's depth per column into `s.pending`, for application `lag` frames from
+/// now, planned on a thread of its own (`beside`) or on this one; whether there was snow to
+/// read.
+fn start_refresh(s: &mut SceneState, context: &Context, beside: bool) -> Result<bool> {
     let Some((raise, mut read)) = read_raise(s, context)? else {
-        return Ok(());
+        return Ok(false);
     };
     let start = Instant::now();
     let planner = planner(s)?;
@@ -989,13 +978,13 @@ fn start_refresh(s: &mut SceneState, context: &Context) -> Result<()> {
     if let Some(shares) = s.shares.as_mut() {
         shares.plan_ground(&raise)?;
     }
-    let mut pending =
-        PendingRefresh::start(planner, raise, frame, frame + u64::from(s.refresh.lag));
+    let due = frame + u64::from(s.refresh.lag);
+    let mut pending = PendingRefresh::start(planner, raise, frame, due, beside);
     read.ms += ms(start);
     s.refresh.book_read(&read);
     pending.started = read;
     s.pending = Some(pending);
-    Ok(())
+    Ok(true)
 }
 
 /// Applies the refresh held back, waiting for its plan if it is not ready (the frames queued

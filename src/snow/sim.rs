@@ -574,20 +574,24 @@ impl Snow {
     /// raised ground buried is moved straight up onto the new surface, just above it (it lands
     /// in the next step if it falls). Nothing is laid or removed: the ledger is unchanged. The
     /// suspension forgets its cells' counts (the parcels moved): the next frame lifts nothing.
-    /// Blocking; returns the parcels moved up and those not found under their column (moved
-    /// to its top).
-    pub fn regrade(&mut self, context: &Context, vertices: &[[f64; 3]]) -> Result<(u64, u64)> {
+    /// `coords` are `vertices` as the kernels read them ([`super::device_coordinates`]: a
+    /// ground refresh planned on another thread brings them). Blocking; returns the parcels
+    /// moved up and those not found under their column (moved to its top).
+    pub fn regrade(
+        &mut self,
+        context: &Context,
+        vertices: &[[f64; 3]],
+        coords: Vec<[f32; 4]>,
+    ) -> Result<(u64, u64)> {
         let before = self.relocated()?;
-        self.regrade_converted(context, vertices, super::device_coordinates(vertices))?;
+        self.regrade_converted(context, vertices, coords)?;
         let after = self.relocated()?;
         Ok((after.0 - before.0, after.1 - before.1))
     }
 
-    /// As [`regrade`](Self::regrade), with the vertices already converted for the device
-    /// ([`super::device_coordinates`]: a ground refresh planned on another thread brings
-    /// them), and without waiting for the parcels to be found again: their counts join
-    /// [`relocated`](Self::relocated)'s on the device, and the next frame's launches queue
-    /// behind the search.
+    /// As [`regrade`](Self::regrade), without waiting for the parcels to be found again:
+    /// their counts join [`relocated`](Self::relocated)'s on the device, and the next frame's
+    /// launches queue behind the search.
     pub fn regrade_converted(
         &mut self,
         context: &Context,

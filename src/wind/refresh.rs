@@ -199,6 +199,19 @@ impl GroundPlanner {
         self.columns.ground.len()
     }
 
+    /// Per column, whether any of its vertices stands at another height in `z` than in
+    /// `from` (bit for bit; one height per vertex in each).
+    fn moved_columns(&self, z: &[f64], from: impl Iterator<Item = f64>) -> Vec<bool> {
+        let column = &self.columns.column;
+        let mut moved = vec![false; self.columns()];
+        for (v, (z, from)) in z.iter().zip(from).enumerate() {
+            if z.to_bits() != from.to_bits() {
+                moved[column[v] as usize] = true;
+            }
+        }
+        moved
+    }
+
     fn plan_at(&self, z: Vec<f64>, start: Instant) -> Result<GroundPlan> {
         let n = self.xy.len();
         if z.len() != n {
@@ -214,13 +227,7 @@ impl GroundPlanner {
             .bare_inflow
             .get()
             .ok_or_else(|| WindError::Refresh("the refresh's tables are not set up".into()))?;
-        let column = &self.columns.column;
-        let mut raised = vec![false; self.columns.ground.len()];
-        for (v, (z, bare)) in z.iter().zip(&self.bare_z).enumerate() {
-            if z.to_bits() != bare.to_bits() {
-                raised[column[v] as usize] = true;
-            }
-        }
+        let raised = self.moved_columns(&z, self.bare_z.iter().copied());
         let vertices: Vec<[f64; 3]> = self
             .xy
             .iter()
@@ -585,13 +592,9 @@ impl Solver {
                 self.vertices.len()
             )));
         }
-        let column = &r.planner.columns.column;
-        let mut moved = vec![false; r.planner.columns()];
-        for (v, (p, &z)) in self.vertices.iter().zip(z).enumerate() {
-            if z.to_bits() != p[2].to_bits() {
-                moved[column[v] as usize] = true;
-            }
-        }
+        let moved = r
+            .planner
+            .moved_columns(z, self.vertices.iter().map(|p| p[2]));
         Ok(moved.iter().filter(|&&m| m).count())
     }
 
