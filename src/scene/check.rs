@@ -20,6 +20,11 @@ pub use crate::scene::limits::{MAX_LENGTH, MAX_PARTICLES};
 /// the default 0.02 s frames, 50 ms at 600 frames a second, where the refresh's host work
 /// takes 3–20 ms on a thread of its own (`benches/RESULTS.md`).
 const DEFAULT_REFRESH_LAG: u32 = 30;
+/// Earlier solves' corrections the pressure solve's start is projected onto by default.
+pub const DEFAULT_PRESSURE_HISTORY: u32 = 2;
+/// The most corrections `wind.pressure_history` may keep: the solver folds one sum per
+/// correction and one more in a kernel, within gml's limit.
+pub const MAX_PRESSURE_HISTORY: u32 = crate::gml::MAX_SUMS as u32 - 1;
 /// The most frames `wind.ground_refresh_lag` may hold a refresh back.
 const MAX_REFRESH_LAG: u32 = 1_000_000;
 
@@ -751,6 +756,15 @@ impl Checker<'_> {
                 }
             },
             pressure_tolerance,
+            pressure_history: match w.pressure_history.unwrap_or(DEFAULT_PRESSURE_HISTORY) {
+                n @ 0..=MAX_PRESSURE_HISTORY => n,
+                n => {
+                    return Err(self.error(
+                        "wind.pressure_history",
+                        format!("{n} corrections: at most {MAX_PRESSURE_HISTORY}"),
+                    ));
+                }
+            },
             step,
             advection: w.advection.unwrap_or_default(),
             operator: w.operator.unwrap_or_default(),

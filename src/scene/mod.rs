@@ -26,6 +26,8 @@
 //! # exponent = 0.143       # power profile: u(z) ∝ z^exponent (default 1/7)
 //! pressure_iterations = 50 # most pressure solver (CG) iterations per wind step (default 50)
 //! pressure_tolerance = 0.01 # stop at this × the RMS divergence of the profile (default 0.01)
+//! pressure_history = 2    # earlier solves' corrections each solve starts from (0..=7,
+//!                          # default 2; 0: the last pressure alone)
 //! # step = 0.8             # the wind's own time step, s (default: Courant number ~1 near
 //! #                        # the ground); at least time.step / 64 when the wind steps with
 //! #                        # the frames (the default too: `scene check` checks it on the mesh)
@@ -135,7 +137,7 @@ mod range;
 mod raw;
 mod spans;
 
-pub use check::MAX_PARTICLES;
+pub use check::{DEFAULT_PRESSURE_HISTORY, MAX_PARTICLES, MAX_PRESSURE_HISTORY};
 pub use domain::{BoundaryCount, DomainMesh, DomainReport};
 pub use error::SceneError;
 pub use ground::{SceneGround, ground_of};

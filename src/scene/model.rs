@@ -173,6 +173,9 @@ pub struct Wind {
     /// the frame that reads the cover, on the frame's thread). The same frames whatever the
     /// timing, so a run's state does not depend on how long the work took.
     pub ground_refresh_lag: u32,
+    /// Earlier pressure solves' corrections each solve's initial guess is projected onto
+    /// (0: the last pressure alone, the plain warm start).
+    pub pressure_history: u32,
     /// The pressure solve stops when the RMS divergence is below this times the RMS
     /// divergence of the initial profile field.
     pub pressure_tolerance: f64,

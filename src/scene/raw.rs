@@ -76,6 +76,7 @@ pub struct RawWind {
     pub ground_refresh_lag: Option<u32>,
     pub pressure_iterations: Option<u32>,
     pub pressure_tolerance: Option<f64>,
+    pub pressure_history: Option<u32>,
     pub step: Option<f64>,
     pub advection: Option<super::model::Advection>,
     pub operator: Option<super::model::PressureOperator>,

@@ -6,6 +6,7 @@
 use crate::gml::{Access, Data, Gml, KernelId, KernelSpec, MeshKind, Solution};
 
 use super::error::Result;
+use super::history::MAX_HISTORY;
 use super::solver::EARLY_SCALE;
 
 /// The first line of every kernel of a CG iteration: nothing to do once the residual the last
@@ -84,14 +85,30 @@ pub struct Params {
     pub volume: f64,
     /// The ground refresh: the volume of the vertices whose pressure is unknown, m³.
     pub unknown_volume: f64,
+    /// The pressure history (`super::history`): each slot's share of the next start.
+    pub history_alpha: [f64; MAX_HISTORY],
+    /// Each slot's A-product with the last correction, scaled: what is taken out of it.
+    pub history_beta: [f64; MAX_HISTORY],
+    /// Each slot's `1 / (w · A w)`; zero for an empty slot.
+    pub history_scale: [f64; MAX_HISTORY],
+    /// The last correction's `δ · A δ` (zero when the solve ran no iteration).
+    pub history_dd: f64,
+    /// The slot the next correction replaces.
+    pub history_next: i32,
+    /// Padding to a multiple of 8 bytes.
+    pub pad3: i32,
 }
+
+// The parameter struct's history arrays are spelled out in `PARAMETERS`.
+const _: () = assert!(MAX_HISTORY == 7);
 
 /// The OpenCL side of [`Params`].
 pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double rr; float dt; \
      float inv_dt; float tolerance; int max_hops; int vertices; int iterations; \
      double rr_limit; int early_iterations; int pad; double div_sq[2]; double energy; \
      double lost; float max_speed; int pad2; double orientation; double bad_tets; \
-     double volume; double unknown_volume; } GmlParSct;\n";
+     double volume; double unknown_volume; double history_alpha[7]; double history_beta[7]; \
+     double history_scale[7]; double history_dd; int history_next; int pad3; } GmlParSct;\n";
 
 /// The advection's finish: the count of lost walks into the parameters.
 const LOST_FINISH: &str = "GmlPar->lost = GmlSum[0];";

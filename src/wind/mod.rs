@@ -67,6 +67,7 @@ pub mod boundary;
 pub mod diagonal;
 pub mod error;
 pub mod geometry;
+pub mod history;
 pub mod kernels;
 pub mod operator;
 pub mod setup;

@@ -569,8 +569,15 @@ impl Solver {
         // The carried-over wind, projected on the new mesh.
         let phase = Instant::now();
         self.gml.enqueue(device.prepare, tl)?;
+        self.clear_history(tl)?;
         let predicted = self.predicted_iterations;
-        let projected = self.project_star(self.settings.startup_iterations, self.steps, tl, phase);
+        let projected = self.project_star(
+            self.settings.startup_iterations,
+            self.steps,
+            true,
+            tl,
+            phase,
+        );
         self.predicted_iterations = predicted;
         let projected = projected?;
         stats.times.reproject_ms = ms(phase);

@@ -15,6 +15,7 @@ pub fn settings(scene: &Scene, profile: bool) -> Settings {
         iterations: scene.wind.pressure_iterations,
         advection: scene.wind.advection,
         assemble_operator: scene.wind.operator == crate::scene::PressureOperator::Assembled,
+        history: scene.wind.pressure_history as usize,
         profile,
         ..Settings::default()
     }

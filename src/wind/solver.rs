@@ -8,6 +8,7 @@ use super::boundary::{Boundary, FIXED_PRESSURE};
 use super::diagonal;
 use super::error::{Result, WindError};
 use super::geometry::{self, Geometry};
+use super::history::History;
 use super::kernels::{self, Fields, Kernels, Params};
 use super::operator;
 use crate::budget::{self, Estimate};
@@ -49,6 +50,16 @@ pub struct Settings {
     /// where the mesh's one-rings are narrow enough ([`operator::MAX_WIDTH`]), rather than
     /// through the tetrahedra (four kernels, about three times the traffic).
     pub assemble_operator: bool,
+    /// Earlier solves' corrections the initial guess is projected onto
+    /// (`wind.pressure_history`, [`super::history`]); 0: the last pressure alone.
+    pub history: usize,
+    /// Measure the projected field's divergence and largest speed every this many steps (1:
+    /// every step). The other steps skip those three launches: they report the solve's own
+    /// residual as the divergence after (the same quantity, from the CG's recursion) and the
+    /// last measured largest speed, and find a non-finite field through the kinetic energy
+    /// the projection folds anyway. The start-up solve and a refresh's re-projection always
+    /// measure.
+    pub verify_every: u32,
 }
 
 impl Default for Settings {
@@ -64,6 +75,8 @@ impl Default for Settings {
             profile: false,
             advection: crate::scene::Advection::Linear,
             assemble_operator: true,
+            history: super::history::DEFAULT_HISTORY,
+            verify_every: 1,
         }
     }
 }
@@ -85,8 +98,21 @@ impl Settings {
         {
             return bad(&format!("step = {dt} s must be positive and finite"));
         }
-        if self.check_every == 0 || self.max_hops == 0 || self.startup_iterations == 0 {
-            return bad("check_every, max_hops and startup_iterations must be positive");
+        if self.history > super::history::MAX_HISTORY {
+            return bad(&format!(
+                "pressure_history = {} keeps more than the {} corrections the solver can",
+                self.history,
+                super::history::MAX_HISTORY
+            ));
+        }
+        if self.check_every == 0
+            || self.max_hops == 0
+            || self.startup_iterations == 0
+            || self.verify_every == 0
+        {
+            return bad(
+                "check_every, max_hops, startup_iterations and verify_every must be positive",
+            );
         }
         Ok(())
     }
@@ -103,12 +129,17 @@ pub struct StepStats {
     pub converged: bool,
     /// RMS divergence (1/s) before the projection.
     pub divergence_before: f64,
-    /// RMS divergence (1/s) after it, measured on the new field.
+    /// RMS divergence (1/s) after it: measured on the new field where `verified`, else the
+    /// solve's residual (the same quantity from the CG's recursion).
     pub divergence_after: f64,
     /// Kinetic energy of the air, J.
     pub kinetic_energy: f64,
-    /// Largest speed, m/s.
+    /// Largest speed, m/s: of this step's field where `verified`, else of the last verified
+    /// step's.
     pub max_speed: f64,
+    /// Whether the projected field's divergence and largest speed were measured this step
+    /// ([`Settings::verify_every`]).
+    pub verified: bool,
     /// Advection walks that hit their hop limit.
     pub lost_walks: u64,
     /// RMS divergence estimated from the CG residual after each batch of iterations
@@ -125,6 +156,8 @@ pub struct Solver {
     pub(super) kernels: Kernels,
     /// The assembled pressure operator, where the settings and the mesh allow it.
     pub(super) assembled: Option<kernels::Assembled>,
+    /// The kept corrections the initial guess is projected onto, where the settings ask.
+    pub(super) history: Option<History>,
     /// Iterations the next solve enqueues before its first wait: what the last one needed.
     pub(super) predicted_iterations: u32,
     /// The convergence limit in the device's parameters, once written.
@@ -145,6 +178,8 @@ pub struct Solver {
     pub(super) timeline: Timeline,
     pub(super) counters: Counters,
     pub(super) steps: u64,
+    /// The largest speed the last verified step measured, m/s.
+    pub(super) last_max_speed: f64,
     /// The ground refresh's columns and device data, once attached
     /// ([`set_ground_columns`](Self::set_ground_columns)).
     pub(super) refresh: Option<Box<super::refresh::GroundRefresh>>,
@@ -185,7 +220,13 @@ impl Solver {
             .then(|| operator::Rings::new(&ball, &nodes))
             .filter(|r| r.width() <= operator::MAX_WIDTH);
         let width = rings.as_ref().map_or(0, operator::Rings::width);
-        check_memory(context.info(), vertices.len(), tets.len(), width)?;
+        check_memory(
+            context.info(),
+            vertices.len(),
+            tets.len(),
+            width,
+            settings.history,
+        )?;
         let Host {
             geometry,
             boundary,
@@ -282,6 +323,10 @@ impl Solver {
             }
             None => None,
         };
+        let history = match settings.history {
+            0 => None,
+            slots => Some(History::new(&mut gml, &fields, slots)?),
+        };
         let vertex_count = i32::try_from(vertices.len()).map_err(|_| {
             WindError::Mesh(format!(
                 "{} vertices: the wind's kernels index them with 32-bit integers",
@@ -304,6 +349,7 @@ impl Solver {
             fields,
             kernels,
             assembled,
+            history,
             predicted_iterations: settings.check_every.max(1),
             uploaded_limit: None,
             params,
@@ -321,6 +367,7 @@ impl Solver {
             timeline: Timeline::new(settings.profile),
             counters: Counters::default(),
             steps: 0,
+            last_max_speed: 0.0,
             refresh: None,
         };
         solver.reset()?;
@@ -336,6 +383,7 @@ impl Solver {
         let mut tl = Timeline::new(false);
         tl.stage("wind.reset");
         self.gml.enqueue(self.kernels.reset, &mut tl)?;
+        self.clear_history(&mut tl)?;
         self.enqueue_divergence(self.kernels.tet_div_star, Divergence::Before, &mut tl)?;
         tl.wait()?;
         let p = self.gml.download_parameters(&self.params)?;
@@ -348,7 +396,7 @@ impl Solver {
     pub fn startup(&mut self) -> Result<StepStats> {
         let start = Instant::now();
         let mut tl = std::mem::replace(&mut self.timeline, Timeline::new(false));
-        let result = self.project_star(self.settings.startup_iterations, 0, &mut tl, start);
+        let result = self.project_star(self.settings.startup_iterations, 0, true, &mut tl, start);
         self.finish_timeline(tl)?;
         // The counters are per step: the start-up solve is reported on its own.
         self.counters.clear();
@@ -369,7 +417,16 @@ impl Solver {
         let start = Instant::now();
         self.steps += 1;
         self.enqueue_advection(timeline)?;
-        self.project_star(self.settings.iterations, self.steps, timeline, start)
+        let verify = self
+            .steps
+            .is_multiple_of(u64::from(self.settings.verify_every.max(1)));
+        self.project_star(
+            self.settings.iterations,
+            self.steps,
+            verify,
+            timeline,
+            start,
+        )
     }
 
     /// Enqueues the advection of `Vel` into `Str` (linear, or BFECC's three passes).
@@ -395,11 +452,13 @@ impl Solver {
         Ok(())
     }
 
-    /// Divergence of `Str`, pressure solve, projection into `Vel`, statistics.
+    /// Divergence of `Str`, pressure solve, projection into `Vel`, statistics (the projected
+    /// field's divergence and largest speed measured where `verify`).
     pub(super) fn project_star(
         &mut self,
         max_iterations: u32,
         step: u64,
+        verify: bool,
         tl: &mut Timeline,
         start: Instant,
     ) -> Result<StepStats> {
@@ -407,29 +466,47 @@ impl Solver {
         self.enqueue_divergence(self.kernels.tet_div_star, Divergence::Before, tl)?;
         tl.stage("wind.pressure");
         let (iterations, residuals, converged) = self.solve(max_iterations, tl)?;
+        if let Some(h) = self.history {
+            tl.stage("wind.history");
+            self.gml.enqueue(h.dots, tl)?;
+            self.gml.enqueue(h.store, tl)?;
+        }
         tl.stage("wind.project");
         self.gml.enqueue(self.kernels.grad_pressure, tl)?;
         self.gml.enqueue(self.kernels.project, tl)?;
         // The energy and the lost walks were folded by the projection and the advection.
-        tl.stage("wind.check");
-        self.enqueue_divergence(self.kernels.tet_div_vel, Divergence::After, tl)?;
-        self.gml.reduce_vector_into_parameters(
-            self.fields.vel,
-            Reduction::Linf,
-            VectorMode::Norm,
-            &self.params,
-            kernels::MAX_SPEED_OFFSET,
-            tl,
-        )?;
+        if verify {
+            tl.stage("wind.check");
+            self.enqueue_divergence(self.kernels.tet_div_vel, Divergence::After, tl)?;
+            self.gml.reduce_vector_into_parameters(
+                self.fields.vel,
+                Reduction::Linf,
+                VectorMode::Norm,
+                &self.params,
+                kernels::MAX_SPEED_OFFSET,
+                tl,
+            )?;
+        }
         let p = self.gml.download_parameters(&self.params)?;
+        let (divergence_after, max_speed) = match verify {
+            true => (
+                (p.div_sq[1] / self.unknown_volume).sqrt(),
+                f64::from(p.max_speed),
+            ),
+            false => (
+                residuals.last().map_or(f64::NAN, |r| r.1),
+                self.last_max_speed,
+            ),
+        };
         let stats = StepStats {
             step,
             iterations,
             converged,
             divergence_before: (p.div_sq[0] / self.unknown_volume).sqrt(),
-            divergence_after: (p.div_sq[1] / self.unknown_volume).sqrt(),
+            divergence_after,
             kinetic_energy: p.energy * AIR_DENSITY,
-            max_speed: f64::from(p.max_speed),
+            max_speed,
+            verified: verify,
             lost_walks: p.lost.max(0.0) as u64,
             residuals,
             wall: start.elapsed().as_secs_f64(),
@@ -437,7 +514,13 @@ impl Solver {
         if !(stats.divergence_before.is_finite()) {
             return Err(self.not_finite("advect", step, self.fields.star, "velocity"));
         }
-        if !(stats.max_speed.is_finite() && stats.divergence_after.is_finite()) {
+        if verify {
+            self.last_max_speed = stats.max_speed;
+        }
+        if !(stats.max_speed.is_finite()
+            && stats.divergence_after.is_finite()
+            && stats.kinetic_energy.is_finite())
+        {
             let f = self.fields;
             let p = self.gml.read_all(f.pressure)?;
             if let Some(v) = p.iter().position(|x| !x.is_finite()) {
@@ -568,7 +651,13 @@ impl Solver {
         };
         // `gather_div` set the parameters' residual to infinity: the start is not skipped.
         self.enqueue_operator(Operand::Pressure, tl)?;
-        self.gml.enqueue(k.cg_start, tl)?;
+        match self.history {
+            Some(h) => {
+                self.gml.enqueue(h.coefficients, tl)?;
+                self.gml.enqueue(h.start, tl)?;
+            }
+            None => self.gml.enqueue(k.cg_start, tl)?,
+        }
         let mut residuals = Vec::new();
         let mut slot = 0usize;
         let mut enqueued = 0;
@@ -621,6 +710,41 @@ impl Solver {
         edit(&mut p);
         self.gml.upload_parameters(&self.params, &p)?;
         Ok(())
+    }
+
+    /// Empties the pressure history (its corrections belong to another operator or another
+    /// flow).
+    pub(super) fn clear_history(&mut self, tl: &mut Timeline) -> Result<()> {
+        if let Some(h) = self.history {
+            self.gml.enqueue(h.clear, tl)?;
+        }
+        Ok(())
+    }
+
+    /// The pressure history's kept corrections, oldest first after the one replaced next
+    /// (empty slots left out; none without a history).
+    pub fn history(&mut self) -> Result<Vec<super::history::Slot>> {
+        let Some(h) = self.history else {
+            return Ok(Vec::new());
+        };
+        let p = self.gml.download_parameters(&self.params)?;
+        let basis = super::history::columns(&self.gml.read_all(h.basis)?, h.slots);
+        let image = super::history::columns(&self.gml.read_all(h.image)?, h.slots);
+        let next = usize::try_from(p.history_next).unwrap_or(0);
+        Ok((0..h.slots)
+            .map(|k| (next + k) % h.slots)
+            .filter(|&k| p.history_scale[k] != 0.0)
+            .map(|k| super::history::Slot {
+                correction: basis[k].clone(),
+                image: image[k].clone(),
+                scale: p.history_scale[k],
+            })
+            .collect())
+    }
+
+    /// Corrections the pressure history keeps at most (0 without one).
+    pub fn history_slots(&self) -> usize {
+        self.history.map_or(0, |h| h.slots)
     }
 
     /// Switches the per-stage timing on (clearing what was counted) or off.
@@ -760,7 +884,7 @@ impl Solver {
     /// Projects the field set by [`set_star`](Self::set_star) (tests).
     pub fn project(&mut self, max_iterations: u32) -> Result<StepStats> {
         let mut tl = Timeline::new(false);
-        self.project_star(max_iterations, self.steps, &mut tl, Instant::now())
+        self.project_star(max_iterations, self.steps, true, &mut tl, Instant::now())
     }
 
     /// The OpenCL context the solver runs on.
@@ -831,13 +955,20 @@ enum Operand {
 
 /// Refuses a mesh whose fields do not fit the device; `width`: the assembled operator's
 /// entries per vertex (0 without it).
-fn check_memory(info: &cl::DeviceInfo, vertices: usize, tets: usize, width: usize) -> Result<()> {
+fn check_memory(
+    info: &cl::DeviceInfo,
+    vertices: usize,
+    tets: usize,
+    width: usize,
+    history: usize,
+) -> Result<()> {
     // Per vertex: 5 float4 (velocity, advected, BFECC's two, inflow), the float8 projector,
     // the double4 gradient, 7 doubles (diagonal, pressure, right-hand side, r, z, d, q), the
     // flags and the divergence, the coordinates, and two float4 per assembled entry; per
     // tetrahedron: float16, int4, 2 float4, the nodes, and gml's link tables (~2 ints per
-    // incidence).
-    let per_vertex = 5 * 16 + 32 + 32 + 7 * 8 + 2 * 4 + 16 + 32 * width as u64;
+    // incidence); the pressure history's two doubles per slot and its start's two.
+    let per_vertex =
+        5 * 16 + 32 + 32 + 7 * 8 + 2 * 4 + 16 + 32 * width as u64 + 16 * (history as u64 + 1);
     let bytes = budget::bytes_of(&[vertices as u64, per_vertex])
         .saturating_add(budget::bytes_of(&[tets as u64, 64 + 16 + 32 + 16 + 4 * 8]));
     let estimate = Estimate::new(

@@ -553,6 +553,19 @@ fn the_ground_refresh_follows_the_drift_unless_given() {
     let (key, _, message) = invalid(&format!("{MINIMAL}[wind]\nground_refresh_lag = 1000001\n"));
     assert_eq!(key, "wind.ground_refresh_lag", "{message}");
     assert!(message.contains("1000001"), "{message}");
+    // Two earlier solves' corrections unless told; 0 turns it off; past 7 refused by name.
+    let history = |extra: &str| {
+        Scene::from_toml(&format!("{MINIMAL}{extra}"), Path::new("h.toml"))
+            .unwrap()
+            .wind
+            .pressure_history
+    };
+    assert_eq!(history(""), 2);
+    assert_eq!(history("[wind]\npressure_history = 0\n"), 0);
+    assert_eq!(history("[wind]\npressure_history = 7\n"), 7);
+    let (key, _, message) = invalid(&format!("{MINIMAL}[wind]\npressure_history = 8\n"));
+    assert_eq!(key, "wind.pressure_history", "{message}");
+    assert!(message.contains("at most 7"), "{message}");
     let (key, _, message) = invalid(&format!(
         "{MINIMAL}[ground]\nageing_time = 3600.0\naged_threshold_friction_velocity = 0.1\n"
     ));
