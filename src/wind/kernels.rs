@@ -87,16 +87,12 @@ pub struct Params {
     pub unknown_volume: f64,
     /// The pressure history (`super::history`): each slot's share of the next start.
     pub history_alpha: [f64; MAX_HISTORY],
-    /// Each slot's A-product with the last correction, scaled: what is taken out of it.
-    pub history_beta: [f64; MAX_HISTORY],
-    /// Each slot's `1 / (w · A w)`; zero for an empty slot.
-    pub history_scale: [f64; MAX_HISTORY],
-    /// The last correction's `δ · A δ` (zero when the solve ran no iteration).
-    pub history_dd: f64,
+    /// The kept corrections' images' Gram matrix `Σ A w_i A w_j / m` (rows of `MAX_HISTORY`).
+    pub history_gram: [[f64; MAX_HISTORY]; MAX_HISTORY],
+    /// Whether each slot holds a correction.
+    pub history_valid: [i32; MAX_HISTORY],
     /// The slot the next correction replaces.
     pub history_next: i32,
-    /// Padding to a multiple of 8 bytes.
-    pub pad3: i32,
 }
 
 // The parameter struct's history arrays are spelled out in `PARAMETERS`.
@@ -107,8 +103,8 @@ pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double r
      float inv_dt; float tolerance; int max_hops; int vertices; int iterations; \
      double rr_limit; int early_iterations; int pad; double div_sq[2]; double energy; \
      double lost; float max_speed; int pad2; double orientation; double bad_tets; \
-     double volume; double unknown_volume; double history_alpha[7]; double history_beta[7]; \
-     double history_scale[7]; double history_dd; int history_next; int pad3; } GmlParSct;\n";
+     double volume; double unknown_volume; double history_alpha[7]; double history_gram[49]; \
+     int history_valid[7]; int history_next; } GmlParSct;\n";
 
 /// The advection's finish: the count of lost walks into the parameters.
 const LOST_FINISH: &str = "GmlPar->lost = GmlSum[0];";

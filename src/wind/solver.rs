@@ -468,7 +468,6 @@ impl Solver {
         let (iterations, residuals, converged) = self.solve(max_iterations, tl)?;
         if let Some(h) = self.history {
             tl.stage("wind.history");
-            self.gml.enqueue(h.dots, tl)?;
             self.gml.enqueue(h.store, tl)?;
         }
         tl.stage("wind.project");
@@ -731,14 +730,28 @@ impl Solver {
         let basis = super::history::columns(&self.gml.read_all(h.basis)?, h.slots);
         let image = super::history::columns(&self.gml.read_all(h.image)?, h.slots);
         let next = usize::try_from(p.history_next).unwrap_or(0);
-        Ok((0..h.slots)
+        let kept: Vec<usize> = (0..h.slots)
             .map(|k| (next + k) % h.slots)
-            .filter(|&k| p.history_scale[k] != 0.0)
-            .map(|k| super::history::Slot {
+            .filter(|&k| p.history_valid[k] != 0)
+            .collect();
+        Ok(kept
+            .iter()
+            .map(|&k| super::history::Slot {
                 correction: basis[k].clone(),
                 image: image[k].clone(),
-                scale: p.history_scale[k],
+                gram: kept.iter().map(|&j| p.history_gram[k][j]).collect(),
             })
+            .collect())
+    }
+
+    /// `1/m` at every vertex (the lumped volume's inverse, m⁻³) as the device holds it: the
+    /// weights of the residual norm the solve's stop tests.
+    pub fn inverse_lumped(&mut self) -> Result<Vec<f32>> {
+        Ok(self
+            .gml
+            .read_all(self.fields.bnd)?
+            .iter()
+            .map(|b| b[6])
             .collect())
     }
 
