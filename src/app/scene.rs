@@ -146,6 +146,7 @@ impl SceneView {
             camera: Some(self.camera),
             particle_render: crate::splat::ParticleRender::default(),
             profile_every: 1,
+            profile_from: 0,
         }
     }
 }

@@ -71,6 +71,8 @@ pub struct SessionConfig {
     pub particle_render: ParticleRender,
     /// Time the kernels (profiling events) on one frame in this many (1: every frame).
     pub profile_every: u64,
+    /// The first frame timed (the first measured one).
+    pub profile_from: u64,
 }
 
 /// One device feeding one renderer: the [`FrameDriver`] behind `snowsim run`.
@@ -109,6 +111,8 @@ pub struct Session {
     shown_wind: Option<u64>,
     /// Kernels are timed on one frame in this many.
     profile_every: u64,
+    /// The first frame timed.
+    profile_from: u64,
     /// The state written at the end and every few frames.
     outputs: StateOutputs,
     /// The simulation's report, read when the run ends.
@@ -242,6 +246,7 @@ impl Session {
             frame: 0,
             shown_wind,
             profile_every: config.profile_every,
+            profile_from: config.profile_from,
             outputs: StateOutputs::default(),
             report: Rc::default(),
             readback: (0, Duration::ZERO),
@@ -518,7 +523,8 @@ impl Session {
 
         let start = Instant::now();
         self.timeline.set_records_events(
-            self.context.profiling() && self.frame.is_multiple_of(self.profile_every.max(1)),
+            self.context.profiling()
+                && super::stepper::timed_frame(self.frame, self.profile_every, self.profile_from),
         );
         if step {
             self.simulation.step(

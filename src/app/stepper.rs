@@ -26,6 +26,8 @@ pub struct Stepper {
     check_every: u64,
     /// Kernels are timed on one frame in this many.
     profile_every: u64,
+    /// The first frame timed (the first measured one).
+    profile_from: u64,
     checks: u64,
     check_time: Duration,
     outputs: StateOutputs,
@@ -78,6 +80,7 @@ impl Stepper {
             frame: 0,
             check_every: 0,
             profile_every: 1,
+            profile_from: 0,
             checks: 0,
             check_time: Duration::ZERO,
             outputs: StateOutputs::default(),
@@ -91,9 +94,11 @@ impl Stepper {
         self.check_every = frames;
     }
 
-    /// Times the kernels (profiling events) on one frame in `frames` (1: every frame).
-    pub fn profile_every(&mut self, frames: u64) {
+    /// Times the kernels (profiling events) on one frame in `frames` (1: every frame), from
+    /// frame `from` on (the first measured one, so that a short run times at least one).
+    pub fn profile_every(&mut self, frames: u64, from: u64) {
         self.profile_every = frames.max(1);
+        self.profile_from = from;
     }
 
     /// Checks run so far and the host time they took.
@@ -136,7 +141,8 @@ impl Stepper {
     /// the device finishes the last (at most two frames on the queue).
     pub fn step(&mut self) -> Result<StageTimes> {
         let start = Instant::now();
-        let timed = self.context.profiling() && self.frame.is_multiple_of(self.profile_every);
+        let timed = self.context.profiling()
+            && timed_frame(self.frame, self.profile_every, self.profile_from);
         self.timeline.set_records_events(timed);
         self.simulation.step(
             &self.context,
@@ -198,5 +204,25 @@ impl FrameDriver for Stepper {
 
     fn finish(&mut self) -> std::result::Result<Option<String>, FrameError> {
         Ok(self.outputs.finish(&mut self.simulation)?)
+    }
+}
+
+/// Whether frame `frame` is timed when one frame in `every` is, from frame `from` on.
+pub(crate) fn timed_frame(frame: u64, every: u64, from: u64) -> bool {
+    frame >= from && (frame - from).is_multiple_of(every.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timed_frame;
+
+    #[test]
+    fn the_first_measured_frame_is_timed_then_one_in_every() {
+        let timed: Vec<u64> = (0..60).filter(|&f| timed_frame(f, 20, 7)).collect();
+        assert_eq!(timed, [7, 27, 47]);
+        let every: Vec<u64> = (0..5).filter(|&f| timed_frame(f, 1, 2)).collect();
+        assert_eq!(every, [2, 3, 4]);
+        // `every` 0 is read as 1, never a division by zero.
+        assert!(timed_frame(3, 0, 0));
     }
 }

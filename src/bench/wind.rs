@@ -196,11 +196,12 @@ fn profile(
     );
     let mean_iterations = iterations as f64 / steps.max(1) as f64;
     let entries = solver.operator_mean_width();
+    let history = solver.history_slots() as f64;
     Ok(per_step
         .iter()
         .map(|s| {
             let ms = s.busy.as_secs_f64() * 1e3;
-            let bytes = stage_bytes(&s.stage, v, t, mean_iterations, entries);
+            let bytes = stage_bytes(&s.stage, v, t, mean_iterations, entries, history);
             Stage {
                 stage: s.stage.to_string(),
                 launches: s.launches,
@@ -237,11 +238,25 @@ fn profile(
 /// - sums folded by the kernels that compute their terms (`r·z`, `Σ r²/m`, `d·q`, the
 ///   divergence's `Σ m div²`, the energy, the lost walks) move no bytes of their own, but
 ///   `d·q` reads the direction once more (8 B per vertex); the largest speed is a reduction
-///   over the velocity (16 B per vertex).
+///   over the velocity (16 B per vertex);
+/// - with a pressure history of `history` slots (`crate::wind::history`, 8 B per slot
+///   and vertex in each of its two tables), the start is two kernels: the coefficients read
+///   `b`, `Q`, the images and the projector's `1/m` (its 32 B) and write `r` (56 B + 8 B a
+///   slot), the projected start reads `x`, `r`, both tables, the diagonal and the projector
+///   and writes `x`, `r`, `z`, `d` and the start's copies of `x` and `r` (104 B + 16 B a
+///   slot); the store (`wind.history`) reads `x`, `r`, their copies, the projector and both
+///   tables and writes both tables back whole (64 B + 32 B a slot).
 ///
 /// Gaps between launches and link-table headers are not counted: the ratio is what the
 /// kernels achieve on the bytes they cannot avoid.
-pub fn stage_bytes(stage: &str, v: f64, t: f64, iterations: f64, entries: Option<f64>) -> f64 {
+pub fn stage_bytes(
+    stage: &str,
+    v: f64,
+    t: f64,
+    iterations: f64,
+    entries: Option<f64>,
+    history: f64,
+) -> f64 {
     let tet_pass = |vertex_bytes: f64| t * 96.0 + v * vertex_bytes;
     let gather = |vertex_bytes: f64| 4.0 * t * 21.0 + v * vertex_bytes;
     // The operator applied to the search direction (`d·q` too) or to the pressure.
@@ -259,12 +274,16 @@ pub fn stage_bytes(stage: &str, v: f64, t: f64, iterations: f64, entries: Option
         "wind.advect" => v * (16.0 * 4.0 + 32.0 + 4.0 + 4.0) + t * 32.0,
         "wind.divergence" => tet_pass(16.0) + gather(32.0 + 4.0 + 4.0 + 8.0),
         "wind.pressure" => {
-            let start = operator(false) + v * 80.0;
+            let start = match history > 0.0 {
+                true => operator(false) + v * (56.0 + 8.0 * history) + v * (104.0 + 16.0 * history),
+                false => operator(false) + v * 80.0,
+            };
             let iteration = operator(true) + v * (96.0 + 24.0);
             start + iterations * iteration
         }
         "wind.project" => tet_pass(8.0) + gather(32.0 + 4.0 + 16.0 + 16.0),
         "wind.check" => tet_pass(16.0) + gather(32.0 + 4.0 + 4.0 + 8.0) + v * 16.0,
+        "wind.history" => v * (64.0 + 32.0 * history),
         _ => 0.0,
     }
 }

@@ -174,10 +174,12 @@ pub struct Args {
     /// Frames between checks with --check.
     #[arg(long, value_name = "K", default_value_t = 60, value_parser = super::whole::<u64>, allow_hyphen_values = true)]
     check_every: u64,
-    /// Time the kernels (OpenCL profiling events, the per-stage device times) on one frame in
-    /// K; the others run without events. On NVIDIA an event costs ~8 µs of host time per
-    /// launch, which a frame of a hundred launches or more feels.
-    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Time the kernels (OpenCL profiling events, the per-stage device times) on one frame
+    /// in K, the first measured frame first; the others run without events and the host
+    /// queues each while the device finishes the last. On NVIDIA an event costs ~8 µs of
+    /// host time per launch and a timed frame waits for its own end: timing every frame (1)
+    /// cost the valley a quarter of its steps/s (benches/RESULTS.md).
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_PROFILE_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
     profile_every: u64,
     /// Mesh the terrain scene's air with about N tetrahedra (the ground grid and layers
     /// scaled), instead of the scene's own resolution.
@@ -283,6 +285,11 @@ impl From<ParticleRenderArg> for ParticleRender {
 pub(super) const DEFAULT_SCENE: &str = "scenes/valley.toml";
 /// Frames a headless run draws when neither `--frames` nor the scene's `time.frames` says.
 const HEADLESS_FRAMES: u64 = 100;
+/// `--profile-every`'s default: one frame in 17 timed. A prime, so that the timed frames
+/// fall on every phase of what runs every few frames (a wind step every 2, 3, 4 … 16 frames,
+/// the partial sort's five-frame schedule) and the per-stage means over a long run are not
+/// biased; a stride of 20 would never time a wind step that falls every fourth frame.
+const DEFAULT_PROFILE_EVERY: u64 = 17;
 
 pub(super) fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
@@ -894,7 +901,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             if args.check {
                 stepper.check_every(args.check_every);
             }
-            stepper.profile_every(args.profile_every);
+            stepper.profile_every(args.profile_every, warmup);
             if let Some(path) = &vtu {
                 stepper.save_state_on_finish(path.clone())?;
             }
@@ -921,6 +928,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             config.views.osd = args.osd || !args.headless;
             config.particle_render = particle_render;
             config.profile_every = args.profile_every;
+            config.profile_from = warmup;
             let setup = std::cell::Cell::new(Some(setup));
             let make_session = |gl: &snowsim::render::GlSetup| -> anyhow::Result<Session> {
                 say(&format!("gl: {}", gl.info))?;

@@ -345,14 +345,18 @@ impl FrameStats {
         } else {
             String::new()
         };
+        // A second without a timed frame (`--profile-every`) has no device times to show.
+        let device = match w.device.frames {
+            0 => "not timed this second".to_string(),
+            _ => format!("{:.2}", w.device_mean_ms(w.device.device_busy())),
+        };
         let line = format!(
-            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {:.2}{simulation})  \
+            "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {device}{simulation})  \
              transfer {:.2}  draw {:.2}{splat}  present {:.2} ms | {status}",
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),
             w.stage_ms(stage::KERNELS),
-            w.device_mean_ms(w.device.device_busy()),
             w.stage_ms(stage::TRANSFER),
             w.stage_ms(stage::DRAW),
             w.stage_ms(stage::PRESENT),

@@ -476,7 +476,17 @@ fn device_stages(report: &serde_json::Value) -> Vec<String> {
 #[test]
 fn simulate_switches_run_the_wind_alone_the_snow_in_a_frozen_wind_or_both() {
     // The wind alone, a step every frame: no particle, no snow kernel, 12 wind steps.
-    let wind = run_flat(&["--frames", "12", "--simulate", "wind", "--wind-every", "1"]);
+    // Every frame timed: a short run's one sampled frame may hold no wind step.
+    let wind = run_flat(&[
+        "--frames",
+        "12",
+        "--simulate",
+        "wind",
+        "--wind-every",
+        "1",
+        "--profile-every",
+        "1",
+    ]);
     assert_eq!(wind["snow"]["particles"], 0, "{wind}");
     // The run's own count too: no parcel runs, whatever the scene's snow.particles says.
     assert_eq!(wind["particles"], 0, "{wind}");
@@ -492,6 +502,8 @@ fn simulate_switches_run_the_wind_alone_the_snow_in_a_frozen_wind_or_both() {
         "wind,snow",
         "--wind-every",
         "3",
+        "--profile-every",
+        "1",
     ]);
     assert_eq!(both["snow"]["wind_steps"], 4, "{both}");
     assert_eq!(both["snow"]["particles"], 2048);

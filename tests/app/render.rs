@@ -264,6 +264,7 @@ fn render_fixed_scene_with(
         camera: Some(camera()),
         particle_render: render,
         profile_every: 1,
+        profile_from: 0,
     };
     let mut session = Session::new(
         headless.setup(),
@@ -672,6 +673,7 @@ fn laid_snow_reaches_the_terrain_drawn_through_the_interop() {
             camera: Some(camera()),
             particle_render: ParticleRender::Sprites,
             profile_every: 1,
+            profile_from: 0,
         };
         let still = SimSetup::still(vec![Particle::new([0.0, 0.0, -100.0], 0.1)], depth);
         let mut session = Session::new(headless.setup(), &device, config, still).unwrap();
@@ -772,6 +774,7 @@ fn coverage_case(render: ParticleRender) {
         camera: Some(camera()),
         particle_render: render,
         profile_every: 1,
+        profile_from: 0,
     };
     let mut session = Session::new(
         headless.setup(),

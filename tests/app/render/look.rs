@@ -419,6 +419,7 @@ fn flakes_are_veiled_by_their_own_distance_in_both_paths() {
             camera: Some(cam),
             particle_render: render,
             profile_every: 1,
+            profile_from: 0,
         };
         let mut session = Session::new(
             headless.setup(),

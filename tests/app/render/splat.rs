@@ -44,6 +44,7 @@ fn session_viewing(
         camera: Some(camera()),
         particle_render: render,
         profile_every: 1,
+        profile_from: 0,
     };
     Session::new(
         headless.setup(),
