@@ -54,11 +54,12 @@ pub struct Settings {
     /// (`wind.pressure_history`, [`super::history`]); 0: the last pressure alone.
     pub history: usize,
     /// Measure the projected field's divergence and largest speed every this many steps (1:
-    /// every step). The other steps skip those three launches: they report the solve's own
-    /// residual as the divergence after (the same quantity, from the CG's recursion) and the
-    /// last measured largest speed, and find a non-finite field through the kinetic energy
-    /// the projection folds anyway. The start-up solve and a refresh's re-projection always
-    /// measure.
+    /// every step). The other steps skip those three launches and do not wait for their
+    /// projection: they report the solve's own residual as the divergence after (the same
+    /// quantity, from the CG's recursion), the last measured largest speed and the last
+    /// step's kinetic energy, and a non-finite projection is caught at the next step's solve
+    /// through the kinetic energy the projection folds. The start-up solve and a refresh's
+    /// re-projection always measure.
     pub verify_every: u32,
 }
 
@@ -132,7 +133,8 @@ pub struct StepStats {
     /// RMS divergence (1/s) after it: measured on the new field where `verified`, else the
     /// solve's residual (the same quantity from the CG's recursion).
     pub divergence_after: f64,
-    /// Kinetic energy of the air, J.
+    /// Kinetic energy of the air, J: of this step's field where `verified`, else of the last
+    /// step's (an unmeasured step does not wait for its projection).
     pub kinetic_energy: f64,
     /// Largest speed, m/s: of this step's field where `verified`, else of the last verified
     /// step's.
@@ -465,7 +467,17 @@ impl Solver {
         tl.stage("wind.divergence");
         self.enqueue_divergence(self.kernels.tet_div_star, Divergence::Before, tl)?;
         tl.stage("wind.pressure");
-        let (iterations, residuals, converged) = self.solve(max_iterations, tl)?;
+        let (iterations, residuals, converged, solved) = self.solve(max_iterations, tl)?;
+        // The last step's projection, unmeasured, is checked here: its energy was folded
+        // before this solve's wait.
+        if !verify && !solved.energy.is_finite() {
+            return Err(self.not_finite(
+                "project",
+                step.saturating_sub(1),
+                self.fields.vel,
+                "velocity",
+            ));
+        }
         if let Some(h) = self.history {
             tl.stage("wind.history");
             self.gml.enqueue(h.store, tl)?;
@@ -486,7 +498,12 @@ impl Solver {
                 tl,
             )?;
         }
-        let p = self.gml.download_parameters(&self.params)?;
+        // An unmeasured step does not wait for its projection: what it reports was read by
+        // the solve's wait, and its projection is checked by the next step's.
+        let p = match verify {
+            true => self.gml.download_parameters(&self.params)?,
+            false => solved,
+        };
         let (divergence_after, max_speed) = match verify {
             true => (
                 (p.div_sq[1] / self.unknown_volume).sqrt(),
@@ -661,7 +678,7 @@ impl Solver {
         let mut slot = 0usize;
         let mut enqueued = 0;
         let mut horizon = self.predicted_iterations.clamp(1, max_iterations.max(1));
-        let (ran, converged) = loop {
+        let (ran, converged, last) = loop {
             while enqueued < horizon.min(max_iterations) {
                 self.enqueue_operator(Operand::Direction, tl)?;
                 self.gml.enqueue(k.cg_update[slot], tl)?;
@@ -673,16 +690,16 @@ impl Solver {
             let ran = p.iterations.max(0) as u32;
             residuals.push((ran, rms(p.rr, ran)));
             if p.rr <= limit {
-                break (ran, true);
+                break (ran, true, p);
             }
             if enqueued >= max_iterations {
-                break (ran, false);
+                break (ran, false, p);
             }
             horizon = enqueued + every.max(1);
         };
         // The next solve's first batch: as many iterations as this one needed.
         self.predicted_iterations = ran.max(1);
-        Ok((ran, residuals, converged))
+        Ok((ran, residuals, converged, last))
     }
 
     /// `Σ r²/m` at or below which a solve has converged: an RMS divergence of
@@ -944,8 +961,8 @@ pub const EARLY_MARGIN: f64 = 0.5;
 pub(crate) const EARLY_SCALE: f64 = 1.0 / (EARLY_MARGIN * EARLY_MARGIN);
 
 /// What a pressure solve did: iterations, the residual after each batch, whether it
-/// converged.
-type Solve = (u32, Vec<(u32, f64)>, bool);
+/// converged, and the parameters as the solve's last wait read them.
+type Solve = (u32, Vec<(u32, f64)>, bool, Params);
 
 /// The divergence floor's factor (see [`Solver::divergence_floor`]).
 const FLOOR: f64 = 1e-5;
