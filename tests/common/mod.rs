@@ -42,6 +42,27 @@ pub fn temp_dir(suite: &str, test: &str) -> PathBuf {
     dir
 }
 
+/// The valley scene (`scenes/valley.toml`) on a coarse mesh, `cells` a side and `layers`
+/// layers, its heightmap named by absolute path, loaded from a file of its own in `dir` (one
+/// file per call: a binary's tests run in parallel in one process, and a file rewritten while
+/// another test reads it is a race).
+pub fn coarse_valley(dir: &Path, cells: u32, layers: u32) -> snowsim::scene::Scene {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("scenes/valley.toml"))
+        .unwrap()
+        .replace(
+            "heightmap = \"valley.png\"",
+            &format!("heightmap = {:?}", root.join("scenes/valley.png")),
+        )
+        .replace("cells = [96, 96]", &format!("cells = [{cells}, {cells}]"))
+        .replace("layers = 20", &format!("layers = {layers}"));
+    let path = dir.join(format!("valley-{call}.toml"));
+    std::fs::write(&path, text).unwrap();
+    snowsim::scene::Scene::load(&path).unwrap()
+}
+
 /// Runs the `snowsim` binary with `args`.
 pub fn snowsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_snowsim"))

@@ -617,20 +617,7 @@ fn lost_walks_count_the_walks_that_hit_the_hop_limit() {
 fn valley_wind_is_steady() {
     // The valley scene's terrain and wind on a coarse mesh (166 m cells, 8 layers).
     let dir = crate::common::temp_dir("wind", "valley_wind_is_steady");
-    let heightmap = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/valley.png");
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/valley.toml"),
-    )
-    .unwrap()
-    .replace(
-        "heightmap = \"valley.png\"",
-        &format!("heightmap = {:?}", heightmap),
-    )
-    .replace("cells = [96, 96]", "cells = [24, 24]")
-    .replace("layers = 20", "layers = 8");
-    let path = dir.join("valley.toml");
-    std::fs::write(&path, text).unwrap();
-    let scene = snowsim::scene::Scene::load(&path).unwrap();
+    let scene = crate::common::coarse_valley(&dir, 24, 8);
     // More iterations than the scene's 50: the first steps after the start-up solve need ~60.
     let settings = snowsim::wind::Settings {
         iterations: 200,
@@ -751,29 +738,12 @@ fn steps_that_skip_the_measurement_evolve_the_same_field_and_report_the_solves_r
     }
 }
 
-/// The valley scene's terrain and wind on a coarse mesh (`cells` a side, `layers`), written
-/// into the test's directory `name`.
-fn coarse_valley(name: &str, cells: u32, layers: u32) -> snowsim::scene::Scene {
-    let dir = crate::common::temp_dir("wind", name);
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("scenes/valley.toml"))
-        .unwrap()
-        .replace(
-            "heightmap = \"valley.png\"",
-            &format!("heightmap = {:?}", root.join("scenes/valley.png")),
-        )
-        .replace("cells = [96, 96]", &format!("cells = [{cells}, {cells}]"))
-        .replace("layers = 20", &format!("layers = {layers}"));
-    let path = dir.join("valley.toml");
-    std::fs::write(&path, text).unwrap();
-    snowsim::scene::Scene::load(&path).unwrap()
-}
-
 #[test]
 fn the_pressure_history_keeps_its_corrections_images_and_saves_iterations() {
     // The valley's wind stepping with the frames (6 s, the default scene's frame time × its
     // acceleration), once with the history and once with the last pressure alone.
-    let scene = coarse_valley("pressure_history", 24, 8);
+    let dir = crate::common::temp_dir("wind", "pressure_history");
+    let scene = crate::common::coarse_valley(&dir, 24, 8);
     let run = |history: usize| {
         let settings = snowsim::wind::Settings {
             iterations: 200,

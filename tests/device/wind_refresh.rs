@@ -14,22 +14,7 @@ use crate::common::context;
 /// vertices), renumbered as the simulation's.
 fn valley() -> (Scene, Mesh, snowsim::scene::BoundaryRefs, Columns) {
     let dir = crate::common::temp_dir("wind_refresh", "valley");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("scenes/valley.toml"))
-        .unwrap()
-        .replace(
-            "heightmap = \"valley.png\"",
-            &format!("heightmap = {:?}", root.join("scenes/valley.png")),
-        )
-        .replace("cells = [96, 96]", "cells = [12, 12]")
-        .replace("layers = 20", "layers = 5");
-    // One file per call: the tests run in parallel in one process (one directory), and a
-    // file rewritten while another test reads it is a race.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = dir.join(format!("valley-{call}.toml"));
-    std::fs::write(&path, text).unwrap();
-    let scene = Scene::load(&path).unwrap();
+    let scene = crate::common::coarse_valley(&dir, 12, 5);
     let domain = scene.build_domain(true).unwrap();
     let columns = domain.columns.expect("a terrain has columns");
     (scene, domain.mesh, domain.boundary, columns)
