@@ -45,6 +45,11 @@
 //!   stiffness matrix does not: on the valley it left ~4e-3 1/s, which bunches the snow.
 //!   `A`'s pressure can hold checkerboard-like modes that `G` does not see; the pressure view
 //!   smooths them, the projection does not need to.
+//! - **Pressure solve**: conjugate gradients in double with a Jacobi preconditioner
+//!   ([`solver`]), started from the last pressure moved by the least-squares combination of
+//!   the last solves' corrections ([`history`]): the residual those slow, checkerboard-like
+//!   modes leave changes little from step to step, and on the valley stepping with the frames
+//!   the start alone meets the tolerance in most steps.
 //! - **Advection**, semi-Lagrangian: the departure point `x_i − dt u_i` (computed relative to
 //!   the vertex, so f32 keeps 0.1 mm at 4 km) is located by a barycentric walk through face
 //!   neighbours from a tetrahedron of the vertex's ball, the velocity interpolated linearly
