@@ -446,6 +446,16 @@ impl WindField {
         if let Self::Beside { wind, .. } = self {
             wind.settle()?;
         }
+        self.check_last_step()
+    }
+
+    /// Checks the last wind step's projection on this thread's solver, which a step that
+    /// did not measure its field leaves to the next ([`Solver::check_last_step`]); the wind
+    /// beside the snow checks its own before each field crosses.
+    pub fn check_last_step(&mut self) -> Result<()> {
+        if let Self::Solved { solver, .. } = self {
+            solver.check_last_step()?;
+        }
         Ok(())
     }
 

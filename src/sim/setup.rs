@@ -11,7 +11,9 @@ use super::{Error, Result};
 /// Wind steps between two measurements of the projected field's divergence and largest speed
 /// in a simulation ([`crate::wind::Settings::verify_every`]): the frames read the field, not
 /// its statistics, and the measurement is three launches a step (about 0.1 ms on an H100 on
-/// the valley). A non-finite field is still caught every step.
+/// the valley). A non-finite projection is caught at the next step's solve, when the field
+/// crosses to another device, and when the run reads the field or ends
+/// ([`crate::wind::Solver::check_last_step`]).
 pub const VERIFY_EVERY: u32 = 64;
 
 /// What the command line changes of a scene's simulation (`snowsim run`'s options); `None`

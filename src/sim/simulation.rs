@@ -753,6 +753,8 @@ impl Simulation {
                     .into(),
             ));
         };
+        // A field written is a field checked (its last step's projection included).
+        s.wind.check_last_step()?;
         let velocity = s.wind.velocity()?;
         let pressure = s
             .wind
