@@ -158,6 +158,21 @@ impl Checker<'_> {
         Ok(v)
     }
 
+    /// A count `value` (or `default`) of `what` (frames, corrections) from 0 to `max`.
+    fn count(
+        &self,
+        key: &str,
+        value: Option<u32>,
+        default: u32,
+        max: u32,
+        what: &str,
+    ) -> Checked<u32> {
+        match value.unwrap_or(default) {
+            n if n <= max => Ok(n),
+            n => Err(self.error(key, format!("{n} {what}: at most {max}"))),
+        }
+    }
+
     /// `value` (or `default`) in `range`.
     fn in_range(&self, key: &str, value: Option<f64>, default: f64, range: Range) -> Checked<f64> {
         let v = value.unwrap_or(default);
@@ -746,25 +761,21 @@ impl Checker<'_> {
                 10.0,
                 Range::closed(0.0, 1.0e6, "s"),
             )?,
-            ground_refresh_lag: match w.ground_refresh_lag.unwrap_or(DEFAULT_REFRESH_LAG) {
-                n @ 0..=MAX_REFRESH_LAG => n,
-                n => {
-                    return Err(self.error(
-                        "wind.ground_refresh_lag",
-                        format!("{n} frames: at most {MAX_REFRESH_LAG}"),
-                    ));
-                }
-            },
+            ground_refresh_lag: self.count(
+                "wind.ground_refresh_lag",
+                w.ground_refresh_lag,
+                DEFAULT_REFRESH_LAG,
+                MAX_REFRESH_LAG,
+                "frames",
+            )?,
             pressure_tolerance,
-            pressure_history: match w.pressure_history.unwrap_or(DEFAULT_PRESSURE_HISTORY) {
-                n @ 0..=MAX_PRESSURE_HISTORY => n,
-                n => {
-                    return Err(self.error(
-                        "wind.pressure_history",
-                        format!("{n} corrections: at most {MAX_PRESSURE_HISTORY}"),
-                    ));
-                }
-            },
+            pressure_history: self.count(
+                "wind.pressure_history",
+                w.pressure_history,
+                DEFAULT_PRESSURE_HISTORY,
+                MAX_PRESSURE_HISTORY,
+                "corrections",
+            )?,
             step,
             advection: w.advection.unwrap_or_default(),
             operator: w.operator.unwrap_or_default(),

@@ -27,8 +27,7 @@
 use crate::gml::{Access, Gml, KernelId, KernelSpec, MeshKind, Solution};
 
 use super::error::Result;
-use super::kernels::Fields;
-use super::solver::EARLY_SCALE;
+use super::kernels::{CG_START_FINISH, Fields, cg_start_tail};
 
 /// The most corrections kept: within gml's [`MAX_SUMS`](crate::gml::MAX_SUMS) (one sum per
 /// slot), and one less, as the parameter struct spells it.
@@ -120,21 +119,14 @@ impl History {
                      VerHx = x;
                      VerR = r;
                      VerHr = r;
-                     VerZ = r * VerDia;
-                     VerDir = VerZ;
-                     GmlSum[0] = r * r * (double)VerBnd.s6 * {EARLY_SCALE:?};
-                     GmlSum[1] = r * VerZ;",
+                     {}",
                     each(
                         "{ const double a = GmlPar->history_alpha[#];
                            if (a != 0.0) { x += a * VerHw[#]; r -= a * VerHq[#]; } }"
-                    )
+                    ),
+                    cg_start_tail()
                 ))
-                .sums(
-                    2,
-                    "GmlPar->rr = GmlSum[0];
-                     GmlPar->rz[0] = GmlSum[1];
-                     GmlPar->iterations = 0;",
-                ),
+                .sums(2, CG_START_FINISH),
         )?;
         let store = gml.compile(
             KernelSpec::new("wind_history_store", ver)

@@ -106,6 +106,23 @@ pub const PARAMETERS: &str = "typedef struct { double rz[2]; double pq; double r
      double volume; double unknown_volume; double history_alpha[7]; double history_gram[49]; \
      int history_valid[7]; int history_next; } GmlParSct;\n";
 
+/// The CG start once `VerR` holds the start's residual (the plain start's and the pressure
+/// history's): `z`, the first direction, and the sums [`CG_START_FINISH`] folds.
+pub(super) fn cg_start_tail() -> String {
+    format!(
+        "VerZ = VerR * VerDia;
+         VerDir = VerZ;
+         GmlSum[0] = VerR * VerR * (double)VerBnd.s6 * {EARLY_SCALE:?};
+         GmlSum[1] = VerR * VerZ;"
+    )
+}
+
+/// The CG start's finish: `Σ r²/m` (scaled, an early iteration) into `rr`, `r·z` into
+/// `rz[0]`, the solve's iterations to zero.
+pub(super) const CG_START_FINISH: &str = "GmlPar->rr = GmlSum[0];
+     GmlPar->rz[0] = GmlSum[1];
+     GmlPar->iterations = 0;";
+
 /// The advection's finish: the count of lost walks into the parameters.
 const LOST_FINISH: &str = "GmlPar->lost = GmlSum[0];";
 
@@ -439,19 +456,8 @@ impl Kernels {
                 .access(Access::write(f.r))
                 .access(Access::write(f.z))
                 .access(Access::write(f.dir))
-                .body(&format!(
-                    "VerR = VerB - VerQ;
-                     VerZ = VerR * VerDia;
-                     VerDir = VerZ;
-                     GmlSum[0] = VerR * VerR * (double)VerBnd.s6 * {EARLY_SCALE:?};
-                     GmlSum[1] = VerR * VerZ;"
-                ))
-                .sums(
-                    2,
-                    "GmlPar->rr = GmlSum[0];
-                     GmlPar->rz[0] = GmlSum[1];
-                     GmlPar->iterations = 0;",
-                ),
+                .body(&format!("VerR = VerB - VerQ;\n{}", cg_start_tail()))
+                .sums(2, CG_START_FINISH),
         )?;
         let update = |gml: &mut Gml, slot: usize| {
             gml.compile(

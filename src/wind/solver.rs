@@ -182,6 +182,9 @@ pub struct Solver {
     pub(super) steps: u64,
     /// The largest speed the last verified step measured, m/s.
     pub(super) last_max_speed: f64,
+    /// The step whose projection last folded the kinetic energy into the parameters (0: the
+    /// start-up solve; a refresh's re-projection counts as the step it follows).
+    pub(super) projected_step: u64,
     /// The ground refresh's columns and device data, once attached
     /// ([`set_ground_columns`](Self::set_ground_columns)).
     pub(super) refresh: Option<Box<super::refresh::GroundRefresh>>,
@@ -370,6 +373,7 @@ impl Solver {
             counters: Counters::default(),
             steps: 0,
             last_max_speed: 0.0,
+            projected_step: 0,
             refresh: None,
         };
         solver.reset()?;
@@ -391,6 +395,7 @@ impl Solver {
         let p = self.gml.download_parameters(&self.params)?;
         self.initial_divergence = (p.div_sq[0] / self.unknown_volume).sqrt();
         self.steps = 0;
+        self.projected_step = 0;
         Ok(())
     }
 
@@ -468,9 +473,9 @@ impl Solver {
         self.enqueue_divergence(self.kernels.tet_div_star, Divergence::Before, tl)?;
         tl.stage("wind.pressure");
         let (iterations, residuals, converged, solved) = self.solve(max_iterations, tl)?;
-        // The last step's projection, which an unmeasured step did not wait for, is checked
-        // here: its energy was folded before this solve's wait.
-        self.check_energy(&solved, step.saturating_sub(1))?;
+        // The last projection, which an unmeasured step did not wait for, is checked here:
+        // its energy was folded before this solve's wait.
+        self.check_energy(&solved, self.projected_step)?;
         if let Some(h) = self.history {
             tl.stage("wind.history");
             self.gml.enqueue(h.store, tl)?;
@@ -478,6 +483,7 @@ impl Solver {
         tl.stage("wind.project");
         self.gml.enqueue(self.kernels.grad_pressure, tl)?;
         self.gml.enqueue(self.kernels.project, tl)?;
+        self.projected_step = step;
         // The energy and the lost walks were folded by the projection and the advection.
         if verify {
             tl.stage("wind.check");
@@ -493,16 +499,14 @@ impl Solver {
         }
         // An unmeasured step does not wait for its projection: what it reports was read by
         // the solve's wait, and its projection is checked by the next step's.
-        let p = match verify {
-            true => self.gml.download_parameters(&self.params)?,
-            false => solved,
-        };
-        let (divergence_after, max_speed) = match verify {
-            true => (
-                (p.div_sq[1] / self.unknown_volume).sqrt(),
-                f64::from(p.max_speed),
-            ),
+        let (p, divergence_after, max_speed) = match verify {
+            true => {
+                let p = self.gml.download_parameters(&self.params)?;
+                let after = (p.div_sq[1] / self.unknown_volume).sqrt();
+                (p, after, f64::from(p.max_speed))
+            }
             false => (
+                solved,
                 residuals.last().map_or(f64::NAN, |r| r.1),
                 self.last_max_speed,
             ),
@@ -550,7 +554,7 @@ impl Solver {
     /// ends here or reads the field now.
     pub fn check_last_step(&mut self) -> Result<()> {
         let p = self.gml.download_parameters(&self.params)?;
-        self.check_energy(&p, self.steps)
+        self.check_energy(&p, self.projected_step)
     }
 
     /// A non-finite kinetic energy in `p`, folded by step `step`'s projection, as the error
