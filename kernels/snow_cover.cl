@@ -119,7 +119,10 @@ __kernel void cover_apply(__global const uint *restrict offsets, __global const 
 // fine volumes restricted to the vertex (a gather over its entries `4 f + slot`, each the
 // fine volume times its numerator over r: the restriction in f32, which the drawing needs; the
 // exact integer shares are cover_ground_units's below) over its horizontal dual area. What
-// the terrain renderer reads as its laid-depth attribute.
+// the terrain renderer reads as its laid-depth attribute: `depth` holds n rounded up to a
+// multiple of 4 floats (float4 for GL), written as floats, one work-item each; those past n are written 0. One
+// work-item per vertex rather than per float4: a vertex gathers tens of entries, and four
+// in a row left too few work-items in flight to hide the gathers' latency.
 __kernel void cover_ground_depth(__global const uint *restrict offsets,
                                  __global const uint *restrict entries,
                                  __global const uint *restrict numerators,
@@ -127,24 +130,19 @@ __kernel void cover_ground_depth(__global const uint *restrict offsets,
                                  __global const float *restrict area,
                                  __global float4 *restrict depth, const uint n, const uint r,
                                  const float unit) {
-    const uint i = get_global_id(0);
-    if (4 * i >= n)
+    const uint v = get_global_id(0);
+    if (v >= ((n + 3u) & ~3u))
         return;
-    float d[4];
-    for (uint k = 0; k < 4; k++) {
-        const uint v = 4 * i + k;
-        float total = 0.0f;
-        if (v < n) {
-            for (uint e = offsets[v]; e < offsets[v + 1]; e++) {
-                const uint code = entries[e];
-                const uint f = code >> 2;
-                const uint num = (numerators[f] >> (8u * (code & 3u))) & 0xffu;
-                total += (float)volume[f] * (float)num;
-            }
+    float total = 0.0f;
+    if (v < n) {
+        for (uint e = offsets[v]; e < offsets[v + 1]; e++) {
+            const uint code = entries[e];
+            const uint f = code >> 2;
+            const uint num = (numerators[f] >> (8u * (code & 3u))) & 0xffu;
+            total += (float)volume[f] * (float)num;
         }
-        d[k] = v < n ? total * (unit / (float)r) / area[v] : 0.0f;
     }
-    depth[i] = (float4)(d[0], d[1], d[2], d[3]);
+    ((__global float *)depth)[v] = v < n ? total * (unit / (float)r) / area[v] : 0.0f;
 }
 
 // floor(v · n / r) exactly, for n ≤ r < 2^32: the 128-bit product divided by long division in

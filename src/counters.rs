@@ -24,9 +24,13 @@ pub mod stage {
     pub const PRESENT: &str = "render.present";
     /// The splat kernels (`--particle-render splat`): a device stage, from OpenCL profiling.
     pub const SPLAT: &str = "splat";
-    /// The splat composite and its overflow sprites: GPU time from a `GL_TIME_ELAPSED` query
+    /// The splat composite: GPU time from a `GL_TIME_ELAPSED` query
     /// (kept with the host stages: it is not OpenCL's).
     pub const COMPOSITE: &str = "render.composite";
+    /// The whole frame's drawing on the GPU (shadow map when due, terrain, veil, particles,
+    /// views): two `GL_TIMESTAMP` queries, read frames later without waiting (a host stage:
+    /// it is not OpenCL's).
+    pub const DRAW_GPU: &str = "render.gpu";
 }
 
 /// What one stage cost in one frame (or one chain of launches).

@@ -109,6 +109,9 @@ pub struct Session {
     frame: u64,
     /// The wind steps whose field the views show (`None`: none shown yet).
     shown_wind: Option<u64>,
+    /// The frame's scene was enqueued before the host waited for the kernels (the APIs are
+    /// ordered by semaphores), with the host time it took; its overlays follow.
+    scene_drawn: Option<Duration>,
     /// Kernels are timed on one frame in this many.
     profile_every: u64,
     /// The first frame timed.
@@ -245,6 +248,7 @@ impl Session {
             depth_link,
             frame: 0,
             shown_wind,
+            scene_drawn: None,
             profile_every: config.profile_every,
             profile_from: config.profile_from,
             outputs: StateOutputs::default(),
@@ -484,13 +488,15 @@ impl Session {
         }
         // The near flakes' clock: the frames stepped, in double precision.
         self.views.near.time = self.frame as f64 * f64::from(self.simulation.dt());
-        let start = Instant::now();
-        self.draw(size)?;
+        let drawing = self.finish_drawing(size)?;
         self.watch.frame_drawn();
-        times.push(StageTime::host(stage::DRAW, start.elapsed()));
+        times.push(StageTime::host(stage::DRAW, drawing));
         self.drawn();
         if let Some(composite) = self.renderer.take_composite_time() {
             times.push(StageTime::host(COMPOSITE_STAGE, composite));
+        }
+        if let Some(drawing) = self.renderer.take_draw_time() {
+            times.push(StageTime::host(stage::DRAW_GPU, drawing));
         }
         if let Some(probe) = self.probe.as_mut() {
             probe.record(frame_start.elapsed());
@@ -511,6 +517,11 @@ impl Session {
         if splatting && let Some(pass) = self.splat.as_mut() {
             pass.resize(&self.context, &gl, size, &mut self.renderer)?;
         }
+        // Every buffer GL reads is acquired before the frame's first kernel, so OpenCL waits
+        // for GL's last draw (external mode's "drawn") before it starts: acquiring each just
+        // before the kernel that writes it let the wind, the snow and the sort run beside
+        // GL's draw, and on an H100 the two contexts then took turns at a cost (1080p 8 %
+        // slower, 720p 2.5 % faster; benches/RESULTS.md).
         let start = Instant::now();
         self.particle_link.acquire(&gl)?;
         if step && let Some(link) = self.depth_link.as_mut() {
@@ -572,10 +583,24 @@ impl Session {
         if splatting {
             in_stage(SPLAT_STAGE, self.enqueue_splat(size))?;
         }
+        let mut transfer = acquire;
+        let mut copies = Vec::new();
+        // Ordered by semaphores, GL waits for the kernels on the GPU, not here: the buffers
+        // are handed over and the scene enqueued before the host waits, so GL draws it as
+        // soon as the kernels end while the host reads back what the overlays need.
+        let early = self.interop.orders_by_semaphores();
+        if early {
+            transfer += self.publish_links(&gl, step, splatting, update_field, &mut copies)?;
+            let start = Instant::now();
+            self.draw_scene(size)?;
+            self.scene_drawn = Some(start.elapsed());
+        }
         self.context.finish()?;
         if splatting && let Some(pass) = self.splat.as_mut() {
-            // Rare: more wide flakes than the overflow list held; it grew, splat again.
-            if pass.check_overflow(&self.context, &gl, &mut self.renderer)? {
+            // Rare: more wide flakes than the overflow list held; it grew. Splat again, or,
+            // when the scene is already drawn, draw none this frame (the list holds them from
+            // the next frame on).
+            if pass.check_overflow(&self.context, &gl, &mut self.renderer)? && !early {
                 in_stage(SPLAT_STAGE, self.enqueue_splat(size))?;
                 self.context.finish()?;
                 if let Some(pass) = self.splat.as_mut() {
@@ -583,41 +608,15 @@ impl Session {
                 }
             }
         }
+        if self.scene_drawn.is_some()
+            && let Some(pass) = self.splat.as_ref()
+        {
+            pass.show_overflow(&mut self.renderer)?;
+        }
         times.push(StageTime::host(stage::KERNELS, start.elapsed()));
         let device = self.timeline.resolve()?;
-
-        let mut transfer = acquire;
-        let mut copies = Vec::new();
-        if splatting && let Some(pass) = self.splat.as_mut() {
-            // The particles stay on the device: only the image crosses to GL.
-            self.particle_link.release()?;
-            transfer += pass.publish(&gl, &mut self.renderer)?;
-        } else {
-            transfer += self.particle_link.publish(&gl)?;
-            copies.push((
-                self.particle_link.take_last_copy(),
-                self.particle_link.bytes(),
-            ));
-        }
-        if update_field && let Some(link) = self.field_link.as_mut() {
-            transfer += link.publish(&gl)?;
-            copies.push((link.take_last_copy(), link.bytes()));
-        }
-        if step
-            && self.views.friction
-            && let Some(link) = self.friction_link.as_mut()
-        {
-            transfer += link.publish(&gl)?;
-            copies.push((link.take_last_copy(), link.bytes()));
-        }
-        if step && let Some(link) = self.depth_link.as_mut() {
-            transfer += link.publish(&gl)?;
-            copies.push((link.take_last_copy(), link.bytes()));
-            // The ground is drawn with this frame's snow; its shadows follow every few frames
-            // (a shadow map costs 0.75 ms on an H200, the snow grows by a hair a frame).
-            if self.frame.is_multiple_of(SHADOW_EVERY) {
-                self.renderer.snow_changed();
-            }
+        if !early {
+            transfer += self.publish_links(&gl, step, splatting, update_field, &mut copies)?;
         }
         times.push(StageTime::host(stage::TRANSFER, transfer));
         if copies.iter().any(|(c, _)| c.is_some()) {
@@ -639,6 +638,53 @@ impl Session {
         }
         times.extend(device);
         Ok(times)
+    }
+
+    /// Hands the frame's buffers to GL (what `GlLink::publish` does on each path): the
+    /// splat image and list or the particles, the wind view's samples when they were
+    /// written, the friction velocity and the snow's depth when the simulation stepped.
+    /// Records each copy's times in `copies`; returns the time spent.
+    fn publish_links(
+        &mut self,
+        gl: &glow::Context,
+        step: bool,
+        splatting: bool,
+        update_field: bool,
+        copies: &mut Vec<(Option<(Duration, Duration)>, u64)>,
+    ) -> Result<Duration> {
+        let mut transfer = Duration::ZERO;
+        if splatting && let Some(pass) = self.splat.as_mut() {
+            // The particles stay on the device, OpenCL's until sprites draw them again
+            // (`set_mode` hands them over): only the image crosses to GL.
+            transfer += pass.publish(gl, &mut self.renderer)?;
+        } else {
+            transfer += self.particle_link.publish(gl)?;
+            copies.push((
+                self.particle_link.take_last_copy(),
+                self.particle_link.bytes(),
+            ));
+        }
+        if update_field && let Some(link) = self.field_link.as_mut() {
+            transfer += link.publish(gl)?;
+            copies.push((link.take_last_copy(), link.bytes()));
+        }
+        if step
+            && self.views.friction
+            && let Some(link) = self.friction_link.as_mut()
+        {
+            transfer += link.publish(gl)?;
+            copies.push((link.take_last_copy(), link.bytes()));
+        }
+        if step && let Some(link) = self.depth_link.as_mut() {
+            transfer += link.publish(gl)?;
+            copies.push((link.take_last_copy(), link.bytes()));
+            // The ground is drawn with this frame's snow; its shadows follow every few frames
+            // (a shadow map costs 0.75 ms on an H200, the snow grows by a hair a frame).
+            if self.frame.is_multiple_of(SHADOW_EVERY) {
+                self.renderer.snow_changed();
+            }
+        }
+        Ok(transfer)
     }
 
     /// Enqueues the splat of the current particles for a frame of `size`, seen by the camera.
@@ -770,24 +816,39 @@ impl Session {
     /// capture's `glReadPixels` waits by itself, and the run loops finish GL after the last
     /// frame, so the simulation of frame n + 1 is enqueued while frame n is drawn.
     pub fn draw(&self, size: (u32, u32)) -> Result<()> {
+        // GL waits for whatever OpenCL released since the last draw (external mode's
+        // "written" semaphore, once for all the buffers).
+        self.interop.hand_over()?;
         Ok(self.renderer.draw(&self.camera, size, &self.views)?)
     }
 
-    /// Tells every link that GL has drawn from it (external mode's "drawn" semaphores).
+    /// The first part of the frame ([`Renderer::draw_scene`]), after the hand-over.
+    fn draw_scene(&self, size: (u32, u32)) -> Result<()> {
+        self.interop.hand_over()?;
+        Ok(self.renderer.draw_scene(&self.camera, size, &self.views)?)
+    }
+
+    /// Draws what the frame still needs: its overlays when the scene was drawn before the
+    /// wait, else all of it. Returns the host time the frame's drawing took.
+    fn finish_drawing(&mut self, size: (u32, u32)) -> Result<Duration> {
+        let start = Instant::now();
+        match self.scene_drawn.take() {
+            Some(scene) => {
+                self.interop.hand_over()?;
+                self.renderer.draw_overlays(&self.camera, size, &self.views);
+                Ok(scene + start.elapsed())
+            }
+            None => {
+                self.draw(size)?;
+                Ok(start.elapsed())
+            }
+        }
+    }
+
+    /// Tells OpenCL that GL has drawn from the buffers (external mode's "drawn" semaphore,
+    /// once for all of them).
     fn drawn(&mut self) {
-        self.particle_link.drawn();
-        if let Some(link) = self.depth_link.as_mut() {
-            link.drawn();
-        }
-        if let Some(link) = self.field_link.as_mut() {
-            link.drawn();
-        }
-        if let Some(link) = self.friction_link.as_mut() {
-            link.drawn();
-        }
-        if let Some(pass) = self.splat.as_mut() {
-            pass.drawn();
-        }
+        self.interop.drawn();
     }
 
     /// Puts the particles back where they started and the camera home.
@@ -884,7 +945,7 @@ impl FrameDriver for Session {
             // The image is of another size: splat again (without stepping) before drawing.
             self.run_kernels(size, false)?;
         }
-        self.draw(size)?;
+        self.finish_drawing(size)?;
         self.drawn();
         Ok(())
     }

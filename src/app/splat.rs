@@ -135,7 +135,17 @@ impl SplatPass {
         renderer.set_splat_overflow(link.gl_buffer(), 0)?;
         link.acquire(gl)?;
         self.overflow = link;
+        // Nothing is in the new list until the next splat.
+        self.overflow_count = 0;
         Ok(true)
+    }
+
+    /// Tells the renderer how many flakes of the overflow list to draw, after
+    /// [`check_overflow`](Self::check_overflow) read this frame's count (for a frame whose
+    /// list was [published](Self::publish) before the count was read).
+    pub(crate) fn show_overflow(&self, renderer: &mut Renderer) -> Result<()> {
+        renderer.set_splat_overflow(self.overflow.gl_buffer(), self.overflow_count)?;
+        Ok(())
     }
 
     /// Hands the image and the overflow list to GL; returns the time spent.
@@ -147,13 +157,6 @@ impl SplatPass {
         let spent = self.image.publish(gl)? + self.overflow.publish(gl)?;
         renderer.set_splat_overflow(self.overflow.gl_buffer(), self.overflow_count)?;
         Ok(spent)
-    }
-
-    /// Says that GL has drawn from the image and the list (external mode's "drawn"
-    /// semaphores), after every draw.
-    pub(crate) fn drawn(&mut self) {
-        self.image.drawn();
-        self.overflow.drawn();
     }
 
     /// Bytes copied from the device into GL so far (zero when shared).

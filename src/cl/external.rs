@@ -462,6 +462,11 @@ impl ImportedSemaphore {
     pub fn signal(&self) -> Result<()> {
         self.enqueue(self.signal, "clEnqueueSignalSemaphoresKHR")
     }
+
+    /// The context whose queue waits for and signals the semaphore.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
 }
 
 impl Drop for ImportedSemaphore {

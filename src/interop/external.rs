@@ -8,12 +8,16 @@
 //! that UUID must be among OpenGL's `GL_DEVICE_UUID_EXT`: all three on the same GPU.
 //!
 //! # One frame
-//! OpenCL: wait "drawn" (when GL signalled it) → acquire → kernels → release → signal
-//! "written" → flush. OpenGL: wait "written" → draw → signal "drawn". The two binary semaphores
-//! are Vulkan's, exported twice each (once per importer) and imported by OpenCL
-//! (`cl_khr_external_semaphore_opaque_fd`) and OpenGL (`GL_EXT_semaphore_fd`). Each link has its
-//! own pair, so every signal has exactly one wait. Without semaphore support on any of the
-//! three, `clFinish` after the release and `glFinish` after the draw order the two APIs
+//! OpenCL: wait "drawn" (before the first acquire, when GL signalled it) → acquire → kernels →
+//! release → … → [`External::hand_over`]: signal "written" → flush. OpenGL: wait "written"
+//! (for every buffer released since the last hand-over) → draw → [`External::drawn`]: signal
+//! "drawn". The two binary semaphores are Vulkan's, exported twice each (once per importer) and
+//! imported by OpenCL (`cl_khr_external_semaphore_opaque_fd`) and OpenGL
+//! (`GL_EXT_semaphore_fd`). The session has one pair for all its buffers: a frame hands its
+//! buffers over with one signal and one wait each way, however many buffers it wrote (on an
+//! H100 every semaphore operation costs the frame time, and a splatted frame writes four
+//! buffers). Every signal has exactly one wait. Without semaphore support on any of the three,
+//! `clFinish` after the release and `glFinish` before the next acquire order the two APIs
 //! instead, and [`External::sync`] says why.
 //!
 //! # File descriptors
@@ -43,14 +47,20 @@ use super::{Error, Result};
 /// How the two APIs are ordered around the shared buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Sync {
-    /// Two binary semaphores per buffer, exported by Vulkan.
+    /// Two binary semaphores for the session's buffers, exported by Vulkan.
     Semaphores,
     /// `clFinish` and `glFinish`, because semaphores are not available (the reason).
     Finish(String),
 }
 
-/// What every external link of one session shares: the Vulkan device and the entry points.
+/// What every external link of one session shares: the Vulkan device, the entry points and
+/// the pair of semaphores that orders the two APIs around all the links' buffers.
 pub struct External {
+    // Field order is drop order after `Drop::drop` deleted the GL semaphores: OpenCL's and
+    // Vulkan's semaphores, then the Vulkan device.
+    semaphores: Option<FrameSemaphores>,
+    /// Where the session's buffers stand between the two APIs.
+    hand_off: std::cell::RefCell<HandOff>,
     exporter: Exporter,
     cl_memory: cl_external::MemoryFunctions,
     gl_memory: MemoryFunctions,
@@ -89,8 +99,21 @@ impl External {
         }
         let exporter = Exporter::new(Some(cl_uuid))?;
         let cl_memory = cl_external::MemoryFunctions::load(context)?;
-        let (gl_semaphores, sync) = Self::semaphore_support(context, gl, &exporter);
+        let (mut gl_semaphores, mut sync) = Self::semaphore_support(context, gl, &exporter);
+        let semaphores = match gl_semaphores {
+            Some(functions) => match FrameSemaphores::new(&exporter, context, &gl.gl, functions) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    gl_semaphores = None;
+                    sync = Sync::Finish(format!("importing a semaphore failed: {e}"));
+                    None
+                }
+            },
+            None => None,
+        };
         Ok(Self {
+            semaphores,
+            hand_off: std::cell::RefCell::new(HandOff::default()),
             exporter,
             cl_memory,
             gl_memory,
@@ -152,23 +175,106 @@ impl External {
     pub fn vulkan_device(&self) -> &str {
         &self.exporter.device().name
     }
+
+    /// Hands every buffer released since the last hand-over to GL: OpenCL signals "written"
+    /// once its commands so far are done, the queue is flushed, and GL waits for the signal
+    /// before it reads any of them. Call it after the frame's last release, before GL draws;
+    /// nothing happens when nothing was released or without semaphores (the release waited).
+    pub fn hand_over(&self) -> Result<()> {
+        let mut hand_off = self.hand_off.borrow_mut();
+        if hand_off.released.is_empty() {
+            return Ok(());
+        }
+        if let (Some(s), Some(functions)) = (&self.semaphores, self.gl_semaphores) {
+            s.written_cl.signal()?;
+            s.written_cl.context().flush()?;
+            functions.wait(s.written_gl, &hand_off.released);
+        }
+        let released = std::mem::take(&mut hand_off.released);
+        for buffer in released {
+            if !hand_off.in_gl.contains(&buffer) {
+                hand_off.in_gl.push(buffer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells OpenCL that GL has finished drawing from the buffers handed over (signals
+    /// "drawn", which the next acquire waits for). Call it after the frame's draw calls.
+    /// While OpenCL has not waited for the last signal, nothing is signalled again (a binary
+    /// semaphore holds one signal).
+    pub fn drawn(&self) {
+        let mut hand_off = self.hand_off.borrow_mut();
+        if hand_off.drawn_pending || hand_off.in_gl.is_empty() {
+            return;
+        }
+        if let (Some(s), Some(functions)) = (&self.semaphores, self.gl_semaphores) {
+            functions.signal(s.drawn_gl, &hand_off.in_gl);
+            // SAFETY: GL is current; the signal must reach the driver before OpenCL waits.
+            unsafe { self.gl.flush() };
+            hand_off.drawn_pending = true;
+            hand_off.in_gl.clear();
+        }
+    }
+
+    /// Before OpenCL writes a buffer GL may have drawn from: waits for GL's "drawn" (with
+    /// semaphores, when GL signalled since the last wait), else `glFinish`.
+    fn before_acquire(&self) -> Result<()> {
+        match &self.semaphores {
+            Some(s) => {
+                let mut hand_off = self.hand_off.borrow_mut();
+                if hand_off.drawn_pending {
+                    s.drawn_cl.wait()?;
+                    hand_off.drawn_pending = false;
+                }
+            }
+            // SAFETY: GL is current on this thread.
+            None => unsafe { self.gl.finish() },
+        }
+        Ok(())
+    }
+
+    /// Forgets a buffer that is being deleted.
+    fn forget(&self, buffer: glow::Buffer) {
+        let mut hand_off = self.hand_off.borrow_mut();
+        hand_off.released.retain(|b| *b != buffer);
+        hand_off.in_gl.retain(|b| *b != buffer);
+    }
 }
 
-/// One buffer of `len` values of `T` in Vulkan memory, seen by OpenCL and OpenGL.
-pub struct ExternalBuffer<T: Pod> {
-    // Field order is drop order after `Drop::drop` deleted the GL objects: OpenCL's imports,
-    // then Vulkan's objects, then the shared state.
-    semaphores: Option<LinkSemaphores>,
-    cl: ImportedBuffer<T>,
-    memory: ExportedMemory,
-    gl_memory: u32,
-    gl_buffer: Option<glow::Buffer>,
-    shared: Rc<External>,
+impl Drop for External {
+    fn drop(&mut self) {
+        if let Some(s) = &self.semaphores {
+            // An unmatched "drawn" signal is consumed, so no semaphore dies with a pending
+            // signal.
+            if self.hand_off.borrow().drawn_pending {
+                let _ = s.drawn_cl.wait();
+            }
+            let _ = s.written_cl.context().finish();
+            // SAFETY: GL is current; it is done with the semaphores after glFinish.
+            unsafe { self.gl.finish() };
+            if let Some(functions) = self.gl_semaphores {
+                functions.delete(s.written_gl);
+                functions.delete(s.drawn_gl);
+            }
+        }
+        // The fields drop next: OpenCL's semaphores, then Vulkan's, then the device.
+    }
+}
+
+/// Where a session's buffers stand between OpenCL and GL.
+#[derive(Default)]
+struct HandOff {
+    /// Released by OpenCL since the last hand-over.
+    released: Vec<glow::Buffer>,
+    /// Handed to GL and not yet covered by a "drawn" signal.
+    in_gl: Vec<glow::Buffer>,
     /// GL signalled "drawn" and OpenCL has not waited for it yet.
     drawn_pending: bool,
 }
 
-struct LinkSemaphores {
+/// The session's two binary semaphores, each imported by OpenCL and by GL.
+struct FrameSemaphores {
     written_cl: ImportedSemaphore,
     drawn_cl: ImportedSemaphore,
     written_gl: u32,
@@ -177,9 +283,50 @@ struct LinkSemaphores {
     _drawn: ExportedSemaphore,
 }
 
+impl FrameSemaphores {
+    fn new(
+        exporter: &Exporter,
+        context: &Context,
+        gl: &glow::Context,
+        functions: SemaphoreFunctions,
+    ) -> Result<Self> {
+        let missing = || Error::Internal("Vulkan lost its semaphore support".into());
+        let written = exporter.semaphore()?.ok_or_else(missing)?;
+        let drawn = exporter.semaphore()?.ok_or_else(missing)?;
+        let written_cl = ImportedSemaphore::import(context, &written.fd()?)?;
+        let drawn_cl = ImportedSemaphore::import(context, &drawn.fd()?)?;
+        let written_gl = functions.import(gl, written.fd()?)?;
+        let drawn_gl = match functions.import(gl, drawn.fd()?) {
+            Ok(s) => s,
+            Err(e) => {
+                functions.delete(written_gl);
+                return Err(e);
+            }
+        };
+        Ok(Self {
+            written_cl,
+            drawn_cl,
+            written_gl,
+            drawn_gl,
+            _written: written,
+            _drawn: drawn,
+        })
+    }
+}
+
+/// One buffer of `len` values of `T` in Vulkan memory, seen by OpenCL and OpenGL.
+pub struct ExternalBuffer<T: Pod> {
+    // Field order is drop order after `Drop::drop` deleted the GL objects: OpenCL's import,
+    // then Vulkan's objects, then the shared state.
+    cl: ImportedBuffer<T>,
+    memory: ExportedMemory,
+    gl_memory: u32,
+    gl_buffer: Option<glow::Buffer>,
+    shared: Rc<External>,
+}
+
 impl<T: Pod> ExternalBuffer<T> {
-    /// Allocates `len` values of `T` in Vulkan and imports them into OpenCL and OpenGL (and, with
-    /// semaphores, this buffer's "written" and "drawn" pair).
+    /// Allocates `len` values of `T` in Vulkan and imports them into OpenCL and OpenGL.
     pub fn new(shared: &Rc<External>, context: &Context, len: usize) -> Result<Self> {
         let bytes = (len.max(1) * size_of::<T>()) as u64;
         let memory = shared.exporter.allocate(bytes)?;
@@ -202,52 +349,12 @@ impl<T: Pod> ExternalBuffer<T> {
                 return Err(e.into());
             }
         };
-        let semaphores = match shared.gl_semaphores {
-            Some(functions) => match Self::semaphores(shared, context, functions) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    delete_gl();
-                    return Err(e);
-                }
-            },
-            None => None,
-        };
         Ok(Self {
-            semaphores,
             cl,
             memory,
             gl_memory,
             gl_buffer: Some(gl_buffer),
             shared: shared.clone(),
-            drawn_pending: false,
-        })
-    }
-
-    fn semaphores(
-        shared: &External,
-        context: &Context,
-        functions: SemaphoreFunctions,
-    ) -> Result<LinkSemaphores> {
-        let missing = || Error::Internal("Vulkan lost its semaphore support".into());
-        let written = shared.exporter.semaphore()?.ok_or_else(missing)?;
-        let drawn = shared.exporter.semaphore()?.ok_or_else(missing)?;
-        let written_cl = ImportedSemaphore::import(context, &written.fd()?)?;
-        let drawn_cl = ImportedSemaphore::import(context, &drawn.fd()?)?;
-        let written_gl = functions.import(&shared.gl, written.fd()?)?;
-        let drawn_gl = match functions.import(&shared.gl, drawn.fd()?) {
-            Ok(s) => s,
-            Err(e) => {
-                functions.delete(written_gl);
-                return Err(e);
-            }
-        };
-        Ok(LinkSemaphores {
-            written_cl,
-            drawn_cl,
-            written_gl,
-            drawn_gl,
-            _written: written,
-            _drawn: drawn,
         })
     }
 
@@ -273,52 +380,24 @@ impl<T: Pod> ExternalBuffer<T> {
         if self.cl.is_acquired() {
             return Ok(());
         }
-        match &self.semaphores {
-            Some(s) if self.drawn_pending => {
-                s.drawn_cl.wait()?;
-                self.drawn_pending = false;
-            }
-            Some(_) => {}
-            // SAFETY: GL is current on this thread.
-            None => unsafe { self.shared.gl.finish() },
-        }
+        self.shared.before_acquire()?;
         self.cl.acquire()?;
         Ok(())
     }
 
-    /// Hands the memory to GL: release, then signal "written" and have GL wait for it (with
-    /// semaphores), or `clFinish`.
+    /// Ends OpenCL's use of the memory: the release, then, with semaphores, the buffer waits
+    /// for the session's next [`External::hand_over`] (which GL's reads must follow); without,
+    /// `clFinish`.
     pub fn release(&mut self) -> Result<()> {
         if !self.cl.is_acquired() {
             return Ok(());
         }
         self.cl.release()?;
-        let context = self.cl.buffer().context().clone();
-        match (&self.semaphores, self.gl_buffer, self.shared.gl_semaphores) {
-            (Some(s), Some(buffer), Some(functions)) => {
-                s.written_cl.signal()?;
-                context.flush()?;
-                functions.wait(s.written_gl, &[buffer]);
-            }
-            _ => context.finish()?,
+        match (self.shared.semaphores.is_some(), self.gl_buffer) {
+            (true, Some(buffer)) => self.shared.hand_off.borrow_mut().released.push(buffer),
+            _ => self.cl.buffer().context().finish()?,
         }
         Ok(())
-    }
-
-    /// Tells OpenCL that GL finished drawing from the buffer (signals "drawn"; without
-    /// semaphores the next acquire's `glFinish` does it).
-    pub fn drawn(&mut self) {
-        if let (Some(s), Some(buffer), Some(functions), false) = (
-            &self.semaphores,
-            self.gl_buffer,
-            self.shared.gl_semaphores,
-            self.drawn_pending,
-        ) {
-            functions.signal(s.drawn_gl, &[buffer]);
-            // SAFETY: GL is current; the signal must reach the driver before OpenCL waits.
-            unsafe { self.shared.gl.flush() };
-            self.drawn_pending = true;
-        }
     }
 
     /// Bytes of the Vulkan allocation.
@@ -329,12 +408,6 @@ impl<T: Pod> ExternalBuffer<T> {
 
 impl<T: Pod> Drop for ExternalBuffer<T> {
     fn drop(&mut self) {
-        // An unmatched "drawn" signal is consumed, so no semaphore dies with a pending signal.
-        if let Some(s) = &self.semaphores
-            && self.drawn_pending
-        {
-            let _ = s.drawn_cl.wait();
-        }
         if self.cl.is_acquired() {
             let _ = self.cl.release();
         }
@@ -343,15 +416,12 @@ impl<T: Pod> Drop for ExternalBuffer<T> {
         unsafe {
             self.shared.gl.finish();
             if let Some(buffer) = self.gl_buffer.take() {
+                self.shared.forget(buffer);
                 self.shared.gl.delete_buffer(buffer);
             }
         }
         self.shared.gl_memory.delete(self.gl_memory);
-        if let (Some(s), Some(functions)) = (&self.semaphores, self.shared.gl_semaphores) {
-            functions.delete(s.written_gl);
-            functions.delete(s.drawn_gl);
-        }
-        // The fields drop next: OpenCL's imports, then Vulkan's objects.
+        // The fields drop next: OpenCL's import, then Vulkan's objects.
     }
 }
 

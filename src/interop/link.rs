@@ -19,8 +19,9 @@ use super::{Error, Interop, Result, Transfer};
 /// in the order their path needs.
 ///
 /// Per frame: [`acquire`](Self::acquire), run kernels on [`target`](Self::target),
-/// [`publish`](Self::publish), draw from [`gl_buffer`](Self::gl_buffer), then
-/// [`drawn`](Self::drawn).
+/// [`publish`](Self::publish); once every link of the frame is published,
+/// [`Interop::hand_over`]; draw from [`gl_buffer`](Self::gl_buffer), then
+/// [`Interop::drawn`].
 pub struct GlLink<T: Pod> {
     kind: Kind<T>,
     context: Context,
@@ -229,8 +230,9 @@ impl<T: Pod> GlLink<T> {
     }
 
     /// Hands the kernels' output to GL: in share mode `clEnqueueReleaseGLObjects` then
-    /// `clFinish`; in external mode the release, the "written" semaphore (or `clFinish`) and
-    /// GL's wait for it; in copy mode one blocking read from the device straight into the GL
+    /// `clFinish`; in external mode the release, after which the session's next
+    /// [`Interop::hand_over`] signals "written" and has GL wait for it (without semaphores,
+    /// `clFinish` here); in copy mode one blocking read from the device straight into the GL
     /// buffer mapped for writing (`glMapBufferRange` with `MAP_INVALIDATE_BUFFER_BIT`), so the
     /// data crosses to the host once. Returns the time spent.
     pub fn publish(&mut self, gl: &glow::Context) -> Result<Duration> {
@@ -273,19 +275,10 @@ impl<T: Pod> GlLink<T> {
         self.staging.is_some()
     }
 
-    /// Says that GL has drawn from the buffer (after the draw calls, before the next
-    /// [`acquire`](Self::acquire)): signals the "drawn" semaphore in external mode.
-    pub fn drawn(&mut self) {
-        if let Kind::External(buffer) = &mut self.kind {
-            buffer.drawn();
-        }
-    }
-
     /// Ends OpenCL's use of the buffer without copying its contents to GL, for a buffer only
-    /// other kernels read (the particles in splat mode): in share mode enqueues
-    /// `clEnqueueReleaseGLObjects` (the caller waits for the queue before GL uses the buffer);
-    /// in external mode the usual hand-off, which moves no byte and keeps the semaphores paired
-    /// with [`drawn`](Self::drawn); in copy mode nothing moves.
+    /// other kernels read: in share mode enqueues `clEnqueueReleaseGLObjects` (the caller
+    /// waits for the queue before GL uses the buffer); in external mode the usual hand-off,
+    /// which moves no byte; in copy mode nothing moves.
     pub fn release(&mut self) -> Result<()> {
         match &mut self.kind {
             Kind::Shared(link) => link.cl.release()?,

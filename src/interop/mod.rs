@@ -12,9 +12,10 @@
 //!   `clFinish` before GL draws. No byte moves.
 //! - **external** (`cl_khr_external_memory_opaque_fd` + `GL_EXT_memory_object_fd`, for GPUs
 //!   such as NVIDIA's whose OpenCL has no GL sharing): Vulkan allocates each buffer as
-//!   exportable device memory, OpenCL and OpenGL both import it, and two Vulkan semaphores per
-//!   buffer order them ([`external`] has the protocol, the fd ownership and the destruction
-//!   order). No byte moves either.
+//!   exportable device memory, OpenCL and OpenGL both import it, and one pair of Vulkan
+//!   semaphores orders them for all of a session's buffers ([`external`] has the protocol, the
+//!   fd ownership and the destruction order; [`Interop::hand_over`] and [`Interop::drawn`]
+//!   are the frame's two crossings). No byte moves either.
 //! - **copy**: the kernels write a device buffer; each frame it is read once, blocking,
 //!   straight into the GL buffer mapped for writing (`glMapBufferRange` with
 //!   `MAP_INVALIDATE_BUFFER_BIT`), and GL uploads it. This works with every OpenCL device,
@@ -232,6 +233,33 @@ impl Interop {
     /// The shared state of the external path (`None` on the others).
     pub(crate) fn external(&self) -> Option<&Rc<External>> {
         self.external.as_ref()
+    }
+
+    /// Whether OpenCL and GL are ordered by semaphores on the GPU (the external path with
+    /// semaphores), so that GL may be given a frame's draw calls before the host waits for
+    /// the kernels that write what it draws.
+    pub fn orders_by_semaphores(&self) -> bool {
+        self.external
+            .as_ref()
+            .is_some_and(|e| *e.sync() == Sync::Semaphores)
+    }
+
+    /// Before GL draws: on the external path, hands every buffer OpenCL released since the
+    /// last draw to GL at once ([`External::hand_over`]); nothing on the others (their
+    /// releases waited).
+    pub fn hand_over(&self) -> Result<()> {
+        match &self.external {
+            Some(external) => external.hand_over(),
+            None => Ok(()),
+        }
+    }
+
+    /// After GL's draw calls: on the external path, signals OpenCL that GL is done with the
+    /// buffers handed over ([`External::drawn`]); nothing on the others.
+    pub fn drawn(&self) {
+        if let Some(external) = &self.external {
+            external.drawn();
+        }
     }
 }
 

@@ -18,6 +18,7 @@
 //! the frame and [`crate::interop`] moves the buffers.
 
 mod camera;
+mod draw_timer;
 pub mod egl_devices;
 mod error;
 mod frame;

@@ -22,6 +22,7 @@ use glow::HasContext;
 use crate::particle::{PARTICLE_BYTES, ParcelFlakes, Particle};
 
 use super::camera::OrbitCamera;
+use super::draw_timer::DrawTimer;
 use super::error::{Error, Result, gl_call};
 use super::near::{NearFlakes, NearFrame, NearPass};
 use super::osd::{Osd, OsdImage};
@@ -306,6 +307,8 @@ pub struct Renderer {
     density: Density,
     /// The flakes near the camera.
     near: NearPass,
+    /// The GPU time of each frame's whole drawing.
+    draw_timer: DrawTimer,
 }
 
 impl Renderer {
@@ -347,6 +350,7 @@ impl Renderer {
         let veil = VeilPass::new(&gl)?;
         let density = Density::new(&gl)?;
         let near = NearPass::new(&gl)?;
+        let draw_timer = DrawTimer::new(&gl)?;
         let terrain_mesh = upload_mesh(&gl, terrain)?;
         // SAFETY: object creation on the current context.
         unsafe {
@@ -390,6 +394,7 @@ impl Renderer {
                 veil,
                 density,
                 near,
+                draw_timer,
             })
         }
     }
@@ -452,10 +457,17 @@ impl Renderer {
         self.splat.as_ref().map(SplatComposite::size)
     }
 
-    /// GPU time (`GL_TIME_ELAPSED`) of the last splat composite, overflow sprites included,
-    /// once GL has finished drawing it; `None` in sprite mode or when already taken.
+    /// GPU time (`GL_TIME_ELAPSED`) of the last splat composite (the flakes too wide to
+    /// splat, drawn as sprites later, not included), once GL has finished drawing it; `None` in sprite mode or when already taken.
     pub fn take_composite_time(&self) -> Option<Duration> {
         self.splat.as_ref().and_then(|s| s.take_time(&self.gl))
+    }
+
+    /// GPU time (two `GL_TIMESTAMP`s) of the oldest timed frame's whole drawing, shadow
+    /// map, terrain, veil, particles and views included, once GL has finished it; `None`
+    /// while it has not (never waits).
+    pub fn take_draw_time(&self) -> Option<Duration> {
+        self.draw_timer.take(&self.gl)
     }
 
     /// Draws the wind and pressure views from `buffer`: per sample, float4 position then float4
@@ -665,22 +677,38 @@ impl Renderer {
         Ok(Some((matrix, texel)))
     }
 
-    /// Draws one frame into the bound framebuffer, `size` pixels wide and high. Fails only
-    /// when the shadow map cannot be made (a `views.shadow_map` larger than this GL's
-    /// textures).
+    /// Draws one frame into the bound framebuffer, `size` pixels wide and high: the
+    /// [scene](Self::draw_scene), then the [overlays](Self::draw_overlays). Fails only when
+    /// the shadow map cannot be made (a `views.shadow_map` larger than this GL's textures).
     pub fn draw(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) -> Result<()> {
+        self.draw_scene(camera, size, views)?;
+        self.draw_overlays(camera, size, views);
+        Ok(())
+    }
+
+    /// The first part of a frame: the shadow map when due, the terrain, the veil, and the
+    /// particles (the splat composite, or the sprites). Nothing it draws depends on what the
+    /// host reads back from the frame's kernels, so a session whose APIs are ordered by
+    /// semaphores enqueues it before it waits for them; [`draw_overlays`](Self::draw_overlays)
+    /// must follow before the frame is shown. Fails as [`draw`](Self::draw) does.
+    pub fn draw_scene(
+        &self,
+        camera: &OrbitCamera,
+        size: (u32, u32),
+        views: &Views,
+    ) -> Result<()> {
         let gl = &self.gl;
         let (w, h) = (size.0.max(1), size.1.max(1));
         let aspect = w as f32 / h as f32;
         let view = camera.view();
         let proj = camera.projection(aspect);
         let view_proj = proj * view;
-        let point_scale = camera.point_scale(h);
         let palette = &views.palette;
         let bg = palette.background;
         // SAFETY: draw calls on the current context with the objects created in `new`; every
         // count is within the buffers' capacity.
         unsafe {
+            self.draw_timer.begin(gl);
             let shadow = if views.terrain {
                 self.update_shadow(views)?
             } else {
@@ -775,15 +803,6 @@ impl Renderer {
                         palette.veil,
                     );
                     splat.draw(gl);
-                    self.draw_sprites(
-                        camera,
-                        (w, h),
-                        views,
-                        self.overflow_vao,
-                        self.overflow_count,
-                        // The overflow holds flakes already (a near parcel's were splatted).
-                        ParcelFlakes::NONE,
-                    );
                     splat.end_timer(gl);
                 }
             } else if views.particles {
@@ -794,6 +813,48 @@ impl Renderer {
                     self.particle_vao,
                     self.particle_count,
                     views.parcels,
+                );
+            }
+            gl.bind_vertex_array(None);
+            gl.use_program(None);
+        }
+        Ok(())
+    }
+
+    /// The second part of a frame, after [`draw_scene`](Self::draw_scene) with the same
+    /// arguments: the flakes too wide to splat (whose count the host reads back from the
+    /// splat kernel), the flakes near the camera, the wind and pressure views, the on-screen
+    /// display.
+    pub fn draw_overlays(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) {
+        let gl = &self.gl;
+        let (w, h) = (size.0.max(1), size.1.max(1));
+        let aspect = w as f32 / h as f32;
+        let view = camera.view();
+        let proj = camera.projection(aspect);
+        let view_proj = proj * view;
+        let point_scale = camera.point_scale(h);
+        // SAFETY: draw calls on the current context with the objects created in `new`; every
+        // count is within the buffers' capacity.
+        unsafe {
+            // What ran between the two parts (a texture upload, a buffer attached) may have
+            // changed the state the scene left.
+            gl.viewport(0, 0, w as i32, h as i32);
+            gl.enable(glow::DEPTH_TEST);
+            gl.depth_func(glow::LESS);
+            gl.disable(glow::BLEND);
+            gl.enable(glow::PROGRAM_POINT_SIZE);
+            if views.particles
+                && let Some(splat) = &self.splat
+                && splat.size() == (w, h)
+            {
+                self.draw_sprites(
+                    camera,
+                    (w, h),
+                    views,
+                    self.overflow_vao,
+                    self.overflow_count,
+                    // The overflow holds flakes already (a near parcel's were splatted).
+                    ParcelFlakes::NONE,
                 );
             }
             if views.particles {
@@ -832,8 +893,8 @@ impl Renderer {
             }
             gl.bind_vertex_array(None);
             gl.use_program(None);
+            self.draw_timer.end(gl);
         }
-        Ok(())
     }
 }
 
@@ -993,6 +1054,7 @@ impl Drop for Renderer {
         self.near.delete(gl);
         // SAFETY: the objects belong to this context.
         unsafe {
+            self.draw_timer.delete(gl);
             gl.delete_texture(self.laid_texture);
             gl.delete_texture(self.friction_texture);
             for p in [

@@ -19,7 +19,7 @@ pub(crate) struct SplatComposite {
     /// Core profile draws need a vertex array, even an empty one.
     vao: glow::VertexArray,
     texture: glow::Texture,
-    /// Times the composite and the overflow sprites on the GPU (`GL_TIME_ELAPSED`).
+    /// Times the composite on the GPU (`GL_TIME_ELAPSED`).
     timer: glow::Query,
     /// A timing ended whose result has not been read.
     timer_pending: std::cell::Cell<bool>,

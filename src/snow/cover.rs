@@ -466,7 +466,8 @@ impl GroundCover {
         let mut call = self.depth_kernel.call();
         // SAFETY: the restriction table's offsets hold nv + 1 entries and its entries name
         // fine vertices (4 f + slot) of `volume` and `numerators`; the area holds nv values;
-        // target at least nv / 4 rounded up (checked); the kernel guards its id.
+        // target at least nv / 4 float4 rounded up (checked), which the kernel reads as
+        // floats, one work-item each; the kernel guards its id.
         unsafe {
             call.buffer(&self.restrict_offsets)?
                 .buffer(&self.restrict_entries)?
@@ -480,7 +481,7 @@ impl GroundCover {
         }
         call.enqueue_into(
             context,
-            self.depth_kernel.work_size(context, groups)?,
+            self.depth_kernel.work_size(context, 4 * groups)?,
             timeline,
         )?;
         Ok(())

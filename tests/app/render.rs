@@ -587,7 +587,8 @@ fn external_buffers_leak_no_fd_and_no_device_memory() {
         link.acquire(&setup.gl).unwrap();
         link.target().write(&vec![[1.0f32; 4]; 1 << 16]).unwrap();
         link.publish(&setup.gl).unwrap();
-        link.drawn();
+        interop.hand_over().unwrap();
+        interop.drawn();
         let back = link.device_buffer().unwrap().read().unwrap();
         assert!(back.iter().all(|v| *v == [1.0; 4]));
     };
