@@ -691,12 +691,7 @@ impl Renderer {
     /// host reads back from the frame's kernels, so a session whose APIs are ordered by
     /// semaphores enqueues it before it waits for them; [`draw_overlays`](Self::draw_overlays)
     /// must follow before the frame is shown. Fails as [`draw`](Self::draw) does.
-    pub fn draw_scene(
-        &self,
-        camera: &OrbitCamera,
-        size: (u32, u32),
-        views: &Views,
-    ) -> Result<()> {
+    pub fn draw_scene(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) -> Result<()> {
         let gl = &self.gl;
         let (w, h) = (size.0.max(1), size.1.max(1));
         let aspect = w as f32 / h as f32;
