@@ -1835,3 +1835,151 @@ fn the_friction_view_colours_the_ground_by_the_winds_u_star() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A GL buffer holding `data`, on the current context.
+fn gl_buffer_with(gl: &glow::Context, data: &[u8]) -> glow::Buffer {
+    use glow::HasContext;
+    // SAFETY: a buffer made and filled on the current context.
+    unsafe {
+        let buffer = gl.create_buffer().unwrap();
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+        gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, data, glow::STATIC_DRAW);
+        gl.bind_buffer(glow::ARRAY_BUFFER, None);
+        buffer
+    }
+}
+
+#[test]
+fn a_frame_drawn_as_scene_then_overlays_equals_the_frame_drawn_at_once() {
+    use glow::HasContext;
+    // What a session ordered by semaphores does: the scene before it waits for the kernels,
+    // the overlays after, with other GL work between. The image must be the one-call draw's.
+    let headless = Headless::new(W, H).unwrap();
+    let setup = headless.setup();
+    let gl = setup.gl.clone();
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let mut renderer =
+        Renderer::new(gl.clone(), &TerrainMesh::from_heightfield(&ground).unwrap()).unwrap();
+    let particles = fixed_particles();
+    let particle_buffer = gl_buffer_with(&gl, bytemuck::cast_slice(&particles));
+    renderer
+        .set_particles(particle_buffer, particles.len())
+        .unwrap();
+    // Wind and pressure samples over the ground: the overlays' views.
+    let mut samples: Vec<[f32; 4]> = Vec::new();
+    for i in 0..8 {
+        for j in 0..8 {
+            let (x, y) = (
+                (i as f32 + 0.5) * GROUND / 8.0,
+                (j as f32 + 0.5) * GROUND / 8.0,
+            );
+            samples.push([x, y, 2.0, 1.0]);
+            samples.push([6.0, 2.0 * (j as f32 - 4.0), 0.0, i as f32 / 7.0]);
+        }
+    }
+    let field_buffer = gl_buffer_with(&gl, bytemuck::cast_slice(&samples));
+    renderer.set_field(field_buffer, samples.len() / 2).unwrap();
+    let views = Views {
+        wind: true,
+        pressure: true,
+        ..Views::default()
+    };
+    let cam = camera();
+
+    renderer.draw(&cam, (W, H), &views).unwrap();
+    let at_once = read_frame(&gl, (W, H)).unwrap();
+
+    renderer.draw_scene(&cam, (W, H), &views).unwrap();
+    let scene_only = read_frame(&gl, (W, H)).unwrap();
+    // SAFETY: state changes on the current context, as a texture upload or a buffer attached
+    // between the two parts may make.
+    unsafe {
+        gl.viewport(0, 0, 7, 5);
+        gl.depth_func(glow::GREATER);
+        gl.disable(glow::DEPTH_TEST);
+        gl.enable(glow::BLEND);
+        gl.blend_func(glow::ONE, glow::ONE);
+        gl.bind_vertex_array(None);
+        gl.use_program(None);
+    }
+    renderer.draw_scene(&cam, (W, H), &views).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        gl.viewport(0, 0, 7, 5);
+        gl.depth_func(glow::GREATER);
+        gl.disable(glow::DEPTH_TEST);
+        gl.enable(glow::BLEND);
+    }
+    renderer.draw_overlays(&cam, (W, H), &views);
+    let in_two = read_frame(&gl, (W, H)).unwrap();
+
+    let differing = at_once
+        .pixels()
+        .zip(scene_only.pixels())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        differing > 100,
+        "the overlays drew only {differing} pixels: the test would not see them go missing"
+    );
+    let mismatched = at_once
+        .pixels()
+        .zip(in_two.pixels())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(
+        mismatched, 0,
+        "the frame drawn in two parts differs from the one-call draw at {mismatched} pixels"
+    );
+    drop(renderer);
+    // SAFETY: buffers of the current context; the renderer that drew from them is gone.
+    unsafe {
+        gl.delete_buffer(particle_buffer);
+        gl.delete_buffer(field_buffer);
+    }
+}
+
+#[test]
+fn the_drawings_gpu_time_comes_back_without_waiting_and_fits_in_the_frame() {
+    use glow::HasContext;
+    let headless = Headless::new(W, H).unwrap();
+    let setup = headless.setup();
+    let gl = setup.gl.clone();
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    let renderer =
+        Renderer::new(gl.clone(), &TerrainMesh::from_heightfield(&ground).unwrap()).unwrap();
+    assert_eq!(renderer.take_draw_time(), None, "nothing drawn yet");
+    let mut times = Vec::new();
+    for _ in 0..6 {
+        let start = std::time::Instant::now();
+        renderer.draw(&camera(), (W, H), &Views::default()).unwrap();
+        // SAFETY: the current context.
+        unsafe { gl.finish() };
+        let wall = start.elapsed();
+        let gpu = renderer
+            .take_draw_time()
+            .expect("a finished frame's time is there");
+        assert!(
+            gpu > std::time::Duration::ZERO && gpu <= wall,
+            "GPU time {gpu:?} against the frame's {wall:?} on the wall clock"
+        );
+        times.push(gpu);
+        assert_eq!(renderer.take_draw_time(), None, "each timing is read once");
+    }
+    // More frames than the ring holds, none read: the timer skips rather than overwrites, and
+    // what comes back is one timing per timed frame.
+    for _ in 0..10 {
+        renderer.draw(&camera(), (W, H), &Views::default()).unwrap();
+    }
+    // SAFETY: the current context.
+    unsafe { gl.finish() };
+    let mut read = 0;
+    while renderer.take_draw_time().is_some() {
+        read += 1;
+    }
+    assert!(
+        (1..=10).contains(&read),
+        "{read} timings of 10 frames read back"
+    );
+    println!("{} on {}: {times:?}", "render.gpu", setup.info.renderer);
+}
