@@ -28,8 +28,9 @@ pub mod stage {
     /// (kept with the host stages: it is not OpenCL's).
     pub const COMPOSITE: &str = "render.composite";
     /// The whole frame's drawing on the GPU (shadow map when due, terrain, veil, particles,
-    /// views): two `GL_TIMESTAMP` queries, read frames later without waiting (a host stage:
-    /// it is not OpenCL's).
+    /// views): the span between two `GL_TIMESTAMP` queries around it, read frames later
+    /// without waiting (a host stage: it is not OpenCL's). When the scene is drawn before the
+    /// host waits for the kernels, the span includes what GL waited for the overlays.
     pub const DRAW_GPU: &str = "render.gpu";
 }
 

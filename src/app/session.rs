@@ -472,6 +472,8 @@ impl Session {
     /// kernels' stages from profiling.
     pub fn step_and_draw(&mut self, size: (u32, u32)) -> Result<StageTimes> {
         let frame_start = Instant::now();
+        // A frame that failed after its scene was drawn left no overlays to add.
+        self.scene_drawn = None;
         self.follow_probe(size)?;
         self.place_camera();
         let step = !self.paused || std::mem::take(&mut self.watch.step_once);
@@ -491,7 +493,7 @@ impl Session {
         let drawing = self.finish_drawing(size)?;
         self.watch.frame_drawn();
         times.push(StageTime::host(stage::DRAW, drawing));
-        self.drawn();
+        self.drawn()?;
         if let Some(composite) = self.renderer.take_composite_time() {
             times.push(StageTime::host(COMPOSITE_STAGE, composite));
         }
@@ -517,11 +519,12 @@ impl Session {
         if splatting && let Some(pass) = self.splat.as_mut() {
             pass.resize(&self.context, &gl, size, &mut self.renderer)?;
         }
-        // Every buffer GL reads is acquired before the frame's first kernel, so OpenCL waits
-        // for GL's last draw (external mode's "drawn") before it starts: acquiring each just
-        // before the kernel that writes it let the wind, the snow and the sort run beside
-        // GL's draw, and on an H100 the two contexts then took turns at a cost (1080p 8 %
-        // slower, 720p 2.5 % faster; benches/RESULTS.md).
+        // The buffers GL reads every frame are acquired before the frame's first kernel, so
+        // OpenCL waits for GL's last draw (external mode's "drawn") before it starts (the
+        // views' links, when shown, are acquired later, behind that wait). Acquiring each
+        // just before the kernel that writes it let the wind, the snow and the sort run
+        // beside GL's draw, and on an H100 the two contexts then took turns at a cost (1080p
+        // 8 % slower, 720p 2.5 % faster; benches/RESULTS.md).
         let start = Instant::now();
         self.particle_link.acquire(&gl)?;
         if step && let Some(link) = self.depth_link.as_mut() {
@@ -589,11 +592,16 @@ impl Session {
         // are handed over and the scene enqueued before the host waits, so GL draws it as
         // soon as the kernels end while the host reads back what the overlays need.
         let early = self.interop.orders_by_semaphores();
+        // Host time inside the kernels' window that other stages report.
+        let mut not_kernels = Duration::ZERO;
         if early {
-            transfer += self.publish_links(&gl, step, splatting, update_field, &mut copies)?;
+            let published = self.publish_links(&gl, step, splatting, update_field, &mut copies)?;
             let start = Instant::now();
             self.draw_scene(size)?;
-            self.scene_drawn = Some(start.elapsed());
+            let scene = start.elapsed();
+            self.scene_drawn = Some(scene);
+            transfer += published;
+            not_kernels = published + scene;
         }
         self.context.finish()?;
         if splatting && let Some(pass) = self.splat.as_mut() {
@@ -613,7 +621,10 @@ impl Session {
         {
             pass.show_overflow(&mut self.renderer)?;
         }
-        times.push(StageTime::host(stage::KERNELS, start.elapsed()));
+        times.push(StageTime::host(
+            stage::KERNELS,
+            start.elapsed().saturating_sub(not_kernels),
+        ));
         let device = self.timeline.resolve()?;
         if !early {
             transfer += self.publish_links(&gl, step, splatting, update_field, &mut copies)?;
@@ -847,8 +858,8 @@ impl Session {
 
     /// Tells OpenCL that GL has drawn from the buffers (external mode's "drawn" semaphore,
     /// once for all of them).
-    fn drawn(&mut self) {
-        self.interop.drawn();
+    fn drawn(&mut self) -> Result<()> {
+        Ok(self.interop.drawn()?)
     }
 
     /// Puts the particles back where they started and the camera home.
@@ -941,12 +952,17 @@ impl FrameDriver for Session {
     }
 
     fn redraw(&mut self, size: (u32, u32)) -> std::result::Result<(), FrameError> {
+        self.scene_drawn = None;
         if self.splat_size().is_some_and(|s| s != size) {
             // The image is of another size: splat again (without stepping) before drawing.
             self.run_kernels(size, false)?;
         }
         self.finish_drawing(size)?;
-        self.drawn();
+        self.drawn()?;
+        // A redrawn frame's timings are not reported: read them so that the ring holds only
+        // the stepped frames'.
+        let _ = self.renderer.take_draw_time();
+        let _ = self.renderer.take_composite_time();
         Ok(())
     }
 

@@ -188,6 +188,8 @@ impl External {
         if let (Some(s), Some(functions)) = (&self.semaphores, self.gl_semaphores) {
             s.written_cl.signal()?;
             s.written_cl.context().flush()?;
+            // No flush: GL's "drawn" signal, which OpenCL waits for before it signals again,
+            // follows this wait in GL's stream and is flushed.
             functions.wait(s.written_gl, &hand_off.released);
         }
         let released = std::mem::take(&mut hand_off.released);
@@ -199,33 +201,43 @@ impl External {
         Ok(())
     }
 
-    /// Tells OpenCL that GL has finished drawing from the buffers handed over (signals
-    /// "drawn", which the next acquire waits for). Call it after the frame's draw calls.
-    /// While OpenCL has not waited for the last signal, nothing is signalled again (a binary
-    /// semaphore holds one signal).
-    pub fn drawn(&self) {
+    /// Tells OpenCL that GL has finished drawing from the buffers it holds (signals
+    /// "drawn", which the next acquire waits for). Call it after every frame's draw calls,
+    /// also a frame that handed nothing over (a paused frame draws the buffers again). A
+    /// binary semaphore holds one signal: when OpenCL has not waited for the last one, its
+    /// queue waits for it first (GL's earlier draw, over by then or soon), so that the
+    /// signal OpenCL waits for next is always the one after GL's last read.
+    pub fn drawn(&self) -> Result<()> {
         let mut hand_off = self.hand_off.borrow_mut();
-        if hand_off.drawn_pending || hand_off.in_gl.is_empty() {
-            return;
+        if hand_off.in_gl.is_empty() {
+            return Ok(());
         }
         if let (Some(s), Some(functions)) = (&self.semaphores, self.gl_semaphores) {
+            if hand_off.drawn_pending {
+                s.drawn_cl.wait()?;
+                s.drawn_cl.context().flush()?;
+            }
             functions.signal(s.drawn_gl, &hand_off.in_gl);
             // SAFETY: GL is current; the signal must reach the driver before OpenCL waits.
             unsafe { self.gl.flush() };
             hand_off.drawn_pending = true;
-            hand_off.in_gl.clear();
         }
+        Ok(())
     }
 
-    /// Before OpenCL writes a buffer GL may have drawn from: waits for GL's "drawn" (with
-    /// semaphores, when GL signalled since the last wait), else `glFinish`.
-    fn before_acquire(&self) -> Result<()> {
+    /// Before OpenCL writes `buffer`, which GL may have drawn from: waits for GL's "drawn"
+    /// (with semaphores, when GL signalled since the last wait), else `glFinish`. The
+    /// buffer is OpenCL's until it is released again.
+    fn before_acquire(&self, buffer: Option<glow::Buffer>) -> Result<()> {
         match &self.semaphores {
             Some(s) => {
                 let mut hand_off = self.hand_off.borrow_mut();
                 if hand_off.drawn_pending {
                     s.drawn_cl.wait()?;
                     hand_off.drawn_pending = false;
+                }
+                if let Some(buffer) = buffer {
+                    hand_off.in_gl.retain(|b| *b != buffer);
                 }
             }
             // SAFETY: GL is current on this thread.
@@ -267,7 +279,8 @@ impl Drop for External {
 struct HandOff {
     /// Released by OpenCL since the last hand-over.
     released: Vec<glow::Buffer>,
-    /// Handed to GL and not yet covered by a "drawn" signal.
+    /// Handed to GL and not acquired by OpenCL since: what GL may draw from, which every
+    /// "drawn" signal covers.
     in_gl: Vec<glow::Buffer>,
     /// GL signalled "drawn" and OpenCL has not waited for it yet.
     drawn_pending: bool,
@@ -295,8 +308,10 @@ impl FrameSemaphores {
         let drawn = exporter.semaphore()?.ok_or_else(missing)?;
         let written_cl = ImportedSemaphore::import(context, &written.fd()?)?;
         let drawn_cl = ImportedSemaphore::import(context, &drawn.fd()?)?;
-        let written_gl = functions.import(gl, written.fd()?)?;
-        let drawn_gl = match functions.import(gl, drawn.fd()?) {
+        // Both fds first: a failure after the first GL import must delete what it made.
+        let (written_fd, drawn_fd) = (written.fd()?, drawn.fd()?);
+        let written_gl = functions.import(gl, written_fd)?;
+        let drawn_gl = match functions.import(gl, drawn_fd) {
             Ok(s) => s,
             Err(e) => {
                 functions.delete(written_gl);
@@ -380,7 +395,7 @@ impl<T: Pod> ExternalBuffer<T> {
         if self.cl.is_acquired() {
             return Ok(());
         }
-        self.shared.before_acquire()?;
+        self.shared.before_acquire(self.gl_buffer)?;
         self.cl.acquire()?;
         Ok(())
     }
@@ -394,7 +409,12 @@ impl<T: Pod> ExternalBuffer<T> {
         }
         self.cl.release()?;
         match (self.shared.semaphores.is_some(), self.gl_buffer) {
-            (true, Some(buffer)) => self.shared.hand_off.borrow_mut().released.push(buffer),
+            (true, Some(buffer)) => {
+                let mut hand_off = self.shared.hand_off.borrow_mut();
+                if !hand_off.released.contains(&buffer) {
+                    hand_off.released.push(buffer);
+                }
+            }
             _ => self.cl.buffer().context().finish()?,
         }
         Ok(())

@@ -289,6 +289,19 @@ impl<T: Pod> GlLink<T> {
     }
 }
 
+impl<T: Pod> Drop for GlLink<T> {
+    fn drop(&mut self) {
+        // A shared buffer may be left OpenCL's (the particles while splatting): give it back
+        // before its GL buffer is deleted.
+        if let Kind::Shared(link) = &mut self.kind
+            && link.cl.is_acquired()
+        {
+            let _ = link.cl.release();
+            let _ = self.context.finish();
+        }
+    }
+}
+
 /// Copies `data` into `gl_buffer` (mapped for writing, in parallel chunks of 1 MiB: one host
 /// thread cannot fill the bus).
 fn upload_to_gl<T: Pod>(

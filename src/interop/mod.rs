@@ -254,11 +254,12 @@ impl Interop {
         }
     }
 
-    /// After GL's draw calls: on the external path, signals OpenCL that GL is done with the
-    /// buffers handed over ([`External::drawn`]); nothing on the others.
-    pub fn drawn(&self) {
-        if let Some(external) = &self.external {
-            external.drawn();
+    /// After every frame's draw calls: on the external path, signals OpenCL that GL is done
+    /// with the buffers it holds ([`External::drawn`]); nothing on the others.
+    pub fn drawn(&self) -> Result<()> {
+        match &self.external {
+            Some(external) => external.drawn(),
+            None => Ok(()),
         }
     }
 }

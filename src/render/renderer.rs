@@ -175,6 +175,30 @@ impl Default for Views {
     }
 }
 
+/// A frame's size (at least one pixel each way) and the camera's matrices for it.
+struct FrameView {
+    w: u32,
+    h: u32,
+    view: glam::Mat4,
+    proj: glam::Mat4,
+    view_proj: glam::Mat4,
+}
+
+impl FrameView {
+    fn new(camera: &OrbitCamera, size: (u32, u32)) -> Self {
+        let (w, h) = (size.0.max(1), size.1.max(1));
+        let view = camera.view();
+        let proj = camera.projection(w as f32 / h as f32);
+        Self {
+            w,
+            h,
+            view,
+            proj,
+            view_proj: proj * view,
+        }
+    }
+}
+
 /// Share of light that reaches surfaces facing away from the sun.
 pub const AMBIENT: f32 = 0.35;
 /// Texture units of the terrain's buffer textures and shadow map.
@@ -693,11 +717,9 @@ impl Renderer {
     /// must follow before the frame is shown. Fails as [`draw`](Self::draw) does.
     pub fn draw_scene(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) -> Result<()> {
         let gl = &self.gl;
-        let (w, h) = (size.0.max(1), size.1.max(1));
-        let aspect = w as f32 / h as f32;
-        let view = camera.view();
-        let proj = camera.projection(aspect);
-        let view_proj = proj * view;
+        let FrameView {
+            w, h, view_proj, ..
+        } = FrameView::new(camera, size);
         let palette = &views.palette;
         let bg = palette.background;
         // SAFETY: draw calls on the current context with the objects created in `new`; every
@@ -822,11 +844,13 @@ impl Renderer {
     /// display.
     pub fn draw_overlays(&self, camera: &OrbitCamera, size: (u32, u32), views: &Views) {
         let gl = &self.gl;
-        let (w, h) = (size.0.max(1), size.1.max(1));
-        let aspect = w as f32 / h as f32;
-        let view = camera.view();
-        let proj = camera.projection(aspect);
-        let view_proj = proj * view;
+        let FrameView {
+            w,
+            h,
+            view,
+            proj,
+            view_proj,
+        } = FrameView::new(camera, size);
         let point_scale = camera.point_scale(h);
         // SAFETY: draw calls on the current context with the objects created in `new`; every
         // count is within the buffers' capacity.

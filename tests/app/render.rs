@@ -588,7 +588,7 @@ fn external_buffers_leak_no_fd_and_no_device_memory() {
         link.target().write(&vec![[1.0f32; 4]; 1 << 16]).unwrap();
         link.publish(&setup.gl).unwrap();
         interop.hand_over().unwrap();
-        interop.drawn();
+        interop.drawn().unwrap();
         let back = link.device_buffer().unwrap().read().unwrap();
         assert!(back.iter().all(|v| *v == [1.0; 4]));
     };
@@ -1836,6 +1836,12 @@ fn the_friction_view_colours_the_ground_by_the_winds_u_star() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A renderer of the fixed scene's flat square ground.
+fn flat_renderer(gl: &std::rc::Rc<glow::Context>) -> Renderer {
+    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
+    Renderer::new(gl.clone(), &TerrainMesh::from_heightfield(&ground).unwrap()).unwrap()
+}
+
 /// A GL buffer holding `data`, on the current context.
 fn gl_buffer_with(gl: &glow::Context, data: &[u8]) -> glow::Buffer {
     use glow::HasContext;
@@ -1857,9 +1863,7 @@ fn a_frame_drawn_as_scene_then_overlays_equals_the_frame_drawn_at_once() {
     let headless = Headless::new(W, H).unwrap();
     let setup = headless.setup();
     let gl = setup.gl.clone();
-    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
-    let mut renderer =
-        Renderer::new(gl.clone(), &TerrainMesh::from_heightfield(&ground).unwrap()).unwrap();
+    let mut renderer = flat_renderer(&gl);
     let particles = fixed_particles();
     let particle_buffer = gl_buffer_with(&gl, bytemuck::cast_slice(&particles));
     renderer
@@ -1945,9 +1949,7 @@ fn the_drawings_gpu_time_comes_back_without_waiting_and_fits_in_the_frame() {
     let headless = Headless::new(W, H).unwrap();
     let setup = headless.setup();
     let gl = setup.gl.clone();
-    let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
-    let renderer =
-        Renderer::new(gl.clone(), &TerrainMesh::from_heightfield(&ground).unwrap()).unwrap();
+    let renderer = flat_renderer(&gl);
     assert_eq!(renderer.take_draw_time(), None, "nothing drawn yet");
     let mut times = Vec::new();
     for _ in 0..6 {
@@ -1981,5 +1983,5 @@ fn the_drawings_gpu_time_comes_back_without_waiting_and_fits_in_the_frame() {
         (1..=10).contains(&read),
         "{read} timings of 10 frames read back"
     );
-    println!("{} on {}: {times:?}", "render.gpu", setup.info.renderer);
+    println!("render.gpu on {}: {times:?}", setup.info.renderer);
 }
