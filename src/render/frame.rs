@@ -228,6 +228,14 @@ impl Totals {
         self.mean_ms(self.stages.busy_of(name))
     }
 
+    /// Mean of a [sampled](SAMPLED) stage over the frames that have a sample, `None` when none
+    /// has.
+    fn sampled_ms(&self, name: &str) -> Option<f64> {
+        self.stages
+            .get(name)
+            .map(|s| s.busy.as_secs_f64() * 1e3 / s.launches.max(1) as f64)
+    }
+
     fn fps(&self) -> f64 {
         let s = self.frame.as_secs_f64();
         if s > 0.0 {
@@ -340,11 +348,15 @@ impl FrameStats {
             format!(
                 "  (splat {:.2}, composite {:.2})",
                 w.device_mean_ms(w.device.busy_of(stage::SPLAT)),
-                w.stage_ms(stage::COMPOSITE)
+                w.sampled_ms(stage::COMPOSITE).unwrap_or(0.0)
             )
         } else {
             String::new()
         };
+        // The drawing's own GPU time, where GL timed it.
+        let draw_gpu = w
+            .sampled_ms(stage::DRAW_GPU)
+            .map_or_else(String::new, |ms| format!(" (GPU {ms:.2})"));
         // A second without a timed frame (`--profile-every`) has no device times to show.
         let device = match w.device.frames {
             0 => "not timed this second".to_string(),
@@ -352,7 +364,7 @@ impl FrameStats {
         };
         let line = format!(
             "[{:6.1} s] {:7.1} FPS  frame {:.2} ms  kernel {:.2} (device {device}{simulation})  \
-             transfer {:.2}  draw {:.2}{splat}  present {:.2} ms | {status}",
+             transfer {:.2}  draw {:.2}{draw_gpu}{splat}  present {:.2} ms | {status}",
             self.started.elapsed().as_secs_f64(),
             w.fps(),
             w.mean_ms(w.frame),
@@ -400,7 +412,21 @@ impl FrameStats {
                         .collect::<Vec<_>>()
                 };
                 let mut stages = per(&a.device, a.device.frames.max(1) as u32);
-                stages.extend(per(&a.stages, n));
+                stages.extend(per(&a.stages, n).into_iter().map(|s| {
+                    // A sampled stage's mean is over the frames that have a sample.
+                    match a.stages.get(&s.stage) {
+                        Some(total) if SAMPLED.contains(&s.stage.as_str()) => {
+                            let k = total.launches.max(1) as u32;
+                            StageTime {
+                                busy: total.busy / k,
+                                span: total.span / k,
+                                launches: 1,
+                                ..s
+                            }
+                        }
+                        _ => s,
+                    }
+                }));
                 stages
             },
             capture_seconds: self.capture.as_secs_f64(),
@@ -509,6 +535,11 @@ impl fmt::Display for RunSummary {
     }
 }
 
+/// Host stages read back from GL without waiting, so not every frame has a sample (a
+/// frame whose timer was still in flight is not timed): their means, in the log and the
+/// summary, are over the frames that have one.
+const SAMPLED: [&str; 2] = [stage::COMPOSITE, stage::DRAW_GPU];
+
 /// Reads the frame back and writes the PNG files `capture` asks for at frame `index`.
 pub(crate) fn capture_frame(
     gl: &glow::Context,
@@ -603,4 +634,38 @@ fn run_frames(
         (options.log)(&line);
     }
     Ok(stats.summary())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampled_stage_is_averaged_over_the_frames_that_have_a_sample() {
+        let mut stats = FrameStats::with_warmup(0);
+        let ms = Duration::from_millis;
+        for frame in 0..6u64 {
+            let mut stages = vec![StageTime::host(stage::DRAW, ms(2))];
+            // GL's timings come back for every other frame only.
+            if frame % 2 == 0 {
+                stages.push(StageTime::host(stage::DRAW_GPU, ms(3)));
+                stages.push(StageTime::host(stage::COMPOSITE, ms(1)));
+            }
+            stats.record(&stages, Duration::ZERO, ms(5));
+        }
+        let summary = stats.summary();
+        let busy = |name: &str| {
+            summary
+                .stages
+                .iter()
+                .find(|s| s.stage == name)
+                .map(|s| s.busy)
+        };
+        // Per sample, not per frame (which would halve them).
+        assert_eq!(busy(stage::DRAW_GPU), Some(ms(3)));
+        assert_eq!(busy(stage::COMPOSITE), Some(ms(1)));
+        // Every other host stage stays per frame.
+        assert_eq!(busy(stage::DRAW), Some(ms(2)));
+        assert_eq!(summary.draw_ms, 2.0);
+    }
 }
