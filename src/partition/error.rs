@@ -3,6 +3,10 @@
 /// Why a mesh cannot be partitioned as asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PartitionError {
+    /// A halo of depth 0 was asked for: a part needs at least the elements of its own
+    /// vertices.
+    #[error("a halo must be at least 1 ring deep (0 was asked)")]
+    Depth,
     /// The mesh has neither tetrahedra nor triangles, so no vertex is adjacent to another.
     #[error(
         "the mesh has no tetrahedra and no triangles ({vertices} vertices): nothing connects \

@@ -6,6 +6,12 @@
 //! reads but another rank owns and updates. After each update the owner sends them. This is
 //! the plain data a communication layer exchanges by: for every pair of neighbour parts, the
 //! same list in the same order on both sides.
+//!
+//! An operator that reaches further than one element needs a deeper halo: the wind's pressure
+//! operator `Gᵀ P M_L⁻¹ G` reaches two rings (docs/scaling.md), so its rows of the owned
+//! vertices need the elements of the first ring's vertices too. [`HaloPlan::with_depth`]
+//! grows the working set ring by ring: depth `d` takes every element that touches a vertex
+//! within `d − 1` rings of the owned ones.
 
 use std::collections::BTreeMap;
 
@@ -54,8 +60,23 @@ pub struct HaloPlan {
 }
 
 impl HaloPlan {
-    /// The plan of `partition` on `mesh` (the mesh it partitioned: one owner per vertex).
+    /// The plan of `partition` on `mesh` (the mesh it partitioned: one owner per vertex), one
+    /// ring deep.
     pub fn new(mesh: &Mesh, partition: &Partition) -> Result<Self, PartitionError> {
+        Self::with_depth(mesh, partition, 1)
+    }
+
+    /// The plan `depth` rings deep (at least 1): each part's working set is every element
+    /// that touches a vertex within `depth − 1` rings of its owned vertices (through the
+    /// elements), and its halo every other-owned vertex of those elements.
+    pub fn with_depth(
+        mesh: &Mesh,
+        partition: &Partition,
+        depth: usize,
+    ) -> Result<Self, PartitionError> {
+        if depth == 0 {
+            return Err(PartitionError::Depth);
+        }
         let owner = partition.owner();
         if owner.len() != mesh.vertices.len() {
             return Err(PartitionError::Length {
@@ -89,24 +110,43 @@ impl HaloPlan {
                     vertices: owner.len(),
                 })
         };
-        let mut distinct: Vec<u32> = Vec::with_capacity(kind.nodes());
+        // Each element's nodes checked once, and the elements around each vertex.
         for e in 0..elements.len() {
-            let nodes = elements.nodes(e);
-            distinct.clear();
-            for &v in nodes {
-                let p = owner_of(v, e)?;
-                if !distinct.contains(&p) {
-                    distinct.push(p);
-                }
+            for &v in elements.nodes(e) {
+                owner_of(v, e)?;
             }
-            for &p in &distinct {
-                let part = &mut plan[p as usize];
-                part.elements.push(e as u32);
-                if distinct.len() > 1 {
-                    part.halo
-                        .extend(nodes.iter().filter(|&&v| owner[v as usize] != p));
-                }
+        }
+        let around = incidence(owner.len(), &elements);
+        // Marks stamped with the part (plus one), reused from part to part.
+        let mut vertex_mark = vec![0u32; owner.len()];
+        let mut element_mark = vec![0u32; elements.len()];
+        for (p, part) in plan.iter_mut().enumerate() {
+            let stamp = p as u32 + 1;
+            for &v in &part.owned {
+                vertex_mark[v as usize] = stamp;
             }
+            let mut frontier = part.owned.clone();
+            for _ in 0..depth {
+                let mut reached = Vec::new();
+                for &v in &frontier {
+                    for &e in &around[v as usize] {
+                        if element_mark[e as usize] == stamp {
+                            continue;
+                        }
+                        element_mark[e as usize] = stamp;
+                        part.elements.push(e);
+                        for &u in elements.nodes(e as usize) {
+                            if vertex_mark[u as usize] != stamp {
+                                vertex_mark[u as usize] = stamp;
+                                part.halo.push(u);
+                                reached.push(u);
+                            }
+                        }
+                    }
+                }
+                frontier = reached;
+            }
+            part.elements.sort_unstable();
         }
         // Receives: each part's halo grouped by owner (ascending within each group).
         let mut receives: Vec<BTreeMap<u32, Vec<u32>>> = Vec::with_capacity(parts);
@@ -147,4 +187,18 @@ impl HaloPlan {
             parts: plan,
         })
     }
+}
+
+/// For each vertex, the elements it is a node of, ascending.
+fn incidence(vertices: usize, elements: &crate::meshio::Elements) -> Vec<Vec<u32>> {
+    let mut around = vec![Vec::new(); vertices];
+    for e in 0..elements.len() {
+        for &v in elements.nodes(e) {
+            let list: &mut Vec<u32> = &mut around[v as usize];
+            if list.last() != Some(&(e as u32)) {
+                list.push(e as u32);
+            }
+        }
+    }
+    around
 }

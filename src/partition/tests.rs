@@ -355,3 +355,58 @@ fn a_partition_from_owners_is_checked() {
         Err(PartitionError::Length { .. })
     ));
 }
+
+/// Per part: the elements touching a vertex within one ring of its owned vertices, and their
+/// vertices owned elsewhere, by brute force over all elements twice.
+fn brute_two_deep(mesh: &Mesh, owner: &[u32], p: u32) -> (Vec<u32>, Vec<u32>) {
+    let tets: Vec<&[u32]> = mesh
+        .elements(ElementKind::Tetrahedra)
+        .iter()
+        .map(|(nodes, _)| nodes)
+        .collect();
+    let mut ring: BTreeSet<u32> = BTreeSet::new();
+    for nodes in &tets {
+        if nodes.iter().any(|&v| owner[v as usize] == p) {
+            ring.extend(nodes.iter().copied());
+        }
+    }
+    let mut elements = Vec::new();
+    let mut halo = BTreeSet::new();
+    for (e, nodes) in tets.iter().enumerate() {
+        if nodes.iter().any(|v| ring.contains(v)) {
+            elements.push(e as u32);
+            halo.extend(nodes.iter().copied().filter(|&v| owner[v as usize] != p));
+        }
+    }
+    (elements, halo.into_iter().collect())
+}
+
+#[test]
+fn a_halo_two_rings_deep_holds_the_elements_of_the_first_ring_and_exchanges_symmetrically() {
+    let mesh = tet_grid([10, 9, 6]);
+    let graph = VertexGraph::of_mesh(&mesh).unwrap();
+    let partition = Partition::kway(&graph, 3, None).unwrap();
+    let owner = partition.owner();
+    let one = HaloPlan::new(&mesh, &partition).unwrap();
+    assert_eq!(one, HaloPlan::with_depth(&mesh, &partition, 1).unwrap());
+    let two = HaloPlan::with_depth(&mesh, &partition, 2).unwrap();
+    assert_symmetric(&two, owner);
+    for (p, (shallow, deep)) in one.parts.iter().zip(&two.parts).enumerate() {
+        let (elements, halo) = brute_two_deep(&mesh, owner, p as u32);
+        assert_eq!(deep.elements, elements, "part {p}");
+        assert_eq!(deep.halo, halo, "part {p}");
+        assert_eq!(deep.owned, shallow.owned);
+        // Deeper, and strictly: a grid's second ring is never empty.
+        assert!(
+            shallow
+                .halo
+                .iter()
+                .all(|v| deep.halo.binary_search(v).is_ok())
+        );
+        assert!(deep.halo.len() > shallow.halo.len(), "part {p}");
+    }
+    assert!(matches!(
+        HaloPlan::with_depth(&mesh, &partition, 0),
+        Err(PartitionError::Depth)
+    ));
+}
