@@ -116,7 +116,7 @@ impl HaloPlan {
                 owner_of(v, e)?;
             }
         }
-        let around = incidence(owner.len(), &elements);
+        let around = incidence(owner.len(), elements);
         // Marks stamped with the part (plus one), reused from part to part.
         let mut vertex_mark = vec![0u32; owner.len()];
         let mut element_mark = vec![0u32; elements.len()];
