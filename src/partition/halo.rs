@@ -15,10 +15,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::gml::topology::vertex_ball;
+use crate::mesh_kind::MeshKind;
 use crate::meshio::{ElementKind, Mesh};
 
 use super::PartitionError;
-use super::graph::connecting_elements;
+use super::graph::{connecting_elements, fits};
 use super::owners::Partition;
 
 /// What one part sends to and receives from one neighbour part.
@@ -110,13 +112,21 @@ impl HaloPlan {
                     vertices: owner.len(),
                 })
         };
-        // Each element's nodes checked once, and the elements around each vertex.
+        // Each element's nodes checked once, then the elements around each vertex (gml's
+        // vertex balls, the nodes read as i32 in place: they are below the vertex count,
+        // which fits, as does the element count).
         for e in 0..elements.len() {
             for &v in elements.nodes(e) {
                 owner_of(v, e)?;
             }
         }
-        let around = incidence(owner.len(), elements);
+        fits("the vertex count", owner.len())?;
+        fits("the element count", elements.len())?;
+        let ball = vertex_ball(
+            owner.len(),
+            MeshKind::from_element(kind),
+            bytemuck::cast_slice(elements.node_slice()),
+        );
         // Marks stamped with the part (plus one), reused from part to part.
         let mut vertex_mark = vec![0u32; owner.len()];
         let mut element_mark = vec![0u32; elements.len()];
@@ -129,12 +139,13 @@ impl HaloPlan {
             for _ in 0..depth {
                 let mut reached = Vec::new();
                 for &v in &frontier {
-                    for &e in &around[v as usize] {
+                    let v = v as usize;
+                    for &e in &ball.elements[ball.offsets[v]..ball.offsets[v + 1]] {
                         if element_mark[e as usize] == stamp {
                             continue;
                         }
                         element_mark[e as usize] = stamp;
-                        part.elements.push(e);
+                        part.elements.push(e as u32);
                         for &u in elements.nodes(e as usize) {
                             if vertex_mark[u as usize] != stamp {
                                 vertex_mark[u as usize] = stamp;
@@ -187,18 +198,4 @@ impl HaloPlan {
             parts: plan,
         })
     }
-}
-
-/// For each vertex, the elements it is a node of, ascending.
-fn incidence(vertices: usize, elements: &crate::meshio::Elements) -> Vec<Vec<u32>> {
-    let mut around = vec![Vec::new(); vertices];
-    for e in 0..elements.len() {
-        for &v in elements.nodes(e) {
-            let list: &mut Vec<u32> = &mut around[v as usize];
-            if list.last() != Some(&(e as u32)) {
-                list.push(e as u32);
-            }
-        }
-    }
-    around
 }

@@ -403,30 +403,24 @@ impl FrameStats {
                 let per = |c: &Counters, n: u32| {
                     c.stages
                         .iter()
-                        .map(|s| StageTime {
-                            busy: s.busy / n,
-                            span: s.span / n,
-                            launches: s.launches / u64::from(n),
-                            ..s.clone()
+                        .map(|s| {
+                            // A sampled stage's mean is over the frames that have a sample.
+                            let n = if SAMPLED.contains(&s.stage.as_str()) {
+                                s.launches.max(1) as u32
+                            } else {
+                                n
+                            };
+                            StageTime {
+                                busy: s.busy / n,
+                                span: s.span / n,
+                                launches: s.launches / u64::from(n),
+                                ..s.clone()
+                            }
                         })
                         .collect::<Vec<_>>()
                 };
                 let mut stages = per(&a.device, a.device.frames.max(1) as u32);
-                stages.extend(per(&a.stages, n).into_iter().map(|s| {
-                    // A sampled stage's mean is over the frames that have a sample.
-                    match a.stages.get(&s.stage) {
-                        Some(total) if SAMPLED.contains(&s.stage.as_str()) => {
-                            let k = total.launches.max(1) as u32;
-                            StageTime {
-                                busy: total.busy / k,
-                                span: total.span / k,
-                                launches: 1,
-                                ..s
-                            }
-                        }
-                        _ => s,
-                    }
-                }));
+                stages.extend(per(&a.stages, n));
                 stages
             },
             capture_seconds: self.capture.as_secs_f64(),

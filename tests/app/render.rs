@@ -471,11 +471,7 @@ fn fixed_scene_through_the_external_path_equals_copy_where_a_device_offers_it() 
         };
         assert_eq!(transfer, Transfer::External);
         let (_, copied) = render_fixed_scene(device, InteropMode::Copy).unwrap();
-        let differ = external
-            .pixels()
-            .zip(copied.pixels())
-            .filter(|(a, b)| a != b)
-            .count();
+        let differ = differing_pixels(&external, &copied);
         assert_eq!(
             differ, 0,
             "{differ} pixels differ between external and copy"
@@ -1836,6 +1832,11 @@ fn the_friction_view_colours_the_ground_by_the_winds_u_star() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Pixels that are not exactly equal in two frames of one size.
+fn differing_pixels(a: &image::RgbaImage, b: &image::RgbaImage) -> usize {
+    a.pixels().zip(b.pixels()).filter(|(p, q)| p != q).count()
+}
+
 /// A renderer of the fixed scene's flat square ground.
 fn flat_renderer(gl: &std::rc::Rc<glow::Context>) -> Renderer {
     let ground = Heightfield::from_fn(2, 2, Vec2::ZERO, Vec2::splat(GROUND), |_, _| 0.0).unwrap();
@@ -1917,20 +1918,12 @@ fn a_frame_drawn_as_scene_then_overlays_equals_the_frame_drawn_at_once() {
     renderer.draw_overlays(&cam, (W, H), &views);
     let in_two = read_frame(&gl, (W, H)).unwrap();
 
-    let differing = at_once
-        .pixels()
-        .zip(scene_only.pixels())
-        .filter(|(a, b)| a != b)
-        .count();
+    let differing = differing_pixels(&at_once, &scene_only);
     assert!(
         differing > 100,
         "the overlays drew only {differing} pixels: the test would not see them go missing"
     );
-    let mismatched = at_once
-        .pixels()
-        .zip(in_two.pixels())
-        .filter(|(a, b)| a != b)
-        .count();
+    let mismatched = differing_pixels(&at_once, &in_two);
     assert_eq!(
         mismatched, 0,
         "the frame drawn in two parts differs from the one-call draw at {mismatched} pixels"
