@@ -5,8 +5,6 @@
 // array permuted together by the sort (src/snow/particles.rs):
 //   pos[i]     xyz position, w flutter phase (radians, [0, 2π))
 //   vel[i]     xyz velocity (m/s), w drag coefficient k (1/m): a = k |w − v| (w − v) − g ẑ
-//   flutter[i] x flutter radius (m), y flutter rate (rad/s), z flake diameter (m), w terminal
-//              fall speed in still air (m/s)
 //   tet[i]     the tetrahedron that contains pos (within the walk's tolerance)
 //   ids[i]     the particle's id (0 .. n − 1, never changes)
 //   respawns[i] how many times it respawned (the generator's counter)
@@ -14,7 +12,10 @@
 //              own parcel when it lands; only with `suspend` (one unused entry without)
 //
 // Every random number is a pure function of (seed, id, respawn count, stream): never of the
-// array slot, the frame or a shared counter, so permuting the arrays changes nothing.
+// array slot, the frame or a shared counter, so permuting the arrays changes nothing. What
+// depends on (seed, id) alone, the flutter and the flake's size, is not stored but derived
+// where it is needed (snow_flutter): 16 bytes a parcel fewer for every step to read and every
+// sort to move.
 //
 // Mesh (src/snow/mesh.rs): tets, coords and neighbours as tet_walk.cl; face_refs[t].j the
 // boundary reference of face j (opposite local vertex j) when it is on the boundary, 0 inside;
@@ -270,14 +271,30 @@ inline int snow_source_point(__global const int4 *tets, __global const float4 *c
     return wk.status == TET_WALK_INSIDE ? wk.tet : -1;
 }
 
+// A parcel's flutter and flake size, a pure function of (seed, id) and the scene's ranges:
+// flutter_range = (radius min, max (m), rate min, max (rad/s)); size_law = (smallest
+// diameter, largest, reference diameter, reference fall speed): v_t(d) = v_ref (d / d_ref)^0.2,
+// the diameter from a rank-1 lattice in the ids (see snow_init). Returns (flutter radius m,
+// flutter rate rad/s, diameter m, terminal fall speed in still air m/s).
+inline float4 snow_flutter(uint seed, uint id, float4 flutter_range, float4 size_law) {
+    const float radius = mix(flutter_range.x, flutter_range.y,
+                             snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER)));
+    const float rate = mix(flutter_range.z, flutter_range.w,
+                           snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 1u)));
+    const uint lattice_d = id * 0x91e10da5U + snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 3u);
+    const float d = mix(size_law.x, size_law.y, snow_unit(lattice_d));
+    const float vt = size_law.w * pow(d / size_law.z, 0.2f);
+    return (float4)(radius, rate, d, vt);
+}
+
 // Spreads the n particles uniformly through the air (a tetrahedron chosen by volume from the
 // particle's own stratum, a point uniform in it: Dirichlet(1,1,1,1) barycentrics from four
 // exponentials), or, with a source height (source.x > 0), through the air below it: over the
 // ground point of the particle's stratum, at a height from a rank-1 lattice in the ids. At
-// rest, with their flutter drawn from the generator and their size from the lattice.
+// rest, with their flutter phase drawn from the generator (radius, rate and size: snow_flutter).
 // source = (height, top, respawn depth below the top, tolerance); hops the walk's limit.
 __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict vel,
-                        __global float4 *restrict flutter, __global uint *restrict tet,
+                        __global uint *restrict tet,
                         __global uint *restrict ids, __global uint *restrict respawns,
                         __global float4 *restrict render, const uint n, const uint seed,
                         const uint first, const uint total,
@@ -304,7 +321,6 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
     // ground position stratified by id, the particles are stratified in position, height and
     // fall speed together, so where they land is no lottery.
     const uint lattice_h = id * 0x9e3779b9U + snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 2u);
-    const uint lattice_d = id * 0x91e10da5U + snow_bits(seed, 0u, 0u, SNOW_S_SOURCE + 3u);
     if (source.x > 0.0f) {
         const float h = source.x * snow_unit(lattice_h);
         t = snow_source_point(tets, coords, neighbours, ground_cdf, ground_count, ground_tets,
@@ -324,18 +340,12 @@ __kernel void snow_init(__global float4 *restrict pos, __global float4 *restrict
         x = a + b.y * (coords[nd.y].xyz - a) + b.z * (coords[nd.z].xyz - a) +
             b.w * (coords[nd.w].xyz - a);
     }
-    const float radius = mix(flutter_range.x, flutter_range.y,
-                             snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER)));
-    const float rate = mix(flutter_range.z, flutter_range.w,
-                           snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 1u)));
     const float phase = SNOW_TWO_PI * snow_unit(snow_bits(seed, id, 0u, SNOW_S_FLUTTER + 2u));
-    // size_law = (smallest diameter, largest, reference diameter, reference fall speed):
-    // v_t(d) = v_ref (d / d_ref)^0.2, k = g / v_t².
-    const float d = mix(size_law.x, size_law.y, snow_unit(lattice_d));
-    const float vt = size_law.w * pow(d / size_law.z, 0.2f);
+    // k = g / v_t².
+    const float4 f = snow_flutter(seed, id, flutter_range, size_law);
+    const float d = f.z, vt = f.w;
     pos[i] = (float4)(x, phase);
     vel[i] = (float4)(0.0f, 0.0f, 0.0f, gravity / (vt * vt));
-    flutter[i] = (float4)(radius, rate, d, vt);
     tet[i] = (uint)t;
     ids[i] = id;
     respawns[i] = 0u;
@@ -386,7 +396,7 @@ inline int snow_bottom_cell(__global const int4 *restrict tets,
 // leaves); at the end every parcel in the bottom layer (`bottom[t]`: its tetrahedron touches
 // the ground) is counted in its cell for the next frame (`next_count`, `next_first`).
 __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict vel,
-                        __global const float4 *restrict flutter, __global uint *restrict tet,
+                        __global uint *restrict tet,
                         __global const uint *restrict ids, __global uint *restrict respawns,
                         __global float4 *restrict render, const uint n, const uint seed,
                         const uint first, const uint total,
@@ -416,16 +426,17 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global const uint *restrict cell_first,
                         __global const ulong *restrict cell_pool,
                         __global uint *restrict next_count, __global uint *restrict next_first,
-                        __global const uchar *restrict bottom, const uint suspend) {
+                        __global const uchar *restrict bottom, const uint suspend,
+                        const float4 flutter_range, const float4 size_law) {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
     const float dt = params.x, gravity = params.y, tol = params.z, below = params.w;
     float4 p = pos[i];
     float4 v = vel[i];
-    const float4 f = flutter[i];
     int t = (int)tet[i];
     const uint id = ids[i];
+    const float4 f = snow_flutter(seed, id, flutter_range, size_law);
     uint count = respawns[i];
 
     // The snow the parcel carries in suspension, and its share of what the wind lifted in its
@@ -699,4 +710,15 @@ __kernel void snow_cell_counts(__global const float4 *restrict pos, __global uin
     if (x >= dims.x || y >= dims.y || z >= dims.z)
         return;
     atomic_inc(&counts[x + dims.x * (y + dims.y * z)]);
+}
+
+// The flutter and size of the n parcels whose ids are `ids` (snow_flutter), for the host: what
+// a state read reports beside the stored arrays.
+__kernel void snow_flutter_of(__global const uint *restrict ids, __global float4 *restrict out,
+                              const uint n, const uint seed, const float4 flutter_range,
+                              const float4 size_law) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    out[i] = snow_flutter(seed, ids[i], flutter_range, size_law);
 }

@@ -1,8 +1,9 @@
 //! `snowsim bench snow`: the snow's frame on the device, per particle count and sort mode,
 //! with the particle update measured against the device's copy bandwidth.
 //!
-//! The update's **bytes** are the unique bytes it must move: per particle 60 read (three
-//! `float4` and three `uint`) and 56 written (position, velocity, tetrahedron, respawn count
+//! The update's **bytes** are the unique bytes it must move: per particle 44 read (two
+//! `float4`, position and velocity, and three `uint`; the flutter and size are derived from
+//! the id, not read) and 56 written (position, velocity, tetrahedron, respawn count
 //! and the drawn `float4`), plus the mesh data it gathers once at least (the tetrahedra's
 //! nodes, the vertices' coordinates and the wind: 16 bytes each per tetrahedron and twice per
 //! vertex). Their time at the copy bandwidth over the update's measured time is the fraction
@@ -24,9 +25,9 @@ const FLOAT4_BYTES: u64 = size_of::<[f32; 4]>() as u64;
 /// Bytes of a `uint`.
 const UINT_BYTES: u64 = size_of::<u32>() as u64;
 
-/// Bytes the update reads and writes per particle: reads three `float4` and three `uint` (60),
+/// Bytes the update reads and writes per particle: reads two `float4` and three `uint` (44),
 /// writes two `float4`, two `uint` and the drawn particle (56).
-pub const PARTICLE_UPDATE_BYTES: u64 = (3 * FLOAT4_BYTES + 3 * UINT_BYTES)
+pub const PARTICLE_UPDATE_BYTES: u64 = (2 * FLOAT4_BYTES + 3 * UINT_BYTES)
     + (2 * FLOAT4_BYTES + 2 * UINT_BYTES + PARTICLE_BYTES as u64);
 
 /// One particle count and sort mode, per frame (means over the timed frames).
@@ -139,7 +140,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_update_moves_60_bytes_in_and_56_out_per_particle() {
-        assert_eq!(PARTICLE_UPDATE_BYTES, 60 + 56);
+    fn the_update_moves_44_bytes_in_and_56_out_per_particle() {
+        assert_eq!(PARTICLE_UPDATE_BYTES, 44 + 56);
     }
 }

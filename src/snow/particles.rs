@@ -12,8 +12,6 @@ pub struct Particles {
     pub(crate) pos: DeviceBuffer<[f32; 4]>,
     /// xyz velocity (m/s), w drag coefficient (1/m).
     pub(crate) vel: DeviceBuffer<[f32; 4]>,
-    /// Flutter radius (m), flutter rate (rad/s), flake diameter (m), terminal speed (m/s).
-    pub(crate) flutter: DeviceBuffer<[f32; 4]>,
     /// Containing tetrahedron.
     pub(crate) tet: DeviceBuffer<u32>,
     /// Particle id.
@@ -36,7 +34,8 @@ pub struct ParticleState {
     pub pos: [f32; 4],
     /// Velocity (xyz) and drag coefficient (w).
     pub vel: [f32; 4],
-    /// Flutter radius, rate, diameter, terminal speed.
+    /// Flutter radius, rate, diameter, terminal speed: derived from the seed and the id
+    /// wherever they are needed, not stored.
     pub flutter: [f32; 4],
     /// Containing tetrahedron.
     pub tet: u32,
@@ -80,7 +79,6 @@ impl Particles {
         Ok(Self {
             pos: DeviceBuffer::uninit(context, n)?,
             vel: DeviceBuffer::uninit(context, n)?,
-            flutter: DeviceBuffer::uninit(context, n)?,
             tet: DeviceBuffer::uninit(context, n)?,
             ids: DeviceBuffer::uninit(context, n)?,
             respawns: DeviceBuffer::uninit(context, n)?,
@@ -99,9 +97,10 @@ impl Particles {
         self.pos.is_empty()
     }
 
-    /// Reads every particle back (blocking), in array order.
-    pub fn read(&self) -> Result<Vec<ParticleState>> {
-        let (pos, vel, flutter) = (self.pos.read()?, self.vel.read()?, self.flutter.read()?);
+    /// Reads every particle back (blocking), in array order, with `flutter` (one per parcel,
+    /// in the same order: derived, not stored; see `Snow::particle_states`).
+    pub(crate) fn read_with(&self, flutter: Vec<[f32; 4]>) -> Result<Vec<ParticleState>> {
+        let (pos, vel) = (self.pos.read()?, self.vel.read()?);
         let (tet, ids, respawns) = (self.tet.read()?, self.ids.read()?, self.respawns.read()?);
         let suspended = self.suspended_units()?;
         Ok((0..self.len())

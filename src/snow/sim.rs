@@ -17,7 +17,7 @@ use super::cover::GroundCover;
 use super::density::{DensityGrid, RelativeDensity};
 use super::drift::Drift;
 use super::mesh::{SnowGeometry, SnowMesh};
-use super::particles::Particles;
+use super::particles::{ParticleState, Particles};
 use super::refine::CoverMesh;
 use super::suspension::{FrameCellsHost, SharedCells, Suspension};
 use super::{Error, Result};
@@ -119,7 +119,7 @@ enum Sorter {
 
 /// Scratch arrays a permutation writes into before they swap with the particles'.
 struct Scratch {
-    f4: [DeviceBuffer<[f32; 4]>; 3],
+    f4: [DeviceBuffer<[f32; 4]>; 2],
     u: [DeviceBuffer<u32>; 3],
     /// For the snow in suspension (one unused entry without).
     long: DeviceBuffer<u64>,
@@ -147,6 +147,8 @@ pub struct Snow {
     staging: CounterStaging,
     init: Kernel,
     update: Kernel,
+    /// `snow_flutter_of`: the parcels' flutter and size, derived, for a state read.
+    flutter_of: Kernel,
     hilbert: Kernel,
     cell_counts: Kernel,
     relocate: Kernel,
@@ -283,6 +285,7 @@ impl Snow {
             staging,
             init: program.kernel("snow_init")?,
             update: program.kernel("snow_step")?,
+            flutter_of: program.kernel("snow_flutter_of")?,
             hilbert: program.kernel("snow_hilbert_keys")?,
             cell_counts: program.kernel("snow_cell_counts")?,
             relocate: program.kernel("snow_relocate")?,
@@ -320,6 +323,37 @@ impl Snow {
     /// The mesh tables.
     pub fn mesh(&self) -> &SnowMesh {
         &self.mesh
+    }
+
+    /// Every parcel's state, read back (blocking) in array order, with its flutter and size
+    /// derived on the device as the step derives them (they are not stored).
+    pub fn particle_states(&self) -> Result<Vec<ParticleState>> {
+        let n = self.particles.len();
+        let flutter = if n == 0 {
+            Vec::new()
+        } else {
+            let out = DeviceBuffer::<[f32; 4]>::uninit(&self.context, n)?;
+            let (range, size_law) = flutter_law(&self.config);
+            let mut call = self.flutter_of.call();
+            // SAFETY: `ids` and `out` hold n values; the kernel guards i < n.
+            unsafe {
+                call.buffer(&self.particles.ids)?
+                    .buffer(&out)?
+                    .arg(&(n as u32))?
+                    .arg(&self.config.seed)?
+                    .arg(&range)?
+                    .arg(&size_law)?;
+            }
+            let mut timeline = Timeline::new(false);
+            call.enqueue_into(
+                &self.context,
+                self.flutter_of.work_size(&self.context, n)?,
+                &mut timeline,
+            )?;
+            timeline.wait()?;
+            out.read()?
+        };
+        self.particles.read_with(flutter)
     }
 
     /// The particle arrays.
@@ -394,7 +428,6 @@ impl Snow {
                 f4: [
                     DeviceBuffer::uninit(context, n)?,
                     DeviceBuffer::uninit(context, n)?,
-                    DeviceBuffer::uninit(context, n)?,
                 ],
                 u: [
                     DeviceBuffer::uninit(context, n)?,
@@ -447,18 +480,7 @@ impl Snow {
         let c = &self.config;
         let p = &mut self.particles;
         let m = &self.mesh;
-        let flutter = [
-            c.flutter_radius[0],
-            c.flutter_radius[1],
-            c.flutter_rate[0],
-            c.flutter_rate[1],
-        ];
-        let size_law = [
-            c.flake_diameter[0],
-            c.flake_diameter[1],
-            c.reference_diameter(),
-            c.fall_speed,
-        ];
+        let (flutter, size_law) = flutter_law(c);
         let mut call = self.init.call();
         // SAFETY: the particle arrays and `render` hold n values, the kernel guards i < n; the
         // search stays within tet_count entries of tet_cdf, the tetrahedra index coords.
@@ -889,6 +911,7 @@ impl Snow {
             None => (none_u, none_u, none_l, none_u, none_u),
         };
         let suspend = u32::from(cells.is_some());
+        let (flutter, size_law) = flutter_law(c);
         let mut call = self.update.call();
         // SAFETY: the particle arrays and `render` hold n values (checked), the kernel guards
         // i < n; the mesh tables are consistent (built together), tetrahedra index `coords`
@@ -940,7 +963,9 @@ impl Snow {
                 .buffer(next_count)?
                 .buffer(next_first)?
                 .buffer(&m.bottom)?
-                .arg(&suspend)?;
+                .arg(&suspend)?
+                .arg(&flutter)?
+                .arg(&size_law)?;
         }
         call.enqueue_into(context, self.update.work_size(context, n)?, timeline)?;
         Ok(())
@@ -999,7 +1024,6 @@ impl Snow {
                 let idx = &self.indices;
                 timeline.append(s.permute(&p.pos, idx, &mut scratch.f4[0])?);
                 timeline.append(s.permute(&p.vel, idx, &mut scratch.f4[1])?);
-                timeline.append(s.permute(&p.flutter, idx, &mut scratch.f4[2])?);
                 timeline.append(s.permute(&p.tet, idx, &mut scratch.u[0])?);
                 timeline.append(s.permute(&p.ids, idx, &mut scratch.u[1])?);
                 timeline.append(s.permute(&p.respawns, idx, &mut scratch.u[2])?);
@@ -1009,7 +1033,6 @@ impl Snow {
                 }
                 std::mem::swap(&mut p.pos, &mut scratch.f4[0]);
                 std::mem::swap(&mut p.vel, &mut scratch.f4[1]);
-                std::mem::swap(&mut p.flutter, &mut scratch.f4[2]);
                 std::mem::swap(&mut p.tet, &mut scratch.u[0]);
                 std::mem::swap(&mut p.ids, &mut scratch.u[1]);
                 std::mem::swap(&mut p.respawns, &mut scratch.u[2]);
@@ -1357,6 +1380,25 @@ fn check_render(render: &impl BufferArg<Particle>, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// The kernels' `flutter_range` and `size_law` (see `snow_flutter` in `kernels/snow.cl`):
+/// what a parcel's flutter and flake size are derived from, with its id and the seed.
+fn flutter_law(c: &SnowConfig) -> ([f32; 4], [f32; 4]) {
+    (
+        [
+            c.flutter_radius[0],
+            c.flutter_radius[1],
+            c.flutter_rate[0],
+            c.flutter_rate[1],
+        ],
+        [
+            c.flake_diameter[0],
+            c.flake_diameter[1],
+            c.reference_diameter(),
+            c.fall_speed,
+        ],
+    )
+}
+
 /// Binds the arguments every particle kernel of `kernels/snow.cl` starts with: the particle
 /// arrays, the render buffer, the particle count, the seed and the share of the run's parcels.
 ///
@@ -1375,7 +1417,6 @@ unsafe fn bind_particles<'c, 'k>(
     unsafe {
         call.buffer(&p.pos)?
             .buffer(&p.vel)?
-            .buffer(&p.flutter)?
             .buffer(&p.tet)?
             .buffer(&p.ids)?
             .buffer(&p.respawns)?

@@ -213,7 +213,7 @@ fn stormy_ridge(extra: &str) -> Scene {
 
 /// The particles' states sorted by id (the array order is the sort's).
 fn by_id(sim: &Simulation) -> Vec<[u32; 17]> {
-    let mut states = sim.snow().unwrap().particles().read().unwrap();
+    let mut states = sim.snow().unwrap().particle_states().unwrap();
     states.sort_by_key(|p| p.id);
     states.iter().map(|p| p.bits()).collect()
 }

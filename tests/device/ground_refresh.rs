@@ -234,7 +234,7 @@ fn a_parcel_the_raised_ground_buries_is_moved_up_onto_it() {
         (top_of_pile - 3.0).abs() < 0.01,
         "the pile's top at {top_of_pile} m"
     );
-    for p in snow.particles().read().unwrap() {
+    for p in snow.particle_states().unwrap() {
         let t = geometry.tets[p.tet as usize];
         let x: Vec<[f64; 3]> = t
             .iter()

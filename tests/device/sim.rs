@@ -76,7 +76,7 @@ fn a_nan_parcel_stops_the_run_one_frame_late_naming_frame_and_id() {
 
 /// Makes parcel `k` of `snow` non-finite (its vertical velocity NaN); returns its id.
 fn poison(snow: &mut snowsim::snow::Snow, k: usize) -> u32 {
-    let state = snow.particles().read().unwrap();
+    let state = snow.particle_states().unwrap();
     let mut vel: Vec<[f32; 4]> = state.iter().map(|p| p.vel).collect();
     vel[k][2] = f32::NAN;
     snow.particles_mut().write_velocities(&vel).unwrap();
@@ -131,7 +131,7 @@ fn a_nan_parcel_on_another_device_stops_the_run_naming_that_device() {
         .snows_mut()
         .next()
         .expect("another device");
-    let state = other.particles().read().unwrap();
+    let state = other.particle_states().unwrap();
     // The other device holds ids 100..300: the run's ids, not its own indices.
     assert_eq!(state.len(), 200);
     assert!(state.iter().all(|p| (100..300).contains(&p.id)));

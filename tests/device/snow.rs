@@ -95,7 +95,7 @@ impl Run {
     }
 
     fn particles(&self) -> Vec<ParticleState> {
-        self.snow.particles().read().unwrap()
+        self.snow.particle_states().unwrap()
     }
 }
 
@@ -180,6 +180,82 @@ fn snow_approaches_terminal_velocity_like_tanh() {
         checked += 1;
     }
     assert_eq!(checked, 2, "checked at τ and 3τ");
+}
+
+#[test]
+fn each_parcels_flutter_and_size_are_derived_the_same_at_every_step_and_follow_the_laws() {
+    // Not stored: derived from (seed, id) by the step and by a state read. They must stay
+    // within the scene's ranges, follow the fall-speed law, agree with the drag coefficient
+    // the parcel started with, and be the same for one id whatever the frame or the sort.
+    let ctx = context();
+    let box_domain = domain([100.0, 100.0, 400.0], 2, 2, |_, _| 0.0);
+    let mut config = SnowConfig::new(4096);
+    config.flake_diameter = [0.002, 0.008];
+    config.flutter_radius = [0.05, 0.3];
+    config.flutter_rate = [0.5, 3.0];
+    config.sort.mode = SortMode::Full;
+    let still = vec![[0.0f32; 4]; box_domain.mesh.vertices.len()];
+    let mut run = Run::new(&ctx, &box_domain, config.clone(), &still);
+    let first = sorted_by_id(run.particles());
+    let (d_ref, v_ref, g) = (
+        f64::from(config.reference_diameter()),
+        f64::from(config.fall_speed),
+        f64::from(config.gravity),
+    );
+    let within = |x: f32, [lo, hi]: [f32; 2]| x >= lo && x <= hi;
+    let (mut radii, mut rates) = (Vec::new(), Vec::new());
+    for p in &first {
+        let [radius, rate, d, vt] = p.flutter;
+        assert!(
+            within(radius, config.flutter_radius),
+            "parcel {}: radius {radius}",
+            p.id
+        );
+        assert!(
+            within(rate, config.flutter_rate),
+            "parcel {}: rate {rate}",
+            p.id
+        );
+        assert!(
+            within(d, config.flake_diameter),
+            "parcel {}: diameter {d}",
+            p.id
+        );
+        let law = v_ref * (f64::from(d) / d_ref).powf(0.2);
+        assert!(
+            (f64::from(vt) - law).abs() <= 1e-5 * law,
+            "parcel {}: terminal speed {vt} against v_ref (d / d_ref)^0.2 = {law}",
+            p.id
+        );
+        let k = g / (f64::from(vt) * f64::from(vt));
+        assert!(
+            (f64::from(p.vel[3]) - k).abs() <= 1e-5 * k,
+            "parcel {}: drag coefficient {} against g / v_t² = {k}",
+            p.id,
+            p.vel[3]
+        );
+        radii.push(radius);
+        rates.push(rate);
+    }
+    // Drawn, not constant: they spread over their ranges.
+    let spread = |v: &[f32]| {
+        v.iter().cloned().fold(f32::MIN, f32::max) - v.iter().cloned().fold(f32::MAX, f32::min)
+    };
+    assert!(spread(&radii) > 0.2 && spread(&rates) > 2.0);
+    for _ in 0..10 {
+        run.step(&ctx, 0.02);
+    }
+    let later = sorted_by_id(run.particles());
+    assert_eq!(later.len(), first.len());
+    for (a, b) in first.iter().zip(&later) {
+        assert_eq!(a.id, b.id);
+        assert_eq!(
+            a.flutter.map(f32::to_bits),
+            b.flutter.map(f32::to_bits),
+            "parcel {}: its flutter changed between frames",
+            a.id
+        );
+    }
 }
 
 /// `--check`'s invariants hold through sorted frames with landings, and each breach is found
