@@ -395,6 +395,8 @@ inline int snow_bottom_cell(__global const int4 *restrict tets,
 // lays them with its own parcel when it lands (or takes them out of the domain when it
 // leaves); at the end every parcel in the bottom layer (`bottom[t]`: its tetrahedron touches
 // the ground) is counted in its cell for the next frame (`next_count`, `next_first`).
+// flutter_range and size_law as snow_flutter takes them; the parcel as drawn goes to
+// render[i] only when write_render (0 where nothing draws the parcels).
 __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict vel,
                         __global uint *restrict tet,
                         __global const uint *restrict ids, __global uint *restrict respawns,
@@ -427,7 +429,8 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
                         __global const ulong *restrict cell_pool,
                         __global uint *restrict next_count, __global uint *restrict next_first,
                         __global const uchar *restrict bottom, const uint suspend,
-                        const float4 flutter_range, const float4 size_law) {
+                        const float4 flutter_range, const float4 size_law,
+                        const uint write_render) {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
@@ -577,7 +580,8 @@ __kernel void snow_step(__global float4 *restrict pos, __global float4 *restrict
     vel[i] = (float4)(vout, k);
     tet[i] = (uint)t;
     respawns[i] = count;
-    render[i] = (float4)(q, 0.5f * f.z * render_scale);
+    if (write_render)
+        render[i] = (float4)(q, 0.5f * f.z * render_scale);
     if (suspend) {
         if (load != carried)
             suspended[i] = load;

@@ -63,6 +63,7 @@ impl Stepper {
             Some(comm) => Simulation::over_ranks(&context, setup, comm)?,
             None => Simulation::new(&context, setup)?,
         };
+        simulation.undrawn();
         let mut particles = DeviceBuffer::uninit(&context, simulation.particle_count())?;
         let mut timeline = context.timeline();
         simulation.reset(

@@ -164,7 +164,10 @@ pub(super) fn share_snow(
         total,
         lifted_elsewhere: config.drift.is_some_and(|d| d.suspension),
     };
-    let snow = Snow::new_share(context, domain, share_config, share)?;
+    let mut snow = Snow::new_share(context, domain, share_config, share)?;
+    // Nothing draws another device's or rank's parcels unless the run asks
+    // ([`SnowShares::draw_all`]).
+    snow.set_writes_render(false);
     let landed = LandingsOut::new(context, snow.cover(), MIN_PAIRS)?;
     Ok((snow, landed))
 }
@@ -418,6 +421,7 @@ impl SnowShares {
             if o.drawn.is_none() {
                 o.drawn = Some(PinnedBuffer::new(&o.context, o.render.len())?);
             }
+            o.snow.set_writes_render(true);
         }
         Ok(())
     }

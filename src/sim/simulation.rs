@@ -174,6 +174,17 @@ impl Simulation {
         })
     }
 
+    /// Tells the simulation that nothing draws it (`--render off`): the snow's step then
+    /// skips writing the parcels as drawn (16 bytes a parcel a step); the buffer given to
+    /// [`step`](Self::step) keeps what the reset wrote.
+    pub fn undrawn(&mut self) {
+        if let Some(s) = self.scene.as_mut()
+            && let Some(snow) = s.snow.as_mut()
+        {
+            snow.set_writes_render(false);
+        }
+    }
+
     /// Draws the parcels of every device, not only the snow's device's own, where they are
     /// split across devices (the drawing's buffer then holds [`particle_count`] of them; call
     /// it before allocating that buffer). Nothing otherwise.

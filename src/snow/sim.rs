@@ -145,6 +145,9 @@ pub struct Snow {
     relocated: DeviceBuffer<u64>,
     first_bad: DeviceBuffer<u32>,
     staging: CounterStaging,
+    /// Whether the step writes the parcels as drawn into its `render` buffer (off where
+    /// nothing draws them: 16 bytes a parcel fewer to write each step).
+    writes_render: bool,
     init: Kernel,
     update: Kernel,
     /// `snow_flutter_of`: the parcels' flutter and size, derived, for a state read.
@@ -283,6 +286,7 @@ impl Snow {
             relocated: DeviceBuffer::zeroed(context, 2)?,
             first_bad,
             staging,
+            writes_render: true,
             init: program.kernel("snow_init")?,
             update: program.kernel("snow_step")?,
             flutter_of: program.kernel("snow_flutter_of")?,
@@ -354,6 +358,13 @@ impl Snow {
             out.read()?
         };
         self.particles.read_with(flutter)
+    }
+
+    /// Whether each step writes the parcels as drawn into the `render` buffer it is given
+    /// (on by default). Off where nothing reads that buffer (`--render off`, another
+    /// device's share that is not drawn): the buffer then keeps what the reset wrote.
+    pub fn set_writes_render(&mut self, on: bool) {
+        self.writes_render = on;
     }
 
     /// The particle arrays.
@@ -965,7 +976,8 @@ impl Snow {
                 .buffer(&m.bottom)?
                 .arg(&suspend)?
                 .arg(&flutter)?
-                .arg(&size_law)?;
+                .arg(&size_law)?
+                .arg(&u32::from(self.writes_render))?;
         }
         call.enqueue_into(context, self.update.work_size(context, n)?, timeline)?;
         Ok(())

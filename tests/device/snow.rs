@@ -258,6 +258,45 @@ fn each_parcels_flutter_and_size_are_derived_the_same_at_every_step_and_follow_t
     }
 }
 
+#[test]
+fn a_step_that_writes_no_drawing_leaves_the_same_parcels_and_an_untouched_render_buffer() {
+    let ctx = context();
+    let box_domain = domain([100.0, 100.0, 400.0], 2, 2, |_, _| 0.0);
+    let mut config = SnowConfig::new(2048);
+    config.sort.mode = SortMode::Full;
+    let breeze = wind(&box_domain, [1.0, 0.3, 0.0], 4.0);
+    let mut drawn = Run::new(&ctx, &box_domain, config.clone(), &breeze);
+    let mut undrawn = Run::new(&ctx, &box_domain, config.clone(), &breeze);
+    undrawn.snow.set_writes_render(false);
+    let at_reset = undrawn.render.read().unwrap();
+    for _ in 0..12 {
+        drawn.step(&ctx, 0.05);
+        undrawn.step(&ctx, 0.05);
+    }
+    // The same parcels either way, bit for bit.
+    let (a, b) = (drawn.particles(), undrawn.particles());
+    assert!(a.iter().zip(&b).all(|(x, y)| x.bits() == y.bits()));
+    // Drawn: each slot holds its parcel as drawn (position, half its diameter scaled).
+    let render = drawn.render.read().unwrap();
+    for (p, r) in a.iter().zip(&render) {
+        assert_eq!(
+            r.position,
+            [p.pos[0], p.pos[1], p.pos[2]],
+            "parcel {}",
+            p.id
+        );
+        assert_eq!(
+            r.radius,
+            0.5 * p.flutter[2] * config.render_scale,
+            "parcel {}",
+            p.id
+        );
+    }
+    assert_ne!(render, at_reset, "the drawn parcels moved");
+    // Undrawn: what the reset wrote, untouched.
+    assert_eq!(undrawn.render.read().unwrap(), at_reset);
+}
+
 /// `--check`'s invariants hold through sorted frames with landings, and each breach is found
 /// and named: one unit of snow too many on one vertex.
 #[test]
