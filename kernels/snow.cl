@@ -726,3 +726,32 @@ __kernel void snow_flutter_of(__global const uint *restrict ids, __global float4
         return;
     out[i] = snow_flutter(seed, ids[i], flutter_range, size_law);
 }
+
+// Applies a sort's order to the parcels' arrays in one pass: x_out[i] = x[order[i]] for the
+// position, velocity, id and respawn count, and for the tetrahedron (with_tet: when the sort's
+// keys were not the tetrahedra themselves) and the snow in suspension (with_suspended). One
+// read of the order for all of them instead of one per array. An order entry at or past n
+// (never from a sort of n pairs) gives a NaN position, which the step's check reports.
+__kernel void snow_permute(__global const uint *restrict order, const uint n,
+                           __global const float4 *restrict pos, __global const float4 *restrict vel,
+                           __global const uint *restrict ids, __global const uint *restrict respawns,
+                           __global const uint *restrict tet, __global const ulong *restrict suspended,
+                           __global float4 *restrict pos_out, __global float4 *restrict vel_out,
+                           __global uint *restrict ids_out, __global uint *restrict respawns_out,
+                           __global uint *restrict tet_out, __global ulong *restrict suspended_out,
+                           const uint with_tet, const uint with_suspended) {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint j = order[i];
+    const bool valid = j < n;
+    j = valid ? j : i;
+    pos_out[i] = valid ? pos[j] : (float4)(NAN);
+    vel_out[i] = vel[j];
+    ids_out[i] = ids[j];
+    respawns_out[i] = respawns[j];
+    if (with_tet)
+        tet_out[i] = tet[j];
+    if (with_suspended)
+        suspended_out[i] = suspended[j];
+}

@@ -26,6 +26,10 @@ use super::{Error, Result};
 pub const STEP_STAGE: &str = "snow.step";
 /// Stage name of the sort and the permutation of the particle arrays.
 pub const SORT_STAGE: &str = "snow.sort";
+
+/// Stage of the sort's order applied to the parcel arrays (one `snow_permute` launch); named
+/// as the sort library's own permutations are, so reports compare across builds.
+pub const PERMUTE_STAGE: &str = "sort.permute";
 /// Stage name of the cover's smoothing.
 pub const COVER_STAGE: &str = "snow.cover";
 /// Stage name of the drifting snow.
@@ -153,6 +157,8 @@ pub struct Snow {
     /// `snow_flutter_of`: the parcels' flutter and size, derived, for a state read.
     flutter_of: Kernel,
     hilbert: Kernel,
+    /// `snow_permute`: a sort's order applied to every parcel array in one pass.
+    permute: Kernel,
     cell_counts: Kernel,
     relocate: Kernel,
     density: DensityGrid,
@@ -291,6 +297,7 @@ impl Snow {
             update: program.kernel("snow_step")?,
             flutter_of: program.kernel("snow_flutter_of")?,
             hilbert: program.kernel("snow_hilbert_keys")?,
+            permute: program.kernel("snow_permute")?,
             cell_counts: program.kernel("snow_cell_counts")?,
             relocate: program.kernel("snow_relocate")?,
             density_counts: DeviceBuffer::zeroed(context, density.len())?,
@@ -996,6 +1003,9 @@ impl Snow {
         let Some(scratch) = self.scratch.as_mut() else {
             return Ok(());
         };
+        if matches!(self.sorter, Sorter::Off) {
+            return Ok(());
+        }
         let hilbert = (self.config.sort.key == SortKey::Hilbert).then(|| {
             let g = &self.mesh.geometry;
             let lo = [g.bounds[0], g.bounds[1], g.z_range[0], 0.0];
@@ -1008,81 +1018,88 @@ impl Snow {
             (&self.hilbert, lo, [scale[0], scale[1], scale[2], 0.0])
         });
         let context = &self.context;
-        // The keys, in the particles' current order: their tetrahedra, or their Hilbert cells.
-        let copy = |keys: &mut DeviceBuffer<u32>, p: &Particles, timeline: &mut Timeline| {
-            match &hilbert {
-                None => {
-                    keys.copy_from(&p.tet)?;
+        // Sorted by tetrahedron, the tetrahedra are the keys, sorted in place: what the sort
+        // leaves in them is what permuting them would give. Hilbert keys are computed into
+        // `keys` from the positions, and the tetrahedra are permuted with the rest.
+        let keys = match &hilbert {
+            None => &mut p.tet,
+            Some((kernel, lo, scale)) => {
+                let n = p.len();
+                let mut call = kernel.call();
+                // SAFETY: pos and keys hold n values; the kernel guards i < n.
+                unsafe {
+                    call.buffer(&p.pos)?
+                        .buffer(&self.keys)?
+                        .arg(&(n as u32))?
+                        .arg(lo)?
+                        .arg(scale)?;
                 }
-                Some((kernel, lo, scale)) => {
-                    let n = p.len();
-                    let mut call = kernel.call();
-                    // SAFETY: pos and keys hold n values; the kernel guards i < n.
-                    unsafe {
-                        call.buffer(&p.pos)?
-                            .buffer(&*keys)?
-                            .arg(&(n as u32))?
-                            .arg(lo)?
-                            .arg(scale)?;
-                    }
-                    call.enqueue_into(context, kernel.work_size(context, n)?, timeline)?;
-                }
+                call.enqueue_into(context, kernel.work_size(context, n)?, timeline)?;
+                &mut self.keys
             }
-            Ok::<(), Error>(())
         };
-        macro_rules! permute_all {
-            ($sorter:expr) => {{
-                let s = $sorter;
-                let idx = &self.indices;
-                timeline.append(s.permute(&p.pos, idx, &mut scratch.f4[0])?);
-                timeline.append(s.permute(&p.vel, idx, &mut scratch.f4[1])?);
-                timeline.append(s.permute(&p.tet, idx, &mut scratch.u[0])?);
-                timeline.append(s.permute(&p.ids, idx, &mut scratch.u[1])?);
-                timeline.append(s.permute(&p.respawns, idx, &mut scratch.u[2])?);
-                if p.carry_suspension() {
-                    timeline.append(s.permute(&p.suspended, idx, &mut scratch.long)?);
-                    std::mem::swap(&mut p.suspended, &mut scratch.long);
-                }
-                std::mem::swap(&mut p.pos, &mut scratch.f4[0]);
-                std::mem::swap(&mut p.vel, &mut scratch.f4[1]);
-                std::mem::swap(&mut p.tet, &mut scratch.u[0]);
-                std::mem::swap(&mut p.ids, &mut scratch.u[1]);
-                std::mem::swap(&mut p.respawns, &mut scratch.u[2]);
-            }};
-        }
         match &mut self.sorter {
-            Sorter::Off => {}
+            Sorter::Off => return Ok(()),
             Sorter::Full(full) => {
-                copy(&mut self.keys, p, timeline)?;
                 timeline.append(full.sort_with_indices(
-                    &mut self.keys,
+                    keys,
                     &mut self.indices,
                     Order::Ascending,
                 )?);
-                permute_all!(full);
             }
             Sorter::Partial { partial, full } => {
-                copy(&mut self.keys, p, timeline)?;
                 if frame == 0 || (every > 0 && frame.is_multiple_of(every)) {
                     timeline.append(full.sort_with_indices(
-                        &mut self.keys,
+                        keys,
                         &mut self.indices,
                         Order::Ascending,
                     )?);
                     partial.reset();
-                    permute_all!(full);
                 } else {
                     // Slots no block of this frame covers keep their place.
                     self.indices.copy_from(&self.identity)?;
-                    let step = partial.step_with_indices(
-                        &mut self.keys,
-                        &mut self.indices,
-                        Order::Ascending,
-                    )?;
+                    let step =
+                        partial.step_with_indices(keys, &mut self.indices, Order::Ascending)?;
                     timeline.append(step.events);
-                    permute_all!(partial);
                 }
             }
+        }
+        let n = p.len();
+        let with_tet = hilbert.is_some();
+        let with_suspended = p.carry_suspension();
+        let mut call = self.permute.call();
+        // SAFETY: the order and every parcel array hold n entries, as do the scratch arrays
+        // (the suspension's one entry each when it is not carried, and then not read); the
+        // kernel guards i < n and reads only below n.
+        unsafe {
+            call.buffer(&self.indices)?
+                .arg(&(n as u32))?
+                .buffer(&p.pos)?
+                .buffer(&p.vel)?
+                .buffer(&p.ids)?
+                .buffer(&p.respawns)?
+                .buffer(&p.tet)?
+                .buffer(&p.suspended)?
+                .buffer(&scratch.f4[0])?
+                .buffer(&scratch.f4[1])?
+                .buffer(&scratch.u[1])?
+                .buffer(&scratch.u[2])?
+                .buffer(&scratch.u[0])?
+                .buffer(&scratch.long)?
+                .arg(&u32::from(with_tet))?
+                .arg(&u32::from(with_suspended))?;
+        }
+        timeline.stage(PERMUTE_STAGE);
+        call.enqueue_into(context, self.permute.work_size(context, n)?, timeline)?;
+        std::mem::swap(&mut p.pos, &mut scratch.f4[0]);
+        std::mem::swap(&mut p.vel, &mut scratch.f4[1]);
+        std::mem::swap(&mut p.ids, &mut scratch.u[1]);
+        std::mem::swap(&mut p.respawns, &mut scratch.u[2]);
+        if with_tet {
+            std::mem::swap(&mut p.tet, &mut scratch.u[0]);
+        }
+        if with_suspended {
+            std::mem::swap(&mut p.suspended, &mut scratch.long);
         }
         Ok(())
     }
