@@ -48,6 +48,11 @@ pub enum WindError {
         /// The vertex.
         vertex: usize,
     },
+    /// A piece of the assembled operator was asked for with a halo that misses a column of
+    /// one of its rows (the halo must hold every vertex one ring from the owned ones), or with
+    /// vertex lists that are not ascending, overlapping or out of range.
+    #[error("wind operator piece: {0}")]
+    Piece(String),
     /// The device or gml failed.
     #[error(transparent)]
     Gml(#[from] crate::gml::GmlError),

@@ -27,6 +27,7 @@
 
 use rayon::prelude::*;
 
+use super::WindError;
 use super::geometry::Geometry;
 use crate::gml::topology::Incidence;
 
@@ -132,6 +133,93 @@ impl Assembled {
             grad,
             div,
         }
+    }
+}
+
+impl Assembled {
+    /// The vertices the rows are for (the tables hold `width` entries for each).
+    pub fn vertices(&self) -> usize {
+        self.grad.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// The piece of the operator one rank needs over a partitioned mesh: the rows of its
+    /// `owned` vertices, columns renumbered to the rank's local vertices (`owned`, then `halo`,
+    /// each ascending), and an empty row (its end at slot 0) for each halo vertex, whose
+    /// values the owner sends. A row keeps its entries in the global row's order, so a
+    /// product over the piece sums the same numbers in the same order as the whole operator's
+    /// row: after a halo exchange of its input, the piece's rows equal the whole's bit for
+    /// bit. The halo must hold every other column of the owned rows (one ring: a product of
+    /// `G` or `D` reaches the edge neighbours), else [`WindError::Piece`] names the row and
+    /// the column missing.
+    pub fn piece(&self, owned: &[u32], halo: &[u32]) -> Result<Assembled, WindError> {
+        let vertices = self.vertices();
+        let ascending = |list: &[u32], what: &str| {
+            if let Some(w) = list.windows(2).find(|w| w[0] >= w[1]) {
+                return Err(WindError::Piece(format!(
+                    "the {what} vertices must be ascending and distinct ({} before {})",
+                    w[0], w[1]
+                )));
+            }
+            match list.last() {
+                Some(&last) if last as usize >= vertices => Err(WindError::Piece(format!(
+                    "{what} vertex {last} is past the operator's {vertices} vertices"
+                ))),
+                _ => Ok(()),
+            }
+        };
+        ascending(owned, "owned")?;
+        ascending(halo, "halo")?;
+        if let Some(v) = halo.iter().find(|v| owned.binary_search(v).is_ok()) {
+            return Err(WindError::Piece(format!(
+                "vertex {v} is both owned and in the halo"
+            )));
+        }
+        let local = |w: u32| {
+            owned
+                .binary_search(&w)
+                .map(|i| i as u32)
+                .or_else(|_| halo.binary_search(&w).map(|i| (owned.len() + i) as u32))
+                .ok()
+        };
+        let row_len = |v: usize| {
+            (0..self.width)
+                .find(|&slot| self.grad[slot * vertices + v][3].to_bits() == END)
+                .unwrap_or(self.width)
+        };
+        let width = owned
+            .iter()
+            .map(|&v| row_len(v as usize))
+            .max()
+            .unwrap_or(0);
+        let rows = owned.len() + halo.len();
+        let end = [0.0, 0.0, 0.0, f32::from_bits(END)];
+        let mut grad = vec![end; width * rows];
+        let mut div = vec![end; width * rows];
+        let mut entries = 0;
+        for (i, &v) in owned.iter().enumerate() {
+            let v = v as usize;
+            for slot in 0..row_len(v) {
+                let at = slot * vertices + v;
+                let column = self.grad[at][3].to_bits();
+                let Some(c) = local(column) else {
+                    return Err(WindError::Piece(format!(
+                        "the row of vertex {v} has column {column}, which is neither owned nor \
+                         in the halo (the halo must reach one ring from the owned vertices)"
+                    )));
+                };
+                let [gx, gy, gz, _] = self.grad[at];
+                let [dx, dy, dz, _] = self.div[at];
+                grad[slot * rows + i] = [gx, gy, gz, f32::from_bits(c)];
+                div[slot * rows + i] = [dx, dy, dz, f32::from_bits(c)];
+                entries += 1;
+            }
+        }
+        Ok(Assembled {
+            width,
+            mean_width: entries as f64 / owned.len().max(1) as f64,
+            grad,
+            div,
+        })
     }
 }
 
@@ -243,5 +331,172 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A block of `n`³ cubes, each cut into the six tetrahedra around its main diagonal, the
+    /// vertices moved a little off the grid so that no two rows are alike.
+    fn cubes(n: usize) -> (Vec<[f64; 3]>, Vec<[u32; 4]>) {
+        let side = n + 1;
+        let id = |x: usize, y: usize, z: usize| (x + side * (y + side * z)) as u32;
+        let vertices = (0..side * side * side)
+            .map(|i| {
+                let (x, y, z) = (i % side, (i / side) % side, i / (side * side));
+                let wobble = |k: usize| 0.1 * ((i * 7 + k * 13) % 5) as f64 / 5.0;
+                [
+                    x as f64 + wobble(0),
+                    y as f64 + wobble(1),
+                    0.5 * z as f64 + 0.5 * wobble(2),
+                ]
+            })
+            .collect();
+        let mut tets = Vec::new();
+        for (x, y, z) in
+            (0..n).flat_map(|x| (0..n).flat_map(move |y| (0..n).map(move |z| (x, y, z))))
+        {
+            let corner = |b: [usize; 3]| id(x + b[0], y + b[1], z + b[2]);
+            // Odd permutations of the axes list their middle corners the other way round, so
+            // that all six are oriented alike.
+            for (a, b, odd) in [
+                (0, 1, false),
+                (0, 2, true),
+                (1, 0, true),
+                (1, 2, false),
+                (2, 0, false),
+                (2, 1, true),
+            ] {
+                let mut first = [0; 3];
+                first[a] = 1;
+                let mut second = first;
+                second[b] = 1;
+                let (p, q) = if odd {
+                    (second, first)
+                } else {
+                    (first, second)
+                };
+                tets.push([corner([0; 3]), corner(p), corner(q), corner([1; 3])]);
+            }
+        }
+        (vertices, tets)
+    }
+
+    /// `q = D (W (G x))` row by row over the tables of `a` (vertex `v`'s rows at `slot ×
+    /// rows + v`), summing each row in slot order; the rows `active` only (the others 0).
+    fn product(
+        a: &Assembled,
+        x: &[f64],
+        weight: &[f64],
+        s_of: impl Fn(&[[f64; 3]]) -> Vec<[f64; 3]>,
+        active: usize,
+    ) -> (Vec<[f64; 3]>, Vec<f64>) {
+        let rows = a.vertices();
+        fn row(a: &Assembled, m: &[[f32; 4]], v: usize) -> Vec<[f32; 4]> {
+            let rows = a.vertices();
+            (0..a.width)
+                .map(|slot| m[slot * rows + v])
+                .take_while(|e| e[3].to_bits() != END)
+                .collect()
+        }
+        let s: Vec<[f64; 3]> = (0..rows)
+            .map(|v| {
+                let mut sum = [0.0; 3];
+                for e in row(a, &a.grad, v).into_iter().filter(|_| v < active) {
+                    for d in 0..3 {
+                        sum[d] += f64::from(e[d]) * x[e[3].to_bits() as usize];
+                    }
+                }
+                sum
+            })
+            .collect();
+        let s = s_of(&s);
+        let q = (0..rows)
+            .map(|v| {
+                row(a, &a.div, v)
+                    .into_iter()
+                    .filter(|_| v < active)
+                    .map(|e| {
+                        let w = e[3].to_bits() as usize;
+                        (0..3)
+                            .map(|d| f64::from(e[d]) * weight[w] * s[w][d])
+                            .sum::<f64>()
+                    })
+                    .sum()
+            })
+            .collect();
+        (s, q)
+    }
+
+    /// Three parts of a block of cubes, each with the rows of its vertices and a one-ring
+    /// halo: with the intermediate `G x` exchanged between the two halves of the product, as
+    /// the ranks would, each part's `D W G x` equals the whole operator's on its vertices bit
+    /// for bit. A halo without the ring is refused, naming the row.
+    #[test]
+    fn pieces_with_a_one_ring_halo_give_the_whole_product_bit_for_bit() {
+        let (v, t) = cubes(4);
+        let geometry = Geometry::new(&v, &t).unwrap();
+        let ball = diagonal::vertex_ball(v.len(), &t);
+        let rings = Rings::new(&ball, &t);
+        let whole = Assembled::new(&rings, &ball, &t, &geometry);
+        let n = v.len();
+        let x: Vec<f64> = (0..n)
+            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0)
+            .collect();
+        let weight: Vec<f64> = (0..n).map(|i| 0.5 + (i * 11 % 13) as f64 / 13.0).collect();
+        let (s, q) = product(&whole, &x, &weight, |s| s.to_vec(), n);
+        // Parts by x coordinate: three slabs of unequal width.
+        let owner: Vec<usize> = v.iter().map(|p| (p[0] * 0.7) as usize).collect();
+        for part in 0..3 {
+            let owned: Vec<u32> = (0..n as u32)
+                .filter(|&w| owner[w as usize] == part)
+                .collect();
+            let mut halo: Vec<u32> = owned
+                .iter()
+                .flat_map(|&w| rings.rings[w as usize].iter().copied())
+                .filter(|&w| owner[w as usize] != part)
+                .collect();
+            halo.sort_unstable();
+            halo.dedup();
+            assert!(!owned.is_empty() && !halo.is_empty());
+            let piece = whole.piece(&owned, &halo).unwrap();
+            let local: Vec<u32> = owned.iter().chain(&halo).copied().collect();
+            assert_eq!(piece.vertices(), local.len());
+            let x_local: Vec<f64> = local.iter().map(|&w| x[w as usize]).collect();
+            let w_local: Vec<f64> = local.iter().map(|&w| weight[w as usize]).collect();
+            // The exchange: the halo's G x from its owners (here, the whole's).
+            let exchange = |s_local: &[[f64; 3]]| {
+                let mut s_local = s_local.to_vec();
+                for (i, &w) in halo.iter().enumerate() {
+                    assert_eq!(s_local[owned.len() + i], [0.0; 3], "a halo row is empty");
+                    s_local[owned.len() + i] = s[w as usize];
+                }
+                s_local
+            };
+            let (s_piece, q_piece) = product(&piece, &x_local, &w_local, exchange, owned.len());
+            for (i, &w) in owned.iter().enumerate() {
+                assert_eq!(
+                    s_piece[i].map(f64::to_bits),
+                    s[w as usize].map(f64::to_bits),
+                    "G x at {w}"
+                );
+                assert_eq!(q_piece[i].to_bits(), q[w as usize].to_bits(), "q at {w}");
+            }
+            // Without the halo's last vertex, some owned row misses a column.
+            let short = &halo[..halo.len() - 1];
+            let missing = halo[halo.len() - 1];
+            match whole.piece(&owned, short) {
+                Err(WindError::Piece(message)) => {
+                    assert!(message.contains(&format!("column {missing}")), "{message}")
+                }
+                other => panic!("a short halo was accepted: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            whole.piece(&[3, 2], &[]),
+            Err(WindError::Piece(_))
+        ));
+        assert!(matches!(whole.piece(&[2], &[2]), Err(WindError::Piece(_))));
+        assert!(matches!(
+            whole.piece(&[n as u32], &[]),
+            Err(WindError::Piece(_))
+        ));
     }
 }
