@@ -142,81 +142,88 @@ impl Assembled {
         self.grad.len().checked_div(self.width).unwrap_or(0)
     }
 
-    /// The piece of the operator one rank needs over a partitioned mesh: the rows of its
-    /// `owned` vertices, columns renumbered to the rank's local vertices (`owned`, then `halo`,
-    /// each ascending), and an empty row (its end at slot 0) for each halo vertex, whose
-    /// values the owner sends. A row keeps its entries in the global row's order, so a
-    /// product over the piece sums the same numbers in the same order as the whole operator's
-    /// row: after a halo exchange of its input, the piece's rows equal the whole's bit for
-    /// bit. The halo must hold every other column of the owned rows (one ring: a product of
-    /// `G` or `D` reaches the edge neighbours), else [`WindError::Piece`] names the row and
-    /// the column missing.
-    pub fn piece(&self, owned: &[u32], halo: &[u32]) -> Result<Assembled, WindError> {
+    /// The piece of the operator one rank needs over a partitioned mesh, on its `local`
+    /// vertices (global indices, distinct; the rank's own first): `G`'s rows of the first
+    /// `grad_rows` of them and `D`'s rows of the first `div_rows`, columns renumbered to
+    /// positions in `local`, and empty rows (their end at slot 0) for the rest, whose values
+    /// other ranks compute. Each row keeps its entries in the whole row's order, so a product
+    /// over the piece sums the same numbers in the same order as the whole operator's row:
+    /// given the same inputs at the local vertices, the piece's rows equal the whole's bit
+    /// for bit.
+    ///
+    /// Two layouts serve a rank that owns `o` vertices: a one-ring halo with `G` and `D` rows
+    /// for the owned vertices (`grad_rows = div_rows = o`: the product's input and its
+    /// intermediate `G x` exchanged), or a two-ring halo with `G` rows for the owned and
+    /// first-ring vertices too (one exchange of the input a product). Every column of a kept
+    /// row must be local, else [`WindError::Piece`] names the row and the column missing.
+    pub fn piece(
+        &self,
+        local: &[u32],
+        grad_rows: usize,
+        div_rows: usize,
+    ) -> Result<Assembled, WindError> {
         let vertices = self.vertices();
-        let ascending = |list: &[u32], what: &str| {
-            if let Some(w) = list.windows(2).find(|w| w[0] >= w[1]) {
-                return Err(WindError::Piece(format!(
-                    "the {what} vertices must be ascending and distinct ({} before {})",
-                    w[0], w[1]
-                )));
-            }
-            match list.last() {
-                Some(&last) if last as usize >= vertices => Err(WindError::Piece(format!(
-                    "{what} vertex {last} is past the operator's {vertices} vertices"
-                ))),
-                _ => Ok(()),
-            }
-        };
-        ascending(owned, "owned")?;
-        ascending(halo, "halo")?;
-        if let Some(v) = halo.iter().find(|v| owned.binary_search(v).is_ok()) {
+        if grad_rows > local.len() || div_rows > local.len() {
             return Err(WindError::Piece(format!(
-                "vertex {v} is both owned and in the halo"
+                "{grad_rows} gradient and {div_rows} divergence rows asked of {} local vertices",
+                local.len()
             )));
         }
-        let local = |w: u32| {
-            owned
-                .binary_search(&w)
-                .map(|i| i as u32)
-                .or_else(|_| halo.binary_search(&w).map(|i| (owned.len() + i) as u32))
-                .ok()
-        };
-        let row_len = |v: usize| {
+        let mut position = vec![u32::MAX; vertices];
+        for (i, &v) in local.iter().enumerate() {
+            let Some(slot) = position.get_mut(v as usize) else {
+                return Err(WindError::Piece(format!(
+                    "local vertex {v} is past the operator's {vertices} vertices"
+                )));
+            };
+            if *slot != u32::MAX {
+                return Err(WindError::Piece(format!("vertex {v} is local twice")));
+            }
+            *slot = i as u32;
+        }
+        let row_len = |table: &[[f32; 4]], v: usize| {
             (0..self.width)
-                .find(|&slot| self.grad[slot * vertices + v][3].to_bits() == END)
+                .find(|&slot| table[slot * vertices + v][3].to_bits() == END)
                 .unwrap_or(self.width)
         };
-        let width = owned
-            .iter()
-            .map(|&v| row_len(v as usize))
-            .max()
-            .unwrap_or(0);
-        let rows = owned.len() + halo.len();
+        let rows = local.len();
         let end = [0.0, 0.0, 0.0, f32::from_bits(END)];
-        let mut grad = vec![end; width * rows];
-        let mut div = vec![end; width * rows];
-        let mut entries = 0;
-        for (i, &v) in owned.iter().enumerate() {
-            let v = v as usize;
-            for slot in 0..row_len(v) {
-                let at = slot * vertices + v;
-                let column = self.grad[at][3].to_bits();
-                let Some(c) = local(column) else {
-                    return Err(WindError::Piece(format!(
-                        "the row of vertex {v} has column {column}, which is neither owned nor \
-                         in the halo (the halo must reach one ring from the owned vertices)"
-                    )));
-                };
-                let [gx, gy, gz, _] = self.grad[at];
-                let [dx, dy, dz, _] = self.div[at];
-                grad[slot * rows + i] = [gx, gy, gz, f32::from_bits(c)];
-                div[slot * rows + i] = [dx, dy, dz, f32::from_bits(c)];
-                entries += 1;
-            }
-        }
+        let keep =
+            |table: &[[f32; 4]], kept: usize| -> Result<(Vec<[f32; 4]>, usize, usize), WindError> {
+                let width = local[..kept]
+                    .iter()
+                    .map(|&v| row_len(table, v as usize))
+                    .max()
+                    .unwrap_or(0);
+                let mut out = vec![end; width * rows];
+                let mut entries = 0;
+                for (i, &v) in local[..kept].iter().enumerate() {
+                    let v = v as usize;
+                    for slot in 0..row_len(table, v) {
+                        let [x, y, z, column] = table[slot * vertices + v];
+                        let column = column.to_bits();
+                        let c = position[column as usize];
+                        if c == u32::MAX {
+                            return Err(WindError::Piece(format!(
+                                "the row of vertex {v} has column {column}, which is not local \
+                             (the halo must reach one ring beyond the rows kept)"
+                            )));
+                        }
+                        out[slot * rows + i] = [x, y, z, f32::from_bits(c)];
+                        entries += 1;
+                    }
+                }
+                Ok((out, width, entries))
+            };
+        let (mut grad, grad_width, _) = keep(&self.grad, grad_rows)?;
+        let (mut div, div_width, entries) = keep(&self.div, div_rows)?;
+        // One width for both tables, as the whole operator has.
+        let width = grad_width.max(div_width);
+        grad.resize(width * rows, end);
+        div.resize(width * rows, end);
         Ok(Assembled {
             width,
-            mean_width: entries as f64 / owned.len().max(1) as f64,
+            mean_width: entries as f64 / div_rows.max(1) as f64,
             grad,
             div,
         })
@@ -380,13 +387,13 @@ mod tests {
     }
 
     /// `q = D (W (G x))` row by row over the tables of `a` (vertex `v`'s rows at `slot ×
-    /// rows + v`), summing each row in slot order; the rows `active` only (the others 0).
+    /// rows + v`), summing each row in slot order; `s_of` fills in `G x` where other ranks
+    /// compute it (an empty row gives 0).
     fn product(
         a: &Assembled,
         x: &[f64],
         weight: &[f64],
         s_of: impl Fn(&[[f64; 3]]) -> Vec<[f64; 3]>,
-        active: usize,
     ) -> (Vec<[f64; 3]>, Vec<f64>) {
         let rows = a.vertices();
         fn row(a: &Assembled, m: &[[f32; 4]], v: usize) -> Vec<[f32; 4]> {
@@ -399,7 +406,7 @@ mod tests {
         let s: Vec<[f64; 3]> = (0..rows)
             .map(|v| {
                 let mut sum = [0.0; 3];
-                for e in row(a, &a.grad, v).into_iter().filter(|_| v < active) {
+                for e in row(a, &a.grad, v) {
                     for d in 0..3 {
                         sum[d] += f64::from(e[d]) * x[e[3].to_bits() as usize];
                     }
@@ -412,7 +419,6 @@ mod tests {
             .map(|v| {
                 row(a, &a.div, v)
                     .into_iter()
-                    .filter(|_| v < active)
                     .map(|e| {
                         let w = e[3].to_bits() as usize;
                         (0..3)
@@ -425,12 +431,13 @@ mod tests {
         (s, q)
     }
 
-    /// Three parts of a block of cubes, each with the rows of its vertices and a one-ring
-    /// halo: with the intermediate `G x` exchanged between the two halves of the product, as
-    /// the ranks would, each part's `D W G x` equals the whole operator's on its vertices bit
-    /// for bit. A halo without the ring is refused, naming the row.
+    /// Three parts of a block of cubes. With a one-ring halo and the rows of its own vertices,
+    /// a part's `D W G x` equals the whole operator's on its vertices bit for bit once `G x`
+    /// is exchanged between the product's halves, as the ranks would; with a two-ring halo
+    /// and `G`'s rows of the first ring too, without that exchange. A halo short of what the
+    /// rows reach is refused, naming the row.
     #[test]
-    fn pieces_with_a_one_ring_halo_give_the_whole_product_bit_for_bit() {
+    fn pieces_give_the_whole_product_bit_for_bit() {
         let (v, t) = cubes(4);
         let geometry = Geometry::new(&v, &t).unwrap();
         let ball = diagonal::vertex_ball(v.len(), &t);
@@ -441,61 +448,83 @@ mod tests {
             .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0)
             .collect();
         let weight: Vec<f64> = (0..n).map(|i| 0.5 + (i * 11 % 13) as f64 / 13.0).collect();
-        let (s, q) = product(&whole, &x, &weight, |s| s.to_vec(), n);
+        let (s, q) = product(&whole, &x, &weight, |s| s.to_vec());
         // Parts by x coordinate: three slabs of unequal width.
         let owner: Vec<usize> = v.iter().map(|p| (p[0] * 0.7) as usize).collect();
+        // The vertices one ring out from `inner`, not in it, ascending.
+        let ring_of = |inner: &[u32]| {
+            let mut out: Vec<u32> = inner
+                .iter()
+                .flat_map(|&w| rings.rings[w as usize].iter().copied())
+                .filter(|w| !inner.contains(w))
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
         for part in 0..3 {
             let owned: Vec<u32> = (0..n as u32)
                 .filter(|&w| owner[w as usize] == part)
                 .collect();
-            let mut halo: Vec<u32> = owned
-                .iter()
-                .flat_map(|&w| rings.rings[w as usize].iter().copied())
-                .filter(|&w| owner[w as usize] != part)
-                .collect();
-            halo.sort_unstable();
-            halo.dedup();
-            assert!(!owned.is_empty() && !halo.is_empty());
-            let piece = whole.piece(&owned, &halo).unwrap();
-            let local: Vec<u32> = owned.iter().chain(&halo).copied().collect();
-            assert_eq!(piece.vertices(), local.len());
-            let x_local: Vec<f64> = local.iter().map(|&w| x[w as usize]).collect();
-            let w_local: Vec<f64> = local.iter().map(|&w| weight[w as usize]).collect();
-            // The exchange: the halo's G x from its owners (here, the whole's).
-            let exchange = |s_local: &[[f64; 3]]| {
-                let mut s_local = s_local.to_vec();
-                for (i, &w) in halo.iter().enumerate() {
-                    assert_eq!(s_local[owned.len() + i], [0.0; 3], "a halo row is empty");
-                    s_local[owned.len() + i] = s[w as usize];
+            let first = ring_of(&owned);
+            let inner: Vec<u32> = owned.iter().chain(&first).copied().collect();
+            let second = ring_of(&inner);
+            assert!(!owned.is_empty() && !first.is_empty() && !second.is_empty());
+            let o = owned.len();
+            let check = |local: &[u32], grad_rows: usize, exchange: bool| {
+                let piece = whole.piece(local, grad_rows, o).unwrap();
+                assert_eq!(piece.vertices(), local.len());
+                let x_local: Vec<f64> = local.iter().map(|&w| x[w as usize]).collect();
+                let w_local: Vec<f64> = local.iter().map(|&w| weight[w as usize]).collect();
+                // The exchange of `G x` at the rows not kept: from their owners (the whole's).
+                let fill = |s_local: &[[f64; 3]]| {
+                    let mut s_local = s_local.to_vec();
+                    for (i, &w) in local.iter().enumerate().skip(grad_rows) {
+                        assert_eq!(s_local[i], [0.0; 3], "a row not kept is empty");
+                        if exchange {
+                            s_local[i] = s[w as usize];
+                        }
+                    }
+                    s_local
+                };
+                let (s_piece, q_piece) = product(&piece, &x_local, &w_local, fill);
+                for (i, &w) in local[..grad_rows].iter().enumerate() {
+                    assert_eq!(
+                        s_piece[i].map(f64::to_bits),
+                        s[w as usize].map(f64::to_bits)
+                    );
                 }
-                s_local
+                for (i, &w) in owned.iter().enumerate() {
+                    assert_eq!(q_piece[i].to_bits(), q[w as usize].to_bits(), "q at {w}");
+                }
             };
-            let (s_piece, q_piece) = product(&piece, &x_local, &w_local, exchange, owned.len());
-            for (i, &w) in owned.iter().enumerate() {
-                assert_eq!(
-                    s_piece[i].map(f64::to_bits),
-                    s[w as usize].map(f64::to_bits),
-                    "G x at {w}"
-                );
-                assert_eq!(q_piece[i].to_bits(), q[w as usize].to_bits(), "q at {w}");
-            }
-            // Without the halo's last vertex, some owned row misses a column.
-            let short = &halo[..halo.len() - 1];
-            let missing = halo[halo.len() - 1];
-            match whole.piece(&owned, short) {
+            let one_ring: Vec<u32> = owned.iter().chain(&first).copied().collect();
+            check(&one_ring, o, true);
+            let two_rings: Vec<u32> = one_ring.iter().chain(&second).copied().collect();
+            check(&two_rings, o + first.len(), false);
+            // Without its last vertex, a halo misses a column of some row kept.
+            let missing = one_ring[one_ring.len() - 1];
+            match whole.piece(&one_ring[..one_ring.len() - 1], o, o) {
                 Err(WindError::Piece(message)) => {
                     assert!(message.contains(&format!("column {missing}")), "{message}")
                 }
                 other => panic!("a short halo was accepted: {other:?}"),
             }
+            assert!(matches!(
+                whole.piece(&one_ring, o + first.len(), o),
+                Err(WindError::Piece(_))
+            ));
         }
         assert!(matches!(
-            whole.piece(&[3, 2], &[]),
+            whole.piece(&[2, 2], 1, 1),
             Err(WindError::Piece(_))
         ));
-        assert!(matches!(whole.piece(&[2], &[2]), Err(WindError::Piece(_))));
         assert!(matches!(
-            whole.piece(&[n as u32], &[]),
+            whole.piece(&[n as u32], 1, 1),
+            Err(WindError::Piece(_))
+        ));
+        assert!(matches!(
+            whole.piece(&[0, 1], 3, 1),
             Err(WindError::Piece(_))
         ));
     }
