@@ -75,6 +75,7 @@ pub mod geometry;
 pub mod history;
 pub mod kernels;
 pub mod operator;
+pub mod piece;
 pub mod setup;
 pub mod solver;
 

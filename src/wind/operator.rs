@@ -68,6 +68,12 @@ impl Rings {
         Self { rings }
     }
 
+    /// Vertex `v`'s one-ring: itself and its edge neighbours, increasing (the columns of its
+    /// rows).
+    pub fn ring(&self, v: usize) -> &[u32] {
+        &self.rings[v]
+    }
+
     /// Entries per assembled row: the widest one-ring.
     pub fn width(&self) -> usize {
         self.rings.iter().map(Vec::len).max().unwrap_or(0)
@@ -217,8 +223,9 @@ impl Assembled {
             };
         let (mut grad, grad_width, _) = keep(&self.grad, grad_rows)?;
         let (mut div, div_width, entries) = keep(&self.div, div_rows)?;
-        // One width for both tables, as the whole operator has.
-        let width = grad_width.max(div_width);
+        // One width for both tables, as the whole operator has; at least one slot, so that
+        // the tables say how many vertices they are for.
+        let width = grad_width.max(div_width).max(1);
         grad.resize(width * rows, end);
         div.resize(width * rows, end);
         Ok(Assembled {

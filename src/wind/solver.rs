@@ -786,6 +786,17 @@ impl Solver {
             .collect())
     }
 
+    /// The per-vertex terms between the pressure operator's halves as the device holds them:
+    /// the boundary projector (xx, xy, xz, yy, yz, zz), `1/m` and one more lane (`bnd`), and
+    /// the vertex flags; what a rank's piece of the operator needs of the whole mesh
+    /// ([`PieceOperator`](super::piece::PieceOperator)).
+    pub fn pressure_terms(&mut self) -> Result<(Vec<[f32; 8]>, Vec<i32>)> {
+        Ok((
+            self.gml.read_all(self.fields.bnd)?,
+            self.gml.read_all(self.fields.flags)?,
+        ))
+    }
+
     /// Corrections the pressure history keeps at most (0 without one).
     pub fn history_slots(&self) -> usize {
         self.history.map_or(0, |h| h.slots)

@@ -250,6 +250,97 @@ fn pressure_operator_matches_reference() {
     }
 }
 
+/// The pressure operator over ranks: three parts of a hill mesh (whole columns in slabs), each
+/// with its vertices and the two rings around them, the operator's piece built from the whole
+/// mesh's tables (`Assembled::piece`) and terms (`Solver::pressure_terms`), applied on the
+/// device: each part's `A p` at its vertices equals the whole mesh's (`apply_operator`) bit
+/// for bit. The partition's two-ring halo plan (`HaloPlan::with_depth`) holds exactly the
+/// vertices the pieces need.
+#[test]
+fn pressure_operator_in_pieces_equals_the_whole_bit_for_bit() {
+    use snowsim::partition::{HaloPlan, Partition};
+    use snowsim::wind::diagonal::vertex_ball;
+    use snowsim::wind::geometry::Geometry;
+    use snowsim::wind::operator::{Assembled, Rings};
+    use snowsim::wind::piece::PieceOperator;
+
+    let m = reference::hill_mesh([7, 6, 3], [700.0, 600.0, 200.0], 50.0);
+    let dir = [1.0, 0.3];
+    let u_in = inflow(&m, dir, 4.0, true, 200.0);
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
+    assert!(solver.operator_assembled());
+    let n = solver.vertices().len();
+    let noise = random_field(n, 1.0, 5);
+    let p: Vec<f64> = noise
+        .iter()
+        .zip(cpu.unknown())
+        .map(|(v, &u)| if u { 100.0 * v[0] } else { 0.0 })
+        .collect();
+    let whole_q = solver.apply_operator(&p).unwrap();
+    let (terms, flags) = solver.pressure_terms().unwrap();
+    let nodes: Vec<[u32; 4]> = solver.tetrahedra().iter().map(|t| t.0).collect();
+    let geometry = Geometry::new(solver.vertices(), &nodes).unwrap();
+    let ball = vertex_ball(n, &nodes);
+    let rings = Rings::new(&ball, &nodes);
+    let whole = Assembled::new(&rings, &ball, &nodes, &geometry);
+    // Slabs across x: whole columns, three unequal parts.
+    let owner: Vec<u32> = solver
+        .vertices()
+        .iter()
+        .map(|v| ((v[0] / 700.0 * 2.6) as u32).min(2))
+        .collect();
+    let plan = HaloPlan::with_depth(
+        &to_mesh(&m),
+        &Partition::from_owner(owner.clone(), 3, None).unwrap(),
+        2,
+    )
+    .unwrap();
+    let ring_of = |inner: &[u32]| {
+        let inside: std::collections::HashSet<u32> = inner.iter().copied().collect();
+        let mut out: Vec<u32> = inner
+            .iter()
+            .flat_map(|&w| rings.ring(w as usize).iter().copied())
+            .filter(|w| !inside.contains(w))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    };
+    for (part, halo) in plan.parts.iter().enumerate() {
+        let owned = &halo.owned;
+        let first = ring_of(owned);
+        let inner: Vec<u32> = owned.iter().chain(&first).copied().collect();
+        let second = ring_of(&inner);
+        let mut needed: Vec<u32> = first.iter().chain(&second).copied().collect();
+        needed.sort_unstable();
+        assert_eq!(
+            needed, halo.halo,
+            "part {part}: the plan's halo is the two rings"
+        );
+        let local: Vec<u32> = inner.iter().chain(&second).copied().collect();
+        let piece = whole.piece(&local, inner.len(), owned.len()).unwrap();
+        let mut operator = PieceOperator::new(
+            &context(),
+            &piece,
+            &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
+            &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let q = operator
+            .apply(&local.iter().map(|&w| p[w as usize]).collect::<Vec<_>>())
+            .unwrap();
+        for (i, &w) in owned.iter().enumerate() {
+            assert_eq!(
+                q[i].to_bits(),
+                whole_q[w as usize].to_bits(),
+                "part {part}, vertex {w}: {} against the whole's {}",
+                q[i],
+                whole_q[w as usize]
+            );
+        }
+    }
+}
+
 #[test]
 fn projection_matches_reference() {
     let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);

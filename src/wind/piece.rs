@@ -1,0 +1,125 @@
+//! One rank's share of the wind's pressure operator over a partitioned mesh, on its device.
+//!
+//! Over ranks each rank holds the vertices it owns and a halo around them (see
+//! `partition::HaloPlan`): the piece of the assembled operator ([`Assembled::piece`]) and the
+//! per-vertex terms between its halves (the boundary projector, the inverse lumped volume and
+//! the fixed-pressure flag, all from the whole mesh: a piece's edge sees only part of the balls
+//! they come from). [`PieceOperator::apply`] runs the same arithmetic in the same order as the
+//! whole mesh's assembled operator (`kernels/wind_piece.cl` against the `wind_ell_*` kernels),
+//! so given the same input at its local vertices a rank's rows equal the whole's bit for bit;
+//! the distributed pressure solve builds on it.
+
+use super::operator::Assembled;
+use super::{Result, WindError};
+use crate::cl::{Context, DeviceBuffer, Kernel, Program, Source};
+
+/// The piece of the pressure operator `q = D (P M⁻¹ G x)` one rank applies on its device.
+pub struct PieceOperator {
+    context: Context,
+    grad: Kernel,
+    q: Kernel,
+    grad_table: DeviceBuffer<[f32; 4]>,
+    div_table: DeviceBuffer<[f32; 4]>,
+    terms: DeviceBuffer<[f32; 8]>,
+    flags: DeviceBuffer<i32>,
+    x: DeviceBuffer<f64>,
+    g: DeviceBuffer<[f64; 4]>,
+    q_out: DeviceBuffer<f64>,
+    width: usize,
+    rows: usize,
+}
+
+impl PieceOperator {
+    /// Uploads a piece of the operator (`piece`, on the rank's local vertices) with the terms
+    /// of those vertices from the whole mesh: `terms` the boundary projector (xx, xy, xz, yy,
+    /// yz, zz), the inverse lumped volume and one unused lane (the solver's `bnd` field,
+    /// [`Solver::pressure_terms`](super::Solver::pressure_terms)), `flags` the vertex flags.
+    pub fn new(
+        context: &Context,
+        piece: &Assembled,
+        terms: &[[f32; 8]],
+        flags: &[i32],
+    ) -> Result<Self> {
+        let rows = piece.vertices();
+        if terms.len() != rows || flags.len() != rows {
+            return Err(WindError::Piece(format!(
+                "{} terms and {} flags for a piece of {rows} vertices",
+                terms.len(),
+                flags.len()
+            )));
+        }
+        let sources = [
+            Source::embedded("wind.cl", include_str!("../../kernels/wind.cl"))?,
+            Source::embedded("wind_piece.cl", include_str!("../../kernels/wind_piece.cl"))?,
+        ];
+        let program = Program::build(context, &sources, "")?;
+        let one = rows.max(1);
+        Ok(Self {
+            context: context.clone(),
+            grad: program.kernel("piece_grad")?,
+            q: program.kernel("piece_q")?,
+            grad_table: DeviceBuffer::from_slice(context, &piece.grad)?,
+            div_table: DeviceBuffer::from_slice(context, &piece.div)?,
+            terms: DeviceBuffer::from_slice(context, terms)?,
+            flags: DeviceBuffer::from_slice(context, flags)?,
+            x: DeviceBuffer::uninit(context, one)?,
+            g: DeviceBuffer::uninit(context, one)?,
+            q_out: DeviceBuffer::uninit(context, one)?,
+            width: piece.width,
+            rows,
+        })
+    }
+
+    /// The local vertices (rows of the piece).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// `q = D (P M⁻¹ G x)` at every local vertex from `x` at every local vertex (blocking):
+    /// exact at the rows the piece keeps `D` for, 0 elsewhere.
+    pub fn apply(&mut self, x: &[f64]) -> Result<Vec<f64>> {
+        if x.len() != self.rows {
+            return Err(WindError::Piece(format!(
+                "an input of {} values for a piece of {} vertices",
+                x.len(),
+                self.rows
+            )));
+        }
+        if self.rows == 0 {
+            return Ok(Vec::new());
+        }
+        self.x.write(x)?;
+        let (rows, width) = (self.rows as i32, self.width as i32);
+        let mut call = self.grad.call();
+        // SAFETY: the arguments follow piece_grad's signature: the G table (width × rows
+        // float4), x (rows doubles), the terms (rows float8), the flags (rows ints), g (rows
+        // double4), then rows and width; every column in the table is below rows
+        // (`Assembled::piece`), and work-items at or past rows return at once.
+        unsafe {
+            call.buffer(&self.grad_table)?
+                .buffer(&self.x)?
+                .buffer(&self.terms)?
+                .buffer(&self.flags)?
+                .buffer(&self.g)?
+                .arg(&rows)?
+                .arg(&width)?;
+        }
+        call.enqueue(
+            &self.context,
+            self.grad.work_size(&self.context, self.rows)?,
+        )?;
+        let mut call = self.q.call();
+        // SAFETY: as above for piece_q: the D table, g, the flags, q (rows doubles), rows,
+        // width.
+        unsafe {
+            call.buffer(&self.div_table)?
+                .buffer(&self.g)?
+                .buffer(&self.flags)?
+                .buffer(&self.q_out)?
+                .arg(&rows)?
+                .arg(&width)?;
+        }
+        call.enqueue(&self.context, self.q.work_size(&self.context, self.rows)?)?;
+        Ok(self.q_out.read()?)
+    }
+}
