@@ -2,7 +2,8 @@
 // location, landing, wrap-around, respawn) and the render pack. Built after tet_walk.cl.
 //
 // Coordinates: x east, y north, z up, metres. Particle state, one slot per particle, every
-// array permuted together by the sort (src/snow/particles.rs):
+// array kept in the sort's order (the tetrahedra sorted as keys, the rest by snow_permute;
+// src/snow/particles.rs):
 //   pos[i]     xyz position, w flutter phase (radians, [0, 2π))
 //   vel[i]     xyz velocity (m/s), w drag coefficient k (1/m): a = k |w − v| (w − v) − g ẑ
 //   tet[i]     the tetrahedron that contains pos (within the walk's tolerance)

@@ -43,7 +43,7 @@ pub struct SnowBenchRow {
     pub update_ms: f64,
     /// The sort's own kernels (keys, merges, redistribution), ms.
     pub sort_ms: f64,
-    /// Permuting the six particle arrays, ms.
+    /// Applying the sort's order to the particle arrays (one launch), ms.
     pub permute_ms: f64,
     /// The cover's smoothing and, with `ground.drift`, its drift, ms.
     pub cover_ms: f64,

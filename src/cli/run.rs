@@ -511,10 +511,12 @@ fn outputs(args: &Args, scene: &Scene) -> OutputPlan {
 /// Sets the shares of a split (`--snow-shares auto`, the default) from each device's
 /// measured cost (`snowsim::sim::balance`: a short calibration run with equal shares on a
 /// context of the snow's device `entry`), and says what was measured. Nothing without a
-/// split. `say` prints a line where the run's log goes.
+/// split. `drawn`: whether the run draws the parcels (their drawn copy written alike in the
+/// calibration). `say` prints a line where the run's log goes.
 fn balance_shares(
     setup: &mut SimSetup,
     entry: &DeviceEntry,
+    drawn: bool,
     say: &dyn Fn(&str) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     use snowsim::sim::balance;
@@ -527,7 +529,7 @@ fn balance_shares(
         return Ok(());
     };
     let context = snowsim::cl::Context::new(entry)?;
-    let calibration = balance::measure(&context, setup).context(
+    let calibration = balance::measure(&context, setup, drawn).context(
         "measuring each snow device's cost for its share (--snow-shares auto, the default)",
     )?;
     let Some(calibration) = calibration else {
@@ -791,7 +793,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     // Measured shares unless given (nothing without a split).
     if args.snow_shares.as_deref().is_none_or(|s| s == "auto") {
-        balance_shares(&mut setup, entry, &say)?;
+        balance_shares(&mut setup, entry, args.render != RenderArg::Off, &say)?;
     }
     let snow_devices = match &comm {
         Some(comm) => Some(snowsim::sim::ranks::report(

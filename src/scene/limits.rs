@@ -33,9 +33,10 @@ pub const MAX_PARTICLES: u64 = (i32::MAX as u64) / PARTICLE_BYTES;
 /// Bytes of one particle: a `float4` (position and radius).
 pub const PARTICLE_BYTES: u64 = crate::particle::PARTICLE_BYTES as u64;
 
-/// Device bytes of one snow particle's state besides its drawn `float4`: three `float4` and
-/// three `uint` arrays, their sort scratch copies, and the sort's keys, indices and identity.
-pub const SNOW_STATE_BYTES: u64 = 2 * (3 * 16 + 3 * 4) + 3 * 4;
+/// Device bytes of one snow particle's state besides its drawn `float4`: two `float4` arrays
+/// (position, velocity) and three `uint` arrays (tetrahedron, id, respawn count), their sort
+/// scratch copies, and the sort's keys (Hilbert keys only), indices and identity.
+pub const SNOW_STATE_BYTES: u64 = 2 * (2 * 16 + 3 * 4) + 3 * 4;
 
 /// The largest length (extent, height, camera coordinate) a scene may give, in metres: the
 /// kernels and shaders compute in 32-bit reals, where squared distances of much longer lengths

@@ -97,9 +97,11 @@ pub fn balanced(total: usize, costs: &[DeviceCost]) -> Vec<f64> {
 
 /// Measures what each snow device of `setup`'s split costs, on `context` (the snow's own
 /// device): the simulation built with the setup's shares runs [`WARM_FRAMES`] frames, then
-/// timed windows ([`window_frames`]) until the wind's cost settles ([`settled`]), undrawn.
-/// `None` without a split.
-pub fn measure(context: &Context, setup: &SimSetup) -> Result<Option<Calibration>> {
+/// timed windows ([`window_frames`]) until the wind's cost settles ([`settled`]). The steps
+/// write the parcels as drawn on every device when the run will be `drawn`, on none
+/// otherwise, as the run's own steps will (16 bytes a parcel a step that a device's cost
+/// must count or not alike). `None` without a split.
+pub fn measure(context: &Context, setup: &SimSetup, drawn: bool) -> Result<Option<Calibration>> {
     if setup
         .scene
         .as_ref()
@@ -109,6 +111,11 @@ pub fn measure(context: &Context, setup: &SimSetup) -> Result<Option<Calibration
         return Ok(None);
     }
     let mut sim = Simulation::new(context, setup.clone())?;
+    if drawn {
+        sim.draw_all()?;
+    } else {
+        sim.undrawn();
+    }
     let mut buffer = DeviceBuffer::<Particle>::uninit(context, sim.particle_count().max(1))?;
     let mut untimed = Timeline::new(false);
     let mut particles = OutputBuffer::Device(&mut buffer);

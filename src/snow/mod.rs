@@ -93,8 +93,8 @@
 //! Particles are sorted every frame by their tetrahedron, or by their cell along a 3D Hilbert
 //! curve over the domain's box (`snow.sort_key`), with `snow.sort`: `partial` by default (a
 //! full sort every `snow.full_sort_every` frames), `full`, or `off` (`snowsim run --sort`
-//! overrides the scene; the `O` key toggles partial and off); every array is permuted with
-//! them. **The result depends neither on the sort mode nor on the key, bit for bit**, as long
+//! overrides the scene; the `O` key toggles partial and off); every array follows them (one
+//! permutation launch, the tetrahedra sorted in place as the keys). **The result depends neither on the sort mode nor on the key, bit for bit**, as long
 //! as these conditions hold (keep them):
 //!
 //! - a particle's update is a pure function of its own state and of fields frozen for the
@@ -143,7 +143,8 @@ pub use mesh::{SnowGeometry, SnowMesh, device_coordinates};
 pub use particles::{ParticleState, Particles};
 pub use refine::{CoverMesh, MAX_REFINEMENT, lattice_index, lattice_len};
 pub use sim::{
-    COVER_STAGE, Counters, DRIFT_STAGE, Ledger, ParcelShare, SORT_STAGE, STEP_STAGE, Snow,
+    COVER_STAGE, Counters, DRIFT_STAGE, Ledger, PERMUTE_STAGE, ParcelShare, SORT_STAGE, STEP_STAGE,
+    Snow,
 };
 pub use suspension::{
     FrameCellsHost, REFERENCE_HEIGHT, SharedCells, Suspension, cells_of, concentration, lift_rate,

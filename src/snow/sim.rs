@@ -24,7 +24,8 @@ use super::{Error, Result};
 
 /// Stage name of the particle update.
 pub const STEP_STAGE: &str = "snow.step";
-/// Stage name of the sort and the permutation of the particle arrays.
+/// Stage name of the sort (the Hilbert keys where sorting by them, the sort's own kernels are
+/// timed under the sort library's stages); the permutation has [`PERMUTE_STAGE`].
 pub const SORT_STAGE: &str = "snow.sort";
 
 /// Stage of the sort's order applied to the parcel arrays (one `snow_permute` launch); named
@@ -164,6 +165,8 @@ pub struct Snow {
     density: DensityGrid,
     density_counts: DeviceBuffer<u32>,
     sorter: Sorter,
+    /// The Hilbert keys of a sort by Hilbert cell (one unused entry when sorting by
+    /// tetrahedron: the tetrahedra are then the keys, sorted in place).
     keys: DeviceBuffer<u32>,
     indices: DeviceBuffer<u32>,
     /// 0, 1, 2, …: what `indices` starts from in a partial step, whose blocks need not
@@ -303,7 +306,14 @@ impl Snow {
             density_counts: DeviceBuffer::zeroed(context, density.len())?,
             density,
             sorter: Sorter::Off,
-            keys: DeviceBuffer::zeroed(context, n)?,
+            keys: DeviceBuffer::zeroed(
+                context,
+                if config.sort.key == SortKey::Hilbert {
+                    n
+                } else {
+                    1
+                },
+            )?,
             indices: DeviceBuffer::zeroed(context, n)?,
             identity: DeviceBuffer::from_slice(context, &(0..n as u32).collect::<Vec<_>>())?,
             scratch: None,
@@ -527,7 +537,8 @@ impl Snow {
 
     /// Moves every particle by `dt` seconds in the wind `wind` (a velocity per vertex of the
     /// domain mesh, xyz m/s): drag, gravity, flutter, location, landing (each landing adds
-    /// its parcel to the cover), wrap, respawn; then writes the render buffer. Only enqueues,
+    /// its parcel to the cover), wrap, respawn; then writes the render buffer, unless nothing
+    /// draws the parcels ([`set_writes_render`](Self::set_writes_render)). Only enqueues,
     /// under the stage [`STEP_STAGE`]; see [`counters`](Self::counters) or
     /// [`start_counter_read`](Self::start_counter_read) for what happened and for non-finite particles.
     /// Sort first ([`sort`](Self::sort)) and smooth after ([`smooth_cover`](Self::smooth_cover)):
@@ -990,8 +1001,10 @@ impl Snow {
         Ok(())
     }
 
-    /// Sorts the particles by tetrahedron (or Hilbert cell) as the mode says, permuting every
-    /// array (stage [`SORT_STAGE`]); only enqueues. The result of a frame does not depend on it.
+    /// Sorts the particles by tetrahedron (or Hilbert cell) as the mode says and applies the
+    /// order to the other arrays in one launch (stage [`PERMUTE_STAGE`]; by tetrahedron the
+    /// tetrahedra are the keys, sorted in place); only enqueues. The result of a frame does not
+    /// depend on it.
     pub fn sort(&mut self, timeline: &mut Timeline) -> Result<()> {
         if self.particles.is_empty() {
             return Ok(());
