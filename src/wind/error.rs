@@ -53,6 +53,9 @@ pub enum WindError {
     /// vertex lists that are not ascending, overlapping or out of range.
     #[error("wind operator piece: {0}")]
     Piece(String),
+    /// A rank of a distributed solve failed to exchange or reduce.
+    #[error(transparent)]
+    Comm(#[from] crate::comm::CommError),
     /// The device or gml failed.
     #[error(transparent)]
     Gml(#[from] crate::gml::GmlError),

@@ -797,6 +797,12 @@ impl Solver {
         ))
     }
 
+    /// The Jacobi preconditioner of the pressure solve as the device holds it: `1/A_vv` at
+    /// every vertex, 0 where the pressure is fixed.
+    pub fn inverse_diagonal(&mut self) -> Result<Vec<f64>> {
+        Ok(self.gml.read_all(self.fields.inv_diag)?)
+    }
+
     /// Corrections the pressure history keeps at most (0 without one).
     pub fn history_slots(&self) -> usize {
         self.history.map_or(0, |h| h.slots)

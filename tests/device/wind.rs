@@ -341,6 +341,151 @@ fn pressure_operator_in_pieces_equals_the_whole_bit_for_bit() {
     }
 }
 
+/// The pressure solve over ranks (`PieceSystem::solve`): three in-process ranks, each with its
+/// slab of a hill mesh, a two-ring halo and its piece of the operator on its own context,
+/// solve `A x = b` for a `b` made from a known `x`; the ranks' owned values, put together,
+/// equal one rank's solve of the whole system and the known `x`, within the tolerance (their
+/// halo values too, exchanged at the end); the ranks take the same number of iterations as
+/// each other, and within two of one rank's (the sums are added in another order).
+#[test]
+fn pressure_solve_over_ranks_equals_the_whole_solve() {
+    use snowsim::comm::{HaloPlan as Exchanges, Local, Neighbour};
+    use snowsim::partition::{HaloPlan, Partition};
+    use snowsim::wind::diagonal::vertex_ball;
+    use snowsim::wind::geometry::Geometry;
+    use snowsim::wind::operator::{Assembled, Rings};
+    use snowsim::wind::piece::{PieceOperator, PieceSystem};
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    let m = reference::hill_mesh([7, 6, 3], [700.0, 600.0, 200.0], 50.0);
+    let dir = [1.0, 0.3];
+    let u_in = inflow(&m, dir, 4.0, true, 200.0);
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
+    let n = solver.vertices().len();
+    let noise = random_field(n, 1.0, 9);
+    let known: Vec<f64> = noise
+        .iter()
+        .zip(cpu.unknown())
+        .map(|(v, &u)| if u { 10.0 * v[1] } else { 0.0 })
+        .collect();
+    let b = solver.apply_operator(&known).unwrap();
+    let (terms, flags) = solver.pressure_terms().unwrap();
+    let inverse_diagonal = solver.inverse_diagonal().unwrap();
+    let nodes: Vec<[u32; 4]> = solver.tetrahedra().iter().map(|t| t.0).collect();
+    let geometry = Geometry::new(solver.vertices(), &nodes).unwrap();
+    let ball = vertex_ball(n, &nodes);
+    let rings = Rings::new(&ball, &nodes);
+    let whole = Assembled::new(&rings, &ball, &nodes, &geometry);
+    let owner: Vec<u32> = solver
+        .vertices()
+        .iter()
+        .map(|v| ((v[0] / 700.0 * 2.6) as u32).min(2))
+        .collect();
+    let plan = HaloPlan::with_depth(
+        &to_mesh(&m),
+        &Partition::from_owner(owner, 3, None).unwrap(),
+        2,
+    )
+    .unwrap();
+    let tolerance = 1e-10;
+    // A rank's system on its local vertices (`local`: owned first, then `grad_rows − owned`
+    // vertices whose G rows it keeps too).
+    let system = |local: &[u32], owned: usize, grad_rows: usize, halo: Exchanges| PieceSystem {
+        operator: PieceOperator::new(
+            &context(),
+            &whole.piece(local, grad_rows, owned).unwrap(),
+            &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
+            &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        owned,
+        inverse_diagonal: local[..owned]
+            .iter()
+            .map(|&w| inverse_diagonal[w as usize])
+            .collect(),
+        halo,
+    };
+    // One rank, the whole system.
+    let all: Vec<u32> = (0..n as u32).collect();
+    let mut one = system(&all, n, n, Exchanges::default());
+    let mut x_one = vec![0.0; n];
+    let single = Local::single(Duration::from_secs(30));
+    let solved_one = one.solve(&single, &b, &mut x_one, tolerance, 500).unwrap();
+    assert!(
+        solved_one.converged && solved_one.iterations > 10,
+        "{solved_one:?}"
+    );
+    // Three ranks.
+    let results = Local::run(3, Duration::from_secs(60), |comm| {
+        let part = &plan.parts[comm.rank()];
+        let owned = &part.owned;
+        let inside: std::collections::HashSet<u32> = owned.iter().copied().collect();
+        let mut first: Vec<u32> = owned
+            .iter()
+            .flat_map(|&w| rings.ring(w as usize).iter().copied())
+            .filter(|w| !inside.contains(w))
+            .collect();
+        first.sort_unstable();
+        first.dedup();
+        let ring_set: std::collections::HashSet<u32> = first.iter().copied().collect();
+        let second: Vec<u32> = part
+            .halo
+            .iter()
+            .copied()
+            .filter(|w| !ring_set.contains(w))
+            .collect();
+        let local: Vec<u32> = owned.iter().chain(&first).chain(&second).copied().collect();
+        let at: HashMap<u32, u32> = local
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (w, i as u32))
+            .collect();
+        let halo = Exchanges {
+            neighbours: part
+                .neighbours
+                .iter()
+                .map(|e| Neighbour {
+                    rank: e.part as usize,
+                    send: e.send.iter().map(|w| at[w]).collect(),
+                    recv: e.receive.iter().map(|w| at[w]).collect(),
+                })
+                .collect(),
+        };
+        let mut mine = system(&local, owned.len(), owned.len() + first.len(), halo);
+        let b_mine: Vec<f64> = owned.iter().map(|&w| b[w as usize]).collect();
+        let mut x = vec![0.0; local.len()];
+        let solved = mine.solve(comm, &b_mine, &mut x, tolerance, 500).unwrap();
+        (local, x, solved)
+    });
+    let scale = known.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let mut iterations = Vec::new();
+    for (rank, result) in results.into_iter().enumerate() {
+        let (local, x, solved) = result.unwrap();
+        assert!(solved.converged, "rank {rank}: {solved:?}");
+        iterations.push(solved.iterations);
+        for (&w, &value) in local.iter().zip(&x) {
+            let w = w as usize;
+            assert!(
+                (value - x_one[w]).abs() <= 1e-6 * scale
+                    && (value - known[w]).abs() <= 1e-5 * scale,
+                "rank {rank}, vertex {w}: {value} against one rank's {} and the known {}",
+                x_one[w],
+                known[w]
+            );
+        }
+    }
+    assert!(
+        iterations.windows(2).all(|w| w[0] == w[1]),
+        "{iterations:?}"
+    );
+    assert!(
+        iterations[0].abs_diff(solved_one.iterations) <= 2,
+        "{iterations:?} against one rank's {}",
+        solved_one.iterations
+    );
+}
+
 #[test]
 fn projection_matches_reference() {
     let m = reference::hill_mesh([6, 5, 4], [600.0, 500.0, 200.0], 50.0);
