@@ -46,3 +46,105 @@ __kernel void piece_q(__global const float4 *restrict table, __global const doub
         acc = 0.0;
     q[v] = acc;
 }
+
+// The distributed pressure solve's vector work (`PieceSystem::solve`), on the owned vertices
+// (local indices below `owned`): PIECE_GROUP work-items a group, each group's sums written to
+// `partial` (sum k of group g at partial[k * groups + g]) for the host to add in group order,
+// so that a rank's sums do not depend on timing. Work-items past `owned` add zeros.
+#define PIECE_GROUP 256
+
+// The group's sum of `value` into partial[k * get_num_groups(0) + group], by a fixed tree.
+inline void piece_group_sum(double value, __local double *scratch, __global double *partial,
+                            const int k) {
+    const int t = get_local_id(0);
+    scratch[t] = value;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int span = PIECE_GROUP / 2; span > 0; span >>= 1) {
+        if (t < span)
+            scratch[t] += scratch[t + span];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t == 0)
+        partial[k * get_num_groups(0) + get_group_id(0)] = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+// The start: r = b − q (q = A x), z = M⁻¹ r, d = z; sums r·z, r·r, b·b.
+__kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
+piece_start(__global const double *restrict b, __global const double *restrict q,
+            __global const double *restrict inverse_diagonal, __global double *restrict r,
+            __global double *restrict z, __global double *restrict d,
+            __global double *restrict partial, const int owned) {
+    __local double scratch[PIECE_GROUP];
+    const int i = get_global_id(0);
+    double rz = 0.0, rr = 0.0, bb = 0.0;
+    if (i < owned) {
+        const double ri = b[i] - q[i];
+        const double zi = ri * inverse_diagonal[i];
+        r[i] = ri;
+        z[i] = zi;
+        d[i] = zi;
+        rz = ri * zi;
+        rr = ri * ri;
+        bb = b[i] * b[i];
+    }
+    piece_group_sum(rz, scratch, partial, 0);
+    piece_group_sum(rr, scratch, partial, 1);
+    piece_group_sum(bb, scratch, partial, 2);
+}
+
+// d·q.
+__kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
+piece_dot(__global const double *restrict d, __global const double *restrict q,
+          __global double *restrict partial, const int owned) {
+    __local double scratch[PIECE_GROUP];
+    const int i = get_global_id(0);
+    piece_group_sum(i < owned ? d[i] * q[i] : 0.0, scratch, partial, 0);
+}
+
+// x += α d, r −= α q, z = M⁻¹ r; sums r·z, r·r.
+__kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
+piece_update(__global double *restrict x, __global const double *restrict d,
+             __global double *restrict r, __global const double *restrict q,
+             __global const double *restrict inverse_diagonal, __global double *restrict z,
+             const double alpha, __global double *restrict partial, const int owned) {
+    __local double scratch[PIECE_GROUP];
+    const int i = get_global_id(0);
+    double rz = 0.0, rr = 0.0;
+    if (i < owned) {
+        x[i] += alpha * d[i];
+        const double ri = r[i] - alpha * q[i];
+        const double zi = ri * inverse_diagonal[i];
+        r[i] = ri;
+        z[i] = zi;
+        rz = ri * zi;
+        rr = ri * ri;
+    }
+    piece_group_sum(rz, scratch, partial, 0);
+    piece_group_sum(rr, scratch, partial, 1);
+}
+
+// d = z + β d.
+__kernel void piece_direction(__global const double *restrict z, __global double *restrict d,
+                              const double beta, const int owned) {
+    const int i = get_global_id(0);
+    if (i < owned)
+        d[i] = z[i] + beta * d[i];
+}
+
+// out[i] = values[at[i]]: the entries a halo exchange sends, packed.
+__kernel void piece_pack(__global const double *restrict values, __global const int *restrict at,
+                         __global double *restrict out, const int count) {
+    const int i = get_global_id(0);
+    if (i < count)
+        out[i] = values[at[i]];
+}
+
+// values[at[i]] = received[i]: the halo entries a halo exchange receives.
+__kernel void piece_unpack(__global const double *restrict received,
+                           __global const int *restrict at, __global double *restrict values,
+                           const int count) {
+    const int i = get_global_id(0);
+    if (i < count)
+        values[at[i]] = received[i];
+}

@@ -8,17 +8,24 @@
 //! whole mesh's assembled operator (`kernels/wind_piece.cl` against the `wind_ell_*` kernels),
 //! so given the same input at its local vertices a rank's rows equal the whole's bit for bit.
 //! [`PieceSystem::solve`] is the pressure solve over ranks on top of it: a Jacobi-
-//! preconditioned CG whose product exchanges the search direction's halo and whose dot
-//! products are summed over the ranks in a fixed order (`comm`), its vectors on the host.
+//! preconditioned CG whose vectors stay on the rank's device, whose product exchanges the
+//! search direction's halo (packed on the device, sent through `comm`) and whose dot products
+//! are summed in a fixed order: each work-group's by a fixed tree, the groups' on the host in
+//! order, the ranks' by `comm`'s fixed tree.
 
 use super::operator::Assembled;
 use super::{Result, WindError};
-use crate::cl::{Context, DeviceBuffer, Kernel, Program, Source};
-use crate::comm::{Comm, HaloPlan, all_reduce_sum_f64, exchange_halo};
+use crate::cl::{Context, DeviceBuffer, Kernel, Program, Source, WorkSize};
+use crate::comm::{Comm, HaloPlan, Neighbour, all_reduce_sum_f64, exchange_halo};
+
+/// Work-items of a group of the solve's summing kernels (`PIECE_GROUP` in
+/// kernels/wind_piece.cl).
+const GROUP: usize = 256;
 
 /// The piece of the pressure operator `q = D (P M⁻¹ G x)` one rank applies on its device.
 pub struct PieceOperator {
     context: Context,
+    program: Program,
     grad: Kernel,
     q: Kernel,
     grad_table: DeviceBuffer<[f32; 4]>,
@@ -61,6 +68,7 @@ impl PieceOperator {
             context: context.clone(),
             grad: program.kernel("piece_grad")?,
             q: program.kernel("piece_q")?,
+            program,
             grad_table: DeviceBuffer::from_slice(context, &piece.grad)?,
             div_table: DeviceBuffer::from_slice(context, &piece.div)?,
             terms: DeviceBuffer::from_slice(context, terms)?,
@@ -92,15 +100,21 @@ impl PieceOperator {
             return Ok(Vec::new());
         }
         self.x.write(x)?;
+        self.enqueue_apply(&self.x)?;
+        Ok(self.q_out.read()?)
+    }
+
+    /// Enqueues `q = A input` into the operator's output (`input` at every local vertex).
+    fn enqueue_apply(&self, input: &DeviceBuffer<f64>) -> Result<()> {
         let (rows, width) = (self.rows as i32, self.width as i32);
         let mut call = self.grad.call();
         // SAFETY: the arguments follow piece_grad's signature: the G table (width × rows
-        // float4), x (rows doubles), the terms (rows float8), the flags (rows ints), g (rows
-        // double4), then rows and width; every column in the table is below rows
+        // float4), the input (rows doubles), the terms (rows float8), the flags (rows ints),
+        // g (rows double4), then rows and width; every column in the table is below rows
         // (`Assembled::piece`), and work-items at or past rows return at once.
         unsafe {
             call.buffer(&self.grad_table)?
-                .buffer(&self.x)?
+                .buffer(input)?
                 .buffer(&self.terms)?
                 .buffer(&self.flags)?
                 .buffer(&self.g)?
@@ -123,22 +137,127 @@ impl PieceOperator {
                 .arg(&width)?;
         }
         call.enqueue(&self.context, self.q.work_size(&self.context, self.rows)?)?;
-        Ok(self.q_out.read()?)
+        Ok(())
     }
 }
 
-/// One rank's share of the pressure system `A x = b` over a partitioned mesh: its operator,
-/// how many of its local vertices it owns (the first ones), their Jacobi preconditioner, and
-/// its halo exchange (local indices: owned entries sent, halo entries received).
+/// A rank's halo exchange of a device vector: the entries it sends, packed on the device and
+/// read back; `comm`'s exchange over a plan of positions in that packed array; the entries
+/// received, written back and scattered to their local places.
+struct DeviceHalo {
+    /// The exchange over positions in `[sent entries | received entries]`.
+    plan: HaloPlan,
+    send_at: DeviceBuffer<i32>,
+    recv_at: DeviceBuffer<i32>,
+    sent: DeviceBuffer<f64>,
+    received: DeviceBuffer<f64>,
+    staging: Vec<f64>,
+    pack: Kernel,
+    unpack: Kernel,
+}
+
+impl DeviceHalo {
+    fn new(context: &Context, program: &Program, halo: &HaloPlan, local: usize) -> Result<Self> {
+        let mut neighbours: Vec<&Neighbour> = halo.neighbours.iter().collect();
+        neighbours.sort_by_key(|n| n.rank);
+        let sends: usize = neighbours.iter().map(|n| n.send.len()).sum();
+        let (mut send_at, mut recv_at) = (Vec::new(), Vec::new());
+        let mut plan = HaloPlan::default();
+        for n in neighbours {
+            if let Some(&i) = n.send.iter().chain(&n.recv).find(|&&i| i as usize >= local) {
+                return Err(WindError::Piece(format!(
+                    "the halo plan names local vertex {i} of {local} (rank {})",
+                    n.rank
+                )));
+            }
+            let first_send = send_at.len() as u32;
+            let first_recv = (sends + recv_at.len()) as u32;
+            send_at.extend(n.send.iter().map(|&i| i as i32));
+            recv_at.extend(n.recv.iter().map(|&i| i as i32));
+            plan.neighbours.push(Neighbour {
+                rank: n.rank,
+                send: (first_send..first_send + n.send.len() as u32).collect(),
+                recv: (first_recv..first_recv + n.recv.len() as u32).collect(),
+            });
+        }
+        let buffer =
+            |at: &[i32]| DeviceBuffer::from_slice(context, if at.is_empty() { &[0] } else { at });
+        Ok(Self {
+            staging: vec![0.0; send_at.len() + recv_at.len()],
+            sent: DeviceBuffer::uninit(context, send_at.len().max(1))?,
+            received: DeviceBuffer::uninit(context, recv_at.len().max(1))?,
+            send_at: buffer(&send_at)?,
+            recv_at: buffer(&recv_at)?,
+            plan,
+            pack: program.kernel("piece_pack")?,
+            unpack: program.kernel("piece_unpack")?,
+        })
+    }
+
+    /// Sends the neighbours their halo entries of `values` and writes theirs into its halo.
+    fn exchange(
+        &mut self,
+        context: &Context,
+        comm: &dyn Comm,
+        values: &DeviceBuffer<f64>,
+    ) -> Result<()> {
+        if self.plan.neighbours.is_empty() {
+            return Ok(());
+        }
+        let sends = self.staging.len() - self.recv_count();
+        if sends > 0 {
+            let mut call = self.pack.call();
+            // SAFETY: piece_pack(values, at, out, count): `at` holds `sends` local indices
+            // below the vector's length (checked in `new`), `out` at least `sends` doubles.
+            unsafe {
+                call.buffer(values)?
+                    .buffer(&self.send_at)?
+                    .buffer(&self.sent)?
+                    .arg(&(sends as i32))?;
+            }
+            call.enqueue(context, self.pack.work_size(context, sends)?)?;
+            self.sent.read_into(&mut self.staging[..sends])?;
+        }
+        exchange_halo(comm, &self.plan, &mut self.staging)?;
+        let receives = self.recv_count();
+        if receives > 0 {
+            self.received.write(&self.staging[sends..])?;
+            let mut call = self.unpack.call();
+            // SAFETY: piece_unpack(received, at, values, count): as piece_pack, the other way.
+            unsafe {
+                call.buffer(&self.received)?
+                    .buffer(&self.recv_at)?
+                    .buffer(values)?
+                    .arg(&(receives as i32))?;
+            }
+            call.enqueue(context, self.unpack.work_size(context, receives)?)?;
+        }
+        Ok(())
+    }
+
+    fn recv_count(&self) -> usize {
+        self.plan.neighbours.iter().map(|n| n.recv.len()).sum()
+    }
+}
+
+/// One rank's share of the pressure system `A x = b` over a partitioned mesh, on its device:
+/// its operator, how many of its local vertices it owns (the first ones), their Jacobi
+/// preconditioner, its halo exchange, and the solve's vectors.
 pub struct PieceSystem {
-    /// The rank's piece of the operator (`D` rows for its owned vertices).
-    pub operator: PieceOperator,
-    /// Owned vertices: local indices `0..owned`.
-    pub owned: usize,
-    /// `1/A_vv` at each owned vertex (0 where the pressure is fixed).
-    pub inverse_diagonal: Vec<f64>,
-    /// What the rank sends and receives to keep its halo current.
-    pub halo: HaloPlan,
+    operator: PieceOperator,
+    owned: usize,
+    halo: DeviceHalo,
+    inverse_diagonal: DeviceBuffer<f64>,
+    b: DeviceBuffer<f64>,
+    x: DeviceBuffer<f64>,
+    r: DeviceBuffer<f64>,
+    z: DeviceBuffer<f64>,
+    d: DeviceBuffer<f64>,
+    partial: DeviceBuffer<f64>,
+    start: Kernel,
+    dot: Kernel,
+    update: Kernel,
+    direction: Kernel,
 }
 
 /// How a distributed solve ended (the same on every rank).
@@ -153,6 +272,66 @@ pub struct PieceSolve {
 }
 
 impl PieceSystem {
+    /// A rank's system: `operator` on its local vertices, the first `owned` of them its own,
+    /// `inverse_diagonal` (`1/A_vv`, 0 where the pressure is fixed) at those, and `halo` its
+    /// exchange in local indices (owned entries sent, halo entries received).
+    pub fn new(
+        operator: PieceOperator,
+        owned: usize,
+        inverse_diagonal: &[f64],
+        halo: &HaloPlan,
+    ) -> Result<Self> {
+        let local = operator.rows();
+        if owned > local || inverse_diagonal.len() != owned {
+            return Err(WindError::Piece(format!(
+                "{owned} owned vertices and {} diagonal entries for a piece of {local} vertices",
+                inverse_diagonal.len()
+            )));
+        }
+        let context = operator.context.clone();
+        let program = &operator.program;
+        let groups = owned.div_ceil(GROUP).max(1);
+        let vector = |len: usize| DeviceBuffer::<f64>::zeroed(&context, len.max(1));
+        Ok(Self {
+            halo: DeviceHalo::new(&context, program, halo, local)?,
+            inverse_diagonal: DeviceBuffer::from_slice(
+                &context,
+                if owned == 0 { &[0.0] } else { inverse_diagonal },
+            )?,
+            b: vector(owned)?,
+            x: vector(local)?,
+            r: vector(owned)?,
+            z: vector(owned)?,
+            d: vector(local)?,
+            partial: vector(3 * groups)?,
+            start: program.kernel("piece_start")?,
+            dot: program.kernel("piece_dot")?,
+            update: program.kernel("piece_update")?,
+            direction: program.kernel("piece_direction")?,
+            owned,
+            operator,
+        })
+    }
+
+    /// The owned vertices' work in groups of [`GROUP`].
+    fn groups(&self) -> WorkSize {
+        WorkSize {
+            global: self.owned.div_ceil(GROUP).max(1) * GROUP,
+            local: GROUP,
+        }
+    }
+
+    /// The `K` sums of the last summing kernel, each added over the groups in group order
+    /// (blocking).
+    fn sums<const K: usize>(&self) -> Result<[f64; K]> {
+        let groups = self.owned.div_ceil(GROUP).max(1);
+        let mut partial = vec![0.0; K * groups];
+        self.partial.read_into(&mut partial)?;
+        Ok(std::array::from_fn(|k| {
+            partial[k * groups..(k + 1) * groups].iter().sum()
+        }))
+    }
+
     /// Solves `A x = b` over the ranks of `comm`, every rank calling it with its own piece:
     /// `b` at its owned vertices, `x` at its local vertices (the start on entry; on return
     /// the solution, halo included). CG with the Jacobi preconditioner, stopping once
@@ -168,62 +347,92 @@ impl PieceSystem {
         max_iterations: u32,
     ) -> Result<PieceSolve> {
         let (owned, local) = (self.owned, self.operator.rows());
-        if b.len() != owned || x.len() != local || self.inverse_diagonal.len() != owned {
+        if b.len() != owned || x.len() != local {
             return Err(WindError::Piece(format!(
-                "a solve with {} right-hand sides, {} unknowns and {} diagonal entries for a \
-                 piece of {owned} owned and {local} local vertices",
+                "a solve with {} right-hand sides and {} unknowns for a piece of {owned} owned \
+                 and {local} local vertices",
                 b.len(),
-                x.len(),
-                self.inverse_diagonal.len()
+                x.len()
             )));
         }
-        let dot = |a: &[f64], b: &[f64]| {
-            a[..owned]
-                .iter()
-                .zip(&b[..owned])
-                .map(|(a, b)| a * b)
-                .sum::<f64>()
-        };
-        exchange_halo(comm, &self.halo, x)?;
-        let ax = self.operator.apply(x)?;
-        let mut r: Vec<f64> = (0..owned).map(|i| b[i] - ax[i]).collect();
-        let precondition = |r: &[f64], z: &mut Vec<f64>| {
-            z.clear();
-            z.extend(r.iter().zip(&self.inverse_diagonal).map(|(r, m)| r * m));
-            z.resize(local, 0.0);
-        };
-        let mut z = Vec::with_capacity(local);
-        precondition(&r, &mut z);
-        let mut d = z.clone();
-        let mut sums = [dot(&r, &z), dot(&r, &r), dot(b, b)];
+        let context = self.operator.context.clone();
+        let owned_i = owned as i32;
+        if owned > 0 {
+            self.b.write(b)?;
+        }
+        self.x.write(x)?;
+        self.halo.exchange(&context, comm, &self.x)?;
+        self.operator.enqueue_apply(&self.x)?;
+        let mut call = self.start.call();
+        // SAFETY: piece_start(b, q, inverse_diagonal, r, z, d, partial, owned): every vector
+        // holds at least `owned` doubles (q and d `local`), `partial` 3 per group; work-items
+        // past `owned` touch only the group's local scratch.
+        unsafe {
+            call.buffer(&self.b)?
+                .buffer(&self.operator.q_out)?
+                .buffer(&self.inverse_diagonal)?
+                .buffer(&self.r)?
+                .buffer(&self.z)?
+                .buffer(&self.d)?
+                .buffer(&self.partial)?
+                .arg(&owned_i)?;
+        }
+        call.enqueue(&context, self.groups())?;
+        let mut sums: [f64; 3] = self.sums()?;
         all_reduce_sum_f64(comm, &mut sums)?;
         let [mut rz, mut rr, bb] = sums;
         let limit = tolerance * tolerance * bb;
         let mut iterations = 0;
         while rr > limit && iterations < max_iterations {
-            exchange_halo(comm, &self.halo, &mut d)?;
-            let q = self.operator.apply(&d)?;
-            let mut dq = [dot(&d, &q)];
+            self.halo.exchange(&context, comm, &self.d)?;
+            self.operator.enqueue_apply(&self.d)?;
+            let mut call = self.dot.call();
+            // SAFETY: piece_dot(d, q, partial, owned), as piece_start.
+            unsafe {
+                call.buffer(&self.d)?
+                    .buffer(&self.operator.q_out)?
+                    .buffer(&self.partial)?
+                    .arg(&owned_i)?;
+            }
+            call.enqueue(&context, self.groups())?;
+            let mut dq: [f64; 1] = self.sums()?;
             all_reduce_sum_f64(comm, &mut dq)?;
             if dq[0] <= 0.0 {
                 break;
             }
             let alpha = rz / dq[0];
-            for i in 0..owned {
-                x[i] += alpha * d[i];
-                r[i] -= alpha * q[i];
+            let mut call = self.update.call();
+            // SAFETY: piece_update(x, d, r, q, inverse_diagonal, z, alpha, partial, owned), as
+            // piece_start.
+            unsafe {
+                call.buffer(&self.x)?
+                    .buffer(&self.d)?
+                    .buffer(&self.r)?
+                    .buffer(&self.operator.q_out)?
+                    .buffer(&self.inverse_diagonal)?
+                    .buffer(&self.z)?
+                    .arg(&alpha)?
+                    .buffer(&self.partial)?
+                    .arg(&owned_i)?;
             }
-            precondition(&r, &mut z);
-            let mut sums = [dot(&r, &z), dot(&r, &r)];
+            call.enqueue(&context, self.groups())?;
+            let mut sums: [f64; 2] = self.sums()?;
             all_reduce_sum_f64(comm, &mut sums)?;
             let beta = sums[0] / rz;
             [rz, rr] = sums;
-            for i in 0..owned {
-                d[i] = z[i] + beta * d[i];
+            let mut call = self.direction.call();
+            // SAFETY: piece_direction(z, d, beta, owned): z and d hold at least `owned`.
+            unsafe {
+                call.buffer(&self.z)?
+                    .buffer(&self.d)?
+                    .arg(&beta)?
+                    .arg(&owned_i)?;
             }
+            call.enqueue(&context, self.direction.work_size(&context, owned.max(1))?)?;
             iterations += 1;
         }
-        exchange_halo(comm, &self.halo, x)?;
+        self.halo.exchange(&context, comm, &self.x)?;
+        self.x.read_into(x)?;
         Ok(PieceSolve {
             iterations,
             residual: rr.max(0.0).sqrt(),

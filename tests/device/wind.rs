@@ -391,20 +391,19 @@ fn pressure_solve_over_ranks_equals_the_whole_solve() {
     let tolerance = 1e-10;
     // A rank's system on its local vertices (`local`: owned first, then `grad_rows − owned`
     // vertices whose G rows it keeps too).
-    let system = |local: &[u32], owned: usize, grad_rows: usize, halo: Exchanges| PieceSystem {
-        operator: PieceOperator::new(
+    let system = |local: &[u32], owned: usize, grad_rows: usize, halo: Exchanges| {
+        let operator = PieceOperator::new(
             &context(),
             &whole.piece(local, grad_rows, owned).unwrap(),
             &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
             &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
         )
-        .unwrap(),
-        owned,
-        inverse_diagonal: local[..owned]
+        .unwrap();
+        let diagonal: Vec<f64> = local[..owned]
             .iter()
             .map(|&w| inverse_diagonal[w as usize])
-            .collect(),
-        halo,
+            .collect();
+        PieceSystem::new(operator, owned, &diagonal, &halo).unwrap()
     };
     // One rank, the whole system.
     let all: Vec<u32> = (0..n as u32).collect();
