@@ -6,6 +6,7 @@ pub mod copy;
 pub mod counts;
 pub mod gml_bandwidth;
 pub mod launch;
+pub mod pressure;
 pub mod record;
 pub mod reduce;
 pub mod snow;

@@ -40,6 +40,10 @@ pub enum Command {
     /// iterations, the start-up solve and first step apart, per-stage device times and their
     /// unique bytes over the copy bandwidth; one CSV row per size and stage with --csv.
     Wind(super::bench_wind::WindArgs),
+    /// The wind's pressure solve over ranks (threads of this process, a device each: a slab
+    /// of the mesh and two rings of halo per rank) against one rank solving the whole system:
+    /// wall time per CG iteration, the same iterations on the same system.
+    Pressure(super::bench_pressure::PressureArgs),
     /// The snow's frame on a scene's domain per particle count and sort mode: the particle
     /// update (bytes over the device's copy bandwidth), the sort, the permutation and the
     /// cover's smoothing, from OpenCL profiling.
@@ -149,6 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Launch(args) => launches(args),
         Command::Reduce(args) => reductions(args),
         Command::Wind(args) => super::bench_wind::run(args),
+        Command::Pressure(args) => super::bench_pressure::run(args),
         Command::Snow(args) => snow(args),
     }
 }

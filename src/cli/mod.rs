@@ -1,6 +1,7 @@
 //! Command-line interface: argument definitions and dispatch to one module per command.
 
 mod bench;
+mod bench_pressure;
 mod bench_sweep;
 mod bench_wind;
 mod comm;

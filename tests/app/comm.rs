@@ -487,3 +487,57 @@ fn bad_rank_counts_and_timeouts_are_refused_naming_the_value() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `snowsim bench pressure` on PoCL: one rank on the whole system and three ranks on slabs
+/// run the same iterations from the same start, so they end at the same residual (to the
+/// rounding of sums added in another order); each rank owns a third of the vertices and holds
+/// a halo; a bad device list is refused naming it.
+#[test]
+fn bench_pressure_runs_the_same_solve_on_one_rank_and_three() {
+    let out = snowsim(&[
+        "bench",
+        "pressure",
+        "--devices",
+        "pocl,pocl,pocl",
+        "--tets",
+        "2^14",
+        "--iterations",
+        "15",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON rows");
+    assert_eq!(rows.len(), 2);
+    let (one, three) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (one["ranks"].as_u64(), three["ranks"].as_u64()),
+        (Some(1), Some(3))
+    );
+    let vertices = one["vertices"].as_u64().unwrap();
+    let owned = three["owned_max"].as_u64().unwrap();
+    assert!(
+        owned * 3 >= vertices && owned * 3 <= vertices + 3,
+        "{owned} of {vertices}"
+    );
+    assert!(three["halo_max"].as_u64().unwrap() > 0);
+    let (a, b) = (
+        one["relative_residual"].as_f64().unwrap(),
+        three["relative_residual"].as_f64().unwrap(),
+    );
+    assert!(a > 0.0 && a < 1.0, "15 iterations reduce the residual: {a}");
+    assert!((a - b).abs() <= 1e-6 * a, "one rank {a}, three ranks {b}");
+    let out = snowsim(&[
+        "bench",
+        "pressure",
+        "--devices",
+        "no-such-device",
+        "--tets",
+        "2^14",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no-such-device"),
+        "{}",
+        text(&out.stderr)
+    );
+}

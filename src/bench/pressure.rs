@@ -1,0 +1,304 @@
+//! `snowsim bench pressure`: the wind's pressure solve over ranks against one rank, on the
+//! same system and the same number of iterations (issue "Beyond one machine": what the CG's
+//! halo exchanges and global sums cost when the mesh is split).
+//!
+//! The scene's wind is set up on the first device to build the system `A x = b` (a known `x`
+//! over the unknowns, `b = A x` on the device); the mesh is cut into slabs across x of equal
+//! vertex counts, each rank holding its vertices and the two rings around them
+//! (`wind::piece`). One rank solves the whole system, then the ranks (threads of this
+//! process, one per device given, in-process `comm`) solve their pieces, each a fixed number
+//! of CG iterations after one untimed solve; the wall time per iteration is compared.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cl::Context;
+use crate::comm::{self, Comm, HaloPlan, Local, Neighbour};
+use crate::scene::Scene;
+use crate::wind::diagonal::vertex_ball;
+use crate::wind::geometry::Geometry;
+use crate::wind::operator::{Assembled, Rings};
+use crate::wind::piece::{PieceOperator, PieceSystem};
+use crate::wind::{self, WindError, boundary::FIXED_PRESSURE};
+
+/// One run's result: one rank, or several.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Ranks (1: the whole system on the first device).
+    pub ranks: usize,
+    /// Each rank's device.
+    pub devices: Vec<String>,
+    /// Tetrahedra and vertices of the whole mesh.
+    pub tetrahedra: usize,
+    /// Vertices of the whole mesh.
+    pub vertices: usize,
+    /// The most vertices a rank owns.
+    pub owned_max: usize,
+    /// The most halo vertices a rank holds (two rings).
+    pub halo_max: usize,
+    /// CG iterations timed.
+    pub iterations: u32,
+    /// Wall time per iteration, ms (the slowest rank's).
+    pub ms_per_iteration: f64,
+    /// The residual's norm after the timed solve, relative to the right-hand side's.
+    pub relative_residual: f64,
+}
+
+/// One rank's piece: its local vertices (owned first, then the first ring, then the second)
+/// and its exchanges in local indices.
+struct Piece {
+    local: Vec<u32>,
+    owned: usize,
+    first_ring: usize,
+    halo: HaloPlan,
+}
+
+/// Cuts the `n` vertices into `parts` slabs across x of equal counts and builds each part's
+/// piece from the one-rings.
+fn pieces(x_of: &[f64], rings: &Rings, parts: usize) -> Vec<Piece> {
+    let n = x_of.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by(|&a, &b| {
+        x_of[a as usize]
+            .total_cmp(&x_of[b as usize])
+            .then(a.cmp(&b))
+    });
+    let mut owner = vec![0usize; n];
+    for (rank, &v) in order.iter().enumerate() {
+        owner[v as usize] = rank * parts / n.max(1);
+    }
+    let ring_out = |inner: &[u32], inside: &dyn Fn(u32) -> bool| {
+        let mut out: Vec<u32> = inner
+            .iter()
+            .flat_map(|&w| rings.ring(w as usize).iter().copied())
+            .filter(|&w| !inside(w))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    };
+    let layout: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = (0..parts)
+        .map(|p| {
+            let owned: Vec<u32> = (0..n as u32).filter(|&v| owner[v as usize] == p).collect();
+            let first = ring_out(&owned, &|w| owner[w as usize] == p);
+            let mut inner = owned.clone();
+            inner.extend(&first);
+            inner.sort_unstable();
+            let second = ring_out(&first, &|w| inner.binary_search(&w).is_ok());
+            (owned, first, second)
+        })
+        .collect();
+    layout
+        .iter()
+        .enumerate()
+        .map(|(p, (owned, first, second))| {
+            let local: Vec<u32> = owned.iter().chain(first).chain(second).copied().collect();
+            let at: HashMap<u32, u32> = local
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| (w, i as u32))
+                .collect();
+            let mut halo: Vec<u32> = first.iter().chain(second).copied().collect();
+            halo.sort_unstable();
+            let neighbours = (0..parts)
+                .filter(|&q| q != p)
+                .filter_map(|q| {
+                    let (_, first_q, second_q) = &layout[q];
+                    let recv: Vec<u32> = halo
+                        .iter()
+                        .copied()
+                        .filter(|&w| owner[w as usize] == q)
+                        .collect();
+                    let mut their_halo: Vec<u32> =
+                        first_q.iter().chain(second_q).copied().collect();
+                    their_halo.sort_unstable();
+                    let send: Vec<u32> = their_halo
+                        .into_iter()
+                        .filter(|&w| owner[w as usize] == p)
+                        .collect();
+                    (!recv.is_empty() || !send.is_empty()).then(|| Neighbour {
+                        rank: q,
+                        send: send.iter().map(|w| at[w]).collect(),
+                        recv: recv.iter().map(|w| at[w]).collect(),
+                    })
+                })
+                .collect();
+            Piece {
+                local,
+                owned: owned.len(),
+                first_ring: first.len(),
+                halo: HaloPlan { neighbours },
+            }
+        })
+        .collect()
+}
+
+/// Runs one rank on the whole system and `contexts.len()` ranks on its pieces (rank r on
+/// `contexts[r]`; the whole system on `contexts[0]`), `iterations` CG iterations each.
+pub fn measure(
+    contexts: &[Context],
+    scene: &Scene,
+    iterations: u32,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<Row>, WindError> {
+    let first = contexts
+        .first()
+        .ok_or_else(|| WindError::Piece("no device to run on".into()))?;
+    progress("meshing and setting up the wind");
+    let mut solver =
+        wind::setup::from_scene(first.clone(), scene, wind::setup::settings(scene, false))?;
+    let n = solver.vertices().len();
+    let (terms, flags) = solver.pressure_terms()?;
+    let inverse_diagonal = solver.inverse_diagonal()?;
+    let known: Vec<f64> = (0..n)
+        .map(|v| {
+            let h = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            if flags[v] & FIXED_PRESSURE != 0 {
+                0.0
+            } else {
+                h as f64 / (1u64 << 24) as f64 - 0.5
+            }
+        })
+        .collect();
+    let b = solver.apply_operator(&known)?;
+    let vertices = solver.vertices().to_vec();
+    let nodes: Vec<[u32; 4]> = solver.tetrahedra().iter().map(|t| t.0).collect();
+    drop(solver);
+    progress("assembling the operator's tables");
+    let geometry = Geometry::new(&vertices, &nodes)?;
+    let ball = vertex_ball(n, &nodes);
+    let rings = Rings::new(&ball, &nodes);
+    let whole = Assembled::new(&rings, &ball, &nodes, &geometry);
+    let b_norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let row =
+        |ranks: usize, devices: Vec<String>, owned_max, halo_max, seconds: f64, residual: f64| {
+            Row {
+                ranks,
+                devices,
+                tetrahedra: nodes.len(),
+                vertices: n,
+                owned_max,
+                halo_max,
+                iterations,
+                ms_per_iteration: seconds * 1e3 / f64::from(iterations.max(1)),
+                relative_residual: residual / b_norm.max(f64::MIN_POSITIVE),
+            }
+        };
+    // A rank's timed solve: one untimed, then one timed from zero, `iterations` long.
+    let timed = |comm: &dyn Comm,
+                 system: &mut PieceSystem,
+                 b: &[f64],
+                 local: usize|
+     -> Result<(f64, f64), WindError> {
+        let mut x = vec![0.0; local];
+        system.solve(comm, b, &mut x, 0.0, iterations)?;
+        comm::barrier(comm)?;
+        x.fill(0.0);
+        let t = Instant::now();
+        let solved = system.solve(comm, b, &mut x, 0.0, iterations)?;
+        Ok((t.elapsed().as_secs_f64(), solved.residual))
+    };
+    let mut rows = Vec::new();
+    progress("one rank, the whole system");
+    {
+        let all: Vec<u32> = (0..n as u32).collect();
+        let operator = PieceOperator::new(first, &whole.piece(&all, n, n)?, &terms, &flags)?;
+        let mut system = PieceSystem::new(operator, n, &inverse_diagonal, &HaloPlan::default())?;
+        let single = Local::single(Duration::from_secs(600));
+        let (seconds, residual) = timed(&single, &mut system, &b, n)?;
+        rows.push(row(1, vec![first.info().label()], n, 0, seconds, residual));
+    }
+    let ranks = contexts.len();
+    if ranks > 1 {
+        progress(&format!("{ranks} ranks, a slab each"));
+        let parts = pieces(
+            &vertices.iter().map(|v| v[0]).collect::<Vec<_>>(),
+            &rings,
+            ranks,
+        );
+        let results = Local::run(ranks, Duration::from_secs(600), |comm| {
+            let piece = &parts[comm.rank()];
+            let local = &piece.local;
+            let pick = |values: &[f64]| {
+                local[..piece.owned]
+                    .iter()
+                    .map(|&w| values[w as usize])
+                    .collect::<Vec<_>>()
+            };
+            let operator = PieceOperator::new(
+                &contexts[comm.rank()],
+                &whole.piece(local, piece.owned + piece.first_ring, piece.owned)?,
+                &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
+                &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
+            )?;
+            let mut system =
+                PieceSystem::new(operator, piece.owned, &pick(&inverse_diagonal), &piece.halo)?;
+            comm::barrier(comm)?;
+            timed(comm, &mut system, &pick(&b), local.len())
+        });
+        let mut slowest = 0.0f64;
+        let mut residual = 0.0;
+        for (rank, result) in results.into_iter().enumerate() {
+            let (seconds, r) = result
+                .map_err(|panic| WindError::Piece(format!("rank {rank} panicked: {panic}")))??;
+            slowest = slowest.max(seconds);
+            residual = r;
+        }
+        rows.push(row(
+            ranks,
+            contexts.iter().map(|c| c.info().label()).collect(),
+            parts.iter().map(|p| p.owned).max().unwrap_or(0),
+            parts
+                .iter()
+                .map(|p| p.local.len() - p.owned)
+                .max()
+                .unwrap_or(0),
+            slowest,
+            residual,
+        ));
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of vertices along x, each ring its neighbours: three slabs, each rank's halo two
+    /// deep, and what a rank sends a neighbour is what that neighbour receives from it.
+    #[test]
+    fn slab_pieces_hold_two_rings_and_their_exchanges_match() {
+        let n = 12;
+        let tets: Vec<[u32; 4]> = (0..n as u32 - 3)
+            .map(|i| [i, i + 1, i + 2, i + 3])
+            .collect();
+        let ball = vertex_ball(n, &tets);
+        let rings = Rings::new(&ball, &tets);
+        let x: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let parts = pieces(&x, &rings, 3);
+        assert_eq!(parts.iter().map(|p| p.owned).sum::<usize>(), n);
+        // Part 1 owns 4..8; its rings reach three vertices a ring (the tetrahedra span four).
+        let p = &parts[1];
+        assert_eq!(&p.local[..p.owned], &[4, 5, 6, 7]);
+        assert_eq!(p.first_ring, 6);
+        for (a, pa) in parts.iter().enumerate() {
+            for n_ab in &pa.halo.neighbours {
+                let pb = &parts[n_ab.rank];
+                let n_ba = pb.halo.neighbours.iter().find(|m| m.rank == a).unwrap();
+                let sent: Vec<u32> = n_ab.send.iter().map(|&i| pa.local[i as usize]).collect();
+                let received: Vec<u32> = n_ba.recv.iter().map(|&i| pb.local[i as usize]).collect();
+                assert_eq!(sent, received, "{a} to {}", n_ab.rank);
+                assert!(n_ab.send.iter().all(|&i| (i as usize) < pa.owned));
+                assert!(n_ab.recv.iter().all(|&i| (i as usize) >= pa.owned));
+            }
+            let received: usize = pa.halo.neighbours.iter().map(|m| m.recv.len()).sum();
+            assert_eq!(
+                received,
+                pa.local.len() - pa.owned,
+                "part {a} receives its whole halo"
+            );
+        }
+    }
+}
