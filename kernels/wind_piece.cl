@@ -69,67 +69,61 @@ inline void piece_group_sum(double value, __local double *scratch, __global doub
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-// The start: r = b − q (q = A x), z = M⁻¹ r, d = z; sums r·z, r·r, b·b.
+// The solve is the Chronopoulos–Gear form of the preconditioned CG: one product (w = A u) and
+// one set of sums (γ = r·u, δ = w·u, r·r) an iteration, so one reduction over the ranks.
+
+// The start: r = b − q (q = A x), u = M⁻¹ r; sums b·b.
 __kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
 piece_start(__global const double *restrict b, __global const double *restrict q,
             __global const double *restrict inverse_diagonal, __global double *restrict r,
-            __global double *restrict z, __global double *restrict d,
-            __global double *restrict partial, const int owned) {
+            __global double *restrict u, __global double *restrict partial, const int owned) {
     __local double scratch[PIECE_GROUP];
     const int i = get_global_id(0);
-    double rz = 0.0, rr = 0.0, bb = 0.0;
+    double bb = 0.0;
     if (i < owned) {
         const double ri = b[i] - q[i];
-        const double zi = ri * inverse_diagonal[i];
         r[i] = ri;
-        z[i] = zi;
-        d[i] = zi;
-        rz = ri * zi;
-        rr = ri * ri;
+        u[i] = ri * inverse_diagonal[i];
         bb = b[i] * b[i];
     }
-    piece_group_sum(rz, scratch, partial, 0);
-    piece_group_sum(rr, scratch, partial, 1);
-    piece_group_sum(bb, scratch, partial, 2);
+    piece_group_sum(bb, scratch, partial, 0);
 }
 
-// d·q.
+// Sums γ = r·u, δ = w·u, r·r.
 __kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
-piece_dot(__global const double *restrict d, __global const double *restrict q,
-          __global double *restrict partial, const int owned) {
+piece_sums(__global const double *restrict r, __global const double *restrict u,
+           __global const double *restrict w, __global double *restrict partial,
+           const int owned) {
     __local double scratch[PIECE_GROUP];
     const int i = get_global_id(0);
-    piece_group_sum(i < owned ? d[i] * q[i] : 0.0, scratch, partial, 0);
-}
-
-// x += α d, r −= α q, z = M⁻¹ r; sums r·z, r·r.
-__kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
-piece_update(__global double *restrict x, __global const double *restrict d,
-             __global double *restrict r, __global const double *restrict q,
-             __global const double *restrict inverse_diagonal, __global double *restrict z,
-             const double alpha, __global double *restrict partial, const int owned) {
-    __local double scratch[PIECE_GROUP];
-    const int i = get_global_id(0);
-    double rz = 0.0, rr = 0.0;
+    double ru = 0.0, wu = 0.0, rr = 0.0;
     if (i < owned) {
-        x[i] += alpha * d[i];
-        const double ri = r[i] - alpha * q[i];
-        const double zi = ri * inverse_diagonal[i];
-        r[i] = ri;
-        z[i] = zi;
-        rz = ri * zi;
-        rr = ri * ri;
+        ru = r[i] * u[i];
+        wu = w[i] * u[i];
+        rr = r[i] * r[i];
     }
-    piece_group_sum(rz, scratch, partial, 0);
-    piece_group_sum(rr, scratch, partial, 1);
+    piece_group_sum(ru, scratch, partial, 0);
+    piece_group_sum(wu, scratch, partial, 1);
+    piece_group_sum(rr, scratch, partial, 2);
 }
 
-// d = z + β d.
-__kernel void piece_direction(__global const double *restrict z, __global double *restrict d,
-                              const double beta, const int owned) {
+// p = u + β p, s = w + β s (s = A p), x += α p, r −= α s, u = M⁻¹ r.
+__kernel void piece_update(__global double *restrict x, __global double *restrict r,
+                           __global double *restrict u, __global const double *restrict w,
+                           __global double *restrict p, __global double *restrict s,
+                           __global const double *restrict inverse_diagonal, const double alpha,
+                           const double beta, const int owned) {
     const int i = get_global_id(0);
-    if (i < owned)
-        d[i] = z[i] + beta * d[i];
+    if (i >= owned)
+        return;
+    const double pi = u[i] + beta * p[i];
+    const double si = w[i] + beta * s[i];
+    p[i] = pi;
+    s[i] = si;
+    x[i] += alpha * pi;
+    const double ri = r[i] - alpha * si;
+    r[i] = ri;
+    u[i] = ri * inverse_diagonal[i];
 }
 
 // out[i] = values[at[i]]: the entries a halo exchange sends, packed.

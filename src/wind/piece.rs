@@ -8,8 +8,9 @@
 //! whole mesh's assembled operator (`kernels/wind_piece.cl` against the `wind_ell_*` kernels),
 //! so given the same input at its local vertices a rank's rows equal the whole's bit for bit.
 //! [`PieceSystem::solve`] is the pressure solve over ranks on top of it: a Jacobi-
-//! preconditioned CG whose vectors stay on the rank's device, whose product exchanges the
-//! search direction's halo (packed on the device, sent through `comm`) and whose dot products
+//! preconditioned CG in the Chronopoulos–Gear form (one product and one set of dot products an
+//! iteration, so one reduction over the ranks), its vectors on the rank's device; the product
+//! exchanges its input's halo (packed on the device, sent through `comm`), and the dot products
 //! are summed in a fixed order: each work-group's by a fixed tree, the groups' on the host in
 //! order, the ranks' by `comm`'s fixed tree.
 
@@ -251,13 +252,15 @@ pub struct PieceSystem {
     b: DeviceBuffer<f64>,
     x: DeviceBuffer<f64>,
     r: DeviceBuffer<f64>,
-    z: DeviceBuffer<f64>,
-    d: DeviceBuffer<f64>,
+    /// `M⁻¹ r`, at every local vertex (its halo exchanged before each product).
+    u: DeviceBuffer<f64>,
+    p: DeviceBuffer<f64>,
+    /// `A p`, kept by recurrence.
+    s: DeviceBuffer<f64>,
     partial: DeviceBuffer<f64>,
     start: Kernel,
-    dot: Kernel,
+    sums: Kernel,
     update: Kernel,
-    direction: Kernel,
 }
 
 /// How a distributed solve ended (the same on every rank).
@@ -301,13 +304,13 @@ impl PieceSystem {
             b: vector(owned)?,
             x: vector(local)?,
             r: vector(owned)?,
-            z: vector(owned)?,
-            d: vector(local)?,
+            u: vector(local)?,
+            p: vector(owned)?,
+            s: vector(owned)?,
             partial: vector(3 * groups)?,
             start: program.kernel("piece_start")?,
-            dot: program.kernel("piece_dot")?,
+            sums: program.kernel("piece_sums")?,
             update: program.kernel("piece_update")?,
-            direction: program.kernel("piece_direction")?,
             owned,
             operator,
         })
@@ -332,12 +335,34 @@ impl PieceSystem {
         }))
     }
 
+    /// Enqueues `w = A u` (after `u`'s halo exchange) and the sums γ = r·u, δ = w·u and r·r,
+    /// summed over the ranks.
+    fn product_and_sums(&mut self, context: &Context, comm: &dyn Comm) -> Result<[f64; 3]> {
+        self.halo.exchange(context, comm, &self.u)?;
+        self.operator.enqueue_apply(&self.u)?;
+        let mut call = self.sums.call();
+        // SAFETY: piece_sums(r, u, w, partial, owned): r, u and w hold at least `owned`
+        // doubles, `partial` 3 per group; work-items past `owned` touch only the group's
+        // local scratch.
+        unsafe {
+            call.buffer(&self.r)?
+                .buffer(&self.u)?
+                .buffer(&self.operator.q_out)?
+                .buffer(&self.partial)?
+                .arg(&(self.owned as i32))?;
+        }
+        call.enqueue(context, self.groups())?;
+        let mut sums: [f64; 3] = self.sums()?;
+        all_reduce_sum_f64(comm, &mut sums)?;
+        Ok(sums)
+    }
+
     /// Solves `A x = b` over the ranks of `comm`, every rank calling it with its own piece:
     /// `b` at its owned vertices, `x` at its local vertices (the start on entry; on return
-    /// the solution, halo included). CG with the Jacobi preconditioner, stopping once
-    /// `‖r‖ ≤ tolerance ‖b‖` or after `max_iterations`; each iteration exchanges the search
-    /// direction's halo once and sums two sets of dot products over the ranks (`d·q`, then
-    /// `r·z` and `r·r` together), in a fixed order, so every rank takes the same steps.
+    /// the solution, halo included). Preconditioned CG (Jacobi) in the Chronopoulos–Gear form,
+    /// stopping once `‖r‖ ≤ tolerance ‖b‖` or after `max_iterations`; each iteration
+    /// exchanges the halo of `u = M⁻¹ r` once and sums `r·u`, `A u · u` and `r·r` over the
+    /// ranks once, in a fixed order, so every rank takes the same steps.
     pub fn solve(
         &mut self,
         comm: &dyn Comm,
@@ -364,72 +389,48 @@ impl PieceSystem {
         self.halo.exchange(&context, comm, &self.x)?;
         self.operator.enqueue_apply(&self.x)?;
         let mut call = self.start.call();
-        // SAFETY: piece_start(b, q, inverse_diagonal, r, z, d, partial, owned): every vector
-        // holds at least `owned` doubles (q and d `local`), `partial` 3 per group; work-items
-        // past `owned` touch only the group's local scratch.
+        // SAFETY: piece_start(b, q, inverse_diagonal, r, u, partial, owned): every vector
+        // holds at least `owned` doubles, `partial` 3 per group; work-items past `owned`
+        // touch only the group's local scratch.
         unsafe {
             call.buffer(&self.b)?
                 .buffer(&self.operator.q_out)?
                 .buffer(&self.inverse_diagonal)?
                 .buffer(&self.r)?
-                .buffer(&self.z)?
-                .buffer(&self.d)?
+                .buffer(&self.u)?
                 .buffer(&self.partial)?
                 .arg(&owned_i)?;
         }
         call.enqueue(&context, self.groups())?;
-        let mut sums: [f64; 3] = self.sums()?;
-        all_reduce_sum_f64(comm, &mut sums)?;
-        let [mut rz, mut rr, bb] = sums;
-        let limit = tolerance * tolerance * bb;
+        let mut bb: [f64; 1] = self.sums()?;
+        all_reduce_sum_f64(comm, &mut bb)?;
+        let limit = tolerance * tolerance * bb[0];
+        let [mut gamma, delta, mut rr] = self.product_and_sums(&context, comm)?;
+        let (mut alpha, mut beta) = (gamma / delta, 0.0);
         let mut iterations = 0;
-        while rr > limit && iterations < max_iterations {
-            self.halo.exchange(&context, comm, &self.d)?;
-            self.operator.enqueue_apply(&self.d)?;
-            let mut call = self.dot.call();
-            // SAFETY: piece_dot(d, q, partial, owned), as piece_start.
-            unsafe {
-                call.buffer(&self.d)?
-                    .buffer(&self.operator.q_out)?
-                    .buffer(&self.partial)?
-                    .arg(&owned_i)?;
-            }
-            call.enqueue(&context, self.groups())?;
-            let mut dq: [f64; 1] = self.sums()?;
-            all_reduce_sum_f64(comm, &mut dq)?;
-            if dq[0] <= 0.0 {
-                break;
-            }
-            let alpha = rz / dq[0];
+        while rr > limit && iterations < max_iterations && alpha.is_finite() && alpha > 0.0 {
             let mut call = self.update.call();
-            // SAFETY: piece_update(x, d, r, q, inverse_diagonal, z, alpha, partial, owned), as
-            // piece_start.
+            // SAFETY: piece_update(x, r, u, w, p, s, inverse_diagonal, alpha, beta, owned):
+            // every vector holds at least `owned` doubles; work-items past it return.
             unsafe {
                 call.buffer(&self.x)?
-                    .buffer(&self.d)?
                     .buffer(&self.r)?
+                    .buffer(&self.u)?
                     .buffer(&self.operator.q_out)?
+                    .buffer(&self.p)?
+                    .buffer(&self.s)?
                     .buffer(&self.inverse_diagonal)?
-                    .buffer(&self.z)?
                     .arg(&alpha)?
-                    .buffer(&self.partial)?
-                    .arg(&owned_i)?;
-            }
-            call.enqueue(&context, self.groups())?;
-            let mut sums: [f64; 2] = self.sums()?;
-            all_reduce_sum_f64(comm, &mut sums)?;
-            let beta = sums[0] / rz;
-            [rz, rr] = sums;
-            let mut call = self.direction.call();
-            // SAFETY: piece_direction(z, d, beta, owned): z and d hold at least `owned`.
-            unsafe {
-                call.buffer(&self.z)?
-                    .buffer(&self.d)?
                     .arg(&beta)?
                     .arg(&owned_i)?;
             }
-            call.enqueue(&context, self.direction.work_size(&context, owned.max(1))?)?;
+            call.enqueue(&context, self.update.work_size(&context, owned.max(1))?)?;
             iterations += 1;
+            let [next_gamma, delta, next_rr] = self.product_and_sums(&context, comm)?;
+            beta = next_gamma / gamma;
+            alpha = next_gamma / (delta - beta * next_gamma / alpha);
+            gamma = next_gamma;
+            rr = next_rr;
         }
         self.halo.exchange(&context, comm, &self.x)?;
         self.x.read_into(x)?;
