@@ -250,220 +250,233 @@ fn pressure_operator_matches_reference() {
     }
 }
 
-/// The pressure operator over ranks: three parts of a hill mesh (whole columns in slabs), each
-/// with its vertices and the two rings around them, the operator's piece built from the whole
-/// mesh's tables (`Assembled::piece`) and terms (`Solver::pressure_terms`), applied on the
-/// device: each part's `A p` at its vertices equals the whole mesh's (`apply_operator`) bit
-/// for bit. The partition's two-ring halo plan (`HaloPlan::with_depth`) holds exactly the
-/// vertices the pieces need.
-#[test]
-fn pressure_operator_in_pieces_equals_the_whole_bit_for_bit() {
-    use snowsim::partition::{HaloPlan, Partition};
-    use snowsim::wind::diagonal::vertex_ball;
-    use snowsim::wind::geometry::Geometry;
-    use snowsim::wind::operator::{Assembled, Rings};
-    use snowsim::wind::piece::PieceOperator;
+/// The pressure system of a hill mesh cut into three slabs across x (whole columns), as the
+/// pieces' tests use it: the solver, the whole operator's tables, the per-vertex terms and
+/// preconditioner, `A` applied to a known field, and per part its local vertices (owned,
+/// first ring, second ring) and exchanges in local indices.
+struct Slabs {
+    whole: snowsim::wind::operator::Assembled,
+    terms: Vec<[f32; 8]>,
+    flags: Vec<i32>,
+    inverse_diagonal: Vec<f64>,
+    known: Vec<f64>,
+    applied: Vec<f64>,
+    parts: Vec<Slab>,
+}
 
-    let m = reference::hill_mesh([7, 6, 3], [700.0, 600.0, 200.0], 50.0);
-    let dir = [1.0, 0.3];
-    let u_in = inflow(&m, dir, 4.0, true, 200.0);
-    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
-    assert!(solver.operator_assembled());
-    let n = solver.vertices().len();
-    let noise = random_field(n, 1.0, 5);
-    let p: Vec<f64> = noise
-        .iter()
-        .zip(cpu.unknown())
-        .map(|(v, &u)| if u { 100.0 * v[0] } else { 0.0 })
-        .collect();
-    let whole_q = solver.apply_operator(&p).unwrap();
-    let (terms, flags) = solver.pressure_terms().unwrap();
-    let nodes: Vec<[u32; 4]> = solver.tetrahedra().iter().map(|t| t.0).collect();
-    let geometry = Geometry::new(solver.vertices(), &nodes).unwrap();
-    let ball = vertex_ball(n, &nodes);
-    let rings = Rings::new(&ball, &nodes);
-    let whole = Assembled::new(&rings, &ball, &nodes, &geometry);
-    // Slabs across x: whole columns, three unequal parts.
-    let owner: Vec<u32> = solver
-        .vertices()
-        .iter()
-        .map(|v| ((v[0] / 700.0 * 2.6) as u32).min(2))
-        .collect();
-    let plan = HaloPlan::with_depth(
-        &to_mesh(&m),
-        &Partition::from_owner(owner.clone(), 3, None).unwrap(),
-        2,
-    )
-    .unwrap();
-    let ring_of = |inner: &[u32]| {
-        let inside: std::collections::HashSet<u32> = inner.iter().copied().collect();
-        let mut out: Vec<u32> = inner
+/// One slab: its local vertices and how many of them are owned and in the first ring.
+struct Slab {
+    local: Vec<u32>,
+    owned: usize,
+    first_ring: usize,
+    halo: snowsim::comm::HaloPlan,
+}
+
+impl Slabs {
+    /// The partition's two-ring halo plan (`HaloPlan::with_depth`) must hold exactly the two
+    /// rings the operator's rows reach (checked here).
+    fn new(seed: u64) -> Self {
+        use snowsim::comm::{HaloPlan as Exchanges, Neighbour};
+        use snowsim::partition::{HaloPlan, Partition};
+        use snowsim::wind::diagonal::vertex_ball;
+        use snowsim::wind::geometry::Geometry;
+        use snowsim::wind::operator::{Assembled, Rings};
+        use std::collections::{HashMap, HashSet};
+
+        let m = reference::hill_mesh([7, 6, 3], [700.0, 600.0, 200.0], 50.0);
+        let dir = [1.0, 0.3];
+        let u_in = inflow(&m, dir, 4.0, true, 200.0);
+        let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
+        assert!(solver.operator_assembled());
+        let n = solver.vertices().len();
+        let known: Vec<f64> = random_field(n, 1.0, seed)
             .iter()
-            .flat_map(|&w| rings.ring(w as usize).iter().copied())
-            .filter(|w| !inside.contains(w))
+            .zip(cpu.unknown())
+            .map(|(v, &u)| if u { 100.0 * v[0] } else { 0.0 })
             .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    };
-    for (part, halo) in plan.parts.iter().enumerate() {
-        let owned = &halo.owned;
-        let first = ring_of(owned);
-        let inner: Vec<u32> = owned.iter().chain(&first).copied().collect();
-        let second = ring_of(&inner);
-        let mut needed: Vec<u32> = first.iter().chain(&second).copied().collect();
-        needed.sort_unstable();
-        assert_eq!(
-            needed, halo.halo,
-            "part {part}: the plan's halo is the two rings"
-        );
-        let local: Vec<u32> = inner.iter().chain(&second).copied().collect();
-        let piece = whole.piece(&local, inner.len(), owned.len()).unwrap();
-        let mut operator = PieceOperator::new(
-            &context(),
-            &piece,
-            &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
-            &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
+        let applied = solver.apply_operator(&known).unwrap();
+        let (terms, flags) = solver.pressure_terms().unwrap();
+        let inverse_diagonal = solver.inverse_diagonal().unwrap();
+        let nodes: Vec<[u32; 4]> = solver.tetrahedra().iter().map(|t| t.0).collect();
+        let geometry = Geometry::new(solver.vertices(), &nodes).unwrap();
+        let ball = vertex_ball(n, &nodes);
+        let rings = Rings::new(&ball, &nodes);
+        let whole = Assembled::new(&rings, &ball, &nodes, &geometry);
+        let owner: Vec<u32> = solver
+            .vertices()
+            .iter()
+            .map(|v| ((v[0] / 700.0 * 2.6) as u32).min(2))
+            .collect();
+        let plan = HaloPlan::with_depth(
+            &to_mesh(&m),
+            &Partition::from_owner(owner, 3, None).unwrap(),
+            2,
         )
         .unwrap();
+        let ring_of = |inner: &[u32]| {
+            let inside: HashSet<u32> = inner.iter().copied().collect();
+            let mut out: Vec<u32> = inner
+                .iter()
+                .flat_map(|&w| rings.ring(w as usize).iter().copied())
+                .filter(|w| !inside.contains(w))
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let parts = plan
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(part, halo)| {
+                let owned = &halo.owned;
+                let first = ring_of(owned);
+                let inner: Vec<u32> = owned.iter().chain(&first).copied().collect();
+                let second = ring_of(&inner);
+                let mut needed: Vec<u32> = first.iter().chain(&second).copied().collect();
+                needed.sort_unstable();
+                assert_eq!(
+                    needed, halo.halo,
+                    "part {part}: the plan's halo is the two rings"
+                );
+                let local: Vec<u32> = inner.iter().chain(&second).copied().collect();
+                let at: HashMap<u32, u32> = local
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &w)| (w, i as u32))
+                    .collect();
+                let neighbours = halo
+                    .neighbours
+                    .iter()
+                    .map(|e| Neighbour {
+                        rank: e.part as usize,
+                        send: e.send.iter().map(|w| at[w]).collect(),
+                        recv: e.receive.iter().map(|w| at[w]).collect(),
+                    })
+                    .collect();
+                Slab {
+                    local,
+                    owned: owned.len(),
+                    first_ring: first.len(),
+                    halo: Exchanges { neighbours },
+                }
+            })
+            .collect();
+        Self {
+            whole,
+            terms,
+            flags,
+            inverse_diagonal,
+            known,
+            applied,
+            parts,
+        }
+    }
+
+    /// The values of `field` at `vertices`.
+    fn at<T: Copy>(field: &[T], vertices: &[u32]) -> Vec<T> {
+        vertices.iter().map(|&w| field[w as usize]).collect()
+    }
+
+    /// A rank's operator on `local` (owned first), keeping `G` for the first `grad_rows`.
+    fn operator(
+        &self,
+        local: &[u32],
+        owned: usize,
+        grad_rows: usize,
+    ) -> snowsim::wind::piece::PieceOperator {
+        snowsim::wind::piece::PieceOperator::new(
+            &context(),
+            &self.whole.piece(local, grad_rows, owned).unwrap(),
+            &Self::at(&self.terms, local),
+            &Self::at(&self.flags, local),
+        )
+        .unwrap()
+    }
+}
+
+/// The pressure operator over ranks: each of three slabs with its vertices and the two rings
+/// around them, the operator's piece built from the whole mesh's tables (`Assembled::piece`)
+/// and terms (`Solver::pressure_terms`), applied on the device: each part's `A p` at its
+/// vertices equals the whole mesh's (`apply_operator`) bit for bit.
+#[test]
+fn pressure_operator_in_pieces_equals_the_whole_bit_for_bit() {
+    let slabs = Slabs::new(5);
+    for (part, slab) in slabs.parts.iter().enumerate() {
+        let mut operator = slabs.operator(&slab.local, slab.owned, slab.owned + slab.first_ring);
         let q = operator
-            .apply(&local.iter().map(|&w| p[w as usize]).collect::<Vec<_>>())
+            .apply(&Slabs::at(&slabs.known, &slab.local))
             .unwrap();
-        for (i, &w) in owned.iter().enumerate() {
+        for (i, &w) in slab.local[..slab.owned].iter().enumerate() {
+            let whole = slabs.applied[w as usize];
             assert_eq!(
                 q[i].to_bits(),
-                whole_q[w as usize].to_bits(),
-                "part {part}, vertex {w}: {} against the whole's {}",
-                q[i],
-                whole_q[w as usize]
+                whole.to_bits(),
+                "part {part}, vertex {w}: {} against the whole's {whole}",
+                q[i]
             );
         }
     }
 }
 
 /// The pressure solve over ranks (`PieceSystem::solve`): three in-process ranks, each with its
-/// slab of a hill mesh, a two-ring halo and its piece of the operator on its own context,
-/// solve `A x = b` for a `b` made from a known `x`; the ranks' owned values, put together,
-/// equal one rank's solve of the whole system and the known `x`, within the tolerance (their
-/// halo values too, exchanged at the end); the ranks take the same number of iterations as
-/// each other, and within two of one rank's (the sums are added in another order).
+/// slab, a two-ring halo and its piece of the operator on its own context, solve `A x = b`
+/// for a `b` made from a known `x`; the ranks' values, put together, equal one rank's solve of
+/// the whole system and the known `x`, within the tolerance (their halo values too, exchanged
+/// at the end); the ranks take the same number of iterations as each other, and within two of
+/// one rank's (the sums are added in another order).
 #[test]
 fn pressure_solve_over_ranks_equals_the_whole_solve() {
-    use snowsim::comm::{HaloPlan as Exchanges, Local, Neighbour};
-    use snowsim::partition::{HaloPlan, Partition};
-    use snowsim::wind::diagonal::vertex_ball;
-    use snowsim::wind::geometry::Geometry;
-    use snowsim::wind::operator::{Assembled, Rings};
-    use snowsim::wind::piece::{PieceOperator, PieceSystem};
-    use std::collections::HashMap;
+    use snowsim::comm::{HaloPlan, Local};
+    use snowsim::wind::piece::PieceSystem;
     use std::time::Duration;
 
-    let m = reference::hill_mesh([7, 6, 3], [700.0, 600.0, 200.0], 50.0);
-    let dir = [1.0, 0.3];
-    let u_in = inflow(&m, dir, 4.0, true, 200.0);
-    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
-    let n = solver.vertices().len();
-    let noise = random_field(n, 1.0, 9);
-    let known: Vec<f64> = noise
-        .iter()
-        .zip(cpu.unknown())
-        .map(|(v, &u)| if u { 10.0 * v[1] } else { 0.0 })
-        .collect();
-    let b = solver.apply_operator(&known).unwrap();
-    let (terms, flags) = solver.pressure_terms().unwrap();
-    let inverse_diagonal = solver.inverse_diagonal().unwrap();
-    let nodes: Vec<[u32; 4]> = solver.tetrahedra().iter().map(|t| t.0).collect();
-    let geometry = Geometry::new(solver.vertices(), &nodes).unwrap();
-    let ball = vertex_ball(n, &nodes);
-    let rings = Rings::new(&ball, &nodes);
-    let whole = Assembled::new(&rings, &ball, &nodes, &geometry);
-    let owner: Vec<u32> = solver
-        .vertices()
-        .iter()
-        .map(|v| ((v[0] / 700.0 * 2.6) as u32).min(2))
-        .collect();
-    let plan = HaloPlan::with_depth(
-        &to_mesh(&m),
-        &Partition::from_owner(owner, 3, None).unwrap(),
-        2,
-    )
-    .unwrap();
+    let slabs = Slabs::new(9);
+    let (known, b) = (&slabs.known, &slabs.applied);
+    let n = known.len();
     let tolerance = 1e-10;
-    // A rank's system on its local vertices (`local`: owned first, then `grad_rows − owned`
-    // vertices whose G rows it keeps too).
-    let system = |local: &[u32], owned: usize, grad_rows: usize, halo: Exchanges| {
-        let operator = PieceOperator::new(
-            &context(),
-            &whole.piece(local, grad_rows, owned).unwrap(),
-            &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
-            &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
+    let system = |local: &[u32], owned: usize, grad_rows: usize, halo: &HaloPlan| {
+        let diagonal = Slabs::at(&slabs.inverse_diagonal, &local[..owned]);
+        PieceSystem::new(
+            slabs.operator(local, owned, grad_rows),
+            owned,
+            &diagonal,
+            halo,
         )
-        .unwrap();
-        let diagonal: Vec<f64> = local[..owned]
-            .iter()
-            .map(|&w| inverse_diagonal[w as usize])
-            .collect();
-        PieceSystem::new(operator, owned, &diagonal, &halo).unwrap()
+        .unwrap()
     };
     // One rank, the whole system.
     let all: Vec<u32> = (0..n as u32).collect();
-    let mut one = system(&all, n, n, Exchanges::default());
     let mut x_one = vec![0.0; n];
     let single = Local::single(Duration::from_secs(30));
-    let solved_one = one.solve(&single, &b, &mut x_one, tolerance, 500).unwrap();
+    let solved_one = system(&all, n, n, &HaloPlan::default())
+        .solve(&single, b, &mut x_one, tolerance, 500)
+        .unwrap();
     assert!(
         solved_one.converged && solved_one.iterations > 10,
         "{solved_one:?}"
     );
     // Three ranks.
     let results = Local::run(3, Duration::from_secs(60), |comm| {
-        let part = &plan.parts[comm.rank()];
-        let owned = &part.owned;
-        let inside: std::collections::HashSet<u32> = owned.iter().copied().collect();
-        let mut first: Vec<u32> = owned
-            .iter()
-            .flat_map(|&w| rings.ring(w as usize).iter().copied())
-            .filter(|w| !inside.contains(w))
-            .collect();
-        first.sort_unstable();
-        first.dedup();
-        let ring_set: std::collections::HashSet<u32> = first.iter().copied().collect();
-        let second: Vec<u32> = part
-            .halo
-            .iter()
-            .copied()
-            .filter(|w| !ring_set.contains(w))
-            .collect();
-        let local: Vec<u32> = owned.iter().chain(&first).chain(&second).copied().collect();
-        let at: HashMap<u32, u32> = local
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| (w, i as u32))
-            .collect();
-        let halo = Exchanges {
-            neighbours: part
-                .neighbours
-                .iter()
-                .map(|e| Neighbour {
-                    rank: e.part as usize,
-                    send: e.send.iter().map(|w| at[w]).collect(),
-                    recv: e.receive.iter().map(|w| at[w]).collect(),
-                })
-                .collect(),
-        };
-        let mut mine = system(&local, owned.len(), owned.len() + first.len(), halo);
-        let b_mine: Vec<f64> = owned.iter().map(|&w| b[w as usize]).collect();
-        let mut x = vec![0.0; local.len()];
+        let slab = &slabs.parts[comm.rank()];
+        let mut mine = system(
+            &slab.local,
+            slab.owned,
+            slab.owned + slab.first_ring,
+            &slab.halo,
+        );
+        let mut x = vec![0.0; slab.local.len()];
+        let b_mine = Slabs::at(b, &slab.local[..slab.owned]);
         let solved = mine.solve(comm, &b_mine, &mut x, tolerance, 500).unwrap();
-        (local, x, solved)
+        (x, solved)
     });
     let scale = known.iter().fold(0.0f64, |a, v| a.max(v.abs()));
     let mut iterations = Vec::new();
     for (rank, result) in results.into_iter().enumerate() {
-        let (local, x, solved) = result.unwrap();
+        let (x, solved) = result.unwrap();
         assert!(solved.converged, "rank {rank}: {solved:?}");
         iterations.push(solved.iterations);
-        for (&w, &value) in local.iter().zip(&x) {
+        for (&w, &value) in slabs.parts[rank].local.iter().zip(&x) {
             let w = w as usize;
             assert!(
                 (value - x_one[w]).abs() <= 1e-6 * scale
