@@ -5,13 +5,14 @@
 // vertices, `rows` of them; the tables hold `width` entries a row, column-major (slot × rows +
 // row), a row ending at its first column of -1.
 
-// g = P M⁻¹ G x at each local vertex (0 where the pressure is fixed, and at the rows the piece
-// does not keep, whose tables are empty).
+// g = P M⁻¹ G x at the local vertices first .. end − 1 (0 where the pressure is fixed, and
+// at the rows the piece does not keep, whose tables are empty).
 __kernel void piece_grad(__global const float4 *restrict table, __global const double *restrict x,
                          __global const float8 *restrict bnd, __global const int *restrict flags,
-                         __global double4 *restrict g, const int rows, const int width) {
-    const int v = get_global_id(0);
-    if (v >= rows)
+                         __global double4 *restrict g, const int rows, const int width,
+                         const int first, const int end) {
+    const int v = first + (int)get_global_id(0);
+    if (v >= end)
         return;
     double4 s = 0.0;
     for (int k = 0; k < width; k++) {
@@ -26,12 +27,13 @@ __kernel void piece_grad(__global const float4 *restrict table, __global const d
     g[v] = (flags[v] & WIND_FIXED_PRESSURE) ? (double4)(0.0) : wind_project_d(b, s) * (double)b.s6;
 }
 
-// q = D g at each local vertex (0 where the pressure is fixed or the row is not kept).
+// q = D g at the local vertices first .. end − 1 (0 where the pressure is fixed or the row is
+// not kept).
 __kernel void piece_q(__global const float4 *restrict table, __global const double4 *restrict g,
                       __global const int *restrict flags, __global double *restrict q,
-                      const int rows, const int width) {
-    const int v = get_global_id(0);
-    if (v >= rows)
+                      const int rows, const int width, const int first, const int end) {
+    const int v = first + (int)get_global_id(0);
+    if (v >= end)
         return;
     double acc = 0.0;
     for (int k = 0; k < width; k++) {

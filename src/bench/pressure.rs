@@ -20,7 +20,7 @@ use crate::scene::Scene;
 use crate::wind::diagonal::vertex_ball;
 use crate::wind::geometry::Geometry;
 use crate::wind::operator::{Assembled, Rings};
-use crate::wind::piece::{PieceOperator, PieceSystem};
+use crate::wind::piece::{Layout, PieceOperator, PieceSystem};
 use crate::wind::{self, WindError, boundary::FIXED_PRESSURE};
 
 /// One run's result: one rank, or several.
@@ -46,17 +46,14 @@ pub struct Row {
     pub relative_residual: f64,
 }
 
-/// One rank's piece: its local vertices (owned first, then the first ring, then the second)
-/// and its exchanges in local indices.
+/// One rank's piece: its local vertices and its exchanges in local indices.
 struct Piece {
-    local: Vec<u32>,
-    owned: usize,
-    first_ring: usize,
+    layout: Layout,
     halo: HaloPlan,
 }
 
 /// Cuts the `n` vertices into `parts` slabs across x of equal counts and builds each part's
-/// piece from the one-rings.
+/// layout (`wind::piece::Layout`) and exchanges from the one-rings.
 fn pieces(x_of: &[f64], rings: &Rings, parts: usize) -> Vec<Piece> {
     let n = x_of.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
@@ -69,53 +66,43 @@ fn pieces(x_of: &[f64], rings: &Rings, parts: usize) -> Vec<Piece> {
     for (rank, &v) in order.iter().enumerate() {
         owner[v as usize] = rank * parts / n.max(1);
     }
-    let ring_out = |inner: &[u32], inside: &dyn Fn(u32) -> bool| {
-        let mut out: Vec<u32> = inner
-            .iter()
-            .flat_map(|&w| rings.ring(w as usize).iter().copied())
-            .filter(|&w| !inside(w))
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    };
-    let layout: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = (0..parts)
+    let layouts: Vec<Layout> = (0..parts)
         .map(|p| {
             let owned: Vec<u32> = (0..n as u32).filter(|&v| owner[v as usize] == p).collect();
-            let first = ring_out(&owned, &|w| owner[w as usize] == p);
-            let mut inner = owned.clone();
-            inner.extend(&first);
-            inner.sort_unstable();
-            let second = ring_out(&first, &|w| inner.binary_search(&w).is_ok());
-            (owned, first, second)
+            Layout::new(&owned, rings)
         })
         .collect();
-    layout
+    // Each part's halo, ascending (global indices).
+    let halos: Vec<Vec<u32>> = layouts
         .iter()
+        .map(|l| {
+            let mut halo = l.local[l.owned..].to_vec();
+            halo.sort_unstable();
+            halo
+        })
+        .collect();
+    layouts
+        .into_iter()
         .enumerate()
-        .map(|(p, (owned, first, second))| {
-            let local: Vec<u32> = owned.iter().chain(first).chain(second).copied().collect();
-            let at: HashMap<u32, u32> = local
+        .map(|(p, layout)| {
+            let at: HashMap<u32, u32> = layout
+                .local
                 .iter()
                 .enumerate()
                 .map(|(i, &w)| (w, i as u32))
                 .collect();
-            let mut halo: Vec<u32> = first.iter().chain(second).copied().collect();
-            halo.sort_unstable();
+            let owner = &owner;
             let neighbours = (0..parts)
                 .filter(|&q| q != p)
                 .filter_map(|q| {
-                    let (_, first_q, second_q) = &layout[q];
-                    let recv: Vec<u32> = halo
+                    let recv: Vec<u32> = halos[p]
                         .iter()
                         .copied()
                         .filter(|&w| owner[w as usize] == q)
                         .collect();
-                    let mut their_halo: Vec<u32> =
-                        first_q.iter().chain(second_q).copied().collect();
-                    their_halo.sort_unstable();
-                    let send: Vec<u32> = their_halo
-                        .into_iter()
+                    let send: Vec<u32> = halos[q]
+                        .iter()
+                        .copied()
                         .filter(|&w| owner[w as usize] == p)
                         .collect();
                     (!recv.is_empty() || !send.is_empty()).then(|| Neighbour {
@@ -126,9 +113,7 @@ fn pieces(x_of: &[f64], rings: &Rings, parts: usize) -> Vec<Piece> {
                 })
                 .collect();
             Piece {
-                local,
-                owned: owned.len(),
-                first_ring: first.len(),
+                layout,
                 halo: HaloPlan { neighbours },
             }
         })
@@ -203,9 +188,15 @@ pub fn measure(
     let mut rows = Vec::new();
     progress("one rank, the whole system");
     {
-        let all: Vec<u32> = (0..n as u32).collect();
-        let operator = PieceOperator::new(first, &whole.piece(&all, n, n)?, &terms, &flags)?;
-        let mut system = PieceSystem::new(operator, n, &inverse_diagonal, &HaloPlan::default())?;
+        let all = Layout {
+            local: (0..n as u32).collect(),
+            deep: n,
+            interior: n,
+            owned: n,
+            grad_rows: n,
+        };
+        let operator = PieceOperator::new(first, &whole.piece(&all.local, n, n)?, &terms, &flags)?;
+        let mut system = PieceSystem::new(operator, &all, &inverse_diagonal, &HaloPlan::default())?;
         let single = Local::single(Duration::from_secs(600));
         let (seconds, residual) = timed(&single, &mut system, &b, n)?;
         rows.push(row(1, vec![first.info().label()], n, 0, seconds, residual));
@@ -220,21 +211,22 @@ pub fn measure(
         );
         let results = Local::run(ranks, Duration::from_secs(600), |comm| {
             let piece = &parts[comm.rank()];
-            let local = &piece.local;
+            let layout = &piece.layout;
+            let local = &layout.local;
             let pick = |values: &[f64]| {
-                local[..piece.owned]
+                local[..layout.owned]
                     .iter()
                     .map(|&w| values[w as usize])
                     .collect::<Vec<_>>()
             };
             let operator = PieceOperator::new(
                 &contexts[comm.rank()],
-                &whole.piece(local, piece.owned + piece.first_ring, piece.owned)?,
+                &whole.piece(local, layout.grad_rows, layout.owned)?,
                 &local.iter().map(|&w| terms[w as usize]).collect::<Vec<_>>(),
                 &local.iter().map(|&w| flags[w as usize]).collect::<Vec<_>>(),
             )?;
             let mut system =
-                PieceSystem::new(operator, piece.owned, &pick(&inverse_diagonal), &piece.halo)?;
+                PieceSystem::new(operator, layout, &pick(&inverse_diagonal), &piece.halo)?;
             comm::barrier(comm)?;
             timed(comm, &mut system, &pick(&b), local.len())
         });
@@ -249,10 +241,10 @@ pub fn measure(
         rows.push(row(
             ranks,
             contexts.iter().map(|c| c.info().label()).collect(),
-            parts.iter().map(|p| p.owned).max().unwrap_or(0),
+            parts.iter().map(|p| p.layout.owned).max().unwrap_or(0),
             parts
                 .iter()
-                .map(|p| p.local.len() - p.owned)
+                .map(|p| p.layout.local.len() - p.layout.owned)
                 .max()
                 .unwrap_or(0),
             slowest,
@@ -278,22 +270,33 @@ mod tests {
         let rings = Rings::new(&ball, &tets);
         let x: Vec<f64> = (0..n).map(|i| i as f64).collect();
         let parts = pieces(&x, &rings, 3);
-        assert_eq!(parts.iter().map(|p| p.owned).sum::<usize>(), n);
-        // Part 1 owns 4..8; its rings reach three vertices a ring (the tetrahedra span four).
-        let p = &parts[1];
+        assert_eq!(parts.iter().map(|p| p.layout.owned).sum::<usize>(), n);
+        // Part 1 owns 4..8; its rings reach three vertices a ring (the tetrahedra span four),
+        // so none of its vertices is interior; part 0 owns 0..4, of which 0 is interior (its
+        // ring 0..3) and none deep.
+        let p = &parts[1].layout;
         assert_eq!(&p.local[..p.owned], &[4, 5, 6, 7]);
-        assert_eq!(p.first_ring, 6);
-        for (a, pa) in parts.iter().enumerate() {
-            for n_ab in &pa.halo.neighbours {
+        assert_eq!((p.deep, p.interior, p.grad_rows), (0, 0, 4 + 6));
+        assert_eq!(&p.local[p.owned..p.grad_rows], &[1, 2, 3, 8, 9, 10]);
+        let p = &parts[0].layout;
+        assert_eq!(&p.local[..p.owned], &[0, 1, 2, 3]);
+        assert_eq!((p.deep, p.interior), (0, 1));
+        for (a, piece) in parts.iter().enumerate() {
+            let pa = &piece.layout;
+            for n_ab in &piece.halo.neighbours {
                 let pb = &parts[n_ab.rank];
                 let n_ba = pb.halo.neighbours.iter().find(|m| m.rank == a).unwrap();
                 let sent: Vec<u32> = n_ab.send.iter().map(|&i| pa.local[i as usize]).collect();
-                let received: Vec<u32> = n_ba.recv.iter().map(|&i| pb.local[i as usize]).collect();
+                let received: Vec<u32> = n_ba
+                    .recv
+                    .iter()
+                    .map(|&i| pb.layout.local[i as usize])
+                    .collect();
                 assert_eq!(sent, received, "{a} to {}", n_ab.rank);
                 assert!(n_ab.send.iter().all(|&i| (i as usize) < pa.owned));
                 assert!(n_ab.recv.iter().all(|&i| (i as usize) >= pa.owned));
             }
-            let received: usize = pa.halo.neighbours.iter().map(|m| m.recv.len()).sum();
+            let received: usize = piece.halo.neighbours.iter().map(|m| m.recv.len()).sum();
             assert_eq!(
                 received,
                 pa.local.len() - pa.owned,

@@ -10,7 +10,8 @@
 //! [`PieceSystem::solve`] is the pressure solve over ranks on top of it: a Jacobi-
 //! preconditioned CG in the Chronopoulos–Gear form (one product and one set of dot products an
 //! iteration, so one reduction over the ranks), its vectors on the rank's device; the product
-//! exchanges its input's halo (packed on the device, sent through `comm`), and the dot products
+//! exchanges its input's halo (packed on the device, sent through `comm`) while the device
+//! runs the rows that read no received value ([`Layout`]), and the dot products
 //! are summed in a fixed order: each work-group's by a fixed tree, the groups' on the host in
 //! order, the ranks' by `comm`'s fixed tree.
 
@@ -101,44 +102,123 @@ impl PieceOperator {
             return Ok(Vec::new());
         }
         self.x.write(x)?;
-        self.enqueue_apply(&self.x)?;
+        self.enqueue_grad(&self.x, 0..self.rows)?;
+        self.enqueue_q(0..self.rows)?;
         Ok(self.q_out.read()?)
     }
 
-    /// Enqueues `q = A input` into the operator's output (`input` at every local vertex).
-    fn enqueue_apply(&self, input: &DeviceBuffer<f64>) -> Result<()> {
-        let (rows, width) = (self.rows as i32, self.width as i32);
+    /// Enqueues `g = P M⁻¹ G input` at the local vertices `rows` (`input` at every local
+    /// vertex that those rows reach).
+    fn enqueue_grad(&self, input: &DeviceBuffer<f64>, rows: std::ops::Range<usize>) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
         let mut call = self.grad.call();
         // SAFETY: the arguments follow piece_grad's signature: the G table (width × rows
         // float4), the input (rows doubles), the terms (rows float8), the flags (rows ints),
-        // g (rows double4), then rows and width; every column in the table is below rows
-        // (`Assembled::piece`), and work-items at or past rows return at once.
+        // g (rows double4), then rows, width and the range (within rows); every column in the
+        // table is below rows (`Assembled::piece`), and work-items past the range return.
         unsafe {
             call.buffer(&self.grad_table)?
                 .buffer(input)?
                 .buffer(&self.terms)?
                 .buffer(&self.flags)?
                 .buffer(&self.g)?
-                .arg(&rows)?
-                .arg(&width)?;
+                .arg(&(self.rows as i32))?
+                .arg(&(self.width as i32))?
+                .arg(&(rows.start as i32))?
+                .arg(&(rows.end.min(self.rows) as i32))?;
         }
         call.enqueue(
             &self.context,
-            self.grad.work_size(&self.context, self.rows)?,
+            self.grad.work_size(&self.context, rows.len())?,
         )?;
+        Ok(())
+    }
+
+    /// Enqueues `q = D g` at the local vertices `rows` into the operator's output.
+    fn enqueue_q(&self, rows: std::ops::Range<usize>) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
         let mut call = self.q.call();
-        // SAFETY: as above for piece_q: the D table, g, the flags, q (rows doubles), rows,
-        // width.
+        // SAFETY: as piece_grad's, for piece_q: the D table, g, the flags, q (rows doubles),
+        // rows, width and the range.
         unsafe {
             call.buffer(&self.div_table)?
                 .buffer(&self.g)?
                 .buffer(&self.flags)?
                 .buffer(&self.q_out)?
-                .arg(&rows)?
-                .arg(&width)?;
+                .arg(&(self.rows as i32))?
+                .arg(&(self.width as i32))?
+                .arg(&(rows.start as i32))?
+                .arg(&(rows.end.min(self.rows) as i32))?;
         }
-        call.enqueue(&self.context, self.q.work_size(&self.context, self.rows)?)?;
+        call.enqueue(&self.context, self.q.work_size(&self.context, rows.len())?)?;
         Ok(())
+    }
+}
+
+/// A rank's local vertices in the order its solve needs: the vertices it owns, then the first
+/// ring around them, then the second (the halo, each ring ascending). The owned vertices come
+/// in three runs, so that the product can start on the rows that read no received value while
+/// the halo is exchanged: the **deep** ones (every vertex within two rings owned: their rows of
+/// `A` read only owned values), the rest of the **interior** ones (their one ring owned: their
+/// `G` rows read only owned values), then the others; each run ascending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Global indices, in the order above.
+    pub local: Vec<u32>,
+    /// Deep owned vertices: `local[..deep]`.
+    pub deep: usize,
+    /// Interior owned vertices, the deep ones included: `local[..interior]`.
+    pub interior: usize,
+    /// Owned vertices: `local[..owned]`.
+    pub owned: usize,
+    /// Owned and first-ring vertices (the rows whose `G` the piece keeps): `local[..grad_rows]`.
+    pub grad_rows: usize,
+}
+
+impl Layout {
+    /// The layout of a rank that owns `owned` (global indices, each once, any order) on a mesh
+    /// whose one-rings are `rings`.
+    pub fn new(owned: &[u32], rings: &super::operator::Rings) -> Self {
+        use std::collections::HashSet;
+        let mine: HashSet<u32> = owned.iter().copied().collect();
+        let ring = |v: u32| rings.ring(v as usize);
+        let interior = |v: u32| ring(v).iter().all(|w| mine.contains(w));
+        let deep = |v: u32| interior(v) && ring(v).iter().all(|&w| interior(w));
+        let mut sorted = owned.to_vec();
+        sorted.sort_unstable();
+        let (mut runs, mut rest): (Vec<u32>, Vec<u32>) = sorted.iter().partition(|&&v| deep(v));
+        let deep_count = runs.len();
+        let (middle, edge): (Vec<u32>, Vec<u32>) = rest.drain(..).partition(|&v| interior(v));
+        runs.extend(&middle);
+        let interior_count = runs.len();
+        runs.extend(&edge);
+        let out_of = |inner: &[u32], inside: &dyn Fn(u32) -> bool| {
+            let mut out: Vec<u32> = inner
+                .iter()
+                .flat_map(|&v| ring(v).iter().copied())
+                .filter(|&w| !inside(w))
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let first = out_of(owned, &|w| mine.contains(&w));
+        let near: HashSet<u32> = first.iter().copied().collect();
+        let second = out_of(&first, &|w| mine.contains(&w) || near.contains(&w));
+        let grad_rows = runs.len() + first.len();
+        runs.extend(first);
+        runs.extend(second);
+        Self {
+            local: runs,
+            deep: deep_count,
+            interior: interior_count,
+            owned: owned.len(),
+            grad_rows,
+        }
     }
 }
 
@@ -202,6 +282,13 @@ impl DeviceHalo {
         comm: &dyn Comm,
         values: &DeviceBuffer<f64>,
     ) -> Result<()> {
+        self.start(context, values)?;
+        self.finish(context, comm, values)
+    }
+
+    /// The first half of [`exchange`](Self::exchange): the entries sent, packed and read back
+    /// (what the queue held before is done when it returns).
+    fn start(&mut self, context: &Context, values: &DeviceBuffer<f64>) -> Result<()> {
         if self.plan.neighbours.is_empty() {
             return Ok(());
         }
@@ -219,6 +306,21 @@ impl DeviceHalo {
             call.enqueue(context, self.pack.work_size(context, sends)?)?;
             self.sent.read_into(&mut self.staging[..sends])?;
         }
+        Ok(())
+    }
+
+    /// The second half: the exchange through `comm`, and the entries received scattered into
+    /// `values` (after what the queue holds).
+    fn finish(
+        &mut self,
+        context: &Context,
+        comm: &dyn Comm,
+        values: &DeviceBuffer<f64>,
+    ) -> Result<()> {
+        if self.plan.neighbours.is_empty() {
+            return Ok(());
+        }
+        let sends = self.staging.len() - self.recv_count();
         exchange_halo(comm, &self.plan, &mut self.staging)?;
         let receives = self.recv_count();
         if receives > 0 {
@@ -247,6 +349,12 @@ impl DeviceHalo {
 pub struct PieceSystem {
     operator: PieceOperator,
     owned: usize,
+    /// Owned rows whose `A` row reads no received value (`Layout::deep`).
+    deep: usize,
+    /// Owned rows whose `G` row reads no received value (`Layout::interior`).
+    interior: usize,
+    /// Rows whose `G` the piece keeps (`Layout::grad_rows`).
+    grad_rows: usize,
     halo: DeviceHalo,
     inverse_diagonal: DeviceBuffer<f64>,
     b: DeviceBuffer<f64>,
@@ -275,17 +383,23 @@ pub struct PieceSolve {
 }
 
 impl PieceSystem {
-    /// A rank's system: `operator` on its local vertices, the first `owned` of them its own,
-    /// `inverse_diagonal` (`1/A_vv`, 0 where the pressure is fixed) at those, and `halo` its
-    /// exchange in local indices (owned entries sent, halo entries received).
+    /// A rank's system: `operator` on the local vertices of `layout` (built over them),
+    /// `inverse_diagonal` (`1/A_vv`, 0 where the pressure is fixed) at the owned ones, and
+    /// `halo` its exchange in local indices (owned entries sent, halo entries received).
     pub fn new(
         operator: PieceOperator,
-        owned: usize,
+        layout: &Layout,
         inverse_diagonal: &[f64],
         halo: &HaloPlan,
     ) -> Result<Self> {
         let local = operator.rows();
-        if owned > local || inverse_diagonal.len() != owned {
+        let owned = layout.owned;
+        let ordered = layout.deep <= layout.interior
+            && layout.interior <= owned
+            && owned <= layout.grad_rows
+            && layout.grad_rows <= local
+            && layout.local.len() == local;
+        if !ordered || inverse_diagonal.len() != owned {
             return Err(WindError::Piece(format!(
                 "{owned} owned vertices and {} diagonal entries for a piece of {local} vertices",
                 inverse_diagonal.len()
@@ -312,6 +426,9 @@ impl PieceSystem {
             sums: program.kernel("piece_sums")?,
             update: program.kernel("piece_update")?,
             owned,
+            deep: layout.deep,
+            interior: layout.interior,
+            grad_rows: layout.grad_rows,
             operator,
         })
     }
@@ -335,11 +452,18 @@ impl PieceSystem {
         }))
     }
 
-    /// Enqueues `w = A u` (after `u`'s halo exchange) and the sums γ = r·u, δ = w·u and r·r,
-    /// summed over the ranks.
+    /// Enqueues `w = A u` and the sums γ = r·u, δ = w·u and r·r, summed over the ranks. The
+    /// rows that read no received value are enqueued and flushed before the halo of `u` is
+    /// exchanged through the host, the others after.
     fn product_and_sums(&mut self, context: &Context, comm: &dyn Comm) -> Result<[f64; 3]> {
-        self.halo.exchange(context, comm, &self.u)?;
-        self.operator.enqueue_apply(&self.u)?;
+        self.halo.start(context, &self.u)?;
+        self.operator.enqueue_grad(&self.u, 0..self.interior)?;
+        self.operator.enqueue_q(0..self.deep)?;
+        context.flush()?;
+        self.halo.finish(context, comm, &self.u)?;
+        self.operator
+            .enqueue_grad(&self.u, self.interior..self.grad_rows)?;
+        self.operator.enqueue_q(self.deep..self.owned)?;
         let mut call = self.sums.call();
         // SAFETY: piece_sums(r, u, w, partial, owned): r, u and w hold at least `owned`
         // doubles, `partial` 3 per group; work-items past `owned` touch only the group's
@@ -387,7 +511,8 @@ impl PieceSystem {
         }
         self.x.write(x)?;
         self.halo.exchange(&context, comm, &self.x)?;
-        self.operator.enqueue_apply(&self.x)?;
+        self.operator.enqueue_grad(&self.x, 0..self.grad_rows)?;
+        self.operator.enqueue_q(0..self.owned)?;
         let mut call = self.start.call();
         // SAFETY: piece_start(b, q, inverse_diagonal, r, u, partial, owned): every vector
         // holds at least `owned` doubles, `partial` 3 per group; work-items past `owned`

@@ -264,11 +264,9 @@ struct Slabs {
     parts: Vec<Slab>,
 }
 
-/// One slab: its local vertices and how many of them are owned and in the first ring.
+/// One slab: its local vertices and its exchanges in local indices.
 struct Slab {
-    local: Vec<u32>,
-    owned: usize,
-    first_ring: usize,
+    layout: snowsim::wind::piece::Layout,
     halo: snowsim::comm::HaloPlan,
 }
 
@@ -281,9 +279,10 @@ impl Slabs {
         use snowsim::wind::diagonal::vertex_ball;
         use snowsim::wind::geometry::Geometry;
         use snowsim::wind::operator::{Assembled, Rings};
-        use std::collections::{HashMap, HashSet};
+        use snowsim::wind::piece::Layout;
+        use std::collections::HashMap;
 
-        let m = reference::hill_mesh([7, 6, 3], [700.0, 600.0, 200.0], 50.0);
+        let m = reference::hill_mesh([14, 6, 3], [1400.0, 600.0, 200.0], 50.0);
         let dir = [1.0, 0.3];
         let u_in = inflow(&m, dir, 4.0, true, 200.0);
         let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, 5.0));
@@ -305,7 +304,7 @@ impl Slabs {
         let owner: Vec<u32> = solver
             .vertices()
             .iter()
-            .map(|v| ((v[0] / 700.0 * 2.6) as u32).min(2))
+            .map(|v| ((v[0] / 1400.0 * 2.6) as u32).min(2))
             .collect();
         let plan = HaloPlan::with_depth(
             &to_mesh(&m),
@@ -313,34 +312,24 @@ impl Slabs {
             2,
         )
         .unwrap();
-        let ring_of = |inner: &[u32]| {
-            let inside: HashSet<u32> = inner.iter().copied().collect();
-            let mut out: Vec<u32> = inner
-                .iter()
-                .flat_map(|&w| rings.ring(w as usize).iter().copied())
-                .filter(|w| !inside.contains(w))
-                .collect();
-            out.sort_unstable();
-            out.dedup();
-            out
-        };
-        let parts = plan
+        let parts: Vec<Slab> = plan
             .parts
             .iter()
             .enumerate()
             .map(|(part, halo)| {
-                let owned = &halo.owned;
-                let first = ring_of(owned);
-                let inner: Vec<u32> = owned.iter().chain(&first).copied().collect();
-                let second = ring_of(&inner);
-                let mut needed: Vec<u32> = first.iter().chain(&second).copied().collect();
+                let layout = Layout::new(&halo.owned, &rings);
+                let mut needed = layout.local[layout.owned..].to_vec();
                 needed.sort_unstable();
                 assert_eq!(
                     needed, halo.halo,
                     "part {part}: the plan's halo is the two rings"
                 );
-                let local: Vec<u32> = inner.iter().chain(&second).copied().collect();
-                let at: HashMap<u32, u32> = local
+                let mut owned = layout.local[..layout.owned].to_vec();
+                owned.sort_unstable();
+                assert_eq!(owned, halo.owned);
+                assert!(layout.deep <= layout.interior && layout.interior < layout.owned);
+                let at: HashMap<u32, u32> = layout
+                    .local
                     .iter()
                     .enumerate()
                     .map(|(i, &w)| (w, i as u32))
@@ -355,13 +344,15 @@ impl Slabs {
                     })
                     .collect();
                 Slab {
-                    local,
-                    owned: owned.len(),
-                    first_ring: first.len(),
+                    layout,
                     halo: Exchanges { neighbours },
                 }
             })
             .collect();
+        // The product's first half (before the halo arrives) has rows to run: deep rows, and
+        // interior ones that are not deep.
+        assert!(parts.iter().any(|p| p.layout.deep > 0));
+        assert!(parts.iter().any(|p| p.layout.interior > p.layout.deep));
         Self {
             whole,
             terms,
@@ -378,16 +369,18 @@ impl Slabs {
         vertices.iter().map(|&w| field[w as usize]).collect()
     }
 
-    /// A rank's operator on `local` (owned first), keeping `G` for the first `grad_rows`.
+    /// A rank's operator on the local vertices of `layout`.
     fn operator(
         &self,
-        local: &[u32],
-        owned: usize,
-        grad_rows: usize,
+        layout: &snowsim::wind::piece::Layout,
     ) -> snowsim::wind::piece::PieceOperator {
+        let local = &layout.local;
         snowsim::wind::piece::PieceOperator::new(
             &context(),
-            &self.whole.piece(local, grad_rows, owned).unwrap(),
+            &self
+                .whole
+                .piece(local, layout.grad_rows, layout.owned)
+                .unwrap(),
             &Self::at(&self.terms, local),
             &Self::at(&self.flags, local),
         )
@@ -403,11 +396,12 @@ impl Slabs {
 fn pressure_operator_in_pieces_equals_the_whole_bit_for_bit() {
     let slabs = Slabs::new(5);
     for (part, slab) in slabs.parts.iter().enumerate() {
-        let mut operator = slabs.operator(&slab.local, slab.owned, slab.owned + slab.first_ring);
-        let q = operator
-            .apply(&Slabs::at(&slabs.known, &slab.local))
+        let (local, owned) = (&slab.layout.local, slab.layout.owned);
+        let q = slabs
+            .operator(&slab.layout)
+            .apply(&Slabs::at(&slabs.known, local))
             .unwrap();
-        for (i, &w) in slab.local[..slab.owned].iter().enumerate() {
+        for (i, &w) in local[..owned].iter().enumerate() {
             let whole = slabs.applied[w as usize];
             assert_eq!(
                 q[i].to_bits(),
@@ -428,28 +422,28 @@ fn pressure_operator_in_pieces_equals_the_whole_bit_for_bit() {
 #[test]
 fn pressure_solve_over_ranks_equals_the_whole_solve() {
     use snowsim::comm::{HaloPlan, Local};
-    use snowsim::wind::piece::PieceSystem;
+    use snowsim::wind::piece::{Layout, PieceSystem};
     use std::time::Duration;
 
     let slabs = Slabs::new(9);
     let (known, b) = (&slabs.known, &slabs.applied);
     let n = known.len();
     let tolerance = 1e-10;
-    let system = |local: &[u32], owned: usize, grad_rows: usize, halo: &HaloPlan| {
-        let diagonal = Slabs::at(&slabs.inverse_diagonal, &local[..owned]);
-        PieceSystem::new(
-            slabs.operator(local, owned, grad_rows),
-            owned,
-            &diagonal,
-            halo,
-        )
-        .unwrap()
+    let system = |layout: &Layout, halo: &HaloPlan| {
+        let diagonal = Slabs::at(&slabs.inverse_diagonal, &layout.local[..layout.owned]);
+        PieceSystem::new(slabs.operator(layout), layout, &diagonal, halo).unwrap()
     };
-    // One rank, the whole system.
-    let all: Vec<u32> = (0..n as u32).collect();
+    // One rank, the whole system: every vertex deep.
+    let all = Layout {
+        local: (0..n as u32).collect(),
+        deep: n,
+        interior: n,
+        owned: n,
+        grad_rows: n,
+    };
     let mut x_one = vec![0.0; n];
     let single = Local::single(Duration::from_secs(30));
-    let solved_one = system(&all, n, n, &HaloPlan::default())
+    let solved_one = system(&all, &HaloPlan::default())
         .solve(&single, b, &mut x_one, tolerance, 500)
         .unwrap();
     assert!(
@@ -459,14 +453,9 @@ fn pressure_solve_over_ranks_equals_the_whole_solve() {
     // Three ranks.
     let results = Local::run(3, Duration::from_secs(60), |comm| {
         let slab = &slabs.parts[comm.rank()];
-        let mut mine = system(
-            &slab.local,
-            slab.owned,
-            slab.owned + slab.first_ring,
-            &slab.halo,
-        );
-        let mut x = vec![0.0; slab.local.len()];
-        let b_mine = Slabs::at(b, &slab.local[..slab.owned]);
+        let mut mine = system(&slab.layout, &slab.halo);
+        let mut x = vec![0.0; slab.layout.local.len()];
+        let b_mine = Slabs::at(b, &slab.layout.local[..slab.layout.owned]);
         let solved = mine.solve(comm, &b_mine, &mut x, tolerance, 500).unwrap();
         (x, solved)
     });
@@ -476,7 +465,7 @@ fn pressure_solve_over_ranks_equals_the_whole_solve() {
         let (x, solved) = result.unwrap();
         assert!(solved.converged, "rank {rank}: {solved:?}");
         iterations.push(solved.iterations);
-        for (&w, &value) in slabs.parts[rank].local.iter().zip(&x) {
+        for (&w, &value) in slabs.parts[rank].layout.local.iter().zip(&x) {
             let w = w as usize;
             assert!(
                 (value - x_one[w]).abs() <= 1e-6 * scale
