@@ -9,13 +9,14 @@
 //! process, one per device given, in-process `comm`) solve their pieces, each a fixed number
 //! of CG iterations after one untimed solve; the wall time per iteration is compared.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::cl::Context;
-use crate::comm::{self, Comm, HaloPlan, Local, Neighbour};
+use crate::comm::{self, Comm, HaloPlan, Local};
+use crate::meshio::{ElementKind, Mesh};
+use crate::partition::{self, Partition};
 use crate::scene::Scene;
 use crate::wind::diagonal::vertex_ball;
 use crate::wind::geometry::Geometry;
@@ -52,70 +53,48 @@ struct Piece {
     halo: HaloPlan,
 }
 
-/// Cuts the `n` vertices into `parts` slabs across x of equal counts and builds each part's
-/// layout (`wind::piece::Layout`) and exchanges from the one-rings.
-fn pieces(x_of: &[f64], rings: &Rings, parts: usize) -> Vec<Piece> {
-    let n = x_of.len();
+/// Cuts the mesh (`vertices`, tetrahedra `nodes`) into `parts` slabs across x of equal vertex
+/// counts, plans their two-ring halos (`partition::HaloPlan::with_depth`) and lays each part's
+/// vertices out for its solve (`wind::piece::Layout`).
+fn pieces(
+    vertices: &[[f64; 3]],
+    nodes: &[[u32; 4]],
+    rings: &Rings,
+    parts: usize,
+) -> Result<Vec<Piece>, WindError> {
+    let n = vertices.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
     order.sort_by(|&a, &b| {
-        x_of[a as usize]
-            .total_cmp(&x_of[b as usize])
+        vertices[a as usize][0]
+            .total_cmp(&vertices[b as usize][0])
             .then(a.cmp(&b))
     });
-    let mut owner = vec![0usize; n];
+    let mut owner = vec![0u32; n];
     for (rank, &v) in order.iter().enumerate() {
-        owner[v as usize] = rank * parts / n.max(1);
+        owner[v as usize] = (rank * parts / n.max(1)) as u32;
     }
-    let layouts: Vec<Layout> = (0..parts)
-        .map(|p| {
-            let owned: Vec<u32> = (0..n as u32).filter(|&v| owner[v as usize] == p).collect();
-            Layout::new(&owned, rings)
-        })
-        .collect();
-    // Each part's halo, ascending (global indices).
-    let halos: Vec<Vec<u32>> = layouts
+    let mut mesh = Mesh::new(3);
+    for &v in vertices {
+        mesh.push_vertex(v, 0);
+    }
+    let tetrahedra = mesh.elements_mut(ElementKind::Tetrahedra);
+    for t in nodes {
+        tetrahedra.push(t, 0);
+    }
+    let planned = Partition::from_owner(owner, parts, None)
+        .and_then(|partition| partition::HaloPlan::with_depth(&mesh, &partition, 2))
+        .map_err(|e| WindError::Piece(format!("planning the slabs' halos: {e}")))?;
+    planned
+        .parts
         .iter()
-        .map(|l| {
-            let mut halo = l.local[l.owned..].to_vec();
-            halo.sort_unstable();
-            halo
-        })
-        .collect();
-    layouts
-        .into_iter()
-        .enumerate()
-        .map(|(p, layout)| {
-            let at: HashMap<u32, u32> = layout
-                .local
-                .iter()
-                .enumerate()
-                .map(|(i, &w)| (w, i as u32))
-                .collect();
-            let owner = &owner;
-            let neighbours = (0..parts)
-                .filter(|&q| q != p)
-                .filter_map(|q| {
-                    let recv: Vec<u32> = halos[p]
-                        .iter()
-                        .copied()
-                        .filter(|&w| owner[w as usize] == q)
-                        .collect();
-                    let send: Vec<u32> = halos[q]
-                        .iter()
-                        .copied()
-                        .filter(|&w| owner[w as usize] == p)
-                        .collect();
-                    (!recv.is_empty() || !send.is_empty()).then(|| Neighbour {
-                        rank: q,
-                        send: send.iter().map(|w| at[w]).collect(),
-                        recv: recv.iter().map(|w| at[w]).collect(),
-                    })
-                })
-                .collect();
-            Piece {
-                layout,
-                halo: HaloPlan { neighbours },
-            }
+        .map(|part| {
+            let layout = Layout::new(&part.owned, rings);
+            let halo = layout.exchanges(
+                part.neighbours
+                    .iter()
+                    .map(|e| (e.part as usize, &e.send[..], &e.receive[..])),
+            )?;
+            Ok(Piece { layout, halo })
         })
         .collect()
 }
@@ -188,13 +167,7 @@ pub fn measure(
     let mut rows = Vec::new();
     progress("one rank, the whole system");
     {
-        let all = Layout {
-            local: (0..n as u32).collect(),
-            deep: n,
-            interior: n,
-            owned: n,
-            grad_rows: n,
-        };
+        let all = Layout::new(&(0..n as u32).collect::<Vec<_>>(), &rings);
         let operator = PieceOperator::new(first, &whole.piece(&all.local, n, n)?, &terms, &flags)?;
         let mut system = PieceSystem::new(operator, &all, &inverse_diagonal, &HaloPlan::default())?;
         let single = Local::single(Duration::from_secs(600));
@@ -204,11 +177,7 @@ pub fn measure(
     let ranks = contexts.len();
     if ranks > 1 {
         progress(&format!("{ranks} ranks, a slab each"));
-        let parts = pieces(
-            &vertices.iter().map(|v| v[0]).collect::<Vec<_>>(),
-            &rings,
-            ranks,
-        );
+        let parts = pieces(&vertices, &nodes, &rings, ranks)?;
         let results = Local::run(ranks, Duration::from_secs(600), |comm| {
             let piece = &parts[comm.rank()];
             let layout = &piece.layout;
@@ -268,8 +237,8 @@ mod tests {
             .collect();
         let ball = vertex_ball(n, &tets);
         let rings = Rings::new(&ball, &tets);
-        let x: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let parts = pieces(&x, &rings, 3);
+        let vertices: Vec<[f64; 3]> = (0..n).map(|i| [i as f64, 0.0, 0.0]).collect();
+        let parts = pieces(&vertices, &tets, &rings, 3).unwrap();
         assert_eq!(parts.iter().map(|p| p.layout.owned).sum::<usize>(), n);
         // Part 1 owns 4..8; its rings reach three vertices a ring (the tetrahedra span four),
         // so none of its vertices is interior; part 0 owns 0..4, of which 0 is interior (its

@@ -220,6 +220,44 @@ impl Layout {
             grad_rows,
         }
     }
+
+    /// The halo exchange in local indices from each neighbour's lists in global indices:
+    /// `(rank, sent, received)`, `sent` of this rank's owned vertices and `received` of its
+    /// halo vertices, each in the order both sides agree on (as `partition::Exchange` gives
+    /// them). A vertex that is not where the lists say is an error naming it.
+    pub fn exchanges<'a>(
+        &self,
+        neighbours: impl IntoIterator<Item = (usize, &'a [u32], &'a [u32])>,
+    ) -> Result<HaloPlan> {
+        let at: std::collections::HashMap<u32, u32> = self
+            .local
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (w, i as u32))
+            .collect();
+        let local = |list: &[u32], owned: bool, rank: usize| {
+            list.iter()
+                .map(|w| match at.get(w) {
+                    Some(&i) if ((i as usize) < self.owned) == owned => Ok(i),
+                    _ => Err(WindError::Piece(format!(
+                        "vertex {w} of the exchange with rank {rank} is not {} here",
+                        if owned { "owned" } else { "in the halo" }
+                    ))),
+                })
+                .collect::<Result<Vec<u32>>>()
+        };
+        let neighbours = neighbours
+            .into_iter()
+            .map(|(rank, send, recv)| {
+                Ok(Neighbour {
+                    rank,
+                    send: local(send, true, rank)?,
+                    recv: local(recv, false, rank)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(HaloPlan { neighbours })
+    }
 }
 
 /// A rank's halo exchange of a device vector: the entries it sends, packed on the device and
@@ -366,6 +404,8 @@ pub struct PieceSystem {
     /// `A p`, kept by recurrence.
     s: DeviceBuffer<f64>,
     partial: DeviceBuffer<f64>,
+    /// `partial` read back, reused every iteration.
+    partial_host: Vec<f64>,
     start: Kernel,
     sums: Kernel,
     update: Kernel,
@@ -399,9 +439,19 @@ impl PieceSystem {
             && owned <= layout.grad_rows
             && layout.grad_rows <= local
             && layout.local.len() == local;
-        if !ordered || inverse_diagonal.len() != owned {
+        if !ordered {
             return Err(WindError::Piece(format!(
-                "{owned} owned vertices and {} diagonal entries for a piece of {local} vertices",
+                "a layout of {} vertices ({} deep, {} interior, {owned} owned, {} with G rows) \
+                 for a piece of {local}",
+                layout.local.len(),
+                layout.deep,
+                layout.interior,
+                layout.grad_rows
+            )));
+        }
+        if inverse_diagonal.len() != owned {
+            return Err(WindError::Piece(format!(
+                "{} diagonal entries for {owned} owned vertices",
                 inverse_diagonal.len()
             )));
         }
@@ -422,6 +472,7 @@ impl PieceSystem {
             p: vector(owned)?,
             s: vector(owned)?,
             partial: vector(3 * groups)?,
+            partial_host: vec![0.0; 3 * groups],
             start: program.kernel("piece_start")?,
             sums: program.kernel("piece_sums")?,
             update: program.kernel("piece_update")?,
@@ -443,10 +494,10 @@ impl PieceSystem {
 
     /// The `K` sums of the last summing kernel, each added over the groups in group order
     /// (blocking).
-    fn sums<const K: usize>(&self) -> Result<[f64; K]> {
+    fn sums<const K: usize>(&mut self) -> Result<[f64; K]> {
         let groups = self.owned.div_ceil(GROUP).max(1);
-        let mut partial = vec![0.0; K * groups];
-        self.partial.read_into(&mut partial)?;
+        let partial = &mut self.partial_host[..K * groups];
+        self.partial.read_into(partial)?;
         Ok(std::array::from_fn(|k| {
             partial[k * groups..(k + 1) * groups].iter().sum()
         }))
@@ -564,5 +615,60 @@ impl PieceSystem {
             residual: rr.max(0.0).sqrt(),
             converged: rr <= limit,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wind::diagonal::vertex_ball;
+    use crate::wind::operator::Rings;
+
+    /// A chain of ten vertices whose tetrahedra span four: each ring reaches three vertices
+    /// either way.
+    fn chain() -> Rings {
+        let tets: Vec<[u32; 4]> = (0..7).map(|i| [i, i + 1, i + 2, i + 3]).collect();
+        Rings::new(&vertex_ball(10, &tets), &tets)
+    }
+
+    /// Owning 0..7 of the chain: 0..3 are deep (all within two rings owned), 3 interior, the
+    /// rest at the edge; the rings are 7..10 and nothing more. The exchange lists map to local
+    /// positions, and a vertex on the wrong side of them is refused by name.
+    #[test]
+    fn a_layout_orders_deep_interior_edge_then_the_rings() {
+        let rings = chain();
+        let layout = Layout::new(&[6, 5, 4, 3, 2, 1, 0], &rings);
+        assert_eq!(layout.local, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(
+            (layout.deep, layout.interior, layout.owned, layout.grad_rows),
+            (1, 4, 7, 10)
+        );
+        let plan = layout
+            .exchanges([(1, &[4u32, 6][..], &[7u32, 9][..])])
+            .unwrap();
+        assert_eq!(plan.neighbours[0].send, [4, 6]);
+        assert_eq!(plan.neighbours[0].recv, [7, 9]);
+        for (send, recv, named) in [
+            (
+                &[7u32][..],
+                &[][..],
+                "vertex 7 of the exchange with rank 1 is not owned",
+            ),
+            (
+                &[][..],
+                &[6u32][..],
+                "vertex 6 of the exchange with rank 1 is not in the halo",
+            ),
+            (
+                &[][..],
+                &[12u32][..],
+                "vertex 12 of the exchange with rank 1 is not in the halo",
+            ),
+        ] {
+            match layout.exchanges([(1, send, recv)]) {
+                Err(WindError::Piece(message)) => assert!(message.contains(named), "{message}"),
+                other => panic!("accepted: {other:?}"),
+            }
+        }
     }
 }

@@ -261,6 +261,8 @@ struct Slabs {
     inverse_diagonal: Vec<f64>,
     known: Vec<f64>,
     applied: Vec<f64>,
+    /// The whole mesh as one rank's (every vertex deep).
+    all: snowsim::wind::piece::Layout,
     parts: Vec<Slab>,
 }
 
@@ -274,13 +276,11 @@ impl Slabs {
     /// The partition's two-ring halo plan (`HaloPlan::with_depth`) must hold exactly the two
     /// rings the operator's rows reach (checked here).
     fn new(seed: u64) -> Self {
-        use snowsim::comm::{HaloPlan as Exchanges, Neighbour};
         use snowsim::partition::{HaloPlan, Partition};
         use snowsim::wind::diagonal::vertex_ball;
         use snowsim::wind::geometry::Geometry;
         use snowsim::wind::operator::{Assembled, Rings};
         use snowsim::wind::piece::Layout;
-        use std::collections::HashMap;
 
         let m = reference::hill_mesh([14, 6, 3], [1400.0, 600.0, 200.0], 50.0);
         let dir = [1.0, 0.3];
@@ -328,25 +328,14 @@ impl Slabs {
                 owned.sort_unstable();
                 assert_eq!(owned, halo.owned);
                 assert!(layout.deep <= layout.interior && layout.interior < layout.owned);
-                let at: HashMap<u32, u32> = layout
-                    .local
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &w)| (w, i as u32))
-                    .collect();
-                let neighbours = halo
-                    .neighbours
-                    .iter()
-                    .map(|e| Neighbour {
-                        rank: e.part as usize,
-                        send: e.send.iter().map(|w| at[w]).collect(),
-                        recv: e.receive.iter().map(|w| at[w]).collect(),
-                    })
-                    .collect();
-                Slab {
-                    layout,
-                    halo: Exchanges { neighbours },
-                }
+                let halo = layout
+                    .exchanges(
+                        halo.neighbours
+                            .iter()
+                            .map(|e| (e.part as usize, &e.send[..], &e.receive[..])),
+                    )
+                    .unwrap();
+                Slab { layout, halo }
             })
             .collect();
         // The product's first half (before the halo arrives) has rows to run: deep rows, and
@@ -354,6 +343,7 @@ impl Slabs {
         assert!(parts.iter().any(|p| p.layout.deep > 0));
         assert!(parts.iter().any(|p| p.layout.interior > p.layout.deep));
         Self {
+            all: Layout::new(&(0..n as u32).collect::<Vec<_>>(), &rings),
             whole,
             terms,
             flags,
@@ -433,17 +423,11 @@ fn pressure_solve_over_ranks_equals_the_whole_solve() {
         let diagonal = Slabs::at(&slabs.inverse_diagonal, &layout.local[..layout.owned]);
         PieceSystem::new(slabs.operator(layout), layout, &diagonal, halo).unwrap()
     };
-    // One rank, the whole system: every vertex deep.
-    let all = Layout {
-        local: (0..n as u32).collect(),
-        deep: n,
-        interior: n,
-        owned: n,
-        grad_rows: n,
-    };
+    // One rank, the whole system.
+    assert_eq!(slabs.all.deep, n, "one rank's vertices are all deep");
     let mut x_one = vec![0.0; n];
     let single = Local::single(Duration::from_secs(30));
-    let solved_one = system(&all, &HaloPlan::default())
+    let solved_one = system(&slabs.all, &HaloPlan::default())
         .solve(&single, b, &mut x_one, tolerance, 500)
         .unwrap();
     assert!(
