@@ -35,7 +35,8 @@ pub const PARTICLE_BYTES: u64 = crate::particle::PARTICLE_BYTES as u64;
 
 /// Device bytes of one snow particle's state besides its drawn `float4`: two `float4` arrays
 /// (position, velocity) and three `uint` arrays (tetrahedron, id, respawn count), their sort
-/// scratch copies, and the sort's keys (Hilbert keys only), indices and identity.
+/// scratch copies (the tetrahedra's with Hilbert keys only), and the sort's keys (Hilbert keys
+/// only), indices and identity: the most, with Hilbert keys.
 pub const SNOW_STATE_BYTES: u64 = 2 * (2 * 16 + 3 * 4) + 3 * 4;
 
 /// The largest length (extent, height, camera coordinate) a scene may give, in metres: the

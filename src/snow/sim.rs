@@ -125,6 +125,8 @@ enum Sorter {
 /// Scratch arrays a permutation writes into before they swap with the particles'.
 struct Scratch {
     f4: [DeviceBuffer<[f32; 4]>; 2],
+    /// The tetrahedra (sorting by Hilbert cell only: by tetrahedron they are sorted in place;
+    /// one unused entry then), the ids, the respawn counts.
     u: [DeviceBuffer<u32>; 3],
     /// For the snow in suspension (one unused entry without).
     long: DeviceBuffer<u64>,
@@ -458,7 +460,14 @@ impl Snow {
                     DeviceBuffer::uninit(context, n)?,
                 ],
                 u: [
-                    DeviceBuffer::uninit(context, n)?,
+                    DeviceBuffer::uninit(
+                        context,
+                        if self.config.sort.key == SortKey::Hilbert {
+                            n
+                        } else {
+                            1
+                        },
+                    )?,
                     DeviceBuffer::uninit(context, n)?,
                     DeviceBuffer::uninit(context, n)?,
                 ],
@@ -1081,9 +1090,10 @@ impl Snow {
         let with_tet = hilbert.is_some();
         let with_suspended = p.carry_suspension();
         let mut call = self.permute.call();
-        // SAFETY: the order and every parcel array hold n entries, as do the scratch arrays
-        // (the suspension's one entry each when it is not carried, and then not read); the
-        // kernel guards i < n and reads only below n.
+        // SAFETY: the order and every parcel array hold n entries, as do the scratch arrays,
+        // but for one entry each where the kernel does not touch them (the tetrahedra's
+        // scratch without `with_tet`, the suspension's without `with_suspended`); the kernel
+        // guards i < n and reads only below n.
         unsafe {
             call.buffer(&self.indices)?
                 .arg(&(n as u32))?
