@@ -221,6 +221,12 @@ fn profile(
 /// tetrahedra (each in 4 vertex balls), `iterations` CG iterations and the assembled
 /// operator's mean entries per vertex (`None`: the operator through the tetrahedra):
 ///
+/// - the advection reads each vertex's coordinates, velocity, inflow (16 B each), projector
+///   (32 B), flags (4 B), first ball entry (4 B) and walk hint (4 B), writes its velocity
+///   (16 B) and hint (4 B), and reads the nodes of the tetrahedron its walk ends in (16 B;
+///   the walks start in the last step's, so they rarely move on and read neighbours:
+///   0.16 hops a vertex on the valley, not counted); the velocities it interpolates are
+///   the vertex field's, counted once;
 /// - a tetrahedron pass reads its nodes (16 B), its coefficients (64 B) and writes a float4
 ///   (16 B), and reads the vertex field once (8 B of an f64 scalar, 16 B of a velocity,
 ///   32 B of the f64 gradient);
@@ -271,7 +277,7 @@ pub fn stage_bytes(
         }
     };
     match stage {
-        "wind.advect" => v * (16.0 * 4.0 + 32.0 + 4.0 + 4.0) + t * 32.0,
+        "wind.advect" => v * (16.0 * 4.0 + 32.0 + 4.0 + 4.0 + 8.0 + 16.0),
         "wind.divergence" => tet_pass(16.0) + gather(32.0 + 4.0 + 4.0 + 8.0),
         "wind.pressure" => {
             let start = match history > 0.0 {

@@ -386,6 +386,9 @@ impl Solver {
     pub fn reset(&mut self) -> Result<()> {
         let zeros = vec![0.0f64; self.vertices.len()];
         self.gml.set_block(self.fields.pressure, 0, &zeros)?;
+        // The walks start afresh, as in a new solver.
+        self.gml
+            .set_block(self.fields.hint, 0, &vec![0i32; self.vertices.len()])?;
         let mut tl = Timeline::new(false);
         tl.stage("wind.reset");
         self.gml.enqueue(self.kernels.reset, &mut tl)?;

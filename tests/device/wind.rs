@@ -834,6 +834,81 @@ fn lost_walks_count_the_walks_that_hit_the_hop_limit() {
     );
 }
 
+/// Each advection's walk starts where the vertex's last one ended or stopped. Advecting the
+/// same field again, a walk that found its departure point finds it at once, one that left
+/// the domain leaves it again from the vertex, and one cut short by a one-hop limit resumes
+/// where it stopped: no more are lost each time, and fewer in the end (not none: those whose
+/// departure lies outside, more than a hop away, are walked again from the vertex each time).
+#[test]
+fn walks_resume_where_the_last_step_left_them() {
+    let m = reference::hill_mesh([6, 4, 3], [600.0, 400.0, 200.0], 40.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 5.0, false, 200.0);
+    let settings = Settings {
+        max_hops: 1,
+        ..settings(200, 1e-3, 60.0)
+    };
+    let (mut solver, _) = pair(&m, dir, &u_in, settings);
+    // 4 m/s over 60 s: departures cells away.
+    let u: Vec<[f64; 3]> =
+        m.0.iter()
+            .map(|p| [4.0 + 0.001 * p[1], 0.5 - 0.001 * p[2], 0.0])
+            .collect();
+    let mut lost = Vec::new();
+    for _ in 0..20 {
+        solver.set_velocity(&f32x4(&u)).unwrap();
+        lost.push(solver.step().unwrap().lost_walks);
+    }
+    assert!(lost[0] > 0, "no walk needed more than one hop: {lost:?}");
+    assert!(
+        lost.windows(2).all(|w| w[1] <= w[0]) && lost.last() < Some(&lost[0]),
+        "lost walks per step: {lost:?}"
+    );
+}
+
+/// A walk started where the last step's ended finds the departure point as one from the
+/// vertex does: after a step, the advection of another linear field is the CPU reference's.
+#[test]
+fn advection_from_the_last_steps_walks_matches_reference() {
+    let m = reference::hill_mesh([8, 6, 4], [800.0, 600.0, 200.0], 50.0);
+    let dir = [1.0, 0.0];
+    let u_in = inflow(&m, dir, 4.0, false, 200.0);
+    let dt = 4.0;
+    let (mut solver, cpu) = pair(&m, dir, &u_in, settings(10, 1e-2, dt));
+    let linear = |a: f64, b: f64| -> Vec<[f64; 3]> {
+        m.0.iter()
+            .map(|p| [a + 0.004 * p[1], b + 0.002 * p[0] - 0.003 * p[2], 0.0])
+            .collect()
+    };
+    solver.set_velocity(&f32x4(&linear(3.0, -1.0))).unwrap();
+    solver.step().unwrap();
+    let u = linear(5.0, 1.0);
+    solver.set_velocity(&f32x4(&u)).unwrap();
+    let device = solver.advect().unwrap();
+    let expected = cpu.advect(&u, dt);
+    let mut compared = 0;
+    for (i, p) in m.0.iter().enumerate() {
+        let q = glam::DVec3::from(*p) - dt * glam::DVec3::from(u[i]);
+        if cpu.locate(q).is_none() {
+            continue;
+        }
+        compared += 1;
+        for c in 0..3 {
+            let err = (f64::from(device[i][c]) - expected[i][c]).abs();
+            assert!(
+                err <= 1e-4,
+                "vertex {i}, component {c}: device {}, CPU {}",
+                device[i][c],
+                expected[i][c]
+            );
+        }
+    }
+    assert!(
+        compared > m.0.len() / 2,
+        "only {compared} departures inside"
+    );
+}
+
 #[test]
 fn valley_wind_is_steady() {
     // The valley scene's terrain and wind on a coarse mesh (166 m cells, 8 layers).
