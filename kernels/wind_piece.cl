@@ -51,8 +51,9 @@ __kernel void piece_q(__global const float4 *restrict table, __global const doub
 
 // The distributed pressure solve's vector work (`PieceSystem::solve`), on the owned vertices
 // (local indices below `owned`): PIECE_GROUP work-items a group, each group's sums written to
-// `partial` (sum k of group g at partial[k * groups + g]) for the host to add in group order,
-// so that a rank's sums do not depend on timing. Work-items past `owned` add zeros.
+// `partial` (sum k of group g at partial[k * groups + g]), folded over the groups by
+// `piece_fold` in a fixed order, so that a rank's sums do not depend on timing. Work-items past
+// `owned` add zeros.
 #define PIECE_GROUP 256
 
 // The group's sum of `value` into partial[k * get_num_groups(0) + group], by a fixed tree.
@@ -69,6 +70,22 @@ inline void piece_group_sum(double value, __local double *scratch, __global doub
     if (t == 0)
         partial[k * get_num_groups(0) + get_group_id(0)] = scratch[0];
     barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+// The `count` sums of `groups` group partials each (partial[k * groups + g]) into folded[k],
+// in one work-group: work-item t adds groups t, t + PIECE_GROUP, ... in that order, then the
+// fixed tree; so the host reads `count` doubles, not every group's, and the order is fixed.
+__kernel __attribute__((reqd_work_group_size(PIECE_GROUP, 1, 1))) void
+piece_fold(__global const double *restrict partial, const int groups, const int count,
+           __global double *restrict folded) {
+    __local double scratch[PIECE_GROUP];
+    const int t = get_local_id(0);
+    for (int k = 0; k < count; k++) {
+        double sum = 0.0;
+        for (int g = t; g < groups; g += PIECE_GROUP)
+            sum += partial[k * groups + g];
+        piece_group_sum(sum, scratch, folded, k);
+    }
 }
 
 // The solve is the Chronopoulos–Gear form of the preconditioned CG: one product (w = A u) and

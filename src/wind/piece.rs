@@ -12,12 +12,16 @@
 //! iteration, so one reduction over the ranks), its vectors on the rank's device; the product
 //! exchanges its input's halo (packed on the device, sent through `comm`) while the device
 //! runs the rows that read no received value ([`Layout`]), and the dot products
-//! are summed in a fixed order: each work-group's by a fixed tree, the groups' on the host in
-//! order, the ranks' by `comm`'s fixed tree.
+//! are summed in a fixed order: each work-group's by a fixed tree, the groups' on the device
+//! in a fixed order (one more launch, so that three doubles cross the bus, not three a
+//! group), the ranks' by `comm`'s fixed tree.
 
 use super::operator::Assembled;
 use super::{Result, WindError};
-use crate::cl::{Context, DeviceBuffer, Kernel, Program, Source, WorkSize};
+use crate::cl::{
+    Context, DeviceBuffer, Kernel, PinnedBuffer, Program, Source, WorkSize, enqueue_write_at,
+    wait_for,
+};
 use crate::comm::{Comm, HaloPlan, Neighbour, all_reduce_sum_f64, exchange_halo};
 
 /// Work-items of a group of the solve's summing kernels (`PIECE_GROUP` in
@@ -263,6 +267,12 @@ impl Layout {
 /// A rank's halo exchange of a device vector: the entries it sends, packed on the device and
 /// read back; `comm`'s exchange over a plan of positions in that packed array; the entries
 /// received, written back and scattered to their local places.
+///
+/// The read and the write go through pinned memory without blocking, in order on the queue:
+/// the launches enqueued between [`start`](Self::start) and [`finish`](Self::finish) (the
+/// rows that need no received value) follow the read on the device while the host waits
+/// for it and exchanges, and nothing waits for the write (the next read, which is the next
+/// use of the staging memory, follows it on the queue).
 struct DeviceHalo {
     /// The exchange over positions in `[sent entries | received entries]`.
     plan: HaloPlan,
@@ -270,7 +280,12 @@ struct DeviceHalo {
     recv_at: DeviceBuffer<i32>,
     sent: DeviceBuffer<f64>,
     received: DeviceBuffer<f64>,
-    staging: Vec<f64>,
+    /// `[sent entries | received entries]` on the host, pinned.
+    staging: PinnedBuffer<f64>,
+    /// The read of the sent entries that [`start`](Self::start) enqueued, until `finish`.
+    reading: Option<opencl3::event::Event>,
+    /// The last write of received entries, until the host next writes the staging memory.
+    writing: Option<opencl3::event::Event>,
     pack: Kernel,
     unpack: Kernel,
 }
@@ -302,7 +317,9 @@ impl DeviceHalo {
         let buffer =
             |at: &[i32]| DeviceBuffer::from_slice(context, if at.is_empty() { &[0] } else { at });
         Ok(Self {
-            staging: vec![0.0; send_at.len() + recv_at.len()],
+            staging: PinnedBuffer::new(context, send_at.len() + recv_at.len())?,
+            reading: None,
+            writing: None,
             sent: DeviceBuffer::uninit(context, send_at.len().max(1))?,
             received: DeviceBuffer::uninit(context, recv_at.len().max(1))?,
             send_at: buffer(&send_at)?,
@@ -324,8 +341,8 @@ impl DeviceHalo {
         self.finish(context, comm, values)
     }
 
-    /// The first half of [`exchange`](Self::exchange): the entries sent, packed and read back
-    /// (what the queue held before is done when it returns).
+    /// The first half of [`exchange`](Self::exchange): the entries sent, packed and their
+    /// read enqueued (not waited for: [`finish`](Self::finish) waits).
     fn start(&mut self, context: &Context, values: &DeviceBuffer<f64>) -> Result<()> {
         if self.plan.neighbours.is_empty() {
             return Ok(());
@@ -342,7 +359,9 @@ impl DeviceHalo {
                     .arg(&(sends as i32))?;
             }
             call.enqueue(context, self.pack.work_size(context, sends)?)?;
-            self.sent.read_into(&mut self.staging[..sends])?;
+            // SAFETY: the host touches the staging memory only in `finish`, after waiting for
+            // this read; `self` (which the queue's drop waits for) owns it.
+            self.reading = Some(unsafe { self.staging.enqueue_read_range(&self.sent, 0, sends) }?);
         }
         Ok(())
     }
@@ -359,10 +378,26 @@ impl DeviceHalo {
             return Ok(());
         }
         let sends = self.staging.len() - self.recv_count();
-        exchange_halo(comm, &self.plan, &mut self.staging)?;
+        // The read follows the last write on the queue; without a read, the write is waited
+        // for itself.
+        let pending = self.reading.take().or(self.writing.take());
+        if let Some(event) = pending {
+            wait_for(std::slice::from_ref(&event))?;
+        }
+        exchange_halo(comm, &self.plan, self.staging.as_mut_slice())?;
         let receives = self.recv_count();
         if receives > 0 {
-            self.received.write(&self.staging[sends..])?;
+            // SAFETY: the staging memory is next written by the next `start`'s read, which
+            // the queue runs after this write, and by the host only after that read or this
+            // write (`writing`).
+            self.writing = Some(unsafe {
+                enqueue_write_at(
+                    context,
+                    &self.received,
+                    0,
+                    &self.staging.as_slice()[sends..],
+                )
+            }?);
             let mut call = self.unpack.call();
             // SAFETY: piece_unpack(received, at, values, count): as piece_pack, the other way.
             unsafe {
@@ -404,10 +439,11 @@ pub struct PieceSystem {
     /// `A p`, kept by recurrence.
     s: DeviceBuffer<f64>,
     partial: DeviceBuffer<f64>,
-    /// `partial` read back, reused every iteration.
-    partial_host: Vec<f64>,
+    /// The sums over the groups' partials (`piece_fold`).
+    folded: DeviceBuffer<f64>,
     start: Kernel,
     sums: Kernel,
+    fold: Kernel,
     update: Kernel,
 }
 
@@ -472,7 +508,8 @@ impl PieceSystem {
             p: vector(owned)?,
             s: vector(owned)?,
             partial: vector(3 * groups)?,
-            partial_host: vec![0.0; 3 * groups],
+            folded: vector(3)?,
+            fold: program.kernel("piece_fold")?,
             start: program.kernel("piece_start")?,
             sums: program.kernel("piece_sums")?,
             update: program.kernel("piece_update")?,
@@ -492,15 +529,32 @@ impl PieceSystem {
         }
     }
 
-    /// The `K` sums of the last summing kernel, each added over the groups in group order
-    /// (blocking).
+    /// The `K` sums of the last summing kernel, each folded over its groups' partials on the
+    /// device in a fixed order (`piece_fold`) and read (blocking): 8 bytes a sum cross the
+    /// bus, not 8 a group.
     fn sums<const K: usize>(&mut self) -> Result<[f64; K]> {
-        let groups = self.owned.div_ceil(GROUP).max(1);
-        let partial = &mut self.partial_host[..K * groups];
-        self.partial.read_into(partial)?;
-        Ok(std::array::from_fn(|k| {
-            partial[k * groups..(k + 1) * groups].iter().sum()
-        }))
+        const { assert!(K <= 3, "`folded` holds three sums") };
+        let groups = self.owned.div_ceil(GROUP).max(1) as i32;
+        let context = self.operator.context.clone();
+        let mut call = self.fold.call();
+        // SAFETY: piece_fold(partial, groups, count, folded): `partial` holds 3 · groups
+        // doubles and count = K ≤ 3, `folded` 3; one work-group.
+        unsafe {
+            call.buffer(&self.partial)?
+                .arg(&groups)?
+                .arg(&(K as i32))?
+                .buffer(&self.folded)?;
+        }
+        call.enqueue(
+            &context,
+            WorkSize {
+                global: GROUP,
+                local: GROUP,
+            },
+        )?;
+        let mut sums = [0.0; K];
+        self.folded.read_into(&mut sums)?;
+        Ok(sums)
     }
 
     /// Enqueues `w = A u` and the sums γ = r·u, δ = w·u and r·r, summed over the ranks. The
