@@ -69,8 +69,9 @@ impl<T: Pod> PinnedBuffer<T> {
         })
     }
 
-    /// The values, for the host to read or write (no device command may use the buffer
-    /// meanwhile: the only use here is as a read target, which is blocking).
+    /// The values, for the host to read or write (no device command may use the memory
+    /// meanwhile: after a blocking read, or once the events of the non-blocking reads and
+    /// writes that use it have completed).
     pub fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: the mapping holds `len` values of T, aligned (checked in `new`), alive until
         // Drop; `&mut self` makes this the only view.

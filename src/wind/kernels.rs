@@ -161,9 +161,12 @@ pub struct Fields {
     /// Per vertex: the fixed-velocity and fixed-pressure flags.
     pub flags: Solution<i32>,
     /// Per vertex: one more than the tetrahedron where the last advection's walk from it
-    /// ended (or stopped at the hop limit), 0 before the first and where it left the domain. The next step's walk starts there: its departure point
-    /// moves little from one step to the next, so the walk takes fewer hops than from the
-    /// vertex's first tetrahedron (about 3 on the valley), a chain of dependent loads each.
+    /// ended (or stopped at the hop limit), 0 before the first and where it left the domain.
+    /// The next step's walk starts there: its departure point moves little from one step to
+    /// the next, so the walk takes fewer hops than from the vertex's first tetrahedron (about
+    /// 3 on the valley), a chain of dependent loads each. The advection so depends on the
+    /// steps before, not on the velocity alone: a solver compared bit for bit with another
+    /// must have stepped the same way from a reset or a new solver (which clear it).
     pub hint: Solution<i32>,
     /// Per vertex: 1 / diag(A), zero where the pressure is fixed.
     pub inv_diag: Solution<f64>,

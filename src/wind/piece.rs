@@ -270,9 +270,9 @@ impl Layout {
 ///
 /// The read and the write go through pinned memory without blocking, in order on the queue:
 /// the launches enqueued between [`start`](Self::start) and [`finish`](Self::finish) (the
-/// rows that need no received value) follow the read on the device while the host waits
-/// for it and exchanges, and nothing waits for the write (the next read, which is the next
-/// use of the staging memory, follows it on the queue).
+/// rows that need no received value) follow the read on the device, so they run while the
+/// host exchanges; the write is waited for only where no read follows it before the host
+/// next writes the staging memory (a rank that sends nothing).
 struct DeviceHalo {
     /// The exchange over positions in `[sent entries | received entries]`.
     plan: HaloPlan,
