@@ -52,8 +52,12 @@
 //!   the start alone meets the tolerance in most steps.
 //! - **Advection**, semi-Lagrangian: the departure point `x_i − dt u_i` (computed relative to
 //!   the vertex, so f32 keeps 0.1 mm at 4 km) is located by a barycentric walk through face
-//!   neighbours from a tetrahedron of the vertex's ball, the velocity interpolated linearly
-//!   there; a departure point outside the domain is clamped to the exit face it reached. Then
+//!   neighbours from where the vertex's last walk ended (the departure point moves little
+//!   between steps: 0.16 hops on the valley, against 2.93 from a tetrahedron of the vertex's
+//!   ball, where the first walk starts), the velocity interpolated linearly there; a
+//!   departure point outside the domain is clamped to the exit face that the walk from the
+//!   vertex's ball reached (a walk from the last one's tetrahedron that leaves the domain is
+//!   walked again from there, so the clamp does not stick to an old boundary face). Then
 //!   inflow vertices get the profile and every other vertex `u* = P u_interpolated` (slip
 //!   vertices lose their normal components).
 //! - **Time step** of its own (`wind.step`), by default from a Courant number of about 1 in the
