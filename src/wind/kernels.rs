@@ -354,17 +354,16 @@ impl Kernels {
         // BFECC (back and forth error compensation and correction): advect forward, advect
         // that back, and advect `u + (u − back)/2` forward, clamped to the range of the
         // velocities of the departure tetrahedron (the limiter) so no new extremum appears.
+        // `also_read`: the field advected back (backward), or the walk hints (forward).
         let pass = |gml: &mut Gml,
                     name: &str,
-                    from: Option<crate::gml::DataId>,
+                    also_read: crate::gml::DataId,
                     to: Solution<[f32; 4]>,
                     body: String| {
-            let mut spec = KernelSpec::new(name, ver);
-            if let Some(from) = from {
-                spec = spec.access(Access::read(from));
-            }
             gml.compile(
-                spec.access(Access::read(vertices))
+                KernelSpec::new(name, ver)
+                    .access(Access::read(also_read))
+                    .access(Access::read(vertices))
                     .access(Access::read(tets))
                     .access(Access::read(f.ngb))
                     .access(Access::read(f.vel))
@@ -375,14 +374,14 @@ impl Kernels {
         let forward = pass(
             gml,
             "wind_bfecc_forward",
-            Some(f.hint.id()),
+            f.hint.id(),
             f.forward,
             walk("-", "VerVelTab[#]", HINTED_START) + "\nVerFwd = u;",
         )?;
         let backward = pass(
             gml,
             "wind_bfecc_backward",
-            Some(f.forward.id()),
+            f.forward.id(),
             f.backward,
             walk("+", "VerFwdTab[#]", "VerTet[0]") + "\nVerBwd = u;",
         )?;

@@ -276,6 +276,9 @@ impl Layout {
 struct DeviceHalo {
     /// The exchange over positions in `[sent entries | received entries]`.
     plan: HaloPlan,
+    /// Entries sent and received, over all neighbours.
+    sends: usize,
+    receives: usize,
     send_at: DeviceBuffer<i32>,
     recv_at: DeviceBuffer<i32>,
     sent: DeviceBuffer<f64>,
@@ -318,6 +321,8 @@ impl DeviceHalo {
             |at: &[i32]| DeviceBuffer::from_slice(context, if at.is_empty() { &[0] } else { at });
         Ok(Self {
             staging: PinnedBuffer::new(context, send_at.len() + recv_at.len())?,
+            sends: send_at.len(),
+            receives: recv_at.len(),
             reading: None,
             writing: None,
             sent: DeviceBuffer::uninit(context, send_at.len().max(1))?,
@@ -347,7 +352,7 @@ impl DeviceHalo {
         if self.plan.neighbours.is_empty() {
             return Ok(());
         }
-        let sends = self.staging.len() - self.recv_count();
+        let sends = self.sends;
         if sends > 0 {
             let mut call = self.pack.call();
             // SAFETY: piece_pack(values, at, out, count): `at` holds `sends` local indices
@@ -377,7 +382,7 @@ impl DeviceHalo {
         if self.plan.neighbours.is_empty() {
             return Ok(());
         }
-        let sends = self.staging.len() - self.recv_count();
+        let (sends, receives) = (self.sends, self.receives);
         // The read follows the last write on the queue; without a read, the write is waited
         // for itself.
         let pending = self.reading.take().or(self.writing.take());
@@ -385,7 +390,6 @@ impl DeviceHalo {
             wait_for(std::slice::from_ref(&event))?;
         }
         exchange_halo(comm, &self.plan, self.staging.as_mut_slice())?;
-        let receives = self.recv_count();
         if receives > 0 {
             // SAFETY: the staging memory is next written by the next `start`'s read, which
             // the queue runs after this write, and by the host only after that read or this
@@ -409,10 +413,6 @@ impl DeviceHalo {
             call.enqueue(context, self.unpack.work_size(context, receives)?)?;
         }
         Ok(())
-    }
-
-    fn recv_count(&self) -> usize {
-        self.plan.neighbours.iter().map(|n| n.recv.len()).sum()
     }
 }
 
@@ -532,10 +532,9 @@ impl PieceSystem {
     /// The `K` sums of the last summing kernel, each folded over its groups' partials on the
     /// device in a fixed order (`piece_fold`) and read (blocking): 8 bytes a sum cross the
     /// bus, not 8 a group.
-    fn sums<const K: usize>(&mut self) -> Result<[f64; K]> {
+    fn sums<const K: usize>(&mut self, context: &Context) -> Result<[f64; K]> {
         const { assert!(K <= 3, "`folded` holds three sums") };
         let groups = self.owned.div_ceil(GROUP).max(1) as i32;
-        let context = self.operator.context.clone();
         let mut call = self.fold.call();
         // SAFETY: piece_fold(partial, groups, count, folded): `partial` holds 3 · groups
         // doubles and count = K ≤ 3, `folded` 3; one work-group.
@@ -546,7 +545,7 @@ impl PieceSystem {
                 .buffer(&self.folded)?;
         }
         call.enqueue(
-            &context,
+            context,
             WorkSize {
                 global: GROUP,
                 local: GROUP,
@@ -581,7 +580,7 @@ impl PieceSystem {
                 .arg(&(self.owned as i32))?;
         }
         call.enqueue(context, self.groups())?;
-        let mut sums: [f64; 3] = self.sums()?;
+        let mut sums: [f64; 3] = self.sums(context)?;
         all_reduce_sum_f64(comm, &mut sums)?;
         Ok(sums)
     }
@@ -632,7 +631,7 @@ impl PieceSystem {
                 .arg(&owned_i)?;
         }
         call.enqueue(&context, self.groups())?;
-        let mut bb: [f64; 1] = self.sums()?;
+        let mut bb: [f64; 1] = self.sums(&context)?;
         all_reduce_sum_f64(comm, &mut bb)?;
         let limit = tolerance * tolerance * bb[0];
         let [mut gamma, delta, mut rr] = self.product_and_sums(&context, comm)?;
