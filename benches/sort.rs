@@ -1,6 +1,6 @@
-//! Device time of the bitonic sort on the default OpenCL device: the full sort of random `u32`
-//! keys with `u32` values, and one merge step, one sort step and one redistribution step of the
-//! partial sort, at 2^16 and 2^20 pairs.
+//! Device time of the sorts on the default OpenCL device: the bitonic and the radix full sort
+//! of random `u32` keys with `u32` values, and one merge step, one sort step and one
+//! redistribution step of the partial sort, at 2^16 and 2^20 pairs.
 //!
 //! Criterion records the sum of the kernels' OpenCL profiling times (`iter_custom`), not host
 //! time, so launch gaps and the untimed restoring of the input between runs do not count. Run
@@ -12,11 +12,14 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use snowsim::cl::{Context, DeviceBuffer, DeviceSelector};
 use snowsim::sort::inputs::{self, Shape};
-use snowsim::sort::{BitonicSorter, BlockPhase, LocalStep, Order, PartialConfig, PartialSorter};
+use snowsim::sort::{
+    BitonicSorter, BlockPhase, LocalStep, Order, PartialConfig, PartialSorter, RadixSorter,
+};
 
 fn bench_sort(c: &mut Criterion) {
     let ctx = Context::from_selector(&DeviceSelector::Default).expect("an OpenCL device");
     let mut full = BitonicSorter::new(&ctx).expect("sort kernels build");
+    let mut radix = RadixSorter::new(&ctx).expect("radix kernels build");
     let mut partial = PartialSorter::new(&ctx, &PartialConfig::default()).expect("kernels build");
     let mut group = c.benchmark_group(format!("bitonic_sort/{}", ctx.info().name));
     group
@@ -37,6 +40,20 @@ fn bench_sort(c: &mut Criterion) {
                     kb.write(&keys).expect("restore keys");
                     vb.write(&values).expect("restore values");
                     let events = full
+                        .sort_pairs(&mut kb, &mut vb, Order::Ascending)
+                        .expect("sort");
+                    total += events.device_time().expect("profiling");
+                }
+                total
+            })
+        });
+        group.bench_function(BenchmarkId::new("radix_sort", n), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    kb.write(&keys).expect("restore keys");
+                    vb.write(&values).expect("restore values");
+                    let events = radix
                         .sort_pairs(&mut kb, &mut vb, Order::Ascending)
                         .expect("sort");
                     total += events.device_time().expect("profiling");

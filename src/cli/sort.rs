@@ -13,7 +13,7 @@ use snowsim::sort::check::{self, drift_keys};
 use snowsim::sort::inputs::{self, Shape, SplitMix64};
 use snowsim::sort::{
     BitonicSorter, BlockPhase, DEFAULT_REDISTRIBUTE_EVERY, KeyKind, LocalStep, MAX_LEN, Order,
-    PartialConfig, PartialSorter, SortConfig, Sortedness,
+    PartialConfig, PartialSorter, RadixSorter, SortConfig, Sortedness,
 };
 
 use super::DeviceArg;
@@ -280,12 +280,13 @@ fn finish_csv(writer: Option<csv::Writer<AtomicFile>>) -> anyhow::Result<()> {
 }
 
 /// Host and device bytes of `sort bench` at its largest size: keys and values on the host;
-/// on the device the input copies, the buffers sorted and the sorter's 8-byte scratch.
+/// on the device the input copies, the buffers sorted, the bitonic sorter's 8-byte scratch and
+/// the radix sorter's.
 fn check_bench_memory(args: &BenchArgs, device: &snowsim::cl::DeviceInfo) -> anyhow::Result<()> {
     let len = 1u64 << args.max_log2;
     let setting = format!("`--max-log2 {}` ({len} pairs)", args.max_log2);
     let host = Estimate::new(&setting, "the keys and values", bytes_of(&[len, 16]));
-    let on_device = Estimate::new(&setting, "the sort buffers", bytes_of(&[len, 24]))
+    let on_device = Estimate::new(&setting, "the sort buffers", bytes_of(&[len, 32]))
         .with_largest_allocation(bytes_of(&[len, 8]));
     check_host_and_device(&host, &on_device, device)?;
     Ok(())
@@ -371,6 +372,35 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some((len, n, failed)) = by_len.last() {
         print_len_line(*len, *n, *failed)?;
     }
+    let mut radix = RadixSorter::new(&context)?;
+    outln!(
+        "radix sort: tiles of {} pairs ({} work-items), 4 bits a pass; against a stable sort",
+        radix.tile_len(),
+        radix.work_group_size()
+    )?;
+    let radix_cases: Vec<_> = check::standard_cases(radix.tile_len())
+        .into_iter()
+        .filter(|c| c.len <= max_len)
+        .collect();
+    let mut radix_failed = 0;
+    for (i, case) in radix_cases.iter().enumerate() {
+        let seed = args.seed.wrapping_add(2000 + i as u64);
+        let outcome = check::run_radix_case(&mut radix, case, seed)
+            .with_context(|| format!("radix case `{case}` could not run"))?;
+        if let Some(message) = outcome {
+            radix_failed += 1;
+            outln!("  FAIL radix {case}: {message}")?;
+            failures.push(format!("radix {case}: {message}"));
+        }
+    }
+    if radix_failed == 0 {
+        outln!("  ok   radix: {} cases", radix_cases.len())?;
+    } else {
+        outln!(
+            "  FAIL radix: {radix_failed} of {} cases",
+            radix_cases.len()
+        )?;
+    }
     let partial_config = PartialConfig {
         sort: config,
         ..PartialConfig::default()
@@ -391,7 +421,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let total = cases.len() + partial_cases.len();
+    let total = cases.len() + radix_cases.len() + partial_cases.len();
     if let Some(first) = failures.first() {
         bail!(
             "{} of {total} sort checks failed on {}; first: {first}",
@@ -400,9 +430,11 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         );
     }
     outln!(
-        "all {total} checks passed: {} full-sort cases match slice::sort_by, {} partial-sort cases \
-         keep every pair and sort static arrays within the frame bound",
+        "all {total} checks passed: {} full-sort cases match slice::sort_by, {} radix-sort cases \
+         match its stable order, {} partial-sort cases keep every pair and sort static arrays \
+         within the frame bound",
         cases.len(),
+        radix_cases.len(),
         partial_cases.len()
     )?;
     Ok(ExitCode::SUCCESS)
@@ -432,6 +464,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut writer = csv_writer(args.csv.as_deref())?;
     let config = args.kernel.config();
     let mut full = BitonicSorter::with_config(&context, &config).map_err(block_len_named)?;
+    let mut radix = RadixSorter::new(&context)?;
     let mut partial = PartialSorter::new(
         &context,
         &PartialConfig {
@@ -472,11 +505,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         settings.warmup
     )?;
     outln!(
-        "{:>6} {:>11} {:>9} {:>7} {:>11} {:>7} {:>11} {:>7} {:>11} {:>11} {:>7} {:>11}",
+        "{:>6} {:>11} {:>9} {:>7} {:>11} {:>7} {:>11} {:>7} {:>11} {:>7} {:>11} {:>11} {:>7} {:>11}",
         "log2 n",
         "full sort",
         "Mkeys/s",
         "kernels",
+        "radix sort",
+        "/full",
         "merge step",
         "/full",
         "sort step",
@@ -488,17 +523,19 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     )?;
     for log2 in args.min_log2..=args.max_log2 {
         let len = 1usize << log2;
-        let t = bench::time_size(&mut full, &mut partial, len, &settings)
+        let t = bench::time_size(&mut full, &mut radix, &mut partial, len, &settings)
             .with_context(|| format!("benchmark of 2^{log2} pairs failed on {}", info.name))?;
         let frame = t.partial_frame(args.redistribute_every, partial.local_step());
         let full_median = t.full.median.as_secs_f64().max(1e-12);
         let of_full = |d: std::time::Duration| d.as_secs_f64() / full_median;
         outln!(
-            "{:>6} {:>11} {:>9.1} {:>7} {:>11} {:>7.3} {:>11} {:>7.3} {:>11} {:>11} {:>7.3} {:>11}",
+            "{:>6} {:>11} {:>9.1} {:>7} {:>11} {:>7.3} {:>11} {:>7.3} {:>11} {:>7.3} {:>11} {:>11} {:>7.3} {:>11}",
             log2,
             ms(t.full.best),
             bench::rate(len, t.full.best) / 1e6,
             t.full.launches,
+            ms(t.radix.best),
+            of_full(t.radix.median),
             ms(t.merge_step.best),
             of_full(t.merge_step.median),
             ms(t.sort_step.best),
@@ -516,9 +553,20 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .map(|(name, d)| format!("{name} {}", ms(*d)))
                 .collect();
             outln!("       full sort by kernel: {}", parts.join(", "))?;
+            let parts: Vec<String> = t
+                .radix
+                .per_kernel
+                .iter()
+                .map(|(name, d)| format!("{name} {}", ms(*d)))
+                .collect();
+            outln!(
+                "       radix sort by kernel ({} launches): {}",
+                t.radix.launches,
+                parts.join(", ")
+            )?;
         }
         if let Some(w) = writer.as_mut() {
-            for row in bench::rows(&full, &partial, &settings, &t) {
+            for row in bench::rows(&full, &radix, &partial, &settings, &t) {
                 w.serialize(row)?;
             }
             w.flush()?;

@@ -216,7 +216,7 @@ impl Wind {
 pub enum SortMode {
     /// Not sorted.
     Off,
-    /// A full bitonic sort every frame.
+    /// A full (radix) sort every frame.
     Full,
     /// The incremental partial sort that keeps them nearly sorted.
     Partial,

@@ -10,7 +10,7 @@ use crate::cl::{
 };
 use crate::particle::Particle;
 use crate::scene::{DomainMesh, SortKey, SortMode};
-use crate::sort::{BitonicSorter, Order, PartialConfig, PartialSorter, SortConfig};
+use crate::sort::{Order, PartialConfig, PartialSorter, RadixSorter, SortConfig};
 
 use super::config::{PARCEL_UNITS, SnowConfig};
 use super::cover::GroundCover;
@@ -31,6 +31,9 @@ pub const SORT_STAGE: &str = "snow.sort";
 /// Stage of the sort's order applied to the parcel arrays (one `snow_permute` launch); named
 /// as the sort library's own permutations are, so reports compare across builds.
 pub const PERMUTE_STAGE: &str = "sort.permute";
+
+/// Bits of a Hilbert sort key: 10 a coordinate (`snow_hilbert_keys` in `kernels/snow.cl`).
+const HILBERT_KEY_BITS: u32 = 30;
 /// Stage name of the cover's smoothing.
 pub const COVER_STAGE: &str = "snow.cover";
 /// Stage name of the drifting snow.
@@ -115,10 +118,13 @@ impl Counters {
 
 enum Sorter {
     Off,
-    Full(Box<BitonicSorter>),
+    /// A radix sort every frame.
+    Full(Box<RadixSorter>),
+    /// The partial sort's step every frame, and a radix sort on the first frame and every
+    /// redistribution period's.
     Partial {
         partial: Box<PartialSorter>,
-        full: Box<BitonicSorter>,
+        full: Box<RadixSorter>,
     },
 }
 
@@ -431,6 +437,21 @@ impl Snow {
         Ok(())
     }
 
+    /// The radix sort of the parcels' keys, told how many bits they have: a tetrahedron's
+    /// index (6 passes of 4 bits below 2^24 tetrahedra) or a cell of the Hilbert curve's
+    /// 1024³ (30 bits, 8 passes).
+    fn radix_sorter(&self) -> Result<RadixSorter> {
+        let mut sorter = RadixSorter::new(&self.context)?;
+        sorter.set_key_bits(match self.config.sort.key {
+            SortKey::Hilbert => HILBERT_KEY_BITS,
+            SortKey::Tetrahedron => {
+                let largest = self.mesh.tet_count().saturating_sub(1) as u32;
+                u32::BITS - largest.leading_zeros()
+            }
+        });
+        Ok(sorter)
+    }
+
     /// Switches the sort mode (the `O` key, `--sort`); the next step sorts accordingly.
     pub fn set_sort(&mut self, mode: SortMode) -> Result<()> {
         let context = &self.context.clone();
@@ -440,7 +461,7 @@ impl Snow {
         };
         self.sorter = match mode {
             SortMode::Off => Sorter::Off,
-            SortMode::Full => Sorter::Full(Box::new(BitonicSorter::with_config(context, &sort)?)),
+            SortMode::Full => Sorter::Full(Box::new(self.radix_sorter()?)),
             SortMode::Partial => Sorter::Partial {
                 partial: Box::new(PartialSorter::new(
                     context,
@@ -449,7 +470,7 @@ impl Snow {
                         ..PartialConfig::default()
                     },
                 )?),
-                full: Box::new(BitonicSorter::with_config(context, &sort)?),
+                full: Box::new(self.radix_sorter()?),
             },
         };
         if mode != SortMode::Off && self.scratch.is_none() {

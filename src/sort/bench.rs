@@ -10,6 +10,7 @@ use super::error::Result;
 use super::inputs::{self, RandomKey, Shape};
 use super::keys::{KeyKind, Order};
 use super::partial::{BlockPhase, LocalStep, PartialSorter};
+use super::radix::RadixSorter;
 use crate::cl::{Context, DeviceBuffer, Timeline};
 
 /// How to time.
@@ -95,6 +96,9 @@ pub struct SizeTimings {
     pub len: usize,
     /// Full sort of random pairs (the input is restored on the device before each run).
     pub full: Timing,
+    /// The radix sort of the same pairs (values are the positions, so both sorts give the
+    /// same result).
+    pub radix: Timing,
     /// One merge step of the partial sort (even phase: every block), the usual frame.
     pub merge_step: Timing,
     /// One sort step of the partial sort (even phase): the thesis's local step, and what
@@ -121,22 +125,24 @@ impl SizeTimings {
     }
 }
 
-/// Times the full sort, one merge and one sort step of the partial sort and one
-/// redistribution step on `len` random pairs (values = indices).
+/// Times the full sort, the radix sort, one merge and one sort step of the partial sort and
+/// one redistribution step on `len` random pairs (values = indices).
 pub fn time_size(
     full: &mut BitonicSorter,
+    radix: &mut RadixSorter,
     partial: &mut PartialSorter,
     len: usize,
     settings: &BenchSettings,
 ) -> Result<SizeTimings> {
     match settings.key {
-        KeyKind::U32 => time_typed::<u32>(full, partial, len, settings),
-        KeyKind::F32 => time_typed::<f32>(full, partial, len, settings),
+        KeyKind::U32 => time_typed::<u32>(full, radix, partial, len, settings),
+        KeyKind::F32 => time_typed::<f32>(full, radix, partial, len, settings),
     }
 }
 
 fn time_typed<K: RandomKey>(
     full: &mut BitonicSorter,
+    radix: &mut RadixSorter,
     partial: &mut PartialSorter,
     len: usize,
     settings: &BenchSettings,
@@ -157,6 +163,16 @@ fn time_typed<K: RandomKey>(
             return Ok(None);
         }
         full.sort_pairs(&mut keys_buf, &mut values_buf, order)
+            .map(Some)
+    })?;
+    let radix_timing = repeat(&ctx, settings, |restore| {
+        if restore {
+            keys_buf.copy_from(&keys_src)?;
+            values_buf.copy_from(&values_src)?;
+            return Ok(None);
+        }
+        radix
+            .sort_pairs(&mut keys_buf, &mut values_buf, order)
             .map(Some)
     })?;
 
@@ -192,6 +208,7 @@ fn time_typed<K: RandomKey>(
     Ok(SizeTimings {
         len,
         full: full_timing,
+        radix: radix_timing,
         merge_step,
         sort_step,
         redistribute,
@@ -242,7 +259,8 @@ pub struct BenchRow {
     pub opencl_version: String,
     /// snowsim version that measured.
     pub snowsim_version: &'static str,
-    /// `full_sort`; `partial_merge_step` or `partial_sort_step` (one local step of the
+    /// `full_sort` (bitonic); `radix_sort` (its block, work-group and global bits are the
+    /// radix sort's tile, work-group and 0); `partial_merge_step` or `partial_sort_step` (one local step of the
     /// partial sort, merging or sorting every block); `partial_redistribute` (one
     /// redistribution step); `partial_frame` (the mean frame of the partial sort's schedule,
     /// from the medians: local steps, and every `redistribute_every` frames a redistribution
@@ -293,6 +311,7 @@ pub struct BenchRow {
 /// The CSV rows of one size.
 pub fn rows(
     full: &BitonicSorter,
+    radix: &RadixSorter,
     partial: &PartialSorter,
     settings: &BenchSettings,
     t: &SizeTimings,
@@ -310,6 +329,7 @@ pub fn rows(
     };
     [
         ("full_sort", &t.full),
+        ("radix_sort", &t.radix),
         ("partial_merge_step", &t.merge_step),
         ("partial_sort_step", &t.sort_step),
         ("partial_redistribute", &t.redistribute),
@@ -328,9 +348,21 @@ pub fn rows(
         key_type: settings.key,
         order: settings.order,
         shape: Shape::Random,
-        block_len: full.block_len(),
-        work_group_size: full.work_group_size(),
-        global_bits: full.global_bits(),
+        block_len: if operation == "radix_sort" {
+            radix.tile_len()
+        } else {
+            full.block_len()
+        },
+        work_group_size: if operation == "radix_sort" {
+            radix.work_group_size()
+        } else {
+            full.work_group_size()
+        },
+        global_bits: if operation == "radix_sort" {
+            0
+        } else {
+            full.global_bits()
+        },
         redistribute_every: every,
         local_step: partial.local_step(),
         iterations: settings.iterations,

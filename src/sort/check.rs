@@ -7,6 +7,7 @@ use super::error::Result;
 use super::inputs::{self, RandomKey, Shape, SplitMix64};
 use super::keys::{KeyKind, Order};
 use super::partial::{LocalStep, PartialConfig, PartialSorter};
+use super::radix::RadixSorter;
 use super::reference::{self, bits};
 use super::sortedness::Sortedness;
 use crate::cl::{Context, DeviceBuffer};
@@ -153,6 +154,51 @@ fn run_typed<K: RandomKey>(
             Ok(check_permutation(sorter, &got_indices)?)
         }
     }
+}
+
+/// Runs `case` on the radix sort, against the CPU's stable sort (equal keys in their order on
+/// entry); `Ok(Some(message))` describes a mismatch.
+pub fn run_radix_case(
+    sorter: &mut RadixSorter,
+    case: &CheckCase,
+    seed: u64,
+) -> Result<Option<String>> {
+    match case.key {
+        KeyKind::U32 => run_radix_typed::<u32>(sorter, case, seed),
+        KeyKind::F32 => run_radix_typed::<f32>(sorter, case, seed),
+    }
+}
+
+fn run_radix_typed<K: RandomKey>(
+    sorter: &mut RadixSorter,
+    case: &CheckCase,
+    seed: u64,
+) -> Result<Option<String>> {
+    let ctx = sorter.context().clone();
+    let keys: Vec<K> = inputs::keys(case.shape, case.len, seed);
+    let mut keys_buf = DeviceBuffer::from_slice(&ctx, &keys)?;
+    let (want_keys, want_values, values_buf) = match case.payload {
+        Payload::Values => {
+            let values = inputs::values(case.len, seed);
+            let mut values_buf = DeviceBuffer::from_slice(&ctx, &values)?;
+            sorter.sort_pairs(&mut keys_buf, &mut values_buf, case.order)?;
+            let (k, v) = reference::stable_sort_pairs(&keys, &values, case.order);
+            (k, v, values_buf)
+        }
+        Payload::Indices => {
+            let mut indices_buf = DeviceBuffer::<u32>::uninit(&ctx, case.len)?;
+            sorter.sort_with_indices(&mut keys_buf, &mut indices_buf, case.order)?;
+            let indices = reference::sorted_indices(&keys, case.order);
+            let k = indices.iter().map(|&i| keys[i as usize]).collect();
+            (k, indices, indices_buf)
+        }
+    };
+    Ok(first_difference(
+        bits(&want_keys),
+        bits(&keys_buf.read()?),
+        &want_values,
+        &values_buf.read()?,
+    ))
 }
 
 /// Applies `indices` (a permutation of 0..n) to a `float4`, a `u32` and a `u64` payload and

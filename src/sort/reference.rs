@@ -11,6 +11,19 @@ pub fn sort_pairs<K: SortKey>(keys: &[K], values: &[u32], order: Order) -> (Vec<
     pairs.into_iter().unzip()
 }
 
+/// `keys` and `values` sorted stably by key in `order`: equal keys keep their order on entry,
+/// as [`RadixSorter`](super::RadixSorter) leaves them.
+pub fn stable_sort_pairs<K: SortKey>(
+    keys: &[K],
+    values: &[u32],
+    order: Order,
+) -> (Vec<K>, Vec<u32>) {
+    sorted_indices(keys, order)
+        .into_iter()
+        .map(|i| (keys[i as usize], values[i as usize]))
+        .unzip()
+}
+
 /// Positions of `keys` in stable sorted order: `result[i]` is where the i-th smallest key (in
 /// `order`) was.
 pub fn sorted_indices<K: SortKey>(keys: &[K], order: Order) -> Vec<u32> {
@@ -34,6 +47,8 @@ mod tests {
         assert_eq!((k, v), (vec![1, 1, 2, 2], vec![4, 8, 3, 9]));
         let (k, v) = sort_pairs(&[2u32, 1, 2, 1], &[9, 8, 3, 4], Order::Descending);
         assert_eq!((k, v), (vec![2, 2, 1, 1], vec![3, 9, 4, 8]));
+        let (k, v) = stable_sort_pairs(&[2u32, 1, 2, 1], &[9, 8, 3, 4], Order::Descending);
+        assert_eq!((k, v), (vec![2, 2, 1, 1], vec![9, 3, 8, 4]));
         assert_eq!(
             sorted_indices(&[2.0f32, 1.0, 2.0, -0.0], Order::Ascending),
             [3, 1, 0, 2]

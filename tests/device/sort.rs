@@ -10,8 +10,8 @@ use snowsim::cl::{Context, DeviceBuffer};
 use snowsim::sort::check::{self, CheckCase, PartialCase, Payload};
 use snowsim::sort::inputs::{self, Shape, SplitMix64};
 use snowsim::sort::{
-    BitonicSorter, KeyKind, LocalStep, Order, PartialConfig, PartialSorter, SortConfig, SortError,
-    Sortedness,
+    BitonicSorter, KeyKind, LocalStep, Order, PartialConfig, PartialSorter, RadixSorter,
+    SortConfig, SortError, Sortedness,
 };
 
 use crate::common::{context, snowsim, temp_dir, text};
@@ -604,9 +604,15 @@ fn sort_bench_writes_csv_rows_with_every_setting() {
         assert!(header.contains(&column), "{column} missing from {header:?}");
     }
     let rows: Vec<&str> = lines.collect();
-    assert_eq!(rows.len(), 2 * 5, "two sizes, five operations: {csv}");
+    assert_eq!(rows.len(), 2 * 6, "two sizes, six operations: {csv}");
     assert!(
         rows.iter().any(|r| r.contains(",full_sort,10,1024,")),
+        "{csv}"
+    );
+    // The radix sort's row names its own tile and work-group, not the bitonic blocks.
+    assert!(
+        rows.iter()
+            .any(|r| r.contains(",radix_sort,11,2048,") && !r.contains(",256,16,5,")),
         "{csv}"
     );
     assert!(
@@ -660,4 +666,97 @@ fn sort_evolve_lists_sortedness_per_frame() {
     let displacement: Vec<f64> = frames.iter().map(|f| column(f, 4)).collect();
     assert!(displacement.windows(2).all(|w| w[1] <= w[0]), "{stdout}");
     assert!(displacement[11] < 0.6 * displacement[0], "{stdout}");
+}
+
+#[test]
+fn radix_sort_matches_a_stable_slice_sort_for_every_shape_length_key_type_and_order() {
+    let ctx = context();
+    let mut sorter = RadixSorter::new(&ctx).unwrap();
+    let tile = sorter.tile_len();
+    let cases = check::standard_cases(tile);
+    let mut failures = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        if let Some(message) = check::run_radix_case(&mut sorter, case, 300 + i as u64).unwrap() {
+            failures.push(format!("{case}: {message}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} radix cases differ from a stable slice::sort_by:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn radix_sort_scans_its_counts_in_two_levels_past_one_chunk() {
+    let ctx = context();
+    let mut sorter = RadixSorter::new(&ctx).unwrap();
+    // More tiles than one scan chunk holds counts for (16 a tile, 16 a work-item).
+    let len = sorter.tile_len() * sorter.work_group_size() + 3;
+    let case = CheckCase {
+        key: KeyKind::U32,
+        shape: Shape::FewUnique,
+        len,
+        order: Order::Ascending,
+        payload: Payload::Values,
+    };
+    assert_eq!(check::run_radix_case(&mut sorter, &case, 7).unwrap(), None);
+}
+
+#[test]
+fn radix_sort_of_small_keys_skips_the_high_digits_and_gives_the_bitonic_order() {
+    let ctx = context();
+    let mut radix = RadixSorter::new(&ctx).unwrap();
+    let mut bitonic = BitonicSorter::new(&ctx).unwrap();
+    let mut rng = SplitMix64::new(11);
+    // Tetrahedron-like keys below 2^10, many repeated: 10 bits are 3 digits, rounded to 4.
+    let keys: Vec<u32> = (0..50_000).map(|_| rng.below(1 << 10)).collect();
+    radix.set_key_bits(10);
+    assert_eq!(radix.passes(), 4);
+    for order in Order::ALL {
+        let mut by_radix = DeviceBuffer::from_slice(&ctx, &keys).unwrap();
+        let mut by_bitonic = DeviceBuffer::from_slice(&ctx, &keys).unwrap();
+        let mut radix_order = DeviceBuffer::<u32>::uninit(&ctx, keys.len()).unwrap();
+        let mut bitonic_order = DeviceBuffer::<u32>::uninit(&ctx, keys.len()).unwrap();
+        let events = radix
+            .sort_with_indices(&mut by_radix, &mut radix_order, order)
+            .unwrap();
+        assert_eq!(events.len(), radix.launches_for(keys.len()));
+        bitonic
+            .sort_with_indices(&mut by_bitonic, &mut bitonic_order, order)
+            .unwrap();
+        assert_eq!(
+            radix_order.read().unwrap(),
+            bitonic_order.read().unwrap(),
+            "{order}"
+        );
+        assert_eq!(
+            by_radix.read().unwrap(),
+            by_bitonic.read().unwrap(),
+            "{order}"
+        );
+    }
+}
+
+#[test]
+fn radix_sort_rejects_mismatched_lengths() {
+    let ctx = context();
+    let mut sorter = RadixSorter::new(&ctx).unwrap();
+    let mut keys = DeviceBuffer::from_slice(&ctx, &[3u32, 1, 2]).unwrap();
+    let mut values = DeviceBuffer::from_slice(&ctx, &[0u32, 1]).unwrap();
+    let err = sorter
+        .sort_pairs(&mut keys, &mut values, Order::Ascending)
+        .unwrap_err();
+    assert!(
+        matches!(err, SortError::LengthMismatch { keys: 3, values: 2 }),
+        "{err}"
+    );
+    let mut one = DeviceBuffer::from_slice(&ctx, &[5u32]).unwrap();
+    let mut index = DeviceBuffer::from_slice(&ctx, &[9u32]).unwrap();
+    sorter
+        .sort_with_indices(&mut one, &mut index, Order::Descending)
+        .unwrap();
+    assert_eq!(index.read().unwrap(), [0]);
 }
