@@ -115,6 +115,10 @@ pub struct Args {
     /// How the snow particles are sorted each frame [default: the scene's snow.sort].
     #[arg(long, value_enum, value_name = "MODE")]
     sort: Option<SortArg>,
+    /// Sort the parcels on one frame in this many, in any --sort mode; the frames between keep
+    /// the order they have (the result is the same) [default: the scene's snow.sort_every, 4].
+    #[arg(long, value_name = "K", value_parser = sort_every, allow_hyphen_values = true)]
+    sort_every: Option<u32>,
     /// What runs, overriding the scene's [simulate]: `wind,snow` (the snow blown by the wind
     /// solver, stepping with the frames), `wind` (the wind alone: no particles; the wind and
     /// pressure views show it) or `snow` (the snow in a frozen wind: the solver's start-up
@@ -622,6 +626,15 @@ fn rank_device<'d>(
 }
 
 /// The command line's changes to the scene's simulation.
+/// `--sort-every`: a whole number of frames from 1 to the scene's limit.
+fn sort_every(text: &str) -> Result<u32, String> {
+    let max = snowsim::scene::MAX_SORT_EVERY;
+    match super::whole::<u32>(text)? {
+        k @ 1.. if k <= max => Ok(k),
+        k => Err(format!("{k} frames: must be 1..={max}")),
+    }
+}
+
 fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> {
     let simulate = (!args.simulate.is_empty()).then(|| {
         (
@@ -645,6 +658,7 @@ fn overrides(args: &Args, devices: &[DeviceEntry]) -> anyhow::Result<Overrides> 
         particles: args.particles,
         seed: args.seed,
         sort: args.sort.map(SortMode::from),
+        sort_every: args.sort_every,
         simulate,
         wind_every: args.wind_every,
         wind_device,

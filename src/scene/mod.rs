@@ -50,6 +50,7 @@
 //! source_height = 0.0      # the snow enters this high above the ground (default 0: the top)
 //! sort = "partial"         # particle sort each frame: off, full, partial (default)
 //! full_sort_every = 64     # with partial: a full sort every this many frames (default 64)
+//! sort_every = 4           # sort on one frame in this many, in any mode (default 4)
 //! sort_key = "tetrahedron" # sorted by containing tetrahedron (default) or "hilbert" position
 //! seed = 1                 # random seed of positions, sizes and flutter (default 1)
 //!
@@ -137,7 +138,10 @@ mod range;
 mod raw;
 mod spans;
 
-pub use check::{DEFAULT_PRESSURE_HISTORY, MAX_PARTICLES, MAX_PRESSURE_HISTORY};
+pub use check::{
+    DEFAULT_PRESSURE_HISTORY, DEFAULT_SORT_EVERY, MAX_PARTICLES, MAX_PRESSURE_HISTORY,
+    MAX_SORT_EVERY,
+};
 pub use domain::{BoundaryCount, DomainMesh, DomainReport};
 pub use error::SceneError;
 pub use ground::{SceneGround, ground_of};

@@ -280,6 +280,8 @@ pub struct Snow {
     pub source_height: f64,
     /// With the partial sort: a full sort every this many frames (0: only the first).
     pub full_sort_every: u32,
+    /// The parcels are sorted on one frame in this many (1: every frame), in any mode.
+    pub sort_every: u32,
     /// Particle sorting.
     pub sort: SortMode,
     /// What particles are sorted by.

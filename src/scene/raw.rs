@@ -113,6 +113,7 @@ pub struct RawSnow {
     pub density: Option<f64>,
     pub source_height: Option<f64>,
     pub full_sort_every: Option<u32>,
+    pub sort_every: Option<u32>,
     pub sort: Option<SortName>,
     pub sort_key: Option<SortKeyName>,
     pub seed: Option<u64>,

@@ -26,6 +26,8 @@ pub struct Overrides {
     pub seed: Option<u32>,
     /// How the parcels are sorted each frame (`--sort`).
     pub sort: Option<SortMode>,
+    /// Sort on one frame in this many (`--sort-every`).
+    pub sort_every: Option<u32>,
     /// What runs (`--simulate`): (wind, snow). The wind off leaves the snow in a frozen wind:
     /// the start-up solve and the scene's `simulate.frozen_wind_steps` steps (0 when unset).
     pub simulate: Option<(bool, bool)>,
@@ -198,6 +200,9 @@ impl SimSetup {
                 }
                 if let Some(sort) = overrides.sort {
                     config.sort.mode = sort;
+                }
+                if let Some(every) = overrides.sort_every {
+                    config.sort.every = every;
                 }
                 config.validate()?;
                 Some(config)

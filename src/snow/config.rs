@@ -27,6 +27,8 @@ pub struct SortSettings {
     pub mode: SortMode,
     /// With `Partial`: a full sort every this many frames (0: never after the first).
     pub full_every: u32,
+    /// Sort on one frame in this many (at least 1); the others keep the order they have.
+    pub every: u32,
     /// Block length of the sorts (`None`: the sort's default for the device).
     pub block_len: Option<usize>,
     /// What particles are sorted by: their tetrahedron, or their cell along a 3D Hilbert
@@ -129,6 +131,7 @@ impl SnowConfig {
             sort: SortSettings {
                 mode: s.sort,
                 full_every: s.full_sort_every,
+                every: s.sort_every,
                 block_len: None,
                 key: s.sort_key,
             },
@@ -160,6 +163,7 @@ impl SnowConfig {
             sort: SortSettings {
                 mode: SortMode::Partial,
                 full_every: 64,
+                every: crate::scene::DEFAULT_SORT_EVERY,
                 block_len: None,
                 key: SortKey::Tetrahedron,
             },

@@ -1046,7 +1046,9 @@ impl Snow {
         let Some(scratch) = self.scratch.as_mut() else {
             return Ok(());
         };
-        if matches!(self.sorter, Sorter::Off) {
+        if matches!(self.sorter, Sorter::Off)
+            || !frame.is_multiple_of(u64::from(self.config.sort.every.max(1)))
+        {
             return Ok(());
         }
         let hilbert = (self.config.sort.key == SortKey::Hilbert).then(|| {

@@ -1818,8 +1818,23 @@ fn a_mesh_cut_at_a_keyword_boundary_fails_the_check() {
 }
 
 #[test]
+fn sorting_no_frame_in_zero_is_refused_before_anything_runs() {
+    let run = snowsim(&["run", "--sort-every", "0"]);
+    let err = run.expect(2);
+    assert!(
+        err.contains("--sort-every") && err.contains("0 frames: must be 1..=10000"),
+        "{err}"
+    );
+}
+
+#[test]
 fn negative_counts_are_named_as_negative() {
-    for (option, value) in [("--seed", "-1"), ("--particles", "-5"), ("--frames", "-2")] {
+    for (option, value) in [
+        ("--seed", "-1"),
+        ("--particles", "-5"),
+        ("--frames", "-2"),
+        ("--sort-every", "-4"),
+    ] {
         for args in [
             vec!["run", option, value],
             vec!["run", &format!("{option}={value}")],

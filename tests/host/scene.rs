@@ -248,6 +248,7 @@ fn errors_name_the_file_the_line_and_the_key() {
             9,
             "unknown variant",
         ),
+        ("[snow]\nsort_every = 0\n", "snow.sort_every", 9, "got 0"),
         (
             "[snow]\nsort_key = \"morton\"\n",
             "snow.sort_key",
