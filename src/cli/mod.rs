@@ -56,7 +56,7 @@ enum Command {
     /// files, and mesh terrains from heightmaps.
     #[command(subcommand)]
     Mesh(mesh::Command),
-    /// Check the device's bitonic sort (full and partial) against the CPU, time it, or watch
+    /// Check the device's sorts (bitonic, radix, partial) against the CPU, time them, or watch
     /// the partial sort keep drifting keys sorted.
     #[command(subcommand)]
     Sort(sort::Command),

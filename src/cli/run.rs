@@ -112,7 +112,7 @@ pub struct Args {
     /// Print the final summary as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     json: bool,
-    /// How the snow particles are sorted each frame [default: the scene's snow.sort].
+    /// How the snow particles are sorted [default: the scene's snow.sort].
     #[arg(long, value_enum, value_name = "MODE")]
     sort: Option<SortArg>,
     /// Sort the parcels on one frame in this many, in any --sort mode; the frames between keep
@@ -217,9 +217,10 @@ pub struct Args {
 enum SortArg {
     /// No sort.
     Off,
-    /// A full bitonic sort by tetrahedron every frame.
+    /// A full (radix) sort by tetrahedron on every frame that sorts (--sort-every).
     Full,
-    /// The incremental partial sort, with a full sort every snow.full_sort_every frames.
+    /// The incremental partial sort on every frame that sorts, with a full sort about every
+    /// snow.full_sort_every frames.
     Partial,
 }
 

@@ -216,7 +216,7 @@ impl Wind {
 pub enum SortMode {
     /// Not sorted.
     Off,
-    /// A full (radix) sort every frame.
+    /// A full (radix) sort on every frame that sorts.
     Full,
     /// The incremental partial sort that keeps them nearly sorted.
     Partial,

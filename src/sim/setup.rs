@@ -24,7 +24,7 @@ pub struct Overrides {
     pub particles: Option<usize>,
     /// The generator's seed (`--seed`).
     pub seed: Option<u32>,
-    /// How the parcels are sorted each frame (`--sort`).
+    /// How the parcels are sorted (`--sort`).
     pub sort: Option<SortMode>,
     /// Sort on one frame in this many (`--sort-every`).
     pub sort_every: Option<u32>,

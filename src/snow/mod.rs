@@ -1,5 +1,5 @@
 //! Snow: particles blown by the wind field, landing on the ground, building a snow cover that
-//! slides, sorted every frame (issue 12).
+//! slides, sorted one frame in `snow.sort_every` (issue 12).
 //!
 //! - [`SnowConfig`] (from a scene's `[snow]`, `[ground]` and `[time]`): counts, flake sizes, the
 //!   fall-speed law, flutter, the snowfall rate and the parcel volume derived from it.
@@ -90,7 +90,7 @@
 //!
 //! # Sort independence
 //!
-//! Particles are sorted every frame by their tetrahedron, or by their cell along a 3D Hilbert
+//! Particles are sorted on one frame in `snow.sort_every` (4 by default) by their tetrahedron, or by their cell along a 3D Hilbert
 //! curve over the domain's box (`snow.sort_key`), with `snow.sort`: `partial` by default (a
 //! full sort every `snow.full_sort_every` frames), `full`, or `off` (`snowsim run --sort`
 //! overrides the scene; the `O` key toggles partial and off); every array follows them (one
@@ -108,8 +108,8 @@
 //!   multiple of the work-group, each work-item guarding `i < n`;
 //! - the wind the snow samples is the buffer passed to the step, the same in every mode;
 //! - deposits are integers added by atomics (order-independent);
-//! - nothing depends on the order of equal keys: bitonic sort is unstable, and particles in
-//!   one tetrahedron may come out in any order.
+//! - nothing depends on the order of equal keys (the full sort is a stable radix sort, the
+//!   partial sort's blocks are not: particles in one tetrahedron may come out in any order).
 //! - the snow lifted into suspension reaches the parcels only through integers: per-cell counts
 //!   and smallest ids are integer atomics (commutative), a parcel's share depends on its id,
 //!   its cell's pool and those two numbers, never on its slot; its cell is computed without

@@ -118,10 +118,10 @@ impl Counters {
 
 enum Sorter {
     Off,
-    /// A radix sort every frame.
+    /// A radix sort on every frame that sorts (one in `snow.sort_every`).
     Full(Box<RadixSorter>),
-    /// The partial sort's step every frame, and a radix sort on the first frame and every
-    /// redistribution period's.
+    /// The partial sort's step on every frame that sorts, and a radix sort instead on the
+    /// first frame and about every `snow.full_sort_every` frames.
     Partial {
         partial: Box<PartialSorter>,
         full: Box<RadixSorter>,
@@ -446,7 +446,7 @@ impl Snow {
             SortKey::Hilbert => HILBERT_KEY_BITS,
             SortKey::Tetrahedron => {
                 let largest = self.mesh.tet_count().saturating_sub(1) as u32;
-                u32::BITS - largest.leading_zeros()
+                (u32::BITS - largest.leading_zeros()).max(1)
             }
         });
         Ok(sorter)
@@ -1093,7 +1093,12 @@ impl Snow {
                 )?);
             }
             Sorter::Partial { partial, full } => {
-                if frame == 0 || (every > 0 && frame.is_multiple_of(every)) {
+                // The first sorting frame at or after each multiple of `every` (frames sort
+                // one in `sort_every`).
+                let stride = u64::from(self.config.sort.every.max(1));
+                if frame == 0
+                    || (every > 0 && frame / every != frame.saturating_sub(stride) / every)
+                {
                     timeline.append(full.sort_with_indices(
                         keys,
                         &mut self.indices,

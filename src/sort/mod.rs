@@ -16,8 +16,9 @@
 //! - [`check`] validates all three against the CPU's `slice::sort_by` (`snowsim sort check`);
 //!   [`bench`](mod@bench) times them with OpenCL profiling (`snowsim sort bench`).
 //!
-//! The kernels live in `kernels/bitonic.cl`; see its header for the packing of pairs into
-//! 64-bit integers, the padding sentinels and the register/local-memory layout.
+//! The bitonic kernels live in `kernels/bitonic.cl` (see its header for the packing of pairs
+//! into 64-bit integers, the padding sentinels and the register/local-memory layout), the
+//! radix kernels in `kernels/radix.cl` (its header: the passes, the tiles, the ranking).
 //!
 //! ```
 //! use snowsim::cl::{Context, DeviceBuffer, DeviceSelector};

@@ -31,8 +31,8 @@ const GROUPS: [usize; 3] = [256, 128, 64];
 /// ([`set_key_bits`](Self::set_key_bits)), the passes over digits that cannot differ are
 /// skipped: a tetrahedron index below 2²² needs 6.
 ///
-/// The sort needs scratch of 8 bytes a pair and a table of 8 bytes per 2 048 pairs (kept for
-/// the next call).
+/// The sort needs scratch of 8 bytes a pair and a table of 16 counts a tile (64 bytes per
+/// 2 048 pairs, and a 4-byte total per 4 096 counts), kept for the next call.
 ///
 /// # Example
 ///
@@ -155,13 +155,15 @@ impl RadixSorter {
     }
 
     /// The passes a sort makes: one a 4-bit digit below the key bits, rounded up to an even
-    /// number so that the pairs end where they began.
+    /// number (at least 2, so that the indices are always written) so that the pairs end
+    /// where they began.
     pub fn passes(&self) -> u32 {
-        let passes = self.key_bits.div_ceil(RADIX_DIGIT_BITS);
+        let passes = self.key_bits.div_ceil(RADIX_DIGIT_BITS).max(1);
         passes + passes % 2
     }
 
-    /// Kernel launches a sort of `len` pairs makes.
+    /// Kernel launches a sort of `len` pairs makes, from 2 pairs (one pair with indices is one
+    /// fill of its index; without, nothing).
     pub fn launches_for(&self, len: usize) -> usize {
         if len <= 1 {
             return 0;

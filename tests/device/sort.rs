@@ -741,7 +741,7 @@ fn radix_sort_of_small_keys_skips_the_high_digits_and_gives_the_bitonic_order() 
 }
 
 #[test]
-fn radix_sort_rejects_mismatched_lengths() {
+fn radix_sort_rejects_mismatched_lengths_and_always_writes_indices() {
     let ctx = context();
     let mut sorter = RadixSorter::new(&ctx).unwrap();
     let mut keys = DeviceBuffer::from_slice(&ctx, &[3u32, 1, 2]).unwrap();
@@ -753,6 +753,15 @@ fn radix_sort_rejects_mismatched_lengths() {
         matches!(err, SortError::LengthMismatch { keys: 3, values: 2 }),
         "{err}"
     );
+    // Keys said to have no bits (a one-tetrahedron mesh's) still get their indices.
+    sorter.set_key_bits(0);
+    assert_eq!(sorter.passes(), 2);
+    let mut same = DeviceBuffer::from_slice(&ctx, &[0u32, 0, 0]).unwrap();
+    let mut order = DeviceBuffer::from_slice(&ctx, &[9u32, 9, 9]).unwrap();
+    sorter
+        .sort_with_indices(&mut same, &mut order, Order::Ascending)
+        .unwrap();
+    assert_eq!(order.read().unwrap(), [0, 1, 2]);
     let mut one = DeviceBuffer::from_slice(&ctx, &[5u32]).unwrap();
     let mut index = DeviceBuffer::from_slice(&ctx, &[9u32]).unwrap();
     sorter
