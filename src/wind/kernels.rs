@@ -347,7 +347,9 @@ impl Kernels {
                         + HINT_UPDATE
                         + "
                      GmlSum[0] = w.status == TET_WALK_LOST;
-                     VerStr = (VerFlg & WIND_FIXED_VELOCITY) ? VerInf : wind_project(VerBnd, u);"),
+                     VerStr = (VerFlgTab[VerIdx] & WIND_FIXED_VELOCITY)
+                            ? VerInfTab[VerIdx]
+                            : wind_project(VerBndTab[VerIdx], u);"),
                 )
                 .sums(1, LOST_FINISH),
         )?;
