@@ -1,10 +1,10 @@
 //! The full sort: every key-value pair in order, on the device.
 
-use super::error::{Result, SortError};
+use super::error::{Result, check_pair_lengths};
 use super::keys::{Order, SortKey, mode_bits};
 use super::permute::{Permutable, permute};
 use super::plan::{self, Pass};
-use super::program::{LocalLaunch, MAX_LEN, SortConfig, SortProgram};
+use super::program::{LocalLaunch, SortConfig, SortProgram};
 use crate::cl::Timeline;
 use crate::cl::{Context, DeviceBuffer};
 
@@ -133,19 +133,7 @@ impl BitonicSorter {
         order: Order,
         iota: bool,
     ) -> Result<Timeline> {
-        let n = keys.len();
-        if values.len() != n {
-            return Err(SortError::LengthMismatch {
-                keys: n,
-                values: values.len(),
-            });
-        }
-        if n > MAX_LEN {
-            return Err(SortError::TooLong {
-                len: n,
-                max: MAX_LEN,
-            });
-        }
+        let n = check_pair_lengths(keys.len(), values.len())?;
         let plan = plan::full_sort(n, self.block_len(), self.global_bits());
         if plan.packed_len > 0
             && self

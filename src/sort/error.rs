@@ -57,3 +57,18 @@ pub enum SortError {
 
 /// Result of the sort module.
 pub type Result<T> = std::result::Result<T, SortError>;
+
+/// The length of a sort of `keys` keys with `values` values: an error unless they are equal
+/// and at most [`MAX_LEN`](super::MAX_LEN).
+pub(crate) fn check_pair_lengths(keys: usize, values: usize) -> Result<usize> {
+    if values != keys {
+        return Err(SortError::LengthMismatch { keys, values });
+    }
+    if keys > super::MAX_LEN {
+        return Err(SortError::TooLong {
+            len: keys,
+            max: super::MAX_LEN,
+        });
+    }
+    Ok(keys)
+}

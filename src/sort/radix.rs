@@ -1,8 +1,7 @@
 //! The full sort by radix: stable passes over 4-bit digits, least significant first.
 
-use super::error::{Result, SortError};
+use super::error::{Result, SortError, check_pair_lengths};
 use super::keys::{Order, SortKey, mode_bits};
-use super::program::MAX_LEN;
 use crate::cl::{Context, DeviceBuffer, Kernel, Program, Source, Timeline, WorkSize};
 
 /// Bits of the key one pass orders by (`BINS` = 16 in `kernels/radix.cl`).
@@ -234,19 +233,7 @@ impl RadixSorter {
         order: Order,
         iota: bool,
     ) -> Result<Timeline> {
-        let n = keys.len();
-        if values.len() != n {
-            return Err(SortError::LengthMismatch {
-                keys: n,
-                values: values.len(),
-            });
-        }
-        if n > MAX_LEN {
-            return Err(SortError::TooLong {
-                len: n,
-                max: MAX_LEN,
-            });
-        }
+        let n = check_pair_lengths(keys.len(), values.len())?;
         let mut events = Timeline::default();
         if n <= 1 {
             if n == 1 && iota {
