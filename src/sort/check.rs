@@ -5,7 +5,7 @@ use std::fmt;
 use super::bitonic::BitonicSorter;
 use super::error::Result;
 use super::inputs::{self, RandomKey, Shape, SplitMix64};
-use super::keys::{KeyKind, Order};
+use super::keys::{KeyKind, Order, SortKey};
 use super::partial::{LocalStep, PartialConfig, PartialSorter};
 use super::radix::RadixSorter;
 use super::reference::{self, bits};
@@ -107,14 +107,110 @@ pub fn standard_cases(block_len: usize) -> Vec<CheckCase> {
 
 /// Runs `case` with inputs drawn from `seed`; `Ok(Some(message))` describes a mismatch.
 pub fn run_case(sorter: &mut BitonicSorter, case: &CheckCase, seed: u64) -> Result<Option<String>> {
-    match case.key {
-        KeyKind::U32 => run_typed::<u32>(sorter, case, seed),
-        KeyKind::F32 => run_typed::<f32>(sorter, case, seed),
+    run_with(sorter, case, seed)
+}
+
+/// Runs `case` on the radix sort, against the CPU's stable sort (equal keys in their order on
+/// entry); `Ok(Some(message))` describes a mismatch.
+pub fn run_radix_case(
+    sorter: &mut RadixSorter,
+    case: &CheckCase,
+    seed: u64,
+) -> Result<Option<String>> {
+    run_with(sorter, case, seed)
+}
+
+/// What a check needs of a full sort: its two ways of sorting, the CPU's answer for pairs
+/// with random values, and anything more to check of the indices it gives.
+trait CheckedSort {
+    fn context(&self) -> &Context;
+    fn pairs<K: SortKey>(
+        &mut self,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<u32>,
+        order: Order,
+    ) -> Result<()>;
+    fn indices<K: SortKey>(
+        &mut self,
+        keys: &mut DeviceBuffer<K>,
+        indices: &mut DeviceBuffer<u32>,
+        order: Order,
+    ) -> Result<()>;
+    /// The CPU's answer for `keys` with random `values`.
+    fn reference<K: SortKey>(keys: &[K], values: &[u32], order: Order) -> (Vec<K>, Vec<u32>);
+    /// A mismatch in what else the sort does with `indices` (a permutation of 0..n).
+    fn check_indices(&mut self, indices: &[u32]) -> Result<Option<String>>;
+}
+
+impl CheckedSort for BitonicSorter {
+    fn context(&self) -> &Context {
+        BitonicSorter::context(self)
+    }
+    fn pairs<K: SortKey>(
+        &mut self,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<u32>,
+        order: Order,
+    ) -> Result<()> {
+        self.sort_pairs(keys, values, order).map(drop)
+    }
+    fn indices<K: SortKey>(
+        &mut self,
+        keys: &mut DeviceBuffer<K>,
+        indices: &mut DeviceBuffer<u32>,
+        order: Order,
+    ) -> Result<()> {
+        self.sort_with_indices(keys, indices, order).map(drop)
+    }
+    /// Equal keys ordered by value.
+    fn reference<K: SortKey>(keys: &[K], values: &[u32], order: Order) -> (Vec<K>, Vec<u32>) {
+        reference::sort_pairs(keys, values, order)
+    }
+    /// The indices applied to payload arrays by `permute`.
+    fn check_indices(&mut self, indices: &[u32]) -> Result<Option<String>> {
+        check_permutation(self, indices)
     }
 }
 
-fn run_typed<K: RandomKey>(
-    sorter: &mut BitonicSorter,
+impl CheckedSort for RadixSorter {
+    fn context(&self) -> &Context {
+        RadixSorter::context(self)
+    }
+    fn pairs<K: SortKey>(
+        &mut self,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<u32>,
+        order: Order,
+    ) -> Result<()> {
+        self.sort_pairs(keys, values, order).map(drop)
+    }
+    fn indices<K: SortKey>(
+        &mut self,
+        keys: &mut DeviceBuffer<K>,
+        indices: &mut DeviceBuffer<u32>,
+        order: Order,
+    ) -> Result<()> {
+        self.sort_with_indices(keys, indices, order).map(drop)
+    }
+    /// Equal keys in their order on entry (stable).
+    fn reference<K: SortKey>(keys: &[K], values: &[u32], order: Order) -> (Vec<K>, Vec<u32>) {
+        reference::stable_sort_pairs(keys, values, order)
+    }
+    /// Nothing more: the radix sorter has no permutation of its own.
+    fn check_indices(&mut self, _indices: &[u32]) -> Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+fn run_with<S: CheckedSort>(sorter: &mut S, case: &CheckCase, seed: u64) -> Result<Option<String>> {
+    match case.key {
+        KeyKind::U32 => run_typed::<S, u32>(sorter, case, seed),
+        KeyKind::F32 => run_typed::<S, f32>(sorter, case, seed),
+    }
+}
+
+fn run_typed<S: CheckedSort, K: RandomKey>(
+    sorter: &mut S,
     case: &CheckCase,
     seed: u64,
 ) -> Result<Option<String>> {
@@ -125,80 +221,32 @@ fn run_typed<K: RandomKey>(
         Payload::Values => {
             let values = inputs::values(case.len, seed);
             let mut values_buf = DeviceBuffer::from_slice(&ctx, &values)?;
-            sorter.sort_pairs(&mut keys_buf, &mut values_buf, case.order)?;
-            let (want_keys, want_values) = reference::sort_pairs(&keys, &values, case.order);
-            let got_keys = keys_buf.read()?;
-            let got_values = values_buf.read()?;
+            sorter.pairs(&mut keys_buf, &mut values_buf, case.order)?;
+            let (want_keys, want_values) = S::reference(&keys, &values, case.order);
             Ok(first_difference(
                 bits(&want_keys),
-                bits(&got_keys),
+                bits(&keys_buf.read()?),
                 &want_values,
-                &got_values,
+                &values_buf.read()?,
             ))
         }
         Payload::Indices => {
             let mut indices_buf = DeviceBuffer::<u32>::uninit(&ctx, case.len)?;
-            sorter.sort_with_indices(&mut keys_buf, &mut indices_buf, case.order)?;
+            sorter.indices(&mut keys_buf, &mut indices_buf, case.order)?;
             let want_indices = reference::sorted_indices(&keys, case.order);
             let want_keys: Vec<K> = want_indices.iter().map(|&i| keys[i as usize]).collect();
-            let got_keys = keys_buf.read()?;
             let got_indices = indices_buf.read()?;
             if let Some(m) = first_difference(
                 bits(&want_keys),
-                bits(&got_keys),
+                bits(&keys_buf.read()?),
                 &want_indices,
                 &got_indices,
             ) {
                 return Ok(Some(m));
             }
-            Ok(check_permutation(sorter, &got_indices)?)
+            sorter.check_indices(&got_indices)
         }
     }
-}
-
-/// Runs `case` on the radix sort, against the CPU's stable sort (equal keys in their order on
-/// entry); `Ok(Some(message))` describes a mismatch.
-pub fn run_radix_case(
-    sorter: &mut RadixSorter,
-    case: &CheckCase,
-    seed: u64,
-) -> Result<Option<String>> {
-    match case.key {
-        KeyKind::U32 => run_radix_typed::<u32>(sorter, case, seed),
-        KeyKind::F32 => run_radix_typed::<f32>(sorter, case, seed),
-    }
-}
-
-fn run_radix_typed<K: RandomKey>(
-    sorter: &mut RadixSorter,
-    case: &CheckCase,
-    seed: u64,
-) -> Result<Option<String>> {
-    let ctx = sorter.context().clone();
-    let keys: Vec<K> = inputs::keys(case.shape, case.len, seed);
-    let mut keys_buf = DeviceBuffer::from_slice(&ctx, &keys)?;
-    let (want_keys, want_values, values_buf) = match case.payload {
-        Payload::Values => {
-            let values = inputs::values(case.len, seed);
-            let mut values_buf = DeviceBuffer::from_slice(&ctx, &values)?;
-            sorter.sort_pairs(&mut keys_buf, &mut values_buf, case.order)?;
-            let (k, v) = reference::stable_sort_pairs(&keys, &values, case.order);
-            (k, v, values_buf)
-        }
-        Payload::Indices => {
-            let mut indices_buf = DeviceBuffer::<u32>::uninit(&ctx, case.len)?;
-            sorter.sort_with_indices(&mut keys_buf, &mut indices_buf, case.order)?;
-            let indices = reference::sorted_indices(&keys, case.order);
-            let k = indices.iter().map(|&i| keys[i as usize]).collect();
-            (k, indices, indices_buf)
-        }
-    };
-    Ok(first_difference(
-        bits(&want_keys),
-        bits(&keys_buf.read()?),
-        &want_values,
-        &values_buf.read()?,
-    ))
 }
 
 /// Applies `indices` (a permutation of 0..n) to a `float4`, a `u32` and a `u64` payload and

@@ -167,12 +167,10 @@ impl RadixSorter {
         if len <= 1 {
             return 0;
         }
-        let scans: usize = scan_lengths(self.table_len(len), self.chunk())
-            .iter()
-            .enumerate()
-            .map(|(level, _)| if level < 2 { 1 } else { 2 })
-            .sum();
-        self.passes() as usize * (2 + scans)
+        // A scan a level, and an addition a level above the first two (the table's chunk
+        // offsets are added in the scatter).
+        let levels = scan_lengths(self.table_len(len), self.chunk()).len();
+        self.passes() as usize * (2 + levels + levels.saturating_sub(2))
     }
 
     /// Sorts `keys` in `order`, moving `values` with them, in place; equal keys keep their
